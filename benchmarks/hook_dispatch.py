@@ -1,0 +1,128 @@
+"""Per-emit overhead of the hook host, per mode, against a plain loop awaiting the same callbacks.
+
+Timeouts, isolation and telemetry are all on (they cannot be turned off) and logging is at INFO.
+Prints microseconds per no-op hook per emit, for 1 and 20 hooks, and the ratio to the baseline;
+then the wall time of a collector of 10 hooks that each sleep 100 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from mindroom.config.plugin import PluginEntryConfig  # noqa: E402
+from mindroom.hooks import (  # noqa: E402
+    EVENT_MESSAGE_BEFORE_RESPONSE,
+    EVENT_MESSAGE_ENRICH,
+    EVENT_MESSAGE_RECEIVED,
+    EVENT_TOOL_BEFORE_CALL,
+    HookRegistry,
+    hook,
+)
+from mindroom.hooks.execution import emit, emit_collect, emit_gate, emit_transform  # noqa: E402
+from mindroom.logging_config import configure_logging  # noqa: E402
+from mindroom.testing.contexts import make_hook_context  # noqa: E402
+
+ROUNDS = 7
+EMITS = 4000
+
+
+class _Plugin:
+    def __init__(self, name: str, callbacks: list[Any]) -> None:
+        self.name = name
+        self.discovered_hooks = tuple(callbacks)
+        self.entry_config = PluginEntryConfig(path=f"./plugins/{name}")
+        self.plugin_order = 0
+
+
+def _noop_hooks(event: str, count: int) -> list[Any]:
+    callbacks = []
+    for index in range(count):
+
+        async def noop(ctx: Any) -> None:
+            return None
+
+        callbacks.append(hook(event, name=f"noop_{index}")(noop))
+    return callbacks
+
+
+async def _time(fn: Callable[[], Awaitable[Any]], emits: int) -> float:
+    best = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(emits):
+            await fn()
+        best.append((time.perf_counter() - start) / emits)
+    return statistics.median(best)
+
+
+MODES = {
+    "observer": (EVENT_MESSAGE_RECEIVED, "MessageReceivedContext", emit),
+    "collector": (EVENT_MESSAGE_ENRICH, "MessageEnrichContext", emit_collect),
+    "transformer": (EVENT_MESSAGE_BEFORE_RESPONSE, "BeforeResponseContext", emit_transform),
+    "gate": (EVENT_TOOL_BEFORE_CALL, "ToolBeforeCallContext", emit_gate),
+}
+TARGET_US = {"observer": 5.0, "collector": 8.0, "transformer": 5.0, "gate": 5.0}
+
+
+async def main() -> int:
+    configure_logging("INFO", json=True)
+    storage = Path("/tmp/mindroom-bench-data")  # noqa: S108
+    print(f"{'mode':<12}{'hooks':>6}{'engine us/hook':>16}{'plain us/hook':>15}{'overhead us/hook':>18}"
+          f"{'ratio':>8}{'target':>8}  verdict")
+    worst_ok = True
+    for mode, (event, ctx_type, emitter) in MODES.items():
+        for count in (1, 20):
+            callbacks = _noop_hooks(event, count)
+            registry = HookRegistry.from_plugins([_Plugin("bench", callbacks)])
+            ctx = make_hook_context(ctx_type, storage_root=storage)
+
+            async def engine(emitter: Any = emitter, registry: HookRegistry = registry, ctx: Any = ctx,
+                             event: str = event) -> None:
+                await emitter(registry, event, ctx)
+
+            async def plain(callbacks: list[Any] = callbacks, ctx: Any = ctx) -> None:
+                for callback in callbacks:
+                    await callback(ctx)
+
+            emits = max(200, EMITS // count)
+            t_engine = await _time(engine, emits)
+            t_plain = await _time(plain, emits)
+            per_hook = t_engine / count * 1e6
+            plain_per_hook = t_plain / count * 1e6
+            overhead = per_hook - plain_per_hook
+            ok = per_hook <= TARGET_US[mode]
+            worst_ok &= ok
+            print(f"{mode:<12}{count:>6}{per_hook:>16.2f}{plain_per_hook:>15.2f}{overhead:>18.2f}"
+                  f"{t_engine / t_plain:>8.1f}{TARGET_US[mode]:>8.1f}  {'ok' if ok else 'MISS'}")
+
+    sleepers = []
+    for index in range(10):
+
+        async def sleeper(ctx: Any) -> None:
+            await asyncio.sleep(0.1)
+
+        sleepers.append(hook(EVENT_MESSAGE_ENRICH, name=f"sleep_{index}")(sleeper))
+    registry = HookRegistry.from_plugins([_Plugin("sleepers", sleepers)])
+    ctx = make_hook_context("MessageEnrichContext", storage_root=storage)
+    walls = []
+    for _ in range(5):
+        start = time.perf_counter()
+        await emit_collect(registry, EVENT_MESSAGE_ENRICH, ctx)
+        walls.append((time.perf_counter() - start) * 1000)
+    wall = statistics.median(walls)
+    ok = wall <= 130
+    worst_ok &= ok
+    print(f"collector of 10 hooks sleeping 100 ms each: {wall:.1f} ms (target <= 130 ms)  {'ok' if ok else 'MISS'}")
+    return 0 if worst_ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

@@ -1,0 +1,156 @@
+"""The pydantic models of `config.yaml` (unknown keys are errors, so typos never pass silently)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mindroom.config.plugin import PluginEntryConfig
+from mindroom.constants import ROUTER_AGENT_NAME
+
+__all__ = [
+    "AgentConfig",
+    "AuthorizationConfig",
+    "Config",
+    "DefaultsConfig",
+    "ModelConfig",
+    "RoomConfig",
+    "RoomDefaultsConfig",
+    "RouterConfig",
+]
+
+_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Strict):
+    """A language model: provider, model id, and provider options."""
+
+    provider: Literal["openai", "anthropic", "ollama", "offline"] = "openai"
+    id: str
+    host: str | None = None
+    api_key: str | None = None
+    temperature: float | None = None
+    extra_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentConfig(_Strict):
+    """One AI agent: its Matrix identity, model, instructions, rooms, tools, skills and plugins."""
+
+    display_name: str
+    role: str = ""
+    instructions: list[str] = Field(default_factory=list)
+    model: str = "default"
+    tools: list[str] = Field(default_factory=list)
+    skills: list[str] = Field(default_factory=list)
+    rooms: list[str] = Field(default_factory=list)
+    plugins: list[str] | None = None
+    enable_streaming: bool | None = None
+    num_history_runs: int | None = Field(default=None, ge=0)
+    markdown: bool | None = None
+    password: str | None = None
+
+    @field_validator("instructions", mode="before")
+    @classmethod
+    def _single_instruction(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class RouterConfig(_Strict):
+    """The router picks which agent answers in rooms with several agents."""
+
+    model: str = "default"
+    display_name: str = "Router"
+    password: str | None = None
+
+
+class RoomConfig(_Strict):
+    """A room the daemon creates or joins."""
+
+    name: str | None = None
+    description: str = ""
+    topic: str | None = None
+
+
+class AuthorizationConfig(_Strict):
+    """Who may reach agents: global users, per-room users, and whether anyone in a room may."""
+
+    global_users: list[str] = Field(default_factory=list)
+    room_permissions: dict[str, list[str]] = Field(default_factory=dict)
+    default_room_access: bool = False
+
+
+class RoomDefaultsConfig(_Strict):
+    """Applied to every room the daemon manages."""
+
+    invite_users: list[str] = Field(default_factory=list)
+
+
+class DefaultsConfig(_Strict):
+    """Defaults for every agent unless the agent overrides them."""
+
+    enable_streaming: bool = True
+    markdown: bool = True
+    num_history_runs: int = Field(default=10, ge=0)
+    streaming_edit_interval_ms: int = Field(default=500, ge=50)
+    max_concurrent_turns_per_agent: int = Field(default=4, ge=1)
+
+
+class Config(_Strict):
+    """The whole of `config.yaml`."""
+
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    router: RouterConfig = Field(default_factory=RouterConfig)
+    rooms: dict[str, RoomConfig] = Field(default_factory=dict)
+    authorization: AuthorizationConfig = Field(default_factory=AuthorizationConfig)
+    room_defaults: RoomDefaultsConfig = Field(default_factory=RoomDefaultsConfig)
+    defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
+    plugins: list[str | PluginEntryConfig] = Field(default_factory=list)
+    admin_room: str | None = None
+    timezone: str = "UTC"
+
+    @field_validator("agents")
+    @classmethod
+    def _agent_names(cls, agents: dict[str, AgentConfig]) -> dict[str, AgentConfig]:
+        import re
+
+        for name in agents:
+            if not re.match(_NAME_PATTERN, name):
+                msg = f"agent name {name!r} must be lowercase letters, digits, '_', '.', '-' (max 64)"
+                raise ValueError(msg)
+            if name == ROUTER_AGENT_NAME:
+                msg = f"agent name {name!r} is reserved for the router"
+                raise ValueError(msg)
+        return agents
+
+    @model_validator(mode="after")
+    def _models_exist(self) -> Config:
+        wanted = [(f"agents.{name}.model", agent.model) for name, agent in self.agents.items()]
+        if self.agents and len(self.agents) > 1:
+            wanted.append(("router.model", self.router.model))
+        for where, model in wanted:
+            if model not in self.models and not (model == "default" and not self.models):
+                msg = f"{where}: unknown model {model!r} (known: {', '.join(sorted(self.models)) or 'none'})"
+                raise ValueError(msg)
+        return self
+
+    @property
+    def plugin_entries(self) -> list[PluginEntryConfig]:
+        """Every `plugins:` entry in object form (string entries become `PluginEntryConfig(path=...)`)."""
+        return [PluginEntryConfig(path=entry) if isinstance(entry, str) else entry for entry in self.plugins]
+
+    def agent_rooms(self, agent_name: str) -> list[str]:
+        """The room keys or ids an agent belongs to."""
+        return list(self.agents[agent_name].rooms)
+
+    def all_room_keys(self) -> list[str]:
+        """Every room named in config, under `rooms:` or in an agent's `rooms`, in first-seen order."""
+        seen: dict[str, None] = dict.fromkeys(self.rooms)
+        for agent in self.agents.values():
+            seen.update(dict.fromkeys(agent.rooms))
+        return list(seen)

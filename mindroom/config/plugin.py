@@ -1,0 +1,34 @@
+"""Plugin entries of `config.yaml`: `PluginEntryConfig(path, settings, hooks)` and per-hook overrides."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["HookMode", "HookOverrideConfig", "PluginEntryConfig"]
+
+HookMode = Literal["enforce", "monitor", "off"]
+
+
+class HookOverrideConfig(BaseModel):
+    """Per-hook overrides; `None` keeps the decorator's value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    priority: int | None = None
+    timeout_ms: int | None = Field(default=None, gt=0)
+    fail_closed: bool | None = None
+    mode: HookMode = "enforce"
+
+
+class PluginEntryConfig(BaseModel):
+    """One entry of the `plugins:` list: a plugin folder, its settings and per-hook overrides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    hooks: dict[str, HookOverrideConfig] = Field(default_factory=dict)
+    enabled: bool = True

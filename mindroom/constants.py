@@ -1,0 +1,70 @@
+"""Names that plugins import, and the storage paths every part of the daemon shares."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_CONFIG_FILENAME",
+    "DEFAULT_STORAGE_DIRNAME",
+    "ORIGINAL_SENDER_KEY",
+    "PLUGIN_MANIFEST_FILENAME",
+    "ROUTER_AGENT_NAME",
+    "SYNTHETIC_DEPTH_KEY",
+    "VOICE_PREFIX",
+    "RuntimePaths",
+    "resolve_config_relative_path",
+]
+
+ROUTER_AGENT_NAME = "router"
+VOICE_PREFIX = "🎤 "
+ORIGINAL_SENDER_KEY = "com.mindroom.original_sender"
+SYNTHETIC_DEPTH_KEY = "com.mindroom.hook_depth"
+HOOK_SOURCE_KEY = "com.mindroom.hook_source"
+HOOK_DISPATCH_KEY = "com.mindroom.hook_dispatch"
+PLUGIN_MANIFEST_FILENAME = "mindroom.plugin.json"
+DEFAULT_CONFIG_FILENAME = "config.yaml"
+DEFAULT_STORAGE_DIRNAME = "mindroom_data"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimePaths:
+    """Where the config lives, where state is stored, and the environment the config was read with."""
+
+    config_path: Path
+    storage_root: Path
+    env_values: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def config_dir(self) -> Path:
+        """The folder holding the config file; relative paths in the config resolve against it."""
+        return self.config_path.parent
+
+    @property
+    def plugins_state_root(self) -> Path:
+        """The folder under which each plugin gets its own `state_root`."""
+        return self.storage_root / "plugins"
+
+    def env(self, name: str, default: str | None = None) -> str | None:
+        """Read an environment value as the config saw it, falling back to the process environment."""
+        if name in self.env_values:
+            return self.env_values[name]
+        return os.environ.get(name, default)
+
+    @classmethod
+    def for_directory(cls, root: Path) -> RuntimePaths:
+        """Paths for a config file and data directory side by side in `root` (handy in tests)."""
+        root = root.resolve()
+        return cls(config_path=root / DEFAULT_CONFIG_FILENAME, storage_root=root / DEFAULT_STORAGE_DIRNAME)
+
+
+def resolve_config_relative_path(raw_path: str | os.PathLike[str], runtime_paths: RuntimePaths) -> Path:
+    """Resolve a path written in the config: `~` and `$VARS` expand, relative paths start at the config's folder."""
+    text = os.path.expandvars(os.fspath(raw_path))
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        path = runtime_paths.config_dir / path
+    return path.resolve()

@@ -1,0 +1,55 @@
+"""The exceptions the daemon raises on purpose.
+
+    MindroomError
+    ├── ConfigError          config.yaml or the environment is invalid (names file, key path, line)
+    ├── PluginError          a plugin cannot be loaded (names the plugin and the cause)
+    │   ├── ManifestError    mindroom.plugin.json is missing or malformed
+    │   └── PluginImportError  a plugin module failed to import
+    └── PluginStateError     a plugin name would put its state outside `<data>/plugins/`
+
+Hook callbacks never surface exceptions to callers: the hook host contains them (see
+`mindroom.hooks.execution`). `ValueError`/`TypeError` from the `@hook` decorator are programming
+errors in the plugin and surface at import, where the plugin loader reports them as `PluginImportError`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["ConfigError", "ManifestError", "MindroomError", "PluginError", "PluginImportError", "PluginStateError"]
+
+
+class MindroomError(Exception):
+    """Base class for errors the daemon reports to its operator."""
+
+
+class ConfigError(MindroomError):
+    """The config file or environment is invalid; the message names the file, key path and problem."""
+
+    def __init__(self, path: Path | str, problems: list[str]) -> None:
+        self.path = Path(path)
+        self.problems = problems
+        joined = "\n".join(f"  {problem}" for problem in problems)
+        super().__init__(f"invalid config {self.path}:\n{joined}")
+
+
+class PluginError(MindroomError):
+    """A plugin could not be loaded; names the plugin (or its folder) and the cause."""
+
+    def __init__(self, plugin: str, path: Path | str, cause: str) -> None:
+        self.plugin = plugin
+        self.path = Path(path)
+        self.cause = cause
+        super().__init__(f"plugin {plugin!r} ({self.path}): {cause}")
+
+
+class ManifestError(PluginError):
+    """The plugin's manifest is missing or malformed."""
+
+
+class PluginImportError(PluginError):
+    """One of the plugin's modules failed to import."""
+
+
+class PluginStateError(MindroomError, ValueError):
+    """A plugin name that would place its state directory outside `<data>/plugins/`."""

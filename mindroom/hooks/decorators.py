@@ -1,0 +1,91 @@
+"""The `@hook` decorator: annotation only, it stores metadata on the function and changes nothing else."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mindroom.hooks.types import HookExecutionMode, execution_mode, validate_event_name
+
+__all__ = ["HOOK_METADATA_ATTR", "HookMetadata", "get_hook_metadata", "hook"]
+
+HOOK_METADATA_ATTR = "__mindroom_hook__"
+DEFAULT_PRIORITY = 100
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class HookMetadata:
+    """What `@hook(...)` recorded about a callback."""
+
+    event_name: str
+    hook_name: str
+    priority: int = DEFAULT_PRIORITY
+    timeout_ms: int | None = None
+    agents: frozenset[str] | None = None
+    rooms: frozenset[str] | None = None
+    fail_closed: bool = False
+
+
+def _name_set(values: Iterable[str] | None, what: str) -> frozenset[str] | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return frozenset({values})
+    result = frozenset(values)
+    if not all(isinstance(value, str) for value in result):
+        msg = f"{what} must be strings"
+        raise TypeError(msg)
+    return result
+
+
+def hook(
+    event: str,
+    *,
+    name: str | None = None,
+    priority: int = DEFAULT_PRIORITY,
+    timeout_ms: int | None = None,
+    agents: Iterable[str] | None = None,
+    rooms: Iterable[str] | None = None,
+    fail_closed: bool = False,
+) -> Callable[[F], F]:
+    """Mark an async function as a handler of `event`; returns the function unchanged."""
+    validate_event_name(event)
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        msg = f"priority must be an int, got {priority!r}"
+        raise TypeError(msg)
+    if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0):
+        msg = f"timeout_ms must be a positive int or None, got {timeout_ms!r}"
+        raise ValueError(msg)
+    if fail_closed and execution_mode(event) is not HookExecutionMode.GATE:
+        msg = f"fail_closed applies to gate events only, not {event!r}"
+        raise ValueError(msg)
+    agent_names = _name_set(agents, "agents")
+    room_ids = _name_set(rooms, "rooms")
+
+    def decorate(func: F) -> F:
+        if not inspect.iscoroutinefunction(func):
+            msg = f"hook {getattr(func, '__qualname__', func)!r} must be an async function (async def)"
+            raise TypeError(msg)
+        metadata = HookMetadata(
+            event_name=event,
+            hook_name=name or func.__name__,
+            priority=priority,
+            timeout_ms=timeout_ms,
+            agents=agent_names,
+            rooms=room_ids,
+            fail_closed=fail_closed,
+        )
+        setattr(func, HOOK_METADATA_ATTR, metadata)
+        return func
+
+    return decorate
+
+
+def get_hook_metadata(func: object) -> HookMetadata | None:
+    """The metadata `@hook` stored on `func`, or None for undecorated callables."""
+    metadata = getattr(func, HOOK_METADATA_ATTR, None)
+    return metadata if isinstance(metadata, HookMetadata) else None

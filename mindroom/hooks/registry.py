@@ -1,0 +1,240 @@
+"""`HookRegistry`: plugins compiled into an immutable, ordered snapshot of hooks per event.
+
+Reload builds a new registry and swaps one reference; per-hook telemetry and breaker state carry
+over from the previous registry so a reload neither forgets failures nor resets counters.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
+from mindroom.hooks.decorators import HookMetadata, get_hook_metadata
+from mindroom.hooks.types import default_timeout_ms
+from mindroom.logging_config import get_logger
+
+__all__ = ["DEFAULT_BLOCKING_THRESHOLD_MS", "HookRegistry", "HookStats", "PluginLike", "RegisteredHook"]
+
+logger = get_logger(__name__)
+
+DEFAULT_BLOCKING_THRESHOLD_MS = 100.0
+_DURATION_SAMPLES = 512
+_SCOPED_CACHE_LIMIT = 4096
+
+
+class PluginLike(Protocol):
+    """What `HookRegistry.from_plugins` needs from a plugin (the spec's `stub_plugin` shape)."""
+
+    name: str
+    discovered_hooks: Sequence[Any]
+    entry_config: PluginEntryConfig | None
+    plugin_order: int
+
+
+@dataclass(slots=True, eq=False)
+class HookStats:
+    """Mutable per-hook counters and circuit-breaker state, owned by the runtime."""
+
+    calls: int = 0
+    failures: int = 0
+    timeouts: int = 0
+    declines: int = 0
+    blocked_loop: int = 0
+    skipped: int = 0
+    monitored_effects: int = 0
+    consecutive_failures: int = 0
+    open_until: float = 0.0
+    trips: int = 0
+    last_error: str | None = None
+    durations_ms: deque[float] = field(default_factory=lambda: deque(maxlen=_DURATION_SAMPLES))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RegisteredHook:
+    """One compiled hook: callback, effective settings, filters, and its telemetry cell."""
+
+    plugin_name: str
+    hook_name: str
+    event_name: str
+    callback: Any
+    priority: int
+    timeout_ms: int
+    timeout_s: float
+    agents: frozenset[str] | None
+    rooms: frozenset[str] | None
+    fail_closed: bool
+    monitor: bool
+    settings: dict[str, Any]
+    plugin_order: int
+    order_key: tuple[int, int, int, int]
+    logger: Any
+    stats: HookStats
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """Identity across reloads: (plugin, hook, event)."""
+        return (self.plugin_name, self.hook_name, self.event_name)
+
+    @property
+    def mode(self) -> str:
+        """`enforce` or `monitor`."""
+        return "monitor" if self.monitor else "enforce"
+
+
+def _effective(
+    meta: HookMetadata, override: HookOverrideConfig | None
+) -> tuple[bool, int, int, bool, bool]:
+    """(enabled, priority, timeout_ms, fail_closed, monitor) after config overrides."""
+    priority = meta.priority
+    timeout_ms = meta.timeout_ms if meta.timeout_ms is not None else default_timeout_ms(meta.event_name)
+    fail_closed = meta.fail_closed
+    enabled, monitor = True, False
+    if override is not None:
+        enabled = override.enabled and override.mode != "off"
+        monitor = override.mode == "monitor"
+        if override.priority is not None:
+            priority = override.priority
+        if override.timeout_ms is not None:
+            timeout_ms = override.timeout_ms
+        if override.fail_closed is not None:
+            fail_closed = override.fail_closed
+    return enabled, priority, timeout_ms, fail_closed, monitor
+
+
+class HookRegistry:
+    """An immutable snapshot of every enabled hook, ordered per event by priority, plugin order, definition order."""
+
+    __slots__ = ("_agent_plugins", "_by_event", "_filtered_events", "_scoped", "blocking_threshold_ms", "plugin_names")
+
+    def __init__(
+        self,
+        by_event: Mapping[str, tuple[RegisteredHook, ...]],
+        *,
+        agent_plugins: Mapping[str, frozenset[str]] | None = None,
+        plugin_names: tuple[str, ...] = (),
+        blocking_threshold_ms: float = DEFAULT_BLOCKING_THRESHOLD_MS,
+    ) -> None:
+        self._by_event = MappingProxyType(dict(by_event))
+        self._agent_plugins = MappingProxyType(dict(agent_plugins or {}))
+        self._filtered_events = frozenset(
+            event
+            for event, hooks in self._by_event.items()
+            if self._agent_plugins or any(h.agents is not None or h.rooms is not None for h in hooks)
+        )
+        self._scoped: dict[tuple[str, str | None, str | None], tuple[RegisteredHook, ...]] = {}
+        self.plugin_names = plugin_names
+        self.blocking_threshold_ms = blocking_threshold_ms
+
+    @classmethod
+    def empty(cls) -> HookRegistry:
+        """A registry with no hooks."""
+        return cls({})
+
+    @classmethod
+    def from_plugins(
+        cls,
+        plugins: Iterable[PluginLike],
+        *,
+        agent_plugins: Mapping[str, Iterable[str]] | None = None,
+        previous: HookRegistry | None = None,
+        blocking_threshold_ms: float = DEFAULT_BLOCKING_THRESHOLD_MS,
+    ) -> HookRegistry:
+        """Compile plugins into a registry; `previous` lends its telemetry to hooks that still exist."""
+        old_stats = {hook.key: hook.stats for hook in previous.all_hooks()} if previous is not None else {}
+        compiled: dict[str, list[RegisteredHook]] = {}
+        names: list[str] = []
+        for position, plugin in enumerate(plugins):
+            name = str(plugin.name)
+            names.append(name)
+            entry = getattr(plugin, "entry_config", None)
+            overrides: Mapping[str, HookOverrideConfig] = entry.hooks if entry is not None else {}
+            settings: dict[str, Any] = dict(entry.settings) if entry is not None else {}
+            plugin_order = int(getattr(plugin, "plugin_order", 0) or 0)
+            seen: set[str] = set()
+            for index, callback in enumerate(getattr(plugin, "discovered_hooks", ())):
+                meta = get_hook_metadata(callback)
+                if meta is None:
+                    logger.warning("plugin callback is not a hook", plugin=name, callback=repr(callback))
+                    continue
+                if meta.hook_name in seen:
+                    logger.warning("duplicate hook name ignored", plugin=name, hook=meta.hook_name)
+                    continue
+                seen.add(meta.hook_name)
+                enabled, priority, timeout_ms, fail_closed, monitor = _effective(meta, overrides.get(meta.hook_name))
+                if not enabled:
+                    continue
+                key = (name, meta.hook_name, meta.event_name)
+                compiled.setdefault(meta.event_name, []).append(
+                    RegisteredHook(
+                        plugin_name=name,
+                        hook_name=meta.hook_name,
+                        event_name=meta.event_name,
+                        callback=callback,
+                        priority=priority,
+                        timeout_ms=timeout_ms,
+                        timeout_s=timeout_ms / 1000.0,
+                        agents=meta.agents,
+                        rooms=meta.rooms,
+                        fail_closed=fail_closed,
+                        monitor=monitor,
+                        settings=settings,
+                        plugin_order=plugin_order,
+                        order_key=(priority, plugin_order, position, index),
+                        logger=get_logger("mindroom.plugins", plugin=name, hook=meta.hook_name),
+                        stats=old_stats.get(key) or HookStats(),
+                    )
+                )
+            for unknown in sorted(set(overrides) - seen):
+                logger.warning("hook override names no hook of this plugin", plugin=name, hook=unknown)
+        by_event = {event: tuple(sorted(hooks, key=lambda h: h.order_key)) for event, hooks in compiled.items()}
+        allow = {agent: frozenset(plugin_names) for agent, plugin_names in (agent_plugins or {}).items()}
+        return cls(by_event, agent_plugins=allow, plugin_names=tuple(names), blocking_threshold_ms=blocking_threshold_ms)
+
+    def hooks_for(self, event_name: str) -> tuple[RegisteredHook, ...]:
+        """Every hook of an event, in execution order, before agent/room filtering."""
+        return self._by_event.get(event_name, ())
+
+    def has_hooks(self, event_name: str) -> bool:
+        """True when at least one hook listens to the event."""
+        return event_name in self._by_event
+
+    def matching(self, event_name: str, agent_name: str | None, room_id: str | None) -> tuple[RegisteredHook, ...]:
+        """The hooks that fire for this agent and room, in execution order (memoized per scope)."""
+        hooks = self._by_event.get(event_name, ())
+        if not hooks or event_name not in self._filtered_events:
+            return hooks
+        key = (event_name, agent_name, room_id)
+        cached = self._scoped.get(key)
+        if cached is not None:
+            return cached
+        allowed = self._agent_plugins.get(agent_name) if agent_name is not None else None
+        selected = tuple(
+            hook
+            for hook in hooks
+            if (hook.agents is None or agent_name in hook.agents)
+            and (hook.rooms is None or room_id in hook.rooms)
+            and (allowed is None or hook.plugin_name in allowed)
+        )
+        if len(self._scoped) >= _SCOPED_CACHE_LIMIT:
+            self._scoped.clear()
+        self._scoped[key] = selected
+        return selected
+
+    def all_hooks(self) -> list[RegisteredHook]:
+        """Every compiled hook, grouped by event in execution order."""
+        return [hook for event in sorted(self._by_event) for hook in self._by_event[event]]
+
+    @property
+    def events(self) -> tuple[str, ...]:
+        """Events with at least one hook."""
+        return tuple(sorted(self._by_event))
+
+    def __len__(self) -> int:
+        return sum(len(hooks) for hooks in self._by_event.values())
+
+    def __repr__(self) -> str:
+        return f"HookRegistry(plugins={list(self.plugin_names)!r}, hooks={len(self)})"

@@ -1,0 +1,92 @@
+"""Per-hook telemetry as read-only rows: what `mindroom hooks list`, `!hooks` and metrics show."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from mindroom.hooks.registry import HookRegistry, RegisteredHook
+from mindroom.hooks.types import execution_mode
+
+__all__ = ["HookTelemetry", "hook_telemetry"]
+
+
+@dataclass(frozen=True, slots=True)
+class HookTelemetry:
+    """One hook's configuration and counters at the moment it was read."""
+
+    event_name: str
+    execution_mode: str
+    plugin_name: str
+    hook_name: str
+    priority: int
+    timeout_ms: int
+    agents: tuple[str, ...] | None
+    rooms: tuple[str, ...] | None
+    mode: str
+    fail_closed: bool
+    breaker_state: str
+    calls: int
+    failures: int
+    timeouts: int
+    declines: int
+    blocked_loop: int
+    skipped: int
+    monitored_effects: int
+    breaker_trips: int
+    p50_ms: float | None
+    p95_ms: float | None
+    last_error: str | None
+
+
+def _percentile(samples: list[float], fraction: float) -> float | None:
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _breaker_state(hook: RegisteredHook, now: float) -> str:
+    stats = hook.stats
+    if stats.open_until and now < stats.open_until:
+        return "open"
+    if stats.consecutive_failures:
+        return "half-open" if stats.trips and stats.open_until else "closed"
+    return "closed"
+
+
+def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
+    """Every hook of the registry, per event in execution order, with its counters and p50/p95 duration."""
+    now = time.monotonic()
+    rows = []
+    for hook in registry.all_hooks():
+        stats = hook.stats
+        samples = list(stats.durations_ms)
+        rows.append(
+            HookTelemetry(
+                event_name=hook.event_name,
+                execution_mode=execution_mode(hook.event_name).value,
+                plugin_name=hook.plugin_name,
+                hook_name=hook.hook_name,
+                priority=hook.priority,
+                timeout_ms=hook.timeout_ms,
+                agents=tuple(sorted(hook.agents)) if hook.agents is not None else None,
+                rooms=tuple(sorted(hook.rooms)) if hook.rooms is not None else None,
+                mode=hook.mode,
+                fail_closed=hook.fail_closed,
+                breaker_state=_breaker_state(hook, now),
+                calls=stats.calls,
+                failures=stats.failures,
+                timeouts=stats.timeouts,
+                declines=stats.declines,
+                blocked_loop=stats.blocked_loop,
+                skipped=stats.skipped,
+                monitored_effects=stats.monitored_effects,
+                breaker_trips=stats.trips,
+                p50_ms=_percentile(samples, 0.5),
+                p95_ms=_percentile(samples, 0.95),
+                last_error=stats.last_error,
+            )
+        )
+    return rows

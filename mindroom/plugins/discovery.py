@@ -1,0 +1,92 @@
+"""Which plugins a config runs: its `plugins:` entries plus folders dropped into `plugins/` beside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mindroom.config.main import Config
+from mindroom.config.plugin import PluginEntryConfig
+from mindroom.constants import PLUGIN_MANIFEST_FILENAME, RuntimePaths, resolve_config_relative_path
+from mindroom.errors import PluginError
+from mindroom.hooks.registry import HookRegistry
+from mindroom.logging_config import get_logger
+from mindroom.plugins.loader import Plugin, load_plugin_dir
+
+__all__ = ["LoadedPlugins", "build_registry", "load_plugins", "plugin_folders"]
+
+logger = get_logger(__name__)
+DROP_IN_DIRNAME = "plugins"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedPlugins:
+    """The plugins that loaded, and an error for each one that did not."""
+
+    plugins: tuple[Plugin, ...]
+    errors: tuple[PluginError, ...]
+
+
+def _resolve_entry(entry: PluginEntryConfig, runtime_paths: RuntimePaths) -> Path:
+    path = resolve_config_relative_path(entry.path, runtime_paths)
+    if not path.exists():
+        candidate = (runtime_paths.config_dir / DROP_IN_DIRNAME / entry.path).resolve()
+        if candidate.is_dir():
+            return candidate
+    return path
+
+
+def plugin_folders(config: Config, runtime_paths: RuntimePaths) -> list[tuple[Path, PluginEntryConfig]]:
+    """Folders to load, in order (config entries first, then drop-ins by name), with their entries."""
+    folders: list[tuple[Path, PluginEntryConfig]] = []
+    seen: set[Path] = set()
+    disabled: set[Path] = set()
+    for entry in config.plugin_entries:
+        path = _resolve_entry(entry, runtime_paths)
+        if not entry.enabled:
+            disabled.add(path)
+            continue
+        if path in seen:
+            continue
+        seen.add(path)
+        folders.append((path, entry))
+    drop_in = runtime_paths.config_dir / DROP_IN_DIRNAME
+    if drop_in.is_dir():
+        for child in sorted(drop_in.iterdir()):
+            resolved = child.resolve()
+            if resolved in seen or resolved in disabled or child.name.startswith((".", "_")):
+                continue
+            if (child / PLUGIN_MANIFEST_FILENAME).is_file():
+                seen.add(resolved)
+                folders.append((resolved, PluginEntryConfig(path=str(resolved))))
+    return folders
+
+
+def load_plugins(config: Config, runtime_paths: RuntimePaths) -> LoadedPlugins:
+    """Load every plugin of the config; a plugin that fails is reported and does not stop the others."""
+    plugins: list[Plugin] = []
+    errors: list[PluginError] = []
+    names: dict[str, Path] = {}
+    for order, (path, entry) in enumerate(plugin_folders(config, runtime_paths)):
+        try:
+            plugin = load_plugin_dir(path, plugin_order=order, entry_config=entry)
+        except PluginError as exc:
+            errors.append(exc)
+            logger.error("plugin failed to load", plugin=exc.plugin, path=str(exc.path), cause=exc.cause)
+            continue
+        if plugin.name in names:
+            error = PluginError(plugin.name, path, f"duplicate plugin name (also used by {names[plugin.name]})")
+            errors.append(error)
+            logger.error("plugin failed to load", plugin=plugin.name, path=str(path), cause=error.cause)
+            continue
+        names[plugin.name] = path
+        plugins.append(plugin)
+    return LoadedPlugins(tuple(plugins), tuple(errors))
+
+
+def build_registry(
+    config: Config, plugins: tuple[Plugin, ...], previous: HookRegistry | None = None
+) -> HookRegistry:
+    """Compile loaded plugins into a registry, with each agent's plugin allowlist from config."""
+    allow = {name: agent.plugins for name, agent in config.agents.items() if agent.plugins is not None}
+    return HookRegistry.from_plugins(plugins, agent_plugins=allow, previous=previous)

@@ -1,0 +1,25 @@
+"""pytest plugin (entry point `pytest11`): the `hook_context_factory` fixture and the kit's other fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mindroom.hooks.context import HookContext
+from mindroom.testing.contexts import make_hook_context
+
+__all__ = ["hook_context_factory"]
+
+
+@pytest.fixture
+def hook_context_factory(tmp_path: Path) -> Callable[..., HookContext]:
+    """`hook_context_factory(context_type, /, **fields)` -> a new, ready-to-emit hook context."""
+    storage_root = tmp_path / "mindroom_data"
+
+    def factory(context_type: type[HookContext] | str, /, **fields: Any) -> HookContext:
+        return make_hook_context(context_type, storage_root=storage_root, **fields)
+
+    return factory

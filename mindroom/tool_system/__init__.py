@@ -1,0 +1,1 @@
+"""Tools for agents and the runtime context tool code runs in."""
