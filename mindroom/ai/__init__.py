@@ -1,0 +1,29 @@
+"""The AI layer: models, agents, session history and generation (the only package that imports agno)."""
+
+from __future__ import annotations
+
+from mindroom.ai.agents import close_caches
+from mindroom.ai.errors import GenerationError, ModelConfigError
+from mindroom.ai.generation import GenerationRequest, GenerationResult, ToolTrace, generate, stream_generate
+from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
+from mindroom.ai.offline import OfflineModel
+from mindroom.ai.routing_model import choose_agent
+from mindroom.ai.sessions import load_history, session_db_path, strip_session_enrichment
+
+__all__ = [
+    "PLACEHOLDER_API_KEY",
+    "GenerationError",
+    "GenerationRequest",
+    "GenerationResult",
+    "ModelConfigError",
+    "OfflineModel",
+    "ToolTrace",
+    "build_model",
+    "choose_agent",
+    "close_caches",
+    "generate",
+    "load_history",
+    "session_db_path",
+    "stream_generate",
+    "strip_session_enrichment",
+]

@@ -1,0 +1,220 @@
+"""One agent turn through agno: prior turns of the thread in, the answer out, the new turn persisted."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+from uuid import uuid4
+
+from agno.agent import Agent
+from agno.db.sqlite import AsyncSqliteDb
+from agno.run.agent import RunCancelledEvent, RunContentEvent, RunErrorEvent, RunOutput
+from agno.run.base import RunStatus
+
+from mindroom.ai.agents import agent_cache
+from mindroom.ai.errors import GenerationError, ModelConfigError
+from mindroom.ai.failures import failure_log, generation_error
+from mindroom.ai.models import model_env_fingerprint
+from mindroom.ai.sessions import session_db, strip_run_enrichment, strip_run_output_enrichment
+from mindroom.config.main import ModelConfig
+from mindroom.logging_config import get_logger
+
+__all__ = ["GenerationRequest", "GenerationResult", "ToolTrace", "generate", "stream_generate"]
+
+logger = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """Everything one agent turn needs: who answers, with which model, in which thread, to what."""
+
+    agent_name: str
+    display_name: str
+    role: str
+    instructions: tuple[str, ...]
+    model: ModelConfig
+    user_message: str
+    session_id: str
+    num_history_runs: int
+    markdown: bool
+    tools: tuple[Any, ...] = ()
+    user_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTrace:
+    """One tool call the model made during a turn."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    result: str | None
+    failed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationResult:
+    """The model's answer to a turn."""
+
+    text: str
+    tool_trace: tuple[ToolTrace, ...]
+    model_id: str
+
+
+def _fingerprint(request: GenerationRequest, env: Mapping[str, str]) -> tuple[Any, ...]:
+    return (
+        request.model.model_dump_json(),
+        model_env_fingerprint(request.model, env),
+        request.display_name,
+        request.role,
+        request.instructions,
+        request.num_history_runs,
+        request.markdown,
+        tuple(id(tool) for tool in request.tools),
+    )
+
+
+def _build_agent(request: GenerationRequest, db: AsyncSqliteDb, env: Mapping[str, str]) -> Agent:
+    with_history = request.num_history_runs > 0
+    return Agent(
+        id=request.agent_name,
+        name=request.display_name,
+        model=agent_cache.model(request.model, env),
+        db=db,
+        description=request.role or None,
+        instructions=list(request.instructions) or None,
+        markdown=request.markdown,
+        add_name_to_context=True,
+        add_history_to_context=with_history,
+        num_history_runs=request.num_history_runs if with_history else None,
+        tools=list(request.tools) or None,
+        post_hooks=[strip_run_output_enrichment],
+        telemetry=False,
+    )
+
+
+def _agent_for(request: GenerationRequest, storage_root: Path, env: Mapping[str, str]) -> tuple[Agent, AsyncSqliteDb]:
+    try:
+        db = session_db(storage_root, request.agent_name)
+        agent = agent_cache.agent(
+            ("agent", str(storage_root), request.agent_name),
+            _fingerprint(request, env),
+            lambda: _build_agent(request, db, env),
+        )
+    except ModelConfigError as error:
+        logger.error("ai.model_misconfigured", agent=request.agent_name, problem=error.problem)
+        raise GenerationError("The model is not set up correctly.", kind="misconfigured") from error
+    return agent, db
+
+
+def _run_metadata(request: GenerationRequest) -> dict[str, Any] | None:
+    return {"sender": request.user_id} if request.user_id else None
+
+
+async def _strip_enrichment(db: AsyncSqliteDb, run_id: str, request: GenerationRequest) -> None:
+    try:
+        await strip_run_enrichment(db, run_id)
+    except Exception as error:
+        # The answer exists already; a failed cleanup must not take it away from the user.
+        logger.warning(
+            "ai.enrichment_strip_failed",
+            agent=request.agent_name,
+            session=request.session_id,
+            error_type=type(error).__name__,
+        )
+
+
+def _failed(request: GenerationRequest, error: BaseException | None, status: str | None) -> GenerationError:
+    failure = generation_error(error)
+    logger.warning(
+        "ai.generation_failed",
+        agent=request.agent_name,
+        model=request.model.id,
+        kind=failure.kind,
+        status_code=failure.status_code,
+        run_status=status,
+        error_type=type(error).__name__ if error is not None else None,
+    )
+    return failure
+
+
+def _tool_trace(output: RunOutput) -> tuple[ToolTrace, ...]:
+    return tuple(
+        ToolTrace(
+            name=tool.tool_name or "",
+            arguments=dict(tool.tool_args or {}),
+            result=tool.result,
+            failed=bool(tool.tool_call_error),
+        )
+        for tool in output.tools or []
+    )
+
+
+async def generate(request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]) -> GenerationResult:
+    """Answer one turn (non-streaming); raises `GenerationError` when the model fails."""
+    agent, db = _agent_for(request, storage_root, env)
+    run_id = str(uuid4())
+    failure_log.watch(run_id)
+    output: RunOutput | None = None
+    error: BaseException | None = None
+    try:
+        output = await agent.arun(
+            request.user_message,
+            stream=False,
+            session_id=request.session_id,
+            run_id=run_id,
+            metadata=_run_metadata(request),
+        )
+    except Exception as caught:
+        error = caught
+    finally:
+        failure = failure_log.pop(run_id)
+    if output is None or output.status != RunStatus.completed:
+        await _strip_enrichment(db, run_id, request)
+        status = output.status.value if output is not None and output.status is not None else None
+        raise _failed(request, failure or error, status) from (failure or error)
+    content = output.content
+    text = content if isinstance(content, str) else ("" if content is None else str(content))
+    return GenerationResult(text=text, tool_trace=_tool_trace(output), model_id=output.model or request.model.id)
+
+
+async def stream_generate(
+    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]
+) -> AsyncGenerator[str, None]:
+    """Answer one turn as text deltas; the turn is persisted once the stream ends. Raises `GenerationError`."""
+    agent, db = _agent_for(request, storage_root, env)
+    run_id = str(uuid4())
+    failure_log.watch(run_id)
+    failed = False
+    completed = False
+    error: BaseException | None = None
+    failure: BaseException | None = None
+    try:
+        events = cast(
+            "AsyncGenerator[Any, None]",
+            agent.arun(
+                request.user_message,
+                stream=True,
+                session_id=request.session_id,
+                run_id=run_id,
+                metadata=_run_metadata(request),
+            ),
+        )
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if isinstance(event, RunErrorEvent | RunCancelledEvent):
+                    failed = True
+                elif isinstance(event, RunContentEvent) and isinstance(event.content, str) and event.content:
+                    yield event.content
+        completed = not failed
+    except Exception as caught:
+        failed, error = True, caught
+    finally:
+        failure = failure_log.pop(run_id)
+        if not completed:
+            # Finished runs were stripped by the post-hook; failed or abandoned ones are stripped in storage.
+            await _strip_enrichment(db, run_id, request)
+    if failed:
+        raise _failed(request, failure or error, RunStatus.error.value) from (failure or error)

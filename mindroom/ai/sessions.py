@@ -1,0 +1,179 @@
+"""Conversation history in agno's SQLite session store: one database per agent, one session per thread.
+
+Enrichment blocks are rendered into the user turn the model sees, but they describe the moment of that
+turn; they are stripped from the run's user messages before it is stored (or right after, for runs that
+failed), so later turns see the user's own words in their history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import weakref
+from pathlib import Path
+from typing import Any
+
+from agno.db.sqlite import AsyncSqliteDb
+from agno.run.agent import RunOutput
+from agno.run.base import HISTORY_SKIP_STATUSES
+
+from mindroom.hooks.enrichment import strip_enrichment_blocks
+from mindroom.logging_config import get_logger
+
+__all__ = [
+    "SESSIONS_DIRNAME",
+    "close_session_dbs",
+    "load_history",
+    "session_db",
+    "session_db_path",
+    "strip_run_enrichment",
+    "strip_run_output_enrichment",
+    "strip_session_enrichment",
+]
+
+logger = get_logger(__name__)
+
+SESSIONS_DIRNAME = "sessions"
+_AGENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_SKIPPED_STATUSES = frozenset(status.value for status in HISTORY_SKIP_STATUSES)
+_HISTORY_ROLES = frozenset({"user", "assistant"})
+
+
+class _SessionDbs:
+    """The open session databases, per event loop (their connections belong to the loop that opened them)."""
+
+    def __init__(self) -> None:
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Path, AsyncSqliteDb]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self, path: Path) -> AsyncSqliteDb:
+        dbs = self._by_loop.setdefault(asyncio.get_running_loop(), {})
+        db = dbs.get(path)
+        if db is None:
+            db = AsyncSqliteDb(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+            dbs[path] = db
+        return db
+
+    def take_all(self) -> list[AsyncSqliteDb]:
+        dbs = self._by_loop.pop(asyncio.get_running_loop(), {})
+        return list(dbs.values())
+
+
+_DBS = _SessionDbs()
+
+
+def session_db_path(storage_root: Path, agent_name: str) -> Path:
+    """`<storage_root>/sessions/<agent_name>.db`; `ValueError` for names that are not agent names."""
+    if not _AGENT_NAME.match(agent_name):
+        msg = f"not a valid agent name for session storage: {agent_name!r}"
+        raise ValueError(msg)
+    return Path(storage_root).resolve() / SESSIONS_DIRNAME / f"{agent_name}.db"
+
+
+def session_db(storage_root: Path, agent_name: str) -> AsyncSqliteDb:
+    """The agent's session database, opened once per event loop and then reused."""
+    return _DBS.get(session_db_path(storage_root, agent_name))
+
+
+async def close_session_dbs() -> None:
+    """Dispose every session database opened in the running event loop (call on shutdown)."""
+    for db in _DBS.take_all():
+        await db.close()
+
+
+def _strip_content(content: Any) -> tuple[Any, bool]:
+    if isinstance(content, str):
+        cleaned = strip_enrichment_blocks(content)
+        return cleaned, cleaned != content
+    if isinstance(content, list):
+        changed = False
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                cleaned = strip_enrichment_blocks(part["text"])
+                if cleaned != part["text"]:
+                    part = {**part, "text": cleaned}
+                    changed = True
+            parts.append(part)
+        return parts, changed
+    return content, False
+
+
+def _strip_run_data(run_data: dict[str, Any]) -> bool:
+    """Strip enrichment from a stored run's input and user messages in place; True when anything changed."""
+    changed = False
+    run_input = run_data.get("input")
+    if isinstance(run_input, dict) and "input_content" in run_input:
+        run_input["input_content"], input_changed = _strip_content(run_input["input_content"])
+        changed |= input_changed
+    for message in run_data.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            message["content"], message_changed = _strip_content(message.get("content"))
+            changed |= message_changed
+    return changed
+
+
+def strip_run_output_enrichment(run_output: RunOutput) -> None:
+    """agno post-hook: strip enrichment from the finished run's input and user messages before agno stores it."""
+    if run_output.input is not None:
+        run_output.input.input_content, _changed = _strip_content(run_output.input.input_content)
+    for message in run_output.messages or []:
+        if message.role == "user":
+            message.content, _changed = _strip_content(message.content)
+
+
+async def _run_rows(db: AsyncSqliteDb, session_id: str) -> list[dict[str, Any]]:
+    result = await db.get_runs(session_id=session_id, deserialize=False)
+    if isinstance(result, tuple):
+        return [row for row in result[0] if isinstance(row.get("run_data"), dict)]
+    return []
+
+
+async def _save_row(db: AsyncSqliteDb, row: dict[str, Any]) -> None:
+    await db.upsert_run(row["run_data"], session_id=row["session_id"], user_id=row.get("user_id"))
+
+
+async def strip_run_enrichment(db: AsyncSqliteDb, run_id: str) -> bool:
+    """Strip enrichment blocks from one stored run; True when the run was rewritten."""
+    row = await db.get_run(run_id, deserialize=False)
+    if not isinstance(row, dict) or not _strip_run_data(row["run_data"]):
+        return False
+    await _save_row(db, row)
+    return True
+
+
+async def strip_session_enrichment(agent_name: str, session_id: str, *, storage_root: Path) -> int:
+    """Strip enrichment blocks from every stored run of a session; returns how many runs were rewritten."""
+    db = session_db(storage_root, agent_name)
+    rewritten = 0
+    for row in await _run_rows(db, session_id):
+        if _strip_run_data(row["run_data"]):
+            await _save_row(db, row)
+            rewritten += 1
+    if rewritten:
+        logger.info("ai.session_enrichment_stripped", agent=agent_name, session=session_id, runs=rewritten)
+    return rewritten
+
+
+async def load_history(agent_name: str, session_id: str, *, storage_root: Path) -> list[tuple[str, str]]:
+    """The (role, text) turns a model sees as history for this session: user and assistant, oldest first."""
+    db = session_db(storage_root, agent_name)
+    history: list[tuple[str, str]] = []
+    for row in await _run_rows(db, session_id):
+        if row.get("status") in _SKIPPED_STATUSES or row.get("parent_run_id") is not None:
+            continue
+        for message in row["run_data"].get("messages") or []:
+            if message.get("role") in _HISTORY_ROLES and not message.get("from_history"):
+                text = _text_of(message.get("content"))
+                if text:
+                    history.append((message["role"], text))
+    return history
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return ""
