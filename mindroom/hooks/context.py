@@ -18,12 +18,14 @@ from typing import Any, ClassVar
 from mindroom.constants import (
     DEFAULT_STORAGE_DIRNAME,
     HOOK_DISPATCH_KEY,
+    HOOK_ORIGIN_EVENT_KEY,
     HOOK_SOURCE_KEY,
     ORIGINAL_SENDER_KEY,
     SYNTHETIC_DEPTH_KEY,
     RuntimePaths,
 )
 from mindroom.hooks.enrichment import CachePolicy, EnrichmentItem
+from mindroom.hooks.state import plugin_state_dir
 from mindroom.hooks.types import (
     EVENT_AGENT_STARTED,
     EVENT_CONFIG_RELOADED,
@@ -37,7 +39,6 @@ from mindroom.hooks.types import (
     EVENT_TOOL_BEFORE_CALL,
 )
 from mindroom.logging_config import get_logger
-from mindroom.hooks.state import plugin_state_dir
 
 __all__ = [
     "AfterResponseContext",
@@ -228,7 +229,7 @@ class HookContext:
         content[SYNTHETIC_DEPTH_KEY] = self._synthetic_depth()
         content[HOOK_SOURCE_KEY] = f"{self.plugin_name}:{self.hook_name}" if self.hook_name else self.plugin_name
         if self.event_name == EVENT_MESSAGE_RECEIVED:
-            content["com.mindroom.hook_origin_event"] = EVENT_MESSAGE_RECEIVED
+            content[HOOK_ORIGIN_EVENT_KEY] = EVENT_MESSAGE_RECEIVED
         if trigger_dispatch:
             content[HOOK_DISPATCH_KEY] = True
         result: str | None = await self.message_sender(room_id, text, thread_id=thread_id, extra_content=content)
@@ -251,11 +252,13 @@ class HookContext:
     # -- engine support --------------------------------------------------------------------------
     def clone(self) -> HookContext:
         """A shallow copy whose own attributes can be set without affecting this context."""
-        return _cloner(type(self))(self)
+        copy: HookContext = _cloner(type(self))(self)
+        return copy
 
     def snapshot_mutable(self) -> Any:
         """The current values of the fields hooks may change (for monitor mode and failure rollback)."""
-        return self.SNAPSHOT(self) if self.SNAPSHOT is not None else None
+        snapshot = type(self).SNAPSHOT
+        return snapshot(self) if snapshot is not None else None
 
     def restore_mutable(self, snapshot: Any) -> None:
         """Put back values taken by `snapshot_mutable`."""

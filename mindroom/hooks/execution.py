@@ -12,6 +12,7 @@ budget, and each of its steps is timed so that one blocking the loop is caught.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import types
 from collections.abc import Generator, Iterable
@@ -76,14 +77,13 @@ def _resume(coro: Any, yielded: Any, max_step: list[float]) -> Generator[Any, An
         except GeneratorExit:
             coro.close()
             raise
-        except BaseException as exc:  # delivered by the task: cancellation or timeout
-            start = _perf()
-            try:
-                yielded = coro.throw(exc)
-            except StopIteration as stop:
-                _note_step(max_step, start)
-                return stop.value
-            _note_step(max_step, start)
+        except BaseException as exc:  # delivered by the task: our timeout's cancellation or the caller's
+            # Whether the hook re-raises, returns or swallows the cancellation and goes on, the
+            # cancellation stands: a swallowing hook is no longer driven, so it is cut off all the same.
+            with contextlib.suppress(BaseException):
+                coro.throw(exc)
+                coro.close()
+            raise
         else:
             start = _perf()
             try:
@@ -113,9 +113,13 @@ def _record_success(hook: RegisteredHook, elapsed_s: float) -> None:
         stats.open_until = 0.0
 
 
-def _record_failure(hook: RegisteredHook, exc: BaseException, elapsed_s: float, *, timed_out: bool = False) -> None:
+def _record_failure(
+    hook: RegisteredHook, exc: BaseException, elapsed_s: float | None, *, timed_out: bool = False
+) -> None:
+    """Count one failure (a duration sample unless already taken) and open the breaker after 5 in a row."""
     stats = hook.stats
-    stats.durations_ms.append(elapsed_s * 1000.0)
+    if elapsed_s is not None:
+        stats.durations_ms.append(elapsed_s * 1000.0)
     stats.failures += 1
     stats.consecutive_failures += 1
     stats.last_error = _describe(exc)
@@ -271,7 +275,7 @@ async def emit(registry: HookRegistry, event_name: str, ctx: HookContext) -> Non
     if token is None:
         return
     threshold_s = registry.blocking_threshold_ms / 1000.0
-    snapshot = ctx.SNAPSHOT
+    snapshot = type(ctx).SNAPSHOT
     try:
         for hook in hooks:
             if hook.stats.open_until and _breaker_open(hook):
@@ -287,11 +291,10 @@ async def emit(registry: HookRegistry, event_name: str, ctx: HookContext) -> Non
             if snapshot is None:
                 continue
             if outcome == _OK:
-                if hook.monitor:
-                    after = snapshot(ctx)
-                    if after != before:
-                        _note_monitored(hook, "mutation", fields=dict(zip(ctx.MUTABLE_FIELDS, after, strict=True)))
-                        ctx.restore_mutable(before)
+                if hook.monitor and snapshot(ctx) != before:
+                    changed = {name: getattr(ctx, name) for name in ctx.MUTABLE_FIELDS}
+                    _note_monitored(hook, "mutation", fields=changed)
+                    ctx.restore_mutable(before)
             else:
                 ctx.restore_mutable(before)
     finally:
@@ -310,15 +313,15 @@ def _items_from(result: Any) -> list[EnrichmentItem]:
     raise _InvalidHookResultError(f"expected EnrichmentItem, a list of them, or None; got {type(result).__name__}")
 
 
-def _collect_one(hook: RegisteredHook, hook_ctx: MessageEnrichContext, outcome: int, value: Any) -> list[EnrichmentItem]:
+def _collect_one(
+    hook: RegisteredHook, hook_ctx: MessageEnrichContext, outcome: int, value: Any
+) -> list[EnrichmentItem]:
     if outcome != _OK:
         return []
     try:
         items = [*hook_ctx.items, *_items_from(value)]
     except _InvalidHookResultError as exc:
-        hook.stats.failures += 1
-        hook.stats.last_error = _describe(exc)
-        logger.warning("hook returned an invalid result", plugin=hook.plugin_name, hook=hook.hook_name, error=str(exc))
+        _record_failure(hook, exc, None)
         return []
     if hook.monitor and items:
         _note_monitored(hook, "items", keys=[item.key for item in items])
@@ -342,8 +345,9 @@ async def emit_collect(registry: HookRegistry, event_name: str, ctx: MessageEnri
     results: list[list[EnrichmentItem]] = [[] for _ in hooks]
     running: set[asyncio.Task[None]] = set()
 
-    async def finish(index: int, hook: RegisteredHook, hook_ctx: MessageEnrichContext, coro: Any, yielded: Any,
-                     start: float) -> None:
+    async def finish(
+        index: int, hook: RegisteredHook, hook_ctx: MessageEnrichContext, coro: Any, yielded: Any, start: float
+    ) -> None:
         outcome, value = await _continue(hook, coro, yielded, start, threshold_s)
         results[index] = _collect_one(hook, hook_ctx, outcome, value)
 
@@ -397,18 +401,20 @@ async def emit_transform(registry: HookRegistry, event_name: str, ctx: BeforeRes
             if outcome != _OK:
                 continue
             if value is not None and not isinstance(value, ResponseDraft):
-                hook.stats.failures += 1
-                hook.stats.last_error = f"returned {type(value).__name__}, expected ResponseDraft or None"
-                logger.warning("hook returned an invalid result", plugin=hook.plugin_name, hook=hook.hook_name,
-                               error=hook.stats.last_error)
+                invalid = _InvalidHookResultError(f"returned {type(value).__name__}, expected ResponseDraft or None")
+                _record_failure(hook, invalid, None)
                 continue
             candidate = value if value is not None else ctx.draft
             if not isinstance(candidate, ResponseDraft):
                 continue
             if hook.monitor:
                 if candidate.response_text != draft.response_text or candidate.suppress != draft.suppress:
-                    _note_monitored(hook, "draft", suppress=candidate.suppress,
-                                    text_changed=candidate.response_text != draft.response_text)
+                    _note_monitored(
+                        hook,
+                        "draft",
+                        suppress=candidate.suppress,
+                        text_changed=candidate.response_text != draft.response_text,
+                    )
                 continue
             draft = candidate
     finally:

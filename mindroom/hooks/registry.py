@@ -29,10 +29,21 @@ _SCOPED_CACHE_LIMIT = 4096
 class PluginLike(Protocol):
     """What `HookRegistry.from_plugins` needs from a plugin (the spec's `stub_plugin` shape)."""
 
-    name: str
-    discovered_hooks: Sequence[Any]
-    entry_config: PluginEntryConfig | None
-    plugin_order: int
+    @property
+    def name(self) -> str:
+        """The plugin's name (used for `state_root` and telemetry)."""
+
+    @property
+    def discovered_hooks(self) -> Sequence[Any]:
+        """The `@hook` callbacks found in the plugin, in definition order."""
+
+    @property
+    def entry_config(self) -> PluginEntryConfig | None:
+        """The plugin's `config.yaml` entry: settings and per-hook overrides."""
+
+    @property
+    def plugin_order(self) -> int:
+        """Position among plugins; ties in priority run in this order."""
 
 
 @dataclass(slots=True, eq=False)
@@ -85,9 +96,7 @@ class RegisteredHook:
         return "monitor" if self.monitor else "enforce"
 
 
-def _effective(
-    meta: HookMetadata, override: HookOverrideConfig | None
-) -> tuple[bool, int, int, bool, bool]:
+def _effective(meta: HookMetadata, override: HookOverrideConfig | None) -> tuple[bool, int, int, bool, bool]:
     """(enabled, priority, timeout_ms, fail_closed, monitor) after config overrides."""
     priority = meta.priority
     timeout_ms = meta.timeout_ms if meta.timeout_ms is not None else default_timeout_ms(meta.event_name)
@@ -108,7 +117,15 @@ def _effective(
 class HookRegistry:
     """An immutable snapshot of every enabled hook, ordered per event by priority, plugin order, definition order."""
 
-    __slots__ = ("_agent_plugins", "_by_event", "_filtered_events", "_scoped", "blocking_threshold_ms", "plugin_names")
+    __slots__ = (
+        "_agent_plugins",
+        "_by_event",
+        "_filtered_events",
+        "_scoped",
+        "_without",
+        "blocking_threshold_ms",
+        "plugin_names",
+    )
 
     def __init__(
         self,
@@ -126,6 +143,7 @@ class HookRegistry:
             if self._agent_plugins or any(h.agents is not None or h.rooms is not None for h in hooks)
         )
         self._scoped: dict[tuple[str, str | None, str | None], tuple[RegisteredHook, ...]] = {}
+        self._without: dict[str, HookRegistry] = {}
         self.plugin_names = plugin_names
         self.blocking_threshold_ms = blocking_threshold_ms
 
@@ -192,7 +210,9 @@ class HookRegistry:
                 logger.warning("hook override names no hook of this plugin", plugin=name, hook=unknown)
         by_event = {event: tuple(sorted(hooks, key=lambda h: h.order_key)) for event, hooks in compiled.items()}
         allow = {agent: frozenset(plugin_names) for agent, plugin_names in (agent_plugins or {}).items()}
-        return cls(by_event, agent_plugins=allow, plugin_names=tuple(names), blocking_threshold_ms=blocking_threshold_ms)
+        return cls(
+            by_event, agent_plugins=allow, plugin_names=tuple(names), blocking_threshold_ms=blocking_threshold_ms
+        )
 
     def hooks_for(self, event_name: str) -> tuple[RegisteredHook, ...]:
         """Every hook of an event, in execution order, before agent/room filtering."""
@@ -223,6 +243,24 @@ class HookRegistry:
             self._scoped.clear()
         self._scoped[key] = selected
         return selected
+
+    def without_plugin(self, plugin_name: str) -> HookRegistry:
+        """This registry minus one plugin's hooks (same telemetry cells); memoized."""
+        cached = self._without.get(plugin_name)
+        if cached is None:
+            by_event = {
+                event: kept
+                for event, hooks in self._by_event.items()
+                if (kept := tuple(hook for hook in hooks if hook.plugin_name != plugin_name))
+            }
+            cached = HookRegistry(
+                by_event,
+                agent_plugins=self._agent_plugins,
+                plugin_names=tuple(name for name in self.plugin_names if name != plugin_name),
+                blocking_threshold_ms=self.blocking_threshold_ms,
+            )
+            self._without[plugin_name] = cached
+        return cached
 
     def all_hooks(self) -> list[RegisteredHook]:
         """Every compiled hook, grouped by event in execution order."""

@@ -14,7 +14,7 @@ PLUGIN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 def validate_plugin_name(name: object) -> str:
     """Return `name` if it is a safe plugin name (no separators, no `..`, not empty); raise otherwise."""
-    if not isinstance(name, str) or not PLUGIN_NAME_PATTERN.match(name) or ".." in name:
+    if not isinstance(name, str) or not PLUGIN_NAME_PATTERN.fullmatch(name) or ".." in name:
         msg = (
             f"invalid plugin name {name!r}: use letters, digits, '_', '.', '-' "
             "(starting with a letter or digit, no '..', at most 128 characters)"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
+from mindroom.hooks import execution
 from mindroom.hooks.registry import HookRegistry, RegisteredHook
 from mindroom.hooks.types import execution_mode
 
@@ -58,7 +58,7 @@ def _breaker_state(hook: RegisteredHook, now: float) -> str:
 
 def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
     """Every hook of the registry, per event in execution order, with its counters and p50/p95 duration."""
-    now = time.monotonic()
+    now = execution._monotonic()  # the breaker's own clock, so both always agree
     rows = []
     for hook in registry.all_hooks():
         stats = hook.stats

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from typing import Final
 
 __all__ = [
@@ -44,7 +44,7 @@ EVENT_TOOL_BEFORE_CALL: Final = "tool:before_call"
 EVENT_TOOL_AFTER_CALL: Final = "tool:after_call"
 
 
-class HookExecutionMode(str, Enum):
+class HookExecutionMode(StrEnum):
     """How an event's hooks run: decided by the event, never by the hook."""
 
     OBSERVER = "observer"
@@ -91,7 +91,7 @@ _EVENT_NAME = re.compile(r"^[a-z0-9_.-]+(:[a-z0-9_.-]+)+$")
 
 def validate_event_name(event_name: str) -> str:
     """Return `event_name` if it is a built-in event or a well-formed custom event; raise `ValueError` otherwise."""
-    if not isinstance(event_name, str) or not _EVENT_NAME.match(event_name):
+    if not isinstance(event_name, str) or not _EVENT_NAME.fullmatch(event_name):
         msg = f"invalid hook event name {event_name!r}: must match namespace:name (lowercase, digits, '_', '.', '-')"
         raise ValueError(msg)
     if event_name in _MODES:

@@ -1,9 +1,9 @@
 """Plugins: manifests, importing plugin folders, and discovering which plugins a config runs."""
 
+from mindroom.hooks.state import plugin_state_dir, validate_plugin_name
 from mindroom.plugins.discovery import LoadedPlugins, build_registry, load_plugins, plugin_folders
 from mindroom.plugins.loader import Plugin, load_plugin_dir
 from mindroom.plugins.manifest import PluginManifest, read_manifest
-from mindroom.hooks.state import plugin_state_dir, validate_plugin_name
 
 __all__ = [
     "LoadedPlugins",

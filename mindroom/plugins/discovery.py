@@ -84,9 +84,7 @@ def load_plugins(config: Config, runtime_paths: RuntimePaths) -> LoadedPlugins:
     return LoadedPlugins(tuple(plugins), tuple(errors))
 
 
-def build_registry(
-    config: Config, plugins: tuple[Plugin, ...], previous: HookRegistry | None = None
-) -> HookRegistry:
+def build_registry(config: Config, plugins: tuple[Plugin, ...], previous: HookRegistry | None = None) -> HookRegistry:
     """Compile loaded plugins into a registry, with each agent's plugin allowlist from config."""
     allow = {name: agent.plugins for name, agent in config.agents.items() if agent.plugins is not None}
     return HookRegistry.from_plugins(plugins, agent_plugins=allow, previous=previous)

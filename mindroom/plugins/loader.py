@@ -6,6 +6,7 @@ so a reload always runs the file as it is on disk now (no stale `sys.modules` en
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.machinery
 import importlib.util
 import itertools
@@ -58,7 +59,31 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
         return compile(self.get_data(path), path, "exec", dont_inherit=True)
 
 
+class _PluginModuleFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules a plugin imports from its own package (`from . import helpers`) and loads them fresh too.
+
+    Without it the default finder would reuse `__pycache__` bytecode, which goes stale when a file is
+    edited twice within the same second and keeps its size.
+    """
+
+    def find_spec(
+        self, fullname: str, path: Any, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        """A spec for a module inside a plugin package, with a loader that always compiles from source."""
+        if not fullname.startswith(_PACKAGE_PREFIX) or path is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader) and spec.origin:
+            spec.loader = _FreshSourceLoader(fullname, spec.origin)
+        return spec
+
+
+_FINDER = _PluginModuleFinder()
+
+
 def _package_for(name: str, folder: Path) -> str:
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
     with _generation_lock:
         generation = next(_generation)
     safe = re.sub(r"\W", "_", name)

@@ -65,9 +65,10 @@ _MESSAGE_CONTEXTS = (MessageReceivedContext, MessageEnrichContext, BeforeRespons
 _SCOPE_DEFAULTS: dict[type, dict[str, Any]] = {
     ToolBeforeCallContext: {"agent_name": "code", "room_id": "!room:localhost", "requester_id": "@user:localhost"},
     ToolAfterCallContext: {"agent_name": "code", "room_id": "!room:localhost", "requester_id": "@user:localhost"},
-    ScheduleFiredContext: {"room_id": "!room:localhost"},
+    ScheduleFiredContext: {"room_id": "!room:localhost", "agent_name": "code"},
     ReactionReceivedContext: {"room_id": "!room:localhost", "agent_name": "code"},
     AgentLifecycleContext: {"entity_name": "code"},
+    CustomEventContext: {"room_id": "!room:localhost", "agent_name": "code"},
 }
 _HELPER_FIELDS = {"message_sender", "room_state_querier", "room_state_putter"}
 
@@ -99,7 +100,8 @@ def make_hook_context(context_type: type[HookContext] | str, /, *, storage_root:
     own_fields = {f.name for f in dataclasses.fields(cls) if f.init}
     kwargs: dict[str, Any] = {}
     if "runtime_paths" not in fields:
-        kwargs["runtime_paths"] = RuntimePaths(config_path=storage_root.parent / "config.yaml", storage_root=storage_root)
+        config_path = storage_root.parent / "config.yaml"
+        kwargs["runtime_paths"] = RuntimePaths(config_path=config_path, storage_root=storage_root)
     if issubclass(cls, _MESSAGE_CONTEXTS):
         draft_values = {k: fields.pop(k) for k in list(fields) if cls is BeforeResponseContext and k in _DRAFT_FIELDS}
         result_values = {k: fields.pop(k) for k in list(fields) if cls is AfterResponseContext and k in _RESULT_FIELDS}

@@ -1,0 +1,175 @@
+"""Import surface: what plugins import exists, `__all__` is sorted and complete, and hooks stay light."""
+
+import importlib
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mindroom.constants import RuntimePaths
+
+
+def isort_key(name):
+    """RUF022's order: SCREAMING_CASE, then CamelCase, then the rest; natural order within each."""
+    category = 0 if name.isupper() or (name.upper() == name) else 1 if name[0].isupper() else 2
+    return (category, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)])
+
+
+PUBLIC_MODULES = [
+    "mindroom.hooks",
+    "mindroom.hooks.context",
+    "mindroom.hooks.decorators",
+    "mindroom.hooks.enrichment",
+    "mindroom.hooks.execution",
+    "mindroom.hooks.registry",
+    "mindroom.hooks.state",
+    "mindroom.hooks.telemetry",
+    "mindroom.hooks.types",
+    "mindroom.config",
+    "mindroom.config.loading",
+    "mindroom.config.main",
+    "mindroom.config.plugin",
+    "mindroom.config.settings",
+    "mindroom.plugins",
+    "mindroom.plugins.discovery",
+    "mindroom.plugins.loader",
+    "mindroom.plugins.manifest",
+    "mindroom.tool_system.runtime_context",
+    "mindroom.testing.contexts",
+    "mindroom.errors",
+    "mindroom.constants",
+]
+
+
+def test_imports_hooks_loads_neither_nio_nor_agno():
+    code = (
+        "import json, sys\n"
+        "import mindroom.hooks, mindroom.hooks.execution, mindroom.hooks.telemetry\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    modules = json.loads(out.stdout)
+
+    heavy = [m for m in modules if m.split(".")[0] in {"nio", "agno"}]
+    assert "mindroom.hooks" in modules
+    assert heavy == []
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_imports_all_is_sorted_and_importable(module_name):
+    module = importlib.import_module(module_name)
+    exported = module.__all__
+
+    assert list(exported) == sorted(exported, key=isort_key)
+    assert len(set(exported)) == len(exported)
+    for name in exported:
+        assert hasattr(module, name), f"{module_name}.{name} is in __all__ but missing"
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_imports_star_import_works(module_name):
+    namespace = {}
+    exec(f"from {module_name} import *", namespace)
+
+    assert set(importlib.import_module(module_name).__all__) <= set(namespace)
+
+
+SPEC_HOOKS_NAMES = [
+    "hook",
+    "HookRegistry",
+    "EnrichmentItem",
+    "EVENT_MESSAGE_RECEIVED",
+    "EVENT_MESSAGE_ENRICH",
+    "EVENT_MESSAGE_BEFORE_RESPONSE",
+    "EVENT_MESSAGE_AFTER_RESPONSE",
+    "EVENT_AGENT_STARTED",
+    "EVENT_AGENT_STOPPED",
+    "EVENT_BOT_READY",
+    "EVENT_SCHEDULE_FIRED",
+    "EVENT_REACTION_RECEIVED",
+    "EVENT_CONFIG_RELOADED",
+    "EVENT_TOOL_BEFORE_CALL",
+    "EVENT_TOOL_AFTER_CALL",
+    "MessageReceivedContext",
+    "MessageEnrichContext",
+    "BeforeResponseContext",
+    "AfterResponseContext",
+    "AgentLifecycleContext",
+    "ScheduleFiredContext",
+    "ReactionReceivedContext",
+    "ConfigReloadedContext",
+    "ToolBeforeCallContext",
+    "ToolAfterCallContext",
+    "MessageEnvelope",
+    "ResponseDraft",
+    "ResponseResult",
+    "ToolTraceEntry",
+]
+
+
+@pytest.mark.parametrize("name", SPEC_HOOKS_NAMES)
+def test_imports_spec_names_from_mindroom_hooks(name):
+    import mindroom.hooks
+
+    assert name in mindroom.hooks.__all__
+    assert getattr(mindroom.hooks, name) is not None
+
+
+@pytest.mark.parametrize(
+    ("module_name", "name"),
+    [
+        ("mindroom.hooks.execution", "emit"),
+        ("mindroom.hooks.execution", "emit_collect"),
+        ("mindroom.hooks.execution", "emit_transform"),
+        ("mindroom.hooks.execution", "emit_gate"),
+        ("mindroom.hooks.decorators", "get_hook_metadata"),
+        ("mindroom.config.plugin", "PluginEntryConfig"),
+        ("mindroom.tool_system.runtime_context", "emit_custom_event"),
+        ("mindroom.constants", "ROUTER_AGENT_NAME"),
+        ("mindroom.constants", "VOICE_PREFIX"),
+        ("mindroom.constants", "ORIGINAL_SENDER_KEY"),
+        ("mindroom.constants", "resolve_config_relative_path"),
+        ("mindroom.plugins", "load_plugin_dir"),
+    ],
+)
+def test_imports_spec_import_paths_exist(module_name, name):
+    assert hasattr(importlib.import_module(module_name), name)
+
+
+def test_imports_constants_values():
+    from mindroom.constants import ORIGINAL_SENDER_KEY, ROUTER_AGENT_NAME, VOICE_PREFIX
+
+    assert ROUTER_AGENT_NAME == "router"
+    assert VOICE_PREFIX == "🎤 "
+    assert ORIGINAL_SENDER_KEY == "com.mindroom.original_sender"
+
+
+def test_imports_resolve_config_relative_path(tmp_path, monkeypatch):
+    from mindroom.constants import resolve_config_relative_path
+
+    paths = RuntimePaths(config_path=tmp_path / "conf" / "config.yaml", storage_root=tmp_path / "data")
+    monkeypatch.setenv("PLUGIN_HOME", str(tmp_path / "from-env"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+    assert resolve_config_relative_path("./plugins/x", paths) == (tmp_path / "conf" / "plugins" / "x").resolve()
+    assert resolve_config_relative_path("plugins/../y", paths) == (tmp_path / "conf" / "y").resolve()
+    assert resolve_config_relative_path(str(tmp_path / "abs"), paths) == (tmp_path / "abs").resolve()
+    assert resolve_config_relative_path("$PLUGIN_HOME/p", paths) == (tmp_path / "from-env" / "p").resolve()
+    assert resolve_config_relative_path("~/p", paths) == (tmp_path / "home" / "p").resolve()
+    assert isinstance(resolve_config_relative_path(Path("rel"), paths), Path)
+
+
+def test_imports_pytest_plugin_entry_point_registered():
+    entry_points = importlib.metadata.entry_points(group="pytest11")
+
+    assert any(ep.name == "mindroom" and ep.value == "mindroom.testing.pytest_plugin" for ep in entry_points)
+
+
+def test_imports_hook_context_factory_fixture_available(hook_context_factory):
+    assert callable(hook_context_factory)
