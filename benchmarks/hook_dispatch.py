@@ -17,8 +17,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mindroom.config.plugin import PluginEntryConfig  # noqa: E402
-from mindroom.hooks import (  # noqa: E402
+from mindroom.config.plugin import PluginEntryConfig
+from mindroom.hooks import (
     EVENT_MESSAGE_BEFORE_RESPONSE,
     EVENT_MESSAGE_ENRICH,
     EVENT_MESSAGE_RECEIVED,
@@ -26,9 +26,9 @@ from mindroom.hooks import (  # noqa: E402
     HookRegistry,
     hook,
 )
-from mindroom.hooks.execution import emit, emit_collect, emit_gate, emit_transform  # noqa: E402
-from mindroom.logging_config import configure_logging  # noqa: E402
-from mindroom.testing.contexts import make_hook_context  # noqa: E402
+from mindroom.hooks.execution import emit, emit_collect, emit_gate, emit_transform
+from mindroom.logging_config import configure_logging
+from mindroom.testing.contexts import make_hook_context
 
 ROUNDS = 7
 EMITS = 4000
@@ -74,9 +74,11 @@ TARGET_US = {"observer": 5.0, "collector": 8.0, "transformer": 5.0, "gate": 5.0}
 
 async def main() -> int:
     configure_logging("INFO", json=True)
-    storage = Path("/tmp/mindroom-bench-data")  # noqa: S108
-    print(f"{'mode':<12}{'hooks':>6}{'engine us/hook':>16}{'plain us/hook':>15}{'overhead us/hook':>18}"
-          f"{'ratio':>8}{'target':>8}  verdict")
+    storage = Path("/tmp/mindroom-bench-data")
+    print(
+        f"{'mode':<12}{'hooks':>6}{'engine us/hook':>16}{'plain us/hook':>15}{'overhead us/hook':>18}"
+        f"{'ratio':>8}{'target':>8}  verdict"
+    )
     worst_ok = True
     for mode, (event, ctx_type, emitter) in MODES.items():
         for count in (1, 20):
@@ -84,8 +86,9 @@ async def main() -> int:
             registry = HookRegistry.from_plugins([_Plugin("bench", callbacks)])
             ctx = make_hook_context(ctx_type, storage_root=storage)
 
-            async def engine(emitter: Any = emitter, registry: HookRegistry = registry, ctx: Any = ctx,
-                             event: str = event) -> None:
+            async def engine(
+                emitter: Any = emitter, registry: HookRegistry = registry, ctx: Any = ctx, event: str = event
+            ) -> None:
                 await emitter(registry, event, ctx)
 
             async def plain(callbacks: list[Any] = callbacks, ctx: Any = ctx) -> None:
@@ -100,8 +103,10 @@ async def main() -> int:
             overhead = per_hook - plain_per_hook
             ok = per_hook <= TARGET_US[mode]
             worst_ok &= ok
-            print(f"{mode:<12}{count:>6}{per_hook:>16.2f}{plain_per_hook:>15.2f}{overhead:>18.2f}"
-                  f"{t_engine / t_plain:>8.1f}{TARGET_US[mode]:>8.1f}  {'ok' if ok else 'MISS'}")
+            print(
+                f"{mode:<12}{count:>6}{per_hook:>16.2f}{plain_per_hook:>15.2f}{overhead:>18.2f}"
+                f"{t_engine / t_plain:>8.1f}{TARGET_US[mode]:>8.1f}  {'ok' if ok else 'MISS'}"
+            )
 
     sleepers = []
     for index in range(10):

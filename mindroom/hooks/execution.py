@@ -139,7 +139,7 @@ def _record_failure(
             plugin=hook.plugin_name,
             hook=hook.hook_name,
             hook_event=hook.event_name,
-            blocked_ms=round(elapsed_s * 1000.0, 1),
+            blocked_ms=round((elapsed_s or 0.0) * 1000.0, 1),
         )
     else:
         logger.warning(

@@ -23,3 +23,10 @@ def hook_context_factory(tmp_path: Path) -> Callable[..., HookContext]:
         return make_hook_context(context_type, storage_root=storage_root, **fields)
 
     return factory
+
+
+# The kit's end-to-end fixtures: a real Synapse for the session, a scripted model server per test.
+from mindroom.testing.homeserver import matrix_homeserver  # noqa: E402
+from mindroom.testing.model_server import model_server, model_server_session  # noqa: E402
+
+__all__ += ["matrix_homeserver", "model_server", "model_server_session"]

@@ -50,7 +50,7 @@ _registry_provider: Callable[[], HookRegistry | None] | None = None
 
 def set_registry_provider(provider: Callable[[], HookRegistry | None] | None) -> None:
     """Tell `emit_custom_event` where the live registry is when no turn context is bound (the daemon sets this)."""
-    global _registry_provider  # noqa: PLW0603
+    global _registry_provider
     _registry_provider = provider
 
 

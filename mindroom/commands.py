@@ -1,0 +1,97 @@
+"""Built-in chat commands (`!help`, `!hooks`, `!plugins`), answered by the router in the thread."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from mindroom.hooks.context import MessageEnvelope
+from mindroom.hooks.telemetry import HookTelemetry, hook_telemetry
+from mindroom.logging_config import get_logger
+
+if TYPE_CHECKING:
+    from mindroom.bot import EntityBot
+
+__all__ = ["COMMANDS", "format_hooks_table", "handle_command", "is_command"]
+
+logger = get_logger(__name__)
+
+CommandHandler = Callable[["EntityBot", MessageEnvelope, str], Awaitable[str]]
+
+
+def is_command(body: str) -> bool:
+    """True for text that starts with `!` followed by a letter (a command, not an exclamation)."""
+    text = body.lstrip()
+    return len(text) > 1 and text[0] == "!" and text[1].isalpha()
+
+
+def _fmt_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def format_hooks_table(rows: list[HookTelemetry]) -> str:
+    """The hook table shown by `!hooks` and `mindroom hooks list` (plain text, one line per hook)."""
+    if not rows:
+        return "No hooks are registered."
+    lines = []
+    event = None
+    for row in rows:
+        if row.event_name != event:
+            event = row.event_name
+            lines.append(f"{event} ({row.execution_mode})")
+        filters = []
+        if row.agents is not None:
+            filters.append("agents=" + ",".join(row.agents))
+        if row.rooms is not None:
+            filters.append("rooms=" + ",".join(row.rooms))
+        lines.append(
+            f"  {row.plugin_name}:{row.hook_name} priority={row.priority} timeout={row.timeout_ms}ms"
+            f" mode={row.mode}{' fail-closed' if row.fail_closed else ''}"
+            f"{' ' + ' '.join(filters) if filters else ''} breaker={row.breaker_state}"
+            f" calls={row.calls} failures={row.failures} timeouts={row.timeouts} declines={row.declines}"
+            f" p95={_fmt_ms(row.p95_ms)}ms"
+        )
+    return "\n".join(lines)
+
+
+async def _help(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
+    config = bot.runtime.config
+    agents = "\n".join(f"- {a.display_name} ({name}): {a.role or 'no role given'}" for name, a in config.agents.items())
+    commands = "\n".join(f"- !{name}: {description}" for name, (description, _) in sorted(COMMANDS.items()))
+    return f"Agents here:\n{agents}\n\nMention an agent to ask it directly.\n\nCommands:\n{commands}"
+
+
+async def _hooks(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
+    return format_hooks_table(hook_telemetry(bot.runtime.registry))
+
+
+async def _plugins(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
+    plugins = bot.runtime.plugins
+    if not plugins:
+        return "No plugins are loaded."
+    lines = []
+    for plugin in plugins:
+        count = sum(1 for hook in bot.runtime.registry.all_hooks() if hook.plugin_name == plugin.name)
+        lines.append(f"- {plugin.name} ({plugin.path.name}): {count} hooks")
+    return "Plugins:\n" + "\n".join(lines)
+
+
+COMMANDS: dict[str, tuple[str, CommandHandler]] = {
+    "help": ("this help", _help),
+    "hooks": ("the hook table: order, settings, calls, failures, breaker state", _hooks),
+    "plugins": ("the loaded plugins", _plugins),
+}
+
+
+async def handle_command(bot: EntityBot, envelope: MessageEnvelope) -> None:
+    """Answer a `!command` in the message's thread; unknown commands get a pointer to `!help`."""
+    name, _, args = envelope.body.lstrip()[1:].partition(" ")
+    entry = COMMANDS.get(name.lower())
+    if entry is None:
+        reply = f"Unknown command !{name}. Try !help."
+    else:
+        reply = await entry[1](bot, envelope, args.strip())
+    await bot.client.send_message(
+        envelope.room_id, reply, thread_root=envelope.resolved_thread_id, reply_to=envelope.source_event_id
+    )
+    logger.info("command answered", command=name)

@@ -1,0 +1,34 @@
+"""The Matrix layer: the only package that imports nio; everything it returns is plain data."""
+
+from __future__ import annotations
+
+from mindroom.matrix.client import MatrixBotClient
+from mindroom.matrix.credentials import (
+    DEFAULT_ACCOUNT_PREFIX,
+    BotCredentials,
+    CredentialStore,
+    SyncTokenStore,
+    bot_localpart,
+    bot_user_id,
+)
+from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixLoginError, MatrixRequestError
+from mindroom.matrix.events import MatrixEvent, MatrixEventKind
+from mindroom.matrix.sync import EventHandler, InviteHandler
+
+__all__ = [
+    "DEFAULT_ACCOUNT_PREFIX",
+    "BotCredentials",
+    "CredentialStore",
+    "EventHandler",
+    "InviteHandler",
+    "MatrixBotClient",
+    "MatrixConnectionError",
+    "MatrixError",
+    "MatrixEvent",
+    "MatrixEventKind",
+    "MatrixLoginError",
+    "MatrixRequestError",
+    "SyncTokenStore",
+    "bot_localpart",
+    "bot_user_id",
+]

@@ -1,0 +1,167 @@
+"""Per-bot Matrix credentials and sync tokens on disk: private (0600 in 0700 dirs), written atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mindroom.logging_config import get_logger
+
+__all__ = [
+    "DEFAULT_ACCOUNT_PREFIX",
+    "BotCredentials",
+    "CredentialStore",
+    "SyncTokenStore",
+    "bot_localpart",
+    "bot_user_id",
+    "write_private_file",
+]
+
+logger = get_logger(__name__)
+
+_BOT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.=-]*$")
+DEFAULT_ACCOUNT_PREFIX = "mindroom_"
+_PREFIX = re.compile(r"[a-z0-9_.=-]*")
+
+
+def bot_localpart(bot_name: str, prefix: str = DEFAULT_ACCOUNT_PREFIX) -> str:
+    """The Matrix localpart of a bot's account: `<prefix><bot_name>` (`mindroom_<bot_name>` by default)."""
+    if not _BOT_NAME.fullmatch(bot_name):
+        msg = f"bot name {bot_name!r} must be lowercase letters, digits, '_', '.', '=' or '-'"
+        raise ValueError(msg)
+    if not _PREFIX.fullmatch(prefix):
+        msg = f"account prefix {prefix!r} must be lowercase letters, digits, '_', '.', '=' or '-'"
+        raise ValueError(msg)
+    return prefix + bot_name
+
+
+def bot_user_id(bot_name: str, server_name: str, prefix: str = DEFAULT_ACCOUNT_PREFIX) -> str:
+    """The full Matrix user id of a bot's account: `@<prefix><bot_name>:<server_name>`."""
+    return f"@{bot_localpart(bot_name, prefix)}:{server_name}"
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Atomically replace `path` with `text`: temp file (0600) in the same 0700 dir, fsync, rename."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.chmod(0o700)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
+            tmp.write(text)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@dataclass(frozen=True, slots=True)
+class BotCredentials:
+    """What a bot needs to resume its Matrix session; secrets are kept out of `repr`."""
+
+    user_id: str
+    device_id: str | None = None
+    access_token: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+    def with_session(self, user_id: str, device_id: str, access_token: str) -> BotCredentials:
+        """A copy with a fresh login session, keeping the password."""
+        return replace(self, user_id=user_id, device_id=device_id, access_token=access_token)
+
+    def to_json(self) -> str:
+        """The on-disk JSON form."""
+        data = {
+            "user_id": self.user_id,
+            "device_id": self.device_id,
+            "access_token": self.access_token,
+            "password": self.password,
+        }
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> BotCredentials:
+        """Parse the on-disk JSON form; raises `ValueError` when it is not a credentials object."""
+        data: Any = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("user_id"), str):
+            msg = "credentials file has no user_id"
+            raise ValueError(msg)
+
+        def optional_str(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) and value else None
+
+        return cls(
+            user_id=data["user_id"],
+            device_id=optional_str("device_id"),
+            access_token=optional_str("access_token"),
+            password=optional_str("password"),
+        )
+
+
+class CredentialStore:
+    """Credentials per bot under `<storage_root>/matrix/credentials/<bot>.json`."""
+
+    def __init__(self, storage_root: Path) -> None:
+        self._dir = Path(storage_root) / "matrix" / "credentials"
+
+    def path(self, bot_name: str) -> Path:
+        """The credentials file of one bot."""
+        bot_localpart(bot_name)  # validates the name before it becomes part of a path
+        return self._dir / f"{bot_name}.json"
+
+    def load(self, bot_name: str) -> BotCredentials | None:
+        """The stored credentials, or None when there are none (an unreadable file is logged and ignored)."""
+        path = self.path(bot_name)
+        try:
+            return BotCredentials.from_json(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            logger.warning("matrix_credentials_unreadable", bot=bot_name, path=str(path), error=str(exc))
+            return None
+
+    def save(self, bot_name: str, credentials: BotCredentials) -> None:
+        """Write the credentials atomically with mode 0600."""
+        write_private_file(self.path(bot_name), credentials.to_json())
+
+
+class SyncTokenStore:
+    """The last fully handled sync token per bot under `<storage_root>/matrix/sync/<bot>.token`."""
+
+    def __init__(self, storage_root: Path) -> None:
+        self._dir = Path(storage_root) / "matrix" / "sync"
+
+    def path(self, bot_name: str) -> Path:
+        """The token file of one bot."""
+        bot_localpart(bot_name)
+        return self._dir / f"{bot_name}.token"
+
+    def load(self, bot_name: str) -> str | None:
+        """The stored token, or None."""
+        try:
+            token = self.path(bot_name).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        return token or None
+
+    def save(self, bot_name: str, token: str) -> None:
+        """Write the token atomically with mode 0600."""
+        write_private_file(self.path(bot_name), token + "\n")
+
+    def clear(self, bot_name: str) -> None:
+        """Forget the token so the next sync starts fresh (without backlog)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path(bot_name).unlink()

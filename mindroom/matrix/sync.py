@@ -1,0 +1,237 @@
+"""The long-polling sync loop of one bot: resume from the stored token, deliver events, persist after handling.
+
+The sync body is read as plain JSON (not through nio's parser) so events with malformed content, unknown
+types and every room version reach the caller unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mindroom.logging_config import get_logger
+from mindroom.matrix.credentials import SyncTokenStore
+from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixRequestError
+from mindroom.matrix.events import MatrixEvent, event_from_raw
+from mindroom.matrix.transport import JsonReply, JsonTransport
+
+__all__ = ["EventHandler", "InviteHandler", "SyncLoop"]
+
+logger = get_logger(__name__)
+
+EventHandler = Callable[[MatrixEvent], Awaitable[None]]
+InviteHandler = Callable[[str, str], Awaitable[bool]]
+
+_SYNC_PATH = "/_matrix/client/v3/sync"
+_POLL_TIMEOUT_MS = 30_000
+_HTTP_MARGIN_S = 15.0
+_BACKOFF_START_S = 0.5
+_BACKOFF_CAP_S = 30.0
+_SESSION_GONE = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN", "M_USER_DEACTIVATED"})
+
+
+def _sync_filter(timeline_limit: int) -> str:
+    room: dict[str, Any] = {
+        "timeline": {"limit": timeline_limit},
+        "state": {"lazy_load_members": True},
+        "ephemeral": {"types": []},
+        "account_data": {"types": []},
+    }
+    return json.dumps({"presence": {"types": []}, "account_data": {"types": []}, "room": room}, separators=(",", ":"))
+
+
+_INITIAL_FILTER = _sync_filter(1)
+_INCREMENTAL_FILTER = _sync_filter(100)
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _events_after_own_join(events: list[Any], user_id: str) -> tuple[list[Any], bool]:
+    """Drop history before the bot's own join in this batch (it was not a member then); True if it joined here."""
+    for index in range(len(events) - 1, -1, -1):
+        raw = _as_dict(events[index])
+        if raw.get("type") != "m.room.member" or raw.get("state_key") != user_id:
+            continue
+        if _as_dict(raw.get("content")).get("membership") != "join":
+            continue
+        previous = _as_dict(_as_dict(raw.get("unsigned")).get("prev_content")).get("membership")
+        if previous != "join":
+            return events[index:], True
+    return events, False
+
+
+class _Outage:
+    """Backoff with a single log line when the homeserver goes away and one when it is back."""
+
+    def __init__(self, bot_name: str) -> None:
+        self._bot = bot_name
+        self._failures = 0
+        self._since: float | None = None
+
+    def failed(self, error: str) -> float:
+        self._failures += 1
+        if self._since is None:
+            self._since = time.monotonic()
+            logger.warning("matrix_sync_connection_lost", bot=self._bot, error=error)
+        delay: float = min(_BACKOFF_CAP_S, _BACKOFF_START_S * 2.0 ** min(self._failures - 1, 16))
+        return delay + random.uniform(0, delay / 10)
+
+    def recovered(self) -> None:
+        if self._since is not None:
+            downtime = round(time.monotonic() - self._since, 1)
+            logger.info("matrix_sync_connection_restored", bot=self._bot, downtime_s=downtime, attempts=self._failures)
+        self._failures = 0
+        self._since = None
+
+
+class SyncLoop:
+    """One bot's sync: call `run()` from a task you own; cancel it to stop."""
+
+    def __init__(
+        self,
+        *,
+        bot_name: str,
+        user_id: str,
+        transport: JsonTransport,
+        tokens: SyncTokenStore,
+        join: Callable[[str], Awaitable[str]],
+        leave: Callable[[str], Awaitable[None]],
+        first_sync: asyncio.Event,
+        poll_timeout_ms: int = _POLL_TIMEOUT_MS,
+    ) -> None:
+        self._bot = bot_name
+        self._user_id = user_id
+        self._transport = transport
+        self._tokens = tokens
+        self._join = join
+        self._leave = leave
+        self._first_sync = first_sync
+        self._poll_timeout_ms = poll_timeout_ms
+
+    async def run(self, handler: EventHandler, on_invite: InviteHandler) -> None:
+        """Sync forever; connection problems are retried with backoff, a revoked session raises."""
+        token = self._tokens.load(self._bot)
+        outage = _Outage(self._bot)
+        while True:
+            try:
+                reply = await self._fetch(token)
+            except MatrixConnectionError as exc:
+                await asyncio.sleep(outage.failed(str(exc)))
+                continue
+            if reply.status == 429:
+                await asyncio.sleep(self._retry_after(reply))
+                continue
+            if not reply.ok:
+                if self._token_rejected(reply, token):
+                    token = None
+                    continue
+                await asyncio.sleep(outage.failed(f"HTTP {reply.status} {reply.errcode or ''}".strip()))
+                continue
+            batch = _as_dict(reply.body)
+            next_batch = batch.get("next_batch")
+            if not isinstance(next_batch, str):
+                await asyncio.sleep(outage.failed("sync reply without next_batch"))
+                continue
+            outage.recovered()
+            try:
+                await self._handle_batch(batch, handler, on_invite, deliver=token is not None)
+            except MatrixConnectionError as exc:
+                # The token stays put, so this batch is fetched and handled again once the server is back.
+                await asyncio.sleep(outage.failed(str(exc)))
+                continue
+            if next_batch != token:
+                # Saved without an await in between: once the last handler returns, a cancellation can no
+                # longer land before the token is on disk, so a handled batch is never delivered again.
+                self._tokens.save(self._bot, next_batch)
+                token = next_batch
+            self._first_sync.set()
+
+    async def _fetch(self, token: str | None) -> JsonReply:
+        if token is None:
+            query = {"filter": _INITIAL_FILTER, "timeout": "0"}
+            return await self._transport.request("GET", _SYNC_PATH, query=query, timeout=60.0)
+        # The first sync of a run catches up without long-polling, so a restarted bot is ready at once.
+        poll_ms = self._poll_timeout_ms if self._first_sync.is_set() else 0
+        query = {"filter": _INCREMENTAL_FILTER, "since": token, "timeout": str(poll_ms)}
+        http_timeout = self._poll_timeout_ms / 1000 + _HTTP_MARGIN_S
+        return await self._transport.request("GET", _SYNC_PATH, query=query, timeout=http_timeout)
+
+    def _token_rejected(self, reply: JsonReply, token: str | None) -> bool:
+        """True when the server refused our token (start over); raise when the session itself is gone."""
+        if reply.errcode in _SESSION_GONE or reply.status == 401:
+            raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
+        if reply.status != 400:
+            return False
+        if token is None:
+            raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
+        logger.warning("matrix_sync_token_rejected", bot=self._bot, status=reply.status, errcode=reply.errcode)
+        self._tokens.clear(self._bot)
+        return True
+
+    @staticmethod
+    def _retry_after(reply: JsonReply) -> float:
+        retry_ms = _as_dict(reply.body).get("retry_after_ms")
+        if isinstance(retry_ms, int | float) and retry_ms > 0:
+            return min(float(retry_ms) / 1000, _BACKOFF_CAP_S)
+        return 1.0
+
+    async def _handle_batch(
+        self, batch: dict[str, Any], handler: EventHandler, on_invite: InviteHandler, *, deliver: bool
+    ) -> None:
+        rooms = _as_dict(batch.get("rooms"))
+        if deliver:
+            for room_id, joined in _as_dict(rooms.get("join")).items():
+                timeline = _as_dict(_as_dict(joined).get("timeline"))
+                events, joined_now = _events_after_own_join(_as_list(timeline.get("events")), self._user_id)
+                if timeline.get("limited") is True and not joined_now:
+                    logger.warning("matrix_sync_timeline_gap", bot=self._bot, room_id=room_id)
+                for raw in events:
+                    await self._deliver(room_id, raw, handler)
+        for room_id, invited in _as_dict(rooms.get("invite")).items():
+            await self._handle_invite(room_id, _as_dict(invited), on_invite)
+
+    async def _deliver(self, room_id: str, raw: Any, handler: EventHandler) -> None:
+        event = event_from_raw(room_id, raw)
+        if event is None:
+            logger.warning("matrix_event_unusable", bot=self._bot, room_id=room_id)
+            return
+        try:
+            await handler(event)
+        except Exception:
+            # One failing event must not stall the sync (it would be re-delivered forever).
+            logger.exception("matrix_event_handler_failed", bot=self._bot, room_id=room_id, event_id=event.event_id)
+
+    async def _handle_invite(self, room_id: str, invited: dict[str, Any], on_invite: InviteHandler) -> None:
+        inviter = ""
+        for raw in _as_list(_as_dict(invited.get("invite_state")).get("events")):
+            event = _as_dict(raw)
+            is_own_member = event.get("type") == "m.room.member" and event.get("state_key") == self._user_id
+            if is_own_member and _as_dict(event.get("content")).get("membership") == "invite":
+                sender = event.get("sender")
+                inviter = sender if isinstance(sender, str) else ""
+        try:
+            accept = await on_invite(room_id, inviter)
+        except Exception:
+            logger.exception("matrix_invite_handler_failed", bot=self._bot, room_id=room_id, inviter=inviter)
+            return
+        try:
+            if accept:
+                await self._join(room_id)
+                logger.info("matrix_invite_accepted", bot=self._bot, room_id=room_id, inviter=inviter)
+            else:
+                await self._leave(room_id)
+                logger.info("matrix_invite_rejected", bot=self._bot, room_id=room_id, inviter=inviter)
+        except MatrixConnectionError:
+            raise
+        except MatrixError as exc:
+            logger.warning("matrix_invite_response_failed", bot=self._bot, room_id=room_id, error=str(exc))

@@ -1,0 +1,388 @@
+"""A real Synapse homeserver for tests: a subprocess on a free loopback port with SQLite in a temp dir.
+
+Set `MINDROOM_TEST_HOMESERVER_URL` and `MINDROOM_TEST_HOMESERVER_SECRET` (and optionally
+`MINDROOM_TEST_HOMESERVER_NAME`, default `localhost`) to use an already-running server instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import pytest
+import yaml
+
+from mindroom.logging_config import get_logger
+
+__all__ = [
+    "HomeserverError",
+    "RegisteredUser",
+    "TestHomeserver",
+    "matrix_homeserver",
+    "unique_localpart",
+]
+
+logger = get_logger(__name__)
+
+_START_TIMEOUT_S = 60.0
+_STOP_TIMEOUT_S = 10.0
+_POLL_INTERVAL_S = 0.05
+_HTTP_TIMEOUT_S = 10.0
+_LOG_TAIL_LINES = 40
+_ENV_URL = "MINDROOM_TEST_HOMESERVER_URL"
+_ENV_SECRET = "MINDROOM_TEST_HOMESERVER_SECRET"
+_ENV_SERVER_NAME = "MINDROOM_TEST_HOMESERVER_NAME"
+
+# Every client-facing limiter Synapse 1.163 reads, raised so tests never hit 429.
+_UNLIMITED = {"per_second": 10000, "burst_count": 100000}
+_RATE_LIMITS: dict[str, Any] = {
+    "rc_message": _UNLIMITED,
+    "rc_registration": _UNLIMITED,
+    "rc_registration_token_validity": _UNLIMITED,
+    "rc_login": {"address": _UNLIMITED, "account": _UNLIMITED, "failed_attempts": _UNLIMITED},
+    "rc_admin_redaction": _UNLIMITED,
+    "rc_joins": {"local": _UNLIMITED, "remote": _UNLIMITED},
+    "rc_joins_per_room": _UNLIMITED,
+    "rc_key_requests": _UNLIMITED,
+    "rc_3pid_validation": _UNLIMITED,
+    "rc_invites": {"per_room": _UNLIMITED, "per_user": _UNLIMITED, "per_issuer": _UNLIMITED},
+    "rc_third_party_invite": _UNLIMITED,
+    "rc_media_create": _UNLIMITED,
+    "rc_presence": {"per_user": _UNLIMITED},
+    "rc_delayed_event_mgmt": _UNLIMITED,
+    "rc_room_creation": _UNLIMITED,
+    "rc_reports": _UNLIMITED,
+    "rc_user_directory": _UNLIMITED,
+    "rc_profile": _UNLIMITED,
+}
+
+
+class HomeserverError(RuntimeError):
+    """The test homeserver failed to start or rejected a request."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredUser:
+    """An account created through the shared-secret registration API."""
+
+    user_id: str
+    access_token: str = field(repr=False)
+    device_id: str
+    password: str = field(repr=False)
+
+
+def unique_localpart(prefix: str = "user") -> str:
+    """A localpart no other test uses: `<prefix>_<random hex>`."""
+    return f"{prefix.lower()}_{secrets.token_hex(4)}"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _http_json(url: str, *, data: dict[str, Any] | None = None, timeout: float = _HTTP_TIMEOUT_S) -> dict[str, Any]:
+    body = None if data is None else json.dumps(data).encode()
+    request = urllib.request.Request(url, data=body, method="GET" if body is None else "POST")  # noqa: S310
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            result: dict[str, Any] = json.loads(response.read())
+            return result
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")
+        msg = f"{request.get_method()} {url} -> HTTP {exc.code}: {detail}"
+        raise HomeserverError(msg) from exc
+
+
+class TestHomeserver:
+    """A Synapse subprocess; `stop()` then `start()` reuses the same data dir and port."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, base_dir: Path | None = None, server_name: str = "localhost") -> None:
+        self._requested_dir = None if base_dir is None else Path(base_dir)
+        self._temp_dir: Path | None = None
+        self._server_name = server_name
+        self._port = _free_port()
+        self._secret = secrets.token_urlsafe(32)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._external_url: str | None = None
+        self._config_written = False
+
+    @classmethod
+    def from_environment(cls) -> TestHomeserver | None:
+        """A handle on the server named by `MINDROOM_TEST_HOMESERVER_URL`/`_SECRET`, or None if unset."""
+        url = os.environ.get(_ENV_URL)
+        secret = os.environ.get(_ENV_SECRET)
+        if not url or not secret:
+            return None
+        server = cls(server_name=os.environ.get(_ENV_SERVER_NAME, "localhost"))
+        server._external_url = url.rstrip("/")
+        server._secret = secret
+        return server
+
+    @property
+    def url(self) -> str:
+        """The client-server API base URL, e.g. `http://127.0.0.1:8448`."""
+        return self._external_url or f"http://127.0.0.1:{self._port}"
+
+    @property
+    def server_name(self) -> str:
+        """The Matrix server name (the part after `:` in user ids)."""
+        return self._server_name
+
+    @property
+    def registration_shared_secret(self) -> str:
+        """The secret for the admin registration API."""
+        return self._secret
+
+    @property
+    def base_dir(self) -> Path:
+        """The directory holding config, database, media and logs (a new temp dir unless one was given)."""
+        if self._requested_dir is not None:
+            return self._requested_dir
+        if self._temp_dir is None:
+            self._temp_dir = Path(tempfile.mkdtemp(prefix="mindroom-synapse-"))
+        return self._temp_dir
+
+    @property
+    def log_path(self) -> Path:
+        """Synapse's own log file (WARNING and above)."""
+        return self.base_dir / "homeserver.log"
+
+    @property
+    def is_external(self) -> bool:
+        """True when the server was started by someone else and cannot be stopped from here."""
+        return self._external_url is not None
+
+    @property
+    def is_running(self) -> bool:
+        """True while the subprocess is alive (always True for an external server)."""
+        return self.is_external or (self._process is not None and self._process.poll() is None)
+
+    def start(self) -> None:
+        """Start Synapse and block until the client API answers (at most 60 s)."""
+        if self.is_external:
+            self._wait_until_ready(None)
+            return
+        if self.is_running:
+            return
+        if not self._config_written:
+            self._write_config()
+        started = time.monotonic()
+        stderr_path = self.base_dir / "homeserver.stderr.log"
+        with stderr_path.open("ab") as stderr:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "synapse.app.homeserver", "-c", str(self.base_dir / "homeserver.yaml")],
+                cwd=self.base_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+            )
+        try:
+            self._wait_until_ready(self._process)
+        except BaseException:
+            self._terminate()
+            raise
+        logger.info("test_homeserver_started", url=self.url, seconds=round(time.monotonic() - started, 2))
+
+    def stop(self) -> None:
+        """SIGTERM Synapse, wait up to 10 s, then kill it; keeps the data dir for a later `start()`."""
+        if self.is_external:
+            return
+        self._terminate()
+
+    def restart(self) -> None:
+        """Stop and start again on the same data dir and port."""
+        if self.is_external:
+            msg = "cannot restart an external homeserver"
+            raise HomeserverError(msg)
+        self.stop()
+        self.start()
+
+    def cleanup(self) -> None:
+        """Stop the server and delete the temp dir if this object created it."""
+        self.stop()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+            self._config_written = False
+
+    def register_user(
+        self, localpart: str, password: str, *, admin: bool = False, displayname: str | None = None
+    ) -> RegisteredUser:
+        """Create an account with the shared-secret admin registration API."""
+        endpoint = f"{self.url}/_synapse/admin/v1/register"
+        nonce = str(_http_json(endpoint)["nonce"])
+        role = b"admin" if admin else b"notadmin"
+        mac = hmac.new(self._secret.encode(), digestmod=hashlib.sha1)
+        mac.update(b"\x00".join([nonce.encode(), localpart.encode(), password.encode(), role]))
+        payload: dict[str, Any] = {
+            "nonce": nonce,
+            "username": localpart,
+            "password": password,
+            "admin": admin,
+            "mac": mac.hexdigest(),
+        }
+        if displayname is not None:
+            payload["displayname"] = displayname
+        result = _http_json(endpoint, data=payload)
+        return RegisteredUser(
+            user_id=str(result["user_id"]),
+            access_token=str(result["access_token"]),
+            device_id=str(result.get("device_id", "")),
+            password=password,
+        )
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.cleanup()
+
+    async def __aenter__(self) -> Self:
+        try:
+            await asyncio.to_thread(self.start)
+        except BaseException:
+            await asyncio.to_thread(self.cleanup)
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.cleanup)
+
+    def _write_config(self) -> None:
+        from signedjson.key import generate_signing_key, write_signing_keys
+
+        base = self.base_dir
+        base.mkdir(parents=True, exist_ok=True)
+        (base / "media_store").mkdir(exist_ok=True)
+        with (base / "signing.key").open("w", encoding="utf-8") as key_file:
+            write_signing_keys(key_file, [generate_signing_key("a_" + secrets.token_hex(2))])
+        log_config = {
+            "version": 1,
+            "formatters": {"plain": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"}},
+            "handlers": {
+                "file": {"class": "logging.FileHandler", "formatter": "plain", "filename": str(self.log_path)}
+            },
+            "root": {"level": "WARNING", "handlers": ["file"]},
+            "disable_existing_loggers": False,
+        }
+        (base / "log.config").write_text(yaml.safe_dump(log_config), encoding="utf-8")
+        config: dict[str, Any] = {
+            "server_name": self._server_name,
+            "pid_file": str(base / "homeserver.pid"),
+            "listeners": [
+                {
+                    "port": self._port,
+                    "bind_addresses": ["127.0.0.1"],
+                    "type": "http",
+                    "tls": False,
+                    "x_forwarded": False,
+                    "resources": [{"names": ["client"], "compress": False}],
+                }
+            ],
+            "database": {"name": "sqlite3", "args": {"database": str(base / "homeserver.db")}},
+            "log_config": str(base / "log.config"),
+            "media_store_path": str(base / "media_store"),
+            "signing_key_path": str(base / "signing.key"),
+            "registration_shared_secret": self._secret,
+            "macaroon_secret_key": secrets.token_urlsafe(32),
+            "form_secret": secrets.token_urlsafe(32),
+            "enable_registration": False,
+            "report_stats": False,
+            "trusted_key_servers": [],
+            "suppress_key_server_warning": True,
+            "presence": {"enabled": False},
+            "bcrypt_rounds": 4,
+            "enable_metrics": False,
+            "url_preview_enabled": False,
+            **_RATE_LIMITS,
+        }
+        config_path = base / "homeserver.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        config_path.chmod(0o600)
+        self._config_written = True
+
+    def _wait_until_ready(self, process: subprocess.Popen[bytes] | None) -> None:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        versions = f"{self.url}/_matrix/client/versions"
+        while True:
+            if process is not None and process.poll() is not None:
+                self._fail(f"Synapse exited with code {process.returncode} during start")
+            try:
+                with urllib.request.urlopen(versions, timeout=1.0) as response:  # noqa: S310
+                    if response.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            if time.monotonic() > deadline:
+                self._fail(f"Synapse did not answer {versions} within {_START_TIMEOUT_S:.0f} s")
+            time.sleep(_POLL_INTERVAL_S)
+
+    def _fail(self, reason: str) -> None:
+        log_tail = _tail(self.log_path)
+        stderr_tail = _tail(self.base_dir / "homeserver.stderr.log")
+        msg = f"{reason}\n--- {self.log_path} (tail) ---\n{log_tail}\n--- stderr (tail) ---\n{stderr_tail}"
+        raise HomeserverError(msg)
+
+    def _terminate(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=_STOP_TIMEOUT_S)
+
+
+@pytest.fixture(scope="session")
+def matrix_homeserver() -> Iterator[TestHomeserver]:
+    """A started Synapse shared by the whole session; isolate tests with unique users and rooms."""
+    external = TestHomeserver.from_environment()
+    if external is not None:
+        external.start()
+        yield external
+        return
+    with TestHomeserver() as server:
+        yield server

@@ -1,0 +1,149 @@
+"""End-to-end harness: the daemon in-process against the session's real Synapse and a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+
+from mindroom.orchestrator import HomeserverSettings, Orchestrator
+from mindroom.testing.homeserver import TestHomeserver
+from mindroom.testing.model_server import ScriptedModelServer
+from tests.integration.support import HumanClient
+
+pytestmark = pytest.mark.integration
+
+
+class E2E:
+    """One test's world: unique names, a human user, config files, and the daemon under test."""
+
+    def __init__(self, homeserver: TestHomeserver, model_server: ScriptedModelServer, root: Path) -> None:
+        self.homeserver = homeserver
+        self.model_server = model_server
+        self.root = root
+        self.uid = secrets.token_hex(3)
+        self.config_dir = root / "deploy"
+        self.config_dir.mkdir()
+        self.storage = root / "data"
+        self.daemon: Orchestrator | None = None
+        self.humans: list[HumanClient] = []
+
+    def name(self, base: str) -> str:
+        """A name unique to this test (agents and rooms share one homeserver across the session)."""
+        return f"{base}{self.uid}"
+
+    async def human(self, base: str = "alice") -> HumanClient:
+        user = self.homeserver.register_user(self.name(base), "secret-pass-" + self.uid)
+        client = HumanClient(self.homeserver.url, user.user_id, user.password)
+        await client.start()
+        self.humans.append(client)
+        return client
+
+    def models(self) -> dict[str, Any]:
+        base_url = self.model_server.base_url
+        return {
+            "default": {
+                "provider": "openai",
+                "id": "agent-model",
+                "extra_kwargs": {"base_url": base_url, "max_retries": 0},
+            },
+            "routing": {
+                "provider": "openai",
+                "id": "router-model",
+                "extra_kwargs": {"base_url": base_url, "max_retries": 0},
+            },
+        }
+
+    def write_config(self, config: dict[str, Any]) -> Path:
+        path = self.config_dir / "config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def basic_config(self, users: list[str], agents: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "models": self.models(),
+            "agents": agents,
+            "router": {"model": "routing"},
+            "authorization": {"global_users": users, "room_permissions": {}, "default_room_access": False},
+            "room_defaults": {"invite_users": users},
+            "defaults": {"enable_streaming": False},
+            "plugins": [],
+        }
+        config.update(extra)
+        return config
+
+    def plugin(self, folder: str, hooks_source: str, name: str | None = None) -> Path:
+        path = self.config_dir / "plugins" / folder
+        path.mkdir(parents=True, exist_ok=True)
+        manifest = {"name": name or folder, "hooks_module": "hooks.py"}
+        (path / "mindroom.plugin.json").write_text(yaml.safe_dump(manifest).replace("'", '"'))
+        import json
+
+        (path / "mindroom.plugin.json").write_text(json.dumps(manifest))
+        (path / "hooks.py").write_text(hooks_source)
+        return path
+
+    async def start(self, config: dict[str, Any]) -> Orchestrator:
+        path = self.write_config(config)
+        self.daemon = Orchestrator(
+            path,
+            storage_path=self.storage,
+            homeserver=HomeserverSettings(
+                self.homeserver.url,
+                self.homeserver.server_name,
+                self.homeserver.registration_shared_secret,
+                account_prefix=f"mr{self.uid}_",
+            ),
+            env={},
+        )
+        try:
+            await self.daemon.start()
+        except BaseException:
+            await self.daemon.stop("start failed")
+            raise
+        return self.daemon
+
+    async def stop(self) -> None:
+        if self.daemon is not None:
+            await self.daemon.stop()
+            self.daemon = None
+
+    def room_id(self, key: str) -> str:
+        assert self.daemon is not None and self.daemon.runtime is not None
+        return self.daemon.runtime.room_ids[key]
+
+    def user_id(self, entity: str) -> str:
+        assert self.daemon is not None and self.daemon.runtime is not None
+        return self.daemon.runtime.bot_user_ids[entity]
+
+    async def joined(self, human: HumanClient, room_id: str, timeout: float = 20.0) -> None:
+        """Wait until the human has joined (the harness accepts invites automatically)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            response = await human.client.joined_rooms()
+            if room_id in getattr(response, "rooms", []):
+                return
+            await asyncio.sleep(0.1)
+        raise TimeoutError(f"{human.user_id} did not join {room_id}")
+
+    async def close(self) -> None:
+        await self.stop()
+        for human in self.humans:
+            await human.close()
+
+
+@pytest_asyncio.fixture
+async def e2e(
+    matrix_homeserver: TestHomeserver, model_server: ScriptedModelServer, tmp_path: Path
+) -> AsyncIterator[E2E]:
+    world = E2E(matrix_homeserver, model_server, tmp_path)
+    try:
+        yield world
+    finally:
+        await world.close()

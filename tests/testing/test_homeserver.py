@@ -1,0 +1,92 @@
+"""The test homeserver: a real Synapse that starts, registers users, restarts on its data and reports failures."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+from mindroom.testing.homeserver import HomeserverError, TestHomeserver, unique_localpart
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def homeserver() -> Iterator[TestHomeserver]:
+    """A server of this module's own, so restarting it does not disturb the session's shared one."""
+    with TestHomeserver() as server:
+        yield server
+
+
+def _whoami(server: TestHomeserver, access_token: str) -> str:
+    request = urllib.request.Request(
+        f"{server.url}/_matrix/client/v3/account/whoami", headers={"Authorization": f"Bearer {access_token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())["user_id"]
+
+
+def test_homeserver_registers_users(homeserver):
+    localpart = unique_localpart("alice")
+    user = homeserver.register_user(localpart, "pw", displayname="Alice")
+    assert user.user_id == f"@{localpart}:{homeserver.server_name}"
+    assert user.device_id
+    assert _whoami(homeserver, user.access_token) == user.user_id
+    assert "pw" not in repr(user)
+    assert homeserver.url.startswith("http://127.0.0.1:")
+
+
+def test_homeserver_admin_registration(homeserver):
+    user = homeserver.register_user(unique_localpart("admin"), "pw", admin=True)
+    request = urllib.request.Request(
+        f"{homeserver.url}/_synapse/admin/v2/users/{user.user_id}",
+        headers={"Authorization": f"Bearer {user.access_token}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.loads(response.read())["admin"] is True
+
+
+def test_homeserver_rejects_duplicate_localpart(homeserver):
+    localpart = unique_localpart("dup")
+    homeserver.register_user(localpart, "pw")
+    with pytest.raises(HomeserverError, match="M_USER_IN_USE"):
+        homeserver.register_user(localpart, "pw")
+
+
+def test_homeserver_stop_and_start_keep_data_and_port(homeserver):
+    user = homeserver.register_user(unique_localpart("durable"), "pw")
+    url = homeserver.url
+    homeserver.stop()
+    assert not homeserver.is_running
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{url}/_matrix/client/versions", timeout=2)
+    homeserver.start()
+    assert homeserver.url == url
+    assert _whoami(homeserver, user.access_token) == user.user_id
+    homeserver.restart()
+    assert _whoami(homeserver, user.access_token) == user.user_id
+
+
+def test_homeserver_start_failure_reports_the_log_tail(tmp_path):
+    server = TestHomeserver(tmp_path / "synapse")
+    port = urlsplit(server.url).port
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", port))
+        blocker.listen()
+        with pytest.raises(HomeserverError, match="Synapse exited") as info:
+            server.start()
+    assert "homeserver.log" in str(info.value)
+    assert not server.is_running
+    server.cleanup()
+    assert (tmp_path / "synapse").exists()  # a caller-provided directory is left alone
+
+
+def test_unique_localpart_is_unique_and_lowercase():
+    names = {unique_localpart("Test") for _ in range(100)}
+    assert len(names) == 100
+    assert all(name.startswith("test_") for name in names)
