@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mindroom.ai.tools import agno_tools
 from mindroom.authorization import may_invite
 from mindroom.constants import HOOK_SOURCE_KEY, ROUTER_AGENT_NAME
 from mindroom.hooks.context import AgentLifecycleContext, MessageEnvelope
@@ -22,24 +23,37 @@ from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.types import EVENT_AGENT_STARTED, EVENT_AGENT_STOPPED, EVENT_BOT_READY
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient, MatrixEvent, MatrixEventKind
+from mindroom.tool_system.spec import AgentToolEnvironment, workspace_dir
 
 if TYPE_CHECKING:
     from mindroom.runtime import DaemonRuntime
 
-__all__ = ["BotMetrics", "EntityBot", "StreamState"]
+__all__ = ["INTERRUPTED_NOTE", "STOPPED_NOTE", "BotMetrics", "EntityBot", "StreamState"]
 
 logger = get_logger(__name__)
 
 HOOK_SEND_WINDOW_S = 10.0
 HOOK_SEND_LIMIT = 20
+STOPPED_NOTE = "(stopped)"
+INTERRUPTED_NOTE = "(interrupted: the agent is shutting down)"
+INTERRUPT_GRACE_S = 5.0
 
 
 @dataclass(slots=True)
 class StreamState:
-    """A streaming answer in flight: its Matrix event id, and whether a stop was asked for."""
+    """A streaming answer in flight: its Matrix event id, and whether (and why) a stop was asked for."""
 
     event_id: str | None = None
     stop_requested: bool = False
+    stop_note: str = STOPPED_NOTE
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def stop(self, note: str) -> None:
+        """End the answer now; its text keeps what arrived so far, followed by `note`."""
+        if not self.stop_requested:
+            self.stop_requested = True
+            self.stop_note = note
+        self.stopped.set()
 
 
 @dataclass(slots=True)
@@ -73,6 +87,7 @@ class EntityBot:
         self._streams: list[StreamState] = []
         self._accepting = True
         self._hook_sends: dict[tuple[str, str], deque[float]] = {}
+        self._tools: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -114,21 +129,42 @@ class EntityBot:
             raise TimeoutError(msg)
         await self._lifecycle(EVENT_BOT_READY)
 
-    async def stop(self, reason: str = "shutdown", grace_s: float = 10.0) -> None:
-        """Stop taking messages, let in-flight turns finish within `grace_s`, fire `agent:stopped`, close."""
+    async def stop(self, reason: str = "shutdown", grace_s: float = 10.0, *, leave_rooms: bool = False) -> None:
+        """Stop syncing, let in-flight turns finish within `grace_s`, fire `agent:stopped`, close.
+
+        The sync loop stops first, so no event is fetched (and its sync token stored) that nobody will
+        handle: what arrives from now on is delivered after the next start. Streaming answers still
+        running at the deadline end with a note; what is left after `INTERRUPT_GRACE_S` more is cancelled.
+        """
         self._accepting = False
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=grace_s)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
-        with contextlib.suppress(Exception):
-            await self._lifecycle(EVENT_AGENT_STOPPED, stop_reason=reason)
         if self._sync_task is not None:
             self._sync_task.cancel()
             await asyncio.gather(self._sync_task, return_exceptions=True)
+        await self._drain(grace_s)
+        if leave_rooms:
+            for room_id in sorted(self.joined_rooms):
+                try:
+                    await self.leave(room_id)
+                except Exception as exc:  # leaving is best effort: the account stops either way
+                    logger.warning("leaving a room failed", bot=self.name, room_id=room_id, error=str(exc))
+        with contextlib.suppress(Exception):
+            await self._lifecycle(EVENT_AGENT_STOPPED, stop_reason=reason)
         await self.client.close()
+        logger.info("bot stopped", bot=self.name, reason=reason)
+
+    async def _drain(self, grace_s: float) -> None:
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=grace_s)
+        if pending and self._streams:
+            for state in self._streams:
+                state.stop(INTERRUPTED_NOTE)
+            _, pending = await asyncio.wait(pending, timeout=INTERRUPT_GRACE_S)
+        for task in pending:
+            task.cancel()
+        if pending:
+            logger.warning("turns cancelled at shutdown", bot=self.name, count=len(pending))
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _lifecycle(self, event_name: str, *, stop_reason: str | None = None) -> None:
         ctx = AgentLifecycleContext(
@@ -235,13 +271,40 @@ class EntityBot:
         """Ask the streaming answer shown as `response_event_id` to stop; True if one was found."""
         for state in self._streams:
             if state.event_id == response_event_id:
-                state.stop_requested = True
+                state.stop(STOPPED_NOTE)
                 return True
         return False
 
     def tools(self, registry: HookRegistry, envelope: MessageEnvelope) -> tuple[Any, ...]:
-        """The tools this agent may use in this turn."""
-        return ()
+        """The tools this agent may use (its `tools:` list), as agno Functions running through the tool hooks.
+
+        Built once per tool catalogue, `tools:` list and tool settings, then reused, so the cached agno Agent
+        stays valid; the turn's registry, room and thread reach the tools through the runtime context that
+        `respond()` binds, not through these objects.
+        """
+        runtime = self.runtime
+        agent = runtime.config.agents.get(self.name)
+        if agent is None or not agent.tools:
+            return ()
+        key = (runtime.tools, tuple(agent.tools), runtime.config.tools)
+        cached = self._tools
+        if cached is not None and cached[0] == key:
+            return cached[1]
+
+        async def send(room_id: str, text: str, thread_id: str | None) -> str:
+            return await self.client.send_message(room_id, text, thread_root=thread_id)
+
+        env = AgentToolEnvironment(
+            agent_name=self.name,
+            workspace=workspace_dir(runtime.runtime_paths.storage_root, self.name),
+            settings=runtime.config.tools,
+            send_message=send,
+            joined_rooms=lambda: self.joined_rooms,
+            room_aliases=lambda: runtime.room_ids,
+        )
+        functions: tuple[Any, ...] = agno_tools(runtime.tools.tools_for(agent.tools, env), self.name)
+        self._tools = (key, functions)
+        return functions
 
     # -- hook capabilities ----------------------------------------------------------------------------
     def hook_bindings(self) -> dict[str, Any]:
@@ -267,11 +330,13 @@ class EntityBot:
     async def _hook_send(
         self, room_id: str, text: str, thread_id: str | None = None, extra_content: dict[str, Any] | None = None
     ) -> str | None:
+        """Send a hook-originated message through the router (the relay), rate limited per plugin and room."""
         source = str((extra_content or {}).get(HOOK_SOURCE_KEY, "")).split(":", 1)[0]
         if not self._hook_send_allowed(source, room_id):
             logger.warning("hook message rate limited", bot=self.name, plugin=source, room_id=room_id)
             return None
-        return await self.client.send_message(room_id, text, thread_root=thread_id, extra_content=extra_content)
+        relay = self.runtime.bots.get(ROUTER_AGENT_NAME, self)
+        return await relay.client.send_message(room_id, text, thread_root=thread_id, extra_content=extra_content)
 
     def _fallbacks(self) -> list[MatrixBotClient]:
         clients = [self.client]

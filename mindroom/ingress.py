@@ -61,7 +61,10 @@ def classify_message(
 ) -> InboundMessage | IngressDrop:
     """Accept or drop one message for `entity` (authorization and dedup are the caller's next steps)."""
     own_user_id = bot_user_ids.get(entity)
-    if sender == own_user_id:
+    from_bot = sender in bot_user_ids.values()
+    depth = _int(content.get(SYNTHETIC_DEPTH_KEY)) if from_bot else 0
+    hook_dispatch = from_bot and content.get(HOOK_DISPATCH_KEY) is True
+    if sender == own_user_id and not (hook_dispatch and depth == 1):
         return IngressDrop("own message")
     if is_edit:
         return IngressDrop("edit")
@@ -70,9 +73,6 @@ def classify_message(
         return IngressDrop("no text body")
     if len(body) > MAX_BODY_CHARS:
         body = body[:MAX_BODY_CHARS]
-    from_bot = sender in bot_user_ids.values()
-    depth = _int(content.get(SYNTHETIC_DEPTH_KEY)) if from_bot else 0
-    hook_dispatch = from_bot and content.get(HOOK_DISPATCH_KEY) is True
     if from_bot:
         if depth >= 2:
             return IngressDrop("deep synthetic hop")

@@ -46,21 +46,30 @@ def bot_user_id(bot_name: str, server_name: str, prefix: str = DEFAULT_ACCOUNT_P
     return f"@{bot_localpart(bot_name, prefix)}:{server_name}"
 
 
-def write_private_file(path: Path, text: str) -> None:
-    """Atomically replace `path` with `text`: temp file (0600) in the same 0700 dir, fsync, rename."""
+def write_private_file(path: Path, text: str, *, durable: bool = True) -> None:
+    """Atomically replace `path` with `text`: temp file (0600) in the same 0700 dir, rename.
+
+    `durable` also fsyncs file and folder (survives power loss). Without it the rename is still atomic,
+    which is all a process crash needs: used for the sync token, written after every sync batch, whose
+    loss only means a batch is delivered again and then deduplicated.
+    """
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.parent.chmod(0o700)
+    if durable:
+        path.parent.chmod(0o700)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as tmp:
             tmp.write(text)
-            tmp.flush()
-            os.fsync(tmp.fileno())
+            if durable:
+                tmp.flush()
+                os.fsync(tmp.fileno())
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -159,7 +168,7 @@ class SyncTokenStore:
 
     def save(self, bot_name: str, token: str) -> None:
         """Write the token atomically with mode 0600."""
-        write_private_file(self.path(bot_name), token + "\n")
+        write_private_file(self.path(bot_name), token + "\n", durable=False)
 
     def clear(self, bot_name: str) -> None:
         """Forget the token so the next sync starts fresh (without backlog)."""

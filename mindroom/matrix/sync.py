@@ -27,6 +27,7 @@ EventHandler = Callable[[MatrixEvent], Awaitable[None]]
 InviteHandler = Callable[[str, str], Awaitable[bool]]
 
 _SYNC_PATH = "/_matrix/client/v3/sync"
+_TOKEN_SAVE_INTERVAL_S = 2.0
 _POLL_TIMEOUT_MS = 30_000
 _HTTP_MARGIN_S = 15.0
 _BACKOFF_START_S = 0.5
@@ -117,10 +118,35 @@ class SyncLoop:
         self._leave = leave
         self._first_sync = first_sync
         self._poll_timeout_ms = poll_timeout_ms
+        self._unsaved: str | None = None
+        self._saved_at = 0.0
 
     async def run(self, handler: EventHandler, on_invite: InviteHandler) -> None:
         """Sync forever; connection problems are retried with backoff, a revoked session raises."""
         token = self._tokens.load(self._bot)
+        saved = token
+        try:
+            await self._loop(handler, on_invite, token)
+        finally:
+            # A cancelled loop still leaves its latest token on disk (see `_remember`).
+            if self._unsaved is not None and self._unsaved != saved:
+                self._tokens.save(self._bot, self._unsaved)
+
+    def _remember(self, token: str) -> None:
+        """Keep the newest token; write it at most every `_TOKEN_SAVE_INTERVAL_S` (and on stop).
+
+        A token lost to a crash only means the batches since the last write are delivered again,
+        which the daemon's persisted dedup absorbs; writing after every batch cost a file rename
+        on the event loop for each message.
+        """
+        self._unsaved = token
+        now = time.monotonic()
+        if now - self._saved_at >= _TOKEN_SAVE_INTERVAL_S:
+            self._tokens.save(self._bot, token)
+            self._saved_at = now
+            self._unsaved = None
+
+    async def _loop(self, handler: EventHandler, on_invite: InviteHandler, token: str | None) -> None:
         outage = _Outage(self._bot)
         while True:
             try:
@@ -150,9 +176,7 @@ class SyncLoop:
                 await asyncio.sleep(outage.failed(str(exc)))
                 continue
             if next_batch != token:
-                # Saved without an await in between: once the last handler returns, a cancellation can no
-                # longer land before the token is on disk, so a handled batch is never delivered again.
-                self._tokens.save(self._bot, next_batch)
+                self._remember(next_batch)
                 token = next_batch
             self._first_sync.set()
 

@@ -1,0 +1,273 @@
+"""Message-to-reply latency: a bare matrix-nio echo bot against the daemon, on a real Synapse.
+
+Both run as subprocesses against the same test homeserver; the model is the scripted server with
+instant replies. Prints p50/p95 for each, the ratio daemon/bare, the daemon's CPU time per message,
+its RSS after the run and its cold start (process start to "daemon ready"). Then a burst: 200
+messages over 4 rooms and 4 agents, each answered exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mindroom.testing.homeserver import TestHomeserver  # noqa: E402
+from mindroom.testing.model_server import ScriptedModelServer, Text  # noqa: E402
+from tests.integration.support import HumanClient, thread_replies  # noqa: E402
+
+MESSAGES = int(os.environ.get("BENCH_MESSAGES", "60"))
+BURST = 200
+NOOP_EVENTS = ("message:received", "message:enrich", "message:before_response", "message:after_response")
+
+
+def _noop_plugin(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    (folder / "mindroom.plugin.json").write_text(json.dumps({"name": "noop", "hooks_module": "hooks.py"}))
+    lines = ["from mindroom.hooks import hook", ""]
+    for event in NOOP_EVENTS:
+        for index in range(3):
+            name = f"{event.split(':')[1]}_{index}"
+            lines += [f"@hook({event!r}, name={name!r})", f"async def {name}(ctx):", "    return None", ""]
+    (folder / "hooks.py").write_text("\n".join(lines))
+
+
+def _proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _proc_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _latencies(human: HumanClient, room_id: str, responder: str, count: int) -> list[float]:
+    samples = []
+    for index in range(count):
+        start = time.perf_counter()
+        event_id = await human.send(room_id, f"ping {index}")
+        await human.wait_for(thread_replies(event_id, responder), timeout=30)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+async def _wait_joined(human: HumanClient, room_id: str) -> None:
+    for _ in range(300):
+        rooms = await human.client.joined_rooms()
+        if room_id in getattr(rooms, "rooms", []):
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(room_id)
+
+
+def _start_daemon(workdir: Path, hs: TestHomeserver, prefix: str) -> tuple[subprocess.Popen[bytes], float]:
+    env = dict(os.environ)
+    env.update(
+        MATRIX_HOMESERVER=hs.url,
+        MATRIX_SERVER_NAME=hs.server_name,
+        MATRIX_REGISTRATION_SHARED_SECRET=hs.registration_shared_secret,
+        MINDROOM_STORAGE_PATH=str(workdir / "data"),
+        MINDROOM_ACCOUNT_PREFIX=prefix,
+    )
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mindroom", "run", "--config", str(workdir / "config.yaml"), "--json-logs"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env=env,
+        cwd=workdir,
+    )
+    assert process.stderr is not None
+    for raw in process.stderr:
+        if b"daemon ready" in raw:
+            return process, time.perf_counter() - started
+    raise RuntimeError("daemon exited before it was ready")
+
+
+def _drain(process: subprocess.Popen[bytes]) -> None:
+    import threading
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for _ in process.stderr:
+            pass
+
+    threading.Thread(target=pump, daemon=True).start()
+
+
+def _config(base_url: str, user: str, agents: dict[str, str]) -> dict[str, Any]:
+    model = {"provider": "openai", "id": "bench", "extra_kwargs": {"base_url": base_url, "max_retries": 0}}
+    return {
+        "models": {"default": model},
+        "agents": {
+            name: {"display_name": name.title(), "role": "Benchmarks.", "model": "default", "rooms": [room]}
+            for name, room in agents.items()
+        },
+        "router": {"model": "default"},
+        "authorization": {"global_users": [user], "room_permissions": {}, "default_room_access": False},
+        "room_defaults": {"invite_users": [user]},
+        "defaults": {"enable_streaming": False},
+        "plugins": ["./plugins/noop"],
+    }
+
+
+async def bare_bot(hs: TestHomeserver, human: HumanClient) -> list[float]:
+    tag = secrets.token_hex(3)
+    bot = hs.register_user(f"echo{tag}", "echo-pass")
+    room = await human.client.room_create(name=f"echo{tag}", invite=[bot.user_id])
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "echo_bot.py"), hs.url, bot.user_id, bot.password],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()
+        for _ in range(100):
+            members = await human.client.joined_members(room.room_id)
+            if any(m.user_id == bot.user_id for m in getattr(members, "members", [])):
+                break
+            await asyncio.sleep(0.1)
+        await _latencies(human, room.room_id, bot.user_id, 5)  # warm-up
+        return await _latencies(human, room.room_id, bot.user_id, MESSAGES)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def daemon_single(
+    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path
+) -> dict[str, float]:
+    tag = secrets.token_hex(3)
+    workdir = root / f"single{tag}"
+    _noop_plugin(workdir / "plugins" / "noop")
+    room_key = f"lat{tag}"
+    (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, human.user_id, {"solo": room_key})))
+    process, cold_start = _start_daemon(workdir, hs, f"b{tag}_")
+    _drain(process)
+    try:
+        alias = f"#{room_key}:{hs.server_name}"
+        resolved = await human.client.room_resolve_alias(alias)
+        room_id = resolved.room_id
+        await _wait_joined(human, room_id)
+        responder = f"@b{tag}_solo:{hs.server_name}"
+        await _latencies(human, room_id, responder, 5)  # warm-up
+        cpu_before = _proc_cpu_s(process.pid)
+        samples = await _latencies(human, room_id, responder, MESSAGES)
+        cpu_ms = (_proc_cpu_s(process.pid) - cpu_before) / MESSAGES * 1000
+        rss = _proc_rss_mb(process.pid)
+    finally:
+        process.terminate()
+        code = process.wait(30)
+    return {
+        "p50": _pct(samples, 0.5),
+        "p95": _pct(samples, 0.95),
+        "cpu_ms": cpu_ms,
+        "rss_mb": rss,
+        "cold_start_s": cold_start,
+        "exit_code": code,
+    }
+
+
+async def burst(hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path) -> dict[str, int]:
+    tag = secrets.token_hex(3)
+    workdir = root / f"burst{tag}"
+    _noop_plugin(workdir / "plugins" / "noop")
+    agents = {f"agent{i}": f"burst{tag}{i}" for i in range(4)}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, human.user_id, agents)))
+    process, _ = _start_daemon(workdir, hs, f"u{tag}_")
+    _drain(process)
+    try:
+        rooms = {}
+        for agent, key in agents.items():
+            resolved = await human.client.room_resolve_alias(f"#{key}:{hs.server_name}")
+            rooms[agent] = resolved.room_id
+            await _wait_joined(human, resolved.room_id)
+        sent: dict[str, str] = {}
+        start = time.perf_counter()
+        for index in range(BURST):
+            agent = f"agent{index % 4}"
+            sent[await human.send(rooms[agent], f"burst {index}")] = f"@u{tag}_{agent}:{hs.server_name}"
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            answered = {eid for eid in sent if human.matching(thread_replies(eid, sent[eid]))}
+            if len(answered) == BURST:
+                break
+            await asyncio.sleep(0.5)
+        elapsed = time.perf_counter() - start
+        await asyncio.sleep(3)
+        counts = Counter(
+            ev["content"]["m.relates_to"]["event_id"]
+            for ev in human.events
+            if ev.get("type") == "m.room.message"
+            and ev.get("sender") in sent.values()
+            and ev["content"].get("m.relates_to", {}).get("rel_type") == "m.thread"
+        )
+    finally:
+        process.terminate()
+        process.wait(30)
+    return {
+        "sent": BURST,
+        "answered": sum(1 for eid in sent if counts.get(eid, 0) >= 1),
+        "answered_twice": sum(1 for eid in sent if counts.get(eid, 0) > 1),
+        "seconds": round(elapsed, 1),
+    }
+
+
+async def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp, TestHomeserver() as hs, ScriptedModelServer() as model:
+        model.set_default(Text("pong"))
+        user = hs.register_user(f"bench{secrets.token_hex(3)}", "bench-pass")
+        human = HumanClient(hs.url, user.user_id, user.password)
+        await human.start()
+        try:
+            bare = await bare_bot(hs, human)
+            daemon = await daemon_single(hs, model, human, Path(tmp))
+            burst_result = (
+                {"sent": 0, "answered": 0, "answered_twice": 0, "seconds": 0}
+                if os.environ.get("BENCH_NO_BURST")
+                else await burst(hs, model, human, Path(tmp))
+            )
+        finally:
+            await human.close()
+    bare_p50, bare_p95 = _pct(bare, 0.5), _pct(bare, 0.95)
+    ratio = daemon["p50"] / bare_p50
+    print(f"messages per run: {MESSAGES}")
+    print(f"{'':<28}{'p50 ms':>10}{'p95 ms':>10}")
+    print(f"{'(a) bare matrix-nio echo bot':<28}{bare_p50:>10.1f}{bare_p95:>10.1f}")
+    print(f"{'(b) daemon, 1 agent, 12 hooks':<28}{daemon['p50']:>10.1f}{daemon['p95']:>10.1f}")
+    print(f"ratio b/a at p50: {ratio:.2f} (target <= 1.25)")
+    print(f"daemon CPU per message: {daemon['cpu_ms']:.1f} ms (target <= 25)")
+    print(f"daemon RSS after run: {daemon['rss_mb']:.0f} MB (target <= 150)")
+    print(f"cold start to ready: {daemon['cold_start_s']:.2f} s (target < 3)")
+    print(f"daemon exit code on SIGTERM: {daemon['exit_code']}")
+    print(
+        f"burst: {burst_result['sent']} sent over 4 rooms / 4 agents, {burst_result['answered']} answered, "
+        f"{burst_result['answered_twice']} answered twice, in {burst_result['seconds']} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

@@ -1,0 +1,132 @@
+"""Hook helpers on a real homeserver: send_message, trigger_dispatch and its loop limits, room state."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from mindroom.constants import ORIGINAL_SENDER_KEY, SYNTHETIC_DEPTH_KEY
+from mindroom.testing.model_server import Echo, Text
+from tests.integration.conftest import E2E
+from tests.integration.support import thread_replies
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+PING = """
+from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.hooks import MessageReceivedContext, hook
+
+@hook(event="message:received", name="ping-hook", agents=(ROUTER_AGENT_NAME,), timeout_ms=30000)
+async def handle_ping(ctx: MessageReceivedContext) -> None:
+    if ctx.envelope.body.strip() != "!ping-hook":
+        return
+    event_id = await ctx.send_message(
+        room_id=ctx.envelope.room_id, text="pong from hook", thread_id=ctx.envelope.target.resolved_thread_id
+    )
+    if event_id is None:
+        return
+    ctx.suppress = True
+"""
+
+DISPATCH = """
+import json
+from pathlib import Path
+from mindroom.hooks import hook
+
+def _log(ctx, **fields):
+    with Path(ctx.settings["log"]).open("a") as fh:
+        fh.write(json.dumps({"event": ctx.event_name, **fields}) + "\\n")
+
+@hook("message:received")
+async def seen(ctx):
+    _log(ctx, agent=ctx.envelope.agent_name, body=ctx.envelope.body, depth=ctx.envelope.message_received_depth,
+         kind=ctx.envelope.source_kind, requester=ctx.envelope.requester_id)
+
+@hook("message:after_response")
+async def follow_up(ctx):
+    depth = ctx.envelope.message_received_depth
+    await ctx.send_message(ctx.envelope.room_id, f"follow-up after depth {depth}",
+                           thread_id=ctx.envelope.resolved_thread_id, trigger_dispatch=True)
+    _log(ctx, sent_after_depth=depth)
+"""
+
+STATE = """
+from mindroom.hooks import hook
+
+@hook("message:before_response")
+async def remember(ctx):
+    ok = await ctx.put_room_state(ctx.envelope.room_id, "com.example.note", "last", {"body": ctx.envelope.body})
+    got = await ctx.query_room_state(ctx.envelope.room_id, "com.example.note", "last")
+    every = await ctx.query_room_state(ctx.envelope.room_id, "com.example.note")
+    missing = await ctx.query_room_state(ctx.envelope.room_id, "com.example.absent", "nothing")
+    ctx.draft.response_text = f"put={ok} got={got['body']} keys={sorted(every)} missing={missing}"
+"""
+
+
+async def _world(e2e: E2E, plugins: list) -> tuple:
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {"display_name": "Helper", "role": "Helps.", "model": "default", "rooms": [room]}},
+        plugins=plugins,
+    )
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+    return human, agent, room_id
+
+
+async def test_hook_send_message_carries_original_sender_and_depth_and_suppresses(e2e: E2E):
+    e2e.plugin("ping-hook", PING)
+    human, agent, room_id = await _world(e2e, ["plugins/ping-hook"])
+
+    event_id = await human.send(room_id, "!ping-hook")
+    pong = await human.wait_for(thread_replies(event_id, e2e.user_id("router")))
+    assert pong["content"]["body"] == "pong from hook"
+    assert pong["content"][ORIGINAL_SENDER_KEY] == human.user_id
+    assert pong["content"][SYNTHETIC_DEPTH_KEY] == 1
+    await asyncio.sleep(1.0)
+    assert human.matching(thread_replies(event_id, e2e.user_id(agent))) == []
+
+
+async def test_hook_trigger_dispatch_reenters_once_and_deeper_hops_stop(e2e: E2E, tmp_path):
+    log = tmp_path / "dispatch.jsonl"
+    e2e.plugin("dispatcher", DISPATCH)
+    human, agent, room_id = await _world(e2e, [{"path": "plugins/dispatcher", "settings": {"log": str(log)}}])
+    e2e.model_server.set_default(Echo(prefix="echo: "), model="agent-model")
+
+    event_id = await human.send(room_id, "start the chain")
+    agent_id = e2e.user_id(agent)
+    router_id = e2e.user_id("router")
+    last_hop = await human.wait_for(
+        lambda ev: ev.get("sender") == router_id and ev["content"].get("body") == "follow-up after depth 1"
+    )
+    assert last_hop["content"][SYNTHETIC_DEPTH_KEY] == 2
+    await asyncio.sleep(2.0)
+
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    sent = [e["sent_after_depth"] for e in entries if "sent_after_depth" in e]
+    assert sent == [0, 1]
+    received = [e for e in entries if e["event"] == "message:received" and e["agent"] == agent]
+    assert [(e["depth"], e["kind"]) for e in received] == [(0, "message"), (1, "hook_dispatch")]
+    assert all(e["requester"] == human.user_id for e in received)
+    answers = human.matching(thread_replies(event_id, agent_id))
+    assert [a["content"]["body"].split(" [")[0] for a in answers] == [
+        "echo: start the chain",
+        "echo: follow-up after depth 0",
+    ]
+    model_calls = [r for r in e2e.model_server.requests if r.get("model") == "agent-model"]
+    assert len(model_calls) == 2
+
+
+async def test_hook_room_state_put_then_query(e2e: E2E):
+    e2e.plugin("stateful", STATE)
+    human, agent, room_id = await _world(e2e, ["plugins/stateful"])
+    e2e.model_server.set_default(Text("ignored"), model="agent-model")
+
+    event_id = await human.send(room_id, "note this")
+    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
+    assert reply["content"]["body"] == "put=True got=note this keys=['last'] missing=None"
