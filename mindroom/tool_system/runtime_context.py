@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mindroom.constants import RuntimePaths
@@ -16,10 +16,12 @@ from mindroom.hooks.types import is_custom_event, validate_event_name
 from mindroom.logging_config import get_logger
 
 __all__ = [
+    "ToolCallRecord",
     "ToolRuntimeContext",
     "bind_runtime_context",
     "emit_custom_event",
     "get_runtime_context",
+    "provided_registry",
     "set_registry_provider",
 ]
 
@@ -27,8 +29,23 @@ logger = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One finished tool call of a turn: what the model asked, what it got back, and how it went."""
+
+    tool_name: str
+    arguments: Mapping[str, Any]
+    result: str
+    error: str | None = None
+    blocked: bool = False
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class ToolRuntimeContext:
-    """Who a tool runs for and which hook registry its events go to (bound per turn)."""
+    """Who a tool runs for and which hook registry its events go to (bound per turn).
+
+    `calls` is the turn's log of finished tool calls, appended to by the tool wrapper.
+    """
 
     registry: HookRegistry
     agent_name: str | None = None
@@ -42,6 +59,7 @@ class ToolRuntimeContext:
     message_sender: MessageSender | None = None
     room_state_querier: RoomStateQuerier | None = None
     room_state_putter: RoomStatePutter | None = None
+    calls: list[ToolCallRecord] = field(default_factory=list, compare=False, repr=False)
 
 
 _current: ContextVar[ToolRuntimeContext | None] = ContextVar("mindroom_tool_runtime_context", default=None)
@@ -69,6 +87,11 @@ def get_runtime_context() -> ToolRuntimeContext | None:
     return _current.get()
 
 
+def provided_registry() -> HookRegistry | None:
+    """The daemon's live registry (from `set_registry_provider`), for tool code running outside a bound turn."""
+    return _registry_provider() if _registry_provider is not None else None
+
+
 async def emit_custom_event(plugin_name: str, event_name: str, payload: Mapping[str, Any]) -> None:
     """Emit a plugin-defined event from tool code; its hooks run in observer mode."""
     validate_event_name(event_name)
@@ -76,7 +99,7 @@ async def emit_custom_event(plugin_name: str, event_name: str, payload: Mapping[
         msg = f"{event_name!r} is a built-in event; tools may only emit custom events"
         raise ValueError(msg)
     bound = _current.get()
-    registry = bound.registry if bound is not None else (_registry_provider() if _registry_provider else None)
+    registry = bound.registry if bound is not None else provided_registry()
     if registry is None:
         logger.warning("custom event dropped: no hook registry is bound", plugin=plugin_name, hook_event=event_name)
         return

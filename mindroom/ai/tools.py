@@ -1,0 +1,88 @@
+"""Our tools as agno `Function`s, and agno toolkits from plugins as our tools: the only tool code touching agno.
+
+Every `Function` built here runs `mindroom.tool_system.calls.call_tool`, so the tool hooks wrap each call
+whatever the tool's origin. Build them once per agent and reuse them: the agent cache keys on their identity.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import replace
+from typing import Any
+
+from agno.tools.function import Function
+from agno.tools.toolkit import Toolkit
+from agno.utils.schema import AGNO_INJECTED_PARAMS, FRAMEWORK_INJECTED_PARAMS
+
+from mindroom.tool_system.calls import call_tool
+from mindroom.tool_system.spec import ToolSpec
+
+__all__ = ["agno_function", "agno_tools", "described", "foreign_tool_specs"]
+
+_INJECTED = frozenset({*FRAMEWORK_INJECTED_PARAMS, *AGNO_INJECTED_PARAMS, "fc"})
+
+
+def described(spec: ToolSpec) -> ToolSpec:
+    """`spec` with its description and JSON schema filled in from the callable, which validates its arguments."""
+    if spec.parameters is not None and spec.description is not None:
+        return spec
+    template = Function.from_callable(spec.function, name=spec.name)
+    return replace(
+        spec,
+        function=template.entrypoint or spec.function,
+        description=spec.description if spec.description is not None else (template.description or ""),
+        parameters=spec.parameters if spec.parameters is not None else template.parameters,
+    )
+
+
+def agno_function(spec: ToolSpec, agent_name: str) -> Function:
+    """An agno `Function` that runs `spec` for `agent_name` through the tool hooks."""
+    ready = described(spec)
+
+    async def entrypoint(**arguments: Any) -> str:
+        return await call_tool(ready, agent_name, arguments)
+
+    return Function(
+        name=ready.name,
+        description=ready.description,
+        parameters=dict(ready.parameters or {}),
+        entrypoint=entrypoint,
+        skip_entrypoint_processing=True,
+    )
+
+
+def agno_tools(specs: tuple[ToolSpec, ...], agent_name: str) -> tuple[Function, ...]:
+    """The agno `Function`s for one agent's tools."""
+    return tuple(agno_function(spec, agent_name) for spec in specs)
+
+
+def _spec_from_function(function: Function) -> ToolSpec:
+    entrypoint = function.entrypoint
+    if entrypoint is None:
+        msg = f"agno Function {function.name!r} has no entrypoint"
+        raise ValueError(msg)
+    injected = sorted(set(inspect.signature(entrypoint).parameters) & _INJECTED)
+    if injected:
+        msg = f"tool {function.name!r} takes agno framework parameters ({', '.join(injected)}), which it would not get"
+        raise ValueError(msg)
+    prepared = function.model_copy()
+    prepared.process_entrypoint()
+    return ToolSpec(
+        name=prepared.name,
+        function=prepared.entrypoint or entrypoint,
+        description=prepared.description or "",
+        parameters=dict(prepared.parameters),
+        in_thread=not inspect.iscoroutinefunction(entrypoint),
+    )
+
+
+def foreign_tool_specs(value: Any) -> tuple[ToolSpec, ...] | None:
+    """Our tools for an agno `Toolkit` or `Function` found in a plugin's tools module; None for anything else.
+
+    `ValueError` for a function that needs what agno injects (agent, team, run context, media).
+    """
+    if isinstance(value, Toolkit):
+        return tuple(_spec_from_function(function) for function in value.get_async_functions().values())
+    if isinstance(value, Function):
+        return (_spec_from_function(value),)
+    return None

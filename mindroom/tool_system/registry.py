@@ -1,0 +1,239 @@
+"""The tool catalogue: every tool an agent could be given, and which of them each agent gets.
+
+Naming and per-agent filtering (an agent's `tools:` list):
+
+- a built-in group name (`calculator`, `file`, `shell`, `matrix`) gives every tool of that group;
+- a plugin's name gives every tool of that plugin;
+- a tool's own name (`read_file`, a plugin function's name) gives just that tool.
+
+An agent gets exactly the tools its list names, in list order, nothing else. Tool names are the names the
+model calls; they are unique across the built-ins and every plugin, and a tool may not be named like a
+group or plugin it does not belong to. A clash is a `ToolCatalogError` at startup naming both owners.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from mindroom.errors import MindroomError
+from mindroom.hooks.decorators import get_hook_metadata
+from mindroom.logging_config import get_logger
+from mindroom.skills import SkillCatalog, SkillError
+from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_tools
+from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
+from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
+from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools
+from mindroom.tool_system.spec import RESERVED_PARAMETERS, AgentToolEnvironment, ToolSpec
+
+if TYPE_CHECKING:
+    from mindroom.config.main import Config
+    from mindroom.plugins.loader import Plugin
+
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "ForeignToolAdapter",
+    "ToolCatalog",
+    "ToolCatalogError",
+    "ToolProvider",
+    "build_tool_catalog",
+    "plugin_tool_specs",
+]
+
+logger = get_logger(__name__)
+
+ForeignToolAdapter = Callable[[Any], Sequence[ToolSpec] | None]
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class ToolCatalogError(MindroomError):
+    """The tools or skills of the loaded plugins and the config do not fit together (clashes, unknown names)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("tool catalogue problems:\n" + "\n".join(f"  {problem}" for problem in self.problems))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProvider:
+    """A named set of tools: a built-in group, or a plugin's tools."""
+
+    name: str
+    kind: str
+    tool_names: tuple[str, ...]
+    build: Callable[[AgentToolEnvironment], tuple[ToolSpec, ...]]
+
+    @property
+    def label(self) -> str:
+        """How errors name this provider, e.g. `plugin 'weather'`."""
+        return f"{self.kind} {self.name!r}"
+
+
+BUILTIN_PROVIDERS: tuple[ToolProvider, ...] = (
+    ToolProvider("calculator", "built-in group", CALCULATOR_TOOL_NAMES, calculator_tools),
+    ToolProvider("file", "built-in group", FILE_TOOL_NAMES, file_tools),
+    ToolProvider("shell", "built-in group", SHELL_TOOL_NAMES, shell_tools),
+    ToolProvider("matrix", "built-in group", MATRIX_TOOL_NAMES, matrix_tools),
+)
+
+
+def _public_values(module: ModuleType) -> list[tuple[str, Any]]:
+    exported = getattr(module, "__all__", None)
+    names = list(exported) if exported is not None else [name for name in vars(module) if not name.startswith("_")]
+    return [(name, getattr(module, name)) for name in names if hasattr(module, name)]
+
+
+def plugin_tool_specs(plugin: Plugin, adapt: ForeignToolAdapter | None = None) -> tuple[ToolSpec, ...]:
+    """The tools in a plugin's `tools_module`.
+
+    The module's public values (those in `__all__` when it defines one, else names not starting with `_`)
+    that are plain functions defined in the module itself, other than `@hook` callbacks, are one tool each,
+    named after the function and described by its docstring (synchronous ones run in a worker thread).
+    Values `adapt` recognises (agno toolkits and `Function`s) give their functions. Anything else (classes,
+    imported functions, constants) is not a tool.
+    """
+    module = plugin.tools_module
+    if module is None:
+        return ()
+    specs: list[ToolSpec] = []
+    for _name, value in _public_values(module):
+        if get_hook_metadata(value) is not None:
+            continue
+        foreign = adapt(value) if adapt is not None else None
+        if foreign is not None:
+            specs.extend(foreign)
+        elif inspect.isfunction(value) and value.__module__ == module.__name__:
+            specs.append(
+                ToolSpec(name=value.__name__, function=value, in_thread=not inspect.iscoroutinefunction(value))
+            )
+    return tuple(specs)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolCatalog:
+    """Every tool provider by name, the owner of every tool name, and the skills plugins offer."""
+
+    providers: Mapping[str, ToolProvider]
+    owners: Mapping[str, str]
+    skills: SkillCatalog = field(default_factory=SkillCatalog)
+
+    @classmethod
+    def builtin(cls) -> ToolCatalog:
+        """The built-in tools only (no plugins, no skills)."""
+        return cls(
+            {provider.name: provider for provider in BUILTIN_PROVIDERS},
+            {name: provider.name for provider in BUILTIN_PROVIDERS for name in provider.tool_names},
+        )
+
+    def unknown(self, wanted: Iterable[str]) -> list[str]:
+        """The names in `wanted` that are neither a provider nor a tool."""
+        return [name for name in wanted if name not in self.providers and name not in self.owners]
+
+    def selection(self, wanted: Iterable[str]) -> tuple[str, ...]:
+        """The tool names a `tools:` list gives, in list order, each once (unknown names are skipped)."""
+        chosen: dict[str, None] = {}
+        for name in wanted:
+            provider = self.providers.get(name)
+            if provider is not None:
+                chosen.update(dict.fromkeys(provider.tool_names))
+            elif name in self.owners:
+                chosen[name] = None
+        return tuple(chosen)
+
+    def tools_for(self, wanted: Iterable[str], env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
+        """The tools an agent with this `tools:` list gets, built for its environment."""
+        names = self.selection(wanted)
+        built: dict[str, ToolSpec] = {}
+        for provider_name in dict.fromkeys(self.owners[name] for name in names):
+            built.update((spec.name, spec) for spec in self.providers[provider_name].build(env))
+        return tuple(built[name] for name in names if name in built)
+
+
+def _parameter_names(spec: ToolSpec) -> set[str]:
+    if spec.parameters is not None:
+        return set()  # an explicit schema says what the model fills
+    try:
+        return set(inspect.signature(spec.function).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _plugin_provider(plugin: Plugin, adapt: ForeignToolAdapter | None, problems: list[str]) -> ToolProvider | None:
+    try:
+        specs = plugin_tool_specs(plugin, adapt)
+    except Exception as exc:  # plugin code (a toolkit's functions) may fail in any way
+        problems.append(f"plugin {plugin.name!r}: cannot use its tools: {exc}")
+        return None
+    seen: set[str] = set()
+    for spec in specs:
+        reserved = sorted(_parameter_names(spec) & RESERVED_PARAMETERS)
+        if reserved:
+            problems.append(f"plugin {plugin.name!r}: tool {spec.name!r} has reserved parameter names {reserved}")
+        if not _TOOL_NAME.match(spec.name):
+            problems.append(f"plugin {plugin.name!r}: tool name {spec.name!r} must be 1-64 of A-Z a-z 0-9 _ -")
+        elif spec.name in seen:
+            problems.append(f"plugin {plugin.name!r}: defines the tool {spec.name!r} twice")
+        seen.add(spec.name)
+    return ToolProvider(plugin.name, "plugin", tuple(dict.fromkeys(s.name for s in specs)), lambda _env: specs)
+
+
+def _catalog(providers: Sequence[ToolProvider], problems: list[str]) -> tuple[dict[str, ToolProvider], dict[str, str]]:
+    by_name: dict[str, ToolProvider] = {}
+    owners: dict[str, str] = {}
+    for provider in providers:
+        if provider.name in by_name:
+            problems.append(f"{provider.label} has the same name as {by_name[provider.name].label}")
+            continue
+        by_name[provider.name] = provider
+    for provider in by_name.values():
+        for tool_name in provider.tool_names:
+            owner = owners.get(tool_name)
+            if owner is not None and owner != provider.name:
+                other = by_name[owner].label
+                problems.append(f"tool {tool_name!r} is defined by {provider.label} and by {other}")
+                continue
+            group = by_name.get(tool_name)
+            if group is not None and group is not provider:
+                problems.append(f"tool {tool_name!r} of {provider.label} has the name of {group.label}")
+                continue
+            owners[tool_name] = provider.name
+    return by_name, owners
+
+
+def build_tool_catalog(
+    config: Config, plugins: Sequence[Plugin], *, adapt: ForeignToolAdapter | None = None, strict: bool = True
+) -> ToolCatalog:
+    """The catalogue of built-in and plugin tools and plugin skills, checked against every agent's lists.
+
+    Clashes are always errors. An agent naming an unknown tool or skill is an error when `strict`, else
+    (some plugin failed to load, and the name may be one of its tools) a warning, and the name is skipped.
+    """
+    problems: list[str] = []
+    providers = list(BUILTIN_PROVIDERS)
+    for plugin in plugins:
+        provider = _plugin_provider(plugin, adapt, problems)
+        if provider is not None:
+            providers.append(provider)
+    by_name, owners = _catalog(providers, problems)
+    try:
+        skills = SkillCatalog.from_plugins(plugins)
+    except SkillError as exc:
+        problems.append(str(exc))
+        skills = SkillCatalog()
+    missing: list[str] = []
+    catalog = ToolCatalog(by_name, owners, skills)
+    for agent_name, agent in config.agents.items():
+        missing.extend(f"agents.{agent_name}.tools: unknown tool {name!r}" for name in catalog.unknown(agent.tools))
+        missing.extend(f"agents.{agent_name}.skills: unknown skill {name!r}" for name in skills.unknown(agent.skills))
+    if strict:
+        problems.extend(missing)
+    else:
+        for problem in missing:
+            logger.warning("agent names a tool or skill that is not available", problem=problem)
+    if problems:
+        raise ToolCatalogError(problems)
+    return catalog

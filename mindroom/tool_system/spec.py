@@ -1,0 +1,66 @@
+"""What a tool is to the daemon: a named callable with an optional schema, and what built-in tools are given.
+
+Tools here are plain Python (no agno): `mindroom.ai.tools` turns `ToolSpec`s into what the model layer runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mindroom.config.main import ToolsConfig
+
+__all__ = [
+    "RESERVED_PARAMETERS",
+    "WORKSPACES_DIRNAME",
+    "AgentToolEnvironment",
+    "MessageSendFunction",
+    "ToolError",
+    "ToolSpec",
+    "workspace_dir",
+]
+
+WORKSPACES_DIRNAME = "workspaces"
+# Parameter names the model layer fills itself and hides from the model, so a tool would never receive them.
+RESERVED_PARAMETERS = frozenset({"agent", "team", "run_context", "images", "videos", "audios", "files"})
+
+MessageSendFunction = Callable[[str, str, str | None], Awaitable[str]]
+
+
+class ToolError(Exception):
+    """A tool refusing or failing a call for a reason the model should read (the message is shown to it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool as the model sees it: its name, what it does, and the callable that runs it.
+
+    `description` and `parameters` (a JSON schema object) are derived from the callable's signature and
+    docstring when left `None`. A synchronous callable with `in_thread` runs in a worker thread, so a slow
+    plugin tool cannot stall every bot; built-in synchronous tools are quick and run inline.
+    """
+
+    name: str
+    function: Callable[..., Any]
+    description: str | None = None
+    parameters: Mapping[str, Any] | None = None
+    in_thread: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AgentToolEnvironment:
+    """What built-in tools of one agent work with: its workspace, the tool settings, and Matrix access."""
+
+    agent_name: str
+    workspace: Path
+    settings: ToolsConfig = field(default_factory=ToolsConfig)
+    send_message: MessageSendFunction | None = None
+    joined_rooms: Callable[[], Collection[str]] = frozenset
+    room_aliases: Callable[[], Mapping[str, str]] = dict
+
+
+def workspace_dir(storage_root: Path, agent_name: str) -> Path:
+    """`<storage_root>/workspaces/<agent_name>/`: the only folder an agent's file and shell tools work in."""
+    return Path(storage_root).resolve() / WORKSPACES_DIRNAME / agent_name
