@@ -1,7 +1,8 @@
-"""Built-in chat commands (`!help`, `!hooks`, `!plugins`), answered by the router in the thread."""
+"""Built-in chat commands (`!help`, `!hooks`, `!plugins`, `!reload-plugins`, `!schedule`), answered in the thread."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -76,10 +77,31 @@ async def _plugins(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
     return "Plugins:\n" + "\n".join(lines)
 
 
+async def _reload_plugins(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
+    reloader = bot.runtime.reloader
+    if reloader is None:
+        return "Reloading is not available in this daemon."
+    logger.info("reload requested in chat", requester=envelope.requester_id, room_id=envelope.room_id)
+    # Answered once the swap is decided: restarting an agent waits for in-flight turns, this one included.
+    outcome = await asyncio.shield(reloader.request("!reload-plugins"))
+    return outcome.summary()
+
+
+async def _schedule(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
+    from mindroom.scheduling import schedule_command
+
+    return await schedule_command(bot, envelope, args)
+
+
 COMMANDS: dict[str, tuple[str, CommandHandler]] = {
     "help": ("this help", _help),
     "hooks": ("the hook table: order, settings, calls, failures, breaker state", _hooks),
     "plugins": ("the loaded plugins", _plugins),
+    "reload-plugins": ("reload config.yaml and every plugin now, and say what changed", _reload_plugins),
+    "schedule": (
+        "post a message later: `in 10 minutes ...`, `every day at 9:00 ...`, a cron line; `list`, `cancel ID`",
+        _schedule,
+    ),
 }
 
 

@@ -42,7 +42,7 @@ async def handle_reaction_event(bot: EntityBot, event: MatrixEvent) -> None:
     own = target_sender == runtime.bot_user_ids.get(bot.name)
     owner_is_agent = target_sender in runtime.bot_user_ids.values()
     responsible = own or (bot.is_router and not owner_is_agent)
-    if not responsible or not runtime.handled.claim(bot.name, event.event_id):
+    if not responsible or not runtime.state.claim(bot.name, event.event_id):
         return
     if key in STOP_REACTIONS and own and bot.request_stop(target_event_id):
         logger.info("stop requested by reaction", bot=bot.name, target=target_event_id)

@@ -1,0 +1,222 @@
+"""Hot reload without Matrix: what changed, keep-last-good, telemetry carried over, and the real file watcher."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from mindroom.config.loading import load_config, parse_config_text
+from mindroom.constants import RuntimePaths
+from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
+from mindroom.hooks.execution import emit
+from mindroom.plugins import build_registry, load_plugins
+from mindroom.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, plugin_digest
+from mindroom.runtime import DaemonRuntime
+from mindroom.state_store import DaemonState
+from mindroom.tool_system.registry import ToolCatalog
+
+CONFIG = """
+agents:
+  helper: {display_name: Helper, rooms: [lobby]}
+  scribe: {display_name: Scribe, rooms: [lobby, notes]}
+plugins:
+  - path: plugins/marker
+    settings: {tag: one}
+"""
+
+MARKER = """
+from mindroom.hooks import hook
+
+@hook("message:received")
+async def mark(ctx):
+    ctx.logger.info("marker ran", version="VERSION", tag=ctx.settings["tag"])
+"""
+
+
+def _config(text: str) -> Any:
+    return parse_config_text(text, "config.yaml", env={})
+
+
+def test_entity_changes_between_configs() -> None:
+    old = _config(CONFIG)
+    new = _config(
+        """
+agents:
+  helper: {display_name: Helper, rooms: [lobby]}
+  scribe: {display_name: Scribe II, rooms: [lobby, notes]}
+  critic: {display_name: Critic, rooms: [review]}
+router: {display_name: Dispatcher}
+admin_room: ops
+"""
+    )
+    changes = EntityChanges.between(old, new, known_rooms={"lobby", "notes"})
+    assert changes == EntityChanges(
+        added=("critic",), removed=(), changed=("router", "scribe"), new_rooms=("review", "ops")
+    )
+    assert EntityChanges.between(old, old, known_rooms={"lobby", "notes"}) == EntityChanges()
+
+
+def test_plugin_digest_follows_source_edits_only(tmp_path: Path) -> None:
+    (tmp_path / "hooks.py").write_text("x = 1\n")
+    before = plugin_digest(tmp_path)
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "hooks.cpython-311.pyc").write_bytes(b"junk")
+    (tmp_path / "notes.bin").write_bytes(b"data")
+    assert plugin_digest(tmp_path) == before
+    (tmp_path / "hooks.py").write_text("x = 2\n")
+    assert plugin_digest(tmp_path) != before
+
+
+def test_reload_outcome_summary_says_what_changed() -> None:
+    ok = ReloadOutcome(
+        True,
+        "test",
+        0.0,
+        entities=EntityChanges(added=("critic",), removed=("scribe",)),
+        plugin_changes=("updated marker",),
+        hooks_before=1,
+        hooks_after=2,
+    )
+    assert ok.summary() == "🔄 Reloaded: plugins updated marker; added critic; removed scribe; hooks 1 -> 2."
+    assert ReloadOutcome(True, "test", 0.0).summary() == "🔄 Reloaded: nothing changed."
+    failed = ReloadOutcome(False, "test", 0.0, error="config.yaml: agents.x: bad")
+    assert failed.summary().startswith("⚠️ Reload failed") and "agents.x: bad" in failed.summary()
+
+
+class _Orchestrator:
+    """The slice of `Orchestrator` a reload uses, without Matrix."""
+
+    def __init__(self, config_path: Path) -> None:
+        self.config_path = config_path
+        self.applied: list[EntityChanges] = []
+
+    def load_config(self) -> Any:
+        return load_config(self.config_path, {})
+
+    def build_tools(self, config: Any, plugins: Any) -> ToolCatalog:
+        return ToolCatalog.builtin()
+
+    async def apply_entity_changes(self, old: Any, changes: EntityChanges) -> None:
+        self.applied.append(changes)
+
+
+def _deploy(tmp_path: Path, version: str = "v1") -> tuple[_Orchestrator, DaemonRuntime]:
+    plugin = tmp_path / "plugins" / "marker"
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / "mindroom.plugin.json").write_text(json.dumps({"name": "marker", "hooks_module": "hooks.py"}))
+    (plugin / "hooks.py").write_text(MARKER.replace("VERSION", version))
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(CONFIG)
+    paths = RuntimePaths(config_path=config_path, storage_root=tmp_path / "data")
+    config = load_config(config_path, {})
+    loaded = load_plugins(config, paths)
+    runtime = DaemonRuntime(
+        config=config,
+        registry=build_registry(config, loaded.plugins),
+        runtime_paths=paths,
+        env={},
+        server_name="localhost",
+        state=DaemonState(tmp_path / "data" / "daemon.db"),
+        plugins=loaded.plugins,
+        room_ids={"lobby": "!lobby:localhost", "notes": "!notes:localhost"},
+    )
+    return _Orchestrator(config_path), runtime
+
+
+async def _marker_version(runtime: DaemonRuntime) -> str | None:
+    with capture_logs() as logs:
+        await emit(runtime.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+    versions = [entry["version"] for entry in logs if entry["event"] == "marker ran"]
+    return versions[0] if versions else None
+
+
+@pytest.mark.asyncio
+async def test_reload_swaps_a_fresh_import_and_carries_telemetry_over(tmp_path: Path) -> None:
+    orchestrator, runtime = _deploy(tmp_path)
+    coordinator = ReloadCoordinator(orchestrator, runtime)  # type: ignore[arg-type]
+    assert await _marker_version(runtime) == "v1"
+    old_registry = runtime.registry
+    (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "v2"))
+
+    outcome = await coordinator.reload("test")
+
+    assert outcome.ok and outcome.plugin_changes == ("updated marker",)
+    assert runtime.registry is not old_registry
+    assert await _marker_version(runtime) == "v2"
+    assert await _marker_version_of(old_registry) == "v1"  # a turn that started before keeps the old code
+    assert runtime.registry.all_hooks()[0].stats is old_registry.all_hooks()[0].stats
+    assert orchestrator.applied == [EntityChanges()]
+    runtime.state.close()
+
+
+async def _marker_version_of(registry: Any) -> str | None:
+    with capture_logs() as logs:
+        await emit(registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+    return next((entry["version"] for entry in logs if entry["event"] == "marker ran"), None)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("broken_file", "content", "expected"),
+    [
+        ("plugins/marker/hooks.py", "def broken(:\n", "SyntaxError"),
+        ("plugins/marker/hooks.py", "raise RuntimeError('boom at import')\n", "boom at import"),
+        ("config.yaml", CONFIG + "agents_typo: {}\n", "agents_typo"),
+        ("config.yaml", "agents: [\n", "YAML syntax error"),
+    ],
+)
+async def test_reload_keeps_the_last_good_state_and_names_file_and_cause(
+    tmp_path: Path, broken_file: str, content: str, expected: str
+) -> None:
+    orchestrator, runtime = _deploy(tmp_path)
+    coordinator = ReloadCoordinator(orchestrator, runtime)  # type: ignore[arg-type]
+    good_registry, good_config = runtime.registry, runtime.config
+    (tmp_path / broken_file).write_text(content)
+
+    with capture_logs() as logs:
+        outcome = await coordinator.reload("test")
+
+    assert not outcome.ok and outcome.error is not None
+    assert Path(broken_file).name in outcome.error and expected in outcome.error
+    assert runtime.registry is good_registry and runtime.config is good_config
+    assert orchestrator.applied == []
+    failure = next(
+        entry for entry in logs if entry["event"] == "reload failed; keeping the last good config and plugins"
+    )
+    assert expected in failure["error"]
+    assert await _marker_version(runtime) == "v1"
+
+    _deploy(tmp_path, version="v3")  # fixing the file reloads normally
+    assert (await coordinator.reload("test")).ok
+    assert await _marker_version(runtime) == "v3"
+    runtime.state.close()
+
+
+@pytest.mark.asyncio
+async def test_reload_watcher_reloads_after_a_save_within_a_second(tmp_path: Path) -> None:
+    orchestrator, runtime = _deploy(tmp_path)
+    coordinator = ReloadCoordinator(orchestrator, runtime, debounce_s=0.1)  # type: ignore[arg-type]
+    coordinator.start_watching()
+    try:
+        await asyncio.sleep(0.3)  # the watcher is up
+        saved = time.time()
+        (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "watched"))
+        outcome = await coordinator.wait_for_outcome(saved, timeout_s=10)
+        assert outcome.ok and outcome.activated_at is not None
+        assert outcome.activated_at - saved < 1.5
+        assert await _marker_version(runtime) == "watched"
+
+        saved = time.time()
+        (tmp_path / "config.yaml").write_text(CONFIG.replace("tag: one", "tag: two"))
+        outcome = await coordinator.wait_for_outcome(saved, timeout_s=10)
+        assert outcome.ok and runtime.registry.all_hooks()[0].settings == {"tag": "two"}
+    finally:
+        await coordinator.stop()
+    assert coordinator._tasks == set()
+    runtime.state.close()
