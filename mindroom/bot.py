@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from mindroom.ai.tools import agno_tools
 from mindroom.authorization import may_invite
 from mindroom.constants import HOOK_SOURCE_KEY, ROUTER_AGENT_NAME
+from mindroom.fairness import FairSlots
 from mindroom.hooks.context import AgentLifecycleContext, MessageEnvelope
 from mindroom.hooks.execution import emit
 from mindroom.hooks.registry import HookRegistry
@@ -83,7 +84,7 @@ class EntityBot:
         self._tasks: set[asyncio.Task[None]] = set()
         self._sync_task: asyncio.Task[None] | None = None
         self._thread_locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
-        self._slots = asyncio.Semaphore(runtime.config.defaults.max_concurrent_turns_per_agent)
+        self._slots = FairSlots(runtime.config.defaults.max_concurrent_turns_per_agent)
         self._streams: list[StreamState] = []
         self._accepting = True
         self._hook_sends: dict[tuple[str, str], deque[float]] = {}
@@ -136,10 +137,7 @@ class EntityBot:
         handle: what arrives from now on is delivered after the next start. Streaming answers still
         running at the deadline end with a note; what is left after `INTERRUPT_GRACE_S` more is cancelled.
         """
-        self._accepting = False
-        if self._sync_task is not None:
-            self._sync_task.cancel()
-            await asyncio.gather(self._sync_task, return_exceptions=True)
+        await self.stop_sync()
         await self._drain(grace_s)
         if leave_rooms:
             for room_id in sorted(self.joined_rooms):
@@ -151,6 +149,14 @@ class EntityBot:
             await self._lifecycle(EVENT_AGENT_STOPPED, stop_reason=reason)
         await self.client.close()
         logger.info("bot stopped", bot=self.name, reason=reason)
+
+    async def stop_sync(self) -> None:
+        """Stop the sync loop (its latest token is stored), so nothing new is taken; in-flight turns go on."""
+        self._accepting = False
+        task, self._sync_task = self._sync_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _drain(self, grace_s: float) -> None:
         if not self._tasks:
@@ -222,6 +228,10 @@ class EntityBot:
             elif event.membership in ("leave", "ban"):
                 self.joined_rooms.discard(event.room_id)
 
+    def spawn(self, work: Awaitable[None], what: str) -> None:
+        """Run `work` as a task this bot owns (cancelled on stop); its errors are logged, never raised."""
+        self._spawn(work, what)
+
     def _spawn(self, work: Awaitable[None], what: str) -> None:
         task = asyncio.ensure_future(self._guarded(work, what))
         self._tasks.add(task)
@@ -242,15 +252,15 @@ class EntityBot:
 
     # -- turn support ---------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def turn_slot(self, thread_key: str) -> AsyncIterator[None]:
-        """One turn at a time per thread (in order), and a bounded number per agent."""
+    async def turn_slot(self, room_id: str, thread_key: str) -> AsyncIterator[None]:
+        """One turn at a time per thread (in order), a bounded number per agent, rooms served fairly."""
         entry = self._thread_locks.get(thread_key)
         if entry is None:
             entry = self._thread_locks[thread_key] = (asyncio.Lock(), [0])
         lock, users = entry
         users[0] += 1
         try:
-            async with lock, self._slots:
+            async with lock, self._slots.slot(room_id):
                 yield
         finally:
             users[0] -= 1

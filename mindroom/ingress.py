@@ -14,6 +14,7 @@ from mindroom.constants import (
     HOOK_ORIGIN_EVENT_KEY,
     HOOK_SOURCE_KEY,
     ORIGINAL_SENDER_KEY,
+    SCHEDULE_ID_KEY,
     SYNTHETIC_DEPTH_KEY,
     VOICE_PREFIX,
 )
@@ -83,6 +84,8 @@ def classify_message(
     msgtype = content.get("msgtype")
     if depth >= 1:
         source_kind = "hook_dispatch" if hook_dispatch else "hook"
+    elif from_bot and isinstance(content.get(SCHEDULE_ID_KEY), str):
+        source_kind = "scheduled"
     else:
         source_kind = _SOURCE_KINDS.get(msgtype, "message") if isinstance(msgtype, str) else "message"
         if source_kind == "message" and body.startswith(VOICE_PREFIX):

@@ -11,11 +11,14 @@ from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.coordination import TurnCoordinator
 from mindroom.hooks.registry import HookRegistry
-from mindroom.state_store import HandledEvents
+from mindroom.state_store import DaemonState
+from mindroom.tool_system.registry import ToolCatalog
 
 if TYPE_CHECKING:
     from mindroom.bot import EntityBot
     from mindroom.plugins.loader import Plugin
+    from mindroom.reload import ReloadCoordinator
+    from mindroom.scheduling import Scheduler
 
 __all__ = ["DaemonRuntime"]
 
@@ -29,13 +32,16 @@ class DaemonRuntime:
     runtime_paths: RuntimePaths
     env: Mapping[str, str]
     server_name: str
-    handled: HandledEvents
+    state: DaemonState
     coordinator: TurnCoordinator = field(default_factory=TurnCoordinator)
     bots: dict[str, EntityBot] = field(default_factory=dict)
     plugins: tuple[Plugin, ...] = ()
+    tools: ToolCatalog = field(default_factory=ToolCatalog.builtin)
     bot_user_ids: dict[str, str] = field(default_factory=dict)
     room_ids: dict[str, str] = field(default_factory=dict)
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    scheduler: Scheduler | None = None
+    reloader: ReloadCoordinator | None = None
 
     @property
     def agent_user_ids(self) -> dict[str, str]:

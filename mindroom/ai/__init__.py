@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from mindroom.ai.agents import close_caches
 from mindroom.ai.errors import GenerationError, ModelConfigError
-from mindroom.ai.generation import GenerationRequest, GenerationResult, ToolTrace, generate, stream_generate
+from mindroom.ai.generation import (
+    EarlyAnswer,
+    GenerationRequest,
+    GenerationResult,
+    ToolTrace,
+    generate,
+    generate_early,
+    stream_generate,
+)
 from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
 from mindroom.ai.offline import OfflineModel
 from mindroom.ai.routing_model import choose_agent
@@ -12,6 +20,7 @@ from mindroom.ai.sessions import load_history, session_db_path, strip_session_en
 
 __all__ = [
     "PLACEHOLDER_API_KEY",
+    "EarlyAnswer",
     "GenerationError",
     "GenerationRequest",
     "GenerationResult",
@@ -22,6 +31,7 @@ __all__ = [
     "choose_agent",
     "close_caches",
     "generate",
+    "generate_early",
     "load_history",
     "session_db_path",
     "stream_generate",

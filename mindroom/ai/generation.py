@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
@@ -11,7 +12,13 @@ from uuid import uuid4
 
 from agno.agent import Agent
 from agno.db.sqlite import AsyncSqliteDb
-from agno.run.agent import RunCancelledEvent, RunContentEvent, RunErrorEvent, RunOutput
+from agno.run.agent import (
+    RunCancelledEvent,
+    RunContentCompletedEvent,
+    RunContentEvent,
+    RunErrorEvent,
+    RunOutput,
+)
 from agno.run.base import RunStatus
 
 from mindroom.ai.agents import agent_cache
@@ -22,7 +29,15 @@ from mindroom.ai.sessions import session_db, strip_run_enrichment, strip_run_out
 from mindroom.config.main import ModelConfig
 from mindroom.logging_config import get_logger
 
-__all__ = ["GenerationRequest", "GenerationResult", "ToolTrace", "generate", "stream_generate"]
+__all__ = [
+    "EarlyAnswer",
+    "GenerationRequest",
+    "GenerationResult",
+    "ToolTrace",
+    "generate",
+    "generate_early",
+    "stream_generate",
+]
 
 logger = get_logger(__name__)
 
@@ -184,6 +199,18 @@ async def stream_generate(
     request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]
 ) -> AsyncGenerator[str, None]:
     """Answer one turn as text deltas; the turn is persisted once the stream ends. Raises `GenerationError`."""
+    async for delta in _turn_events(request, storage_root=storage_root, env=env):
+        if delta is not None:
+            yield delta
+
+
+async def _turn_events(
+    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]
+) -> AsyncGenerator[str | None, None]:
+    """Text deltas, then None when agno marks the content complete; ends once the turn is stored.
+
+    Raises `GenerationError` when the model fails.
+    """
     agent, db = _agent_for(request, storage_root, env)
     run_id = str(uuid4())
     failure_log.watch(run_id)
@@ -197,6 +224,7 @@ async def stream_generate(
             agent.arun(
                 request.user_message,
                 stream=True,
+                stream_events=True,
                 session_id=request.session_id,
                 run_id=run_id,
                 metadata=_run_metadata(request),
@@ -208,6 +236,8 @@ async def stream_generate(
                     failed = True
                 elif isinstance(event, RunContentEvent) and isinstance(event.content, str) and event.content:
                     yield event.content
+                elif isinstance(event, RunContentCompletedEvent) and not failed:
+                    yield None
         completed = not failed
     except Exception as caught:
         failed, error = True, caught
@@ -218,3 +248,56 @@ async def stream_generate(
             await _strip_enrichment(db, run_id, request)
     if failed:
         raise _failed(request, failure or error, RunStatus.error.value) from (failure or error)
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyAnswer:
+    """A turn's final text, available before the turn is stored; await `stored()` before the thread's next turn."""
+
+    text: str
+    storing: asyncio.Future[None]
+
+    async def stored(self) -> None:
+        """Wait until the turn is in the session store (storage problems are logged, not raised)."""
+        await self.storing
+
+
+async def generate_early(request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]) -> EarlyAnswer:
+    """Answer one turn and return as soon as the text is final, while the session is still being stored.
+
+    Storing the session takes a few milliseconds of SQLite work after the model has answered;
+    the reply need not wait for it. Raises `GenerationError` when the model fails.
+    """
+    content: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    parts: list[str] = []
+
+    async def drive() -> None:
+        try:
+            async for delta in _turn_events(request, storage_root=storage_root, env=env):
+                if delta is not None:
+                    parts.append(delta)
+                elif not content.done():
+                    content.set_result("".join(parts))
+        except GenerationError as exc:
+            if not content.done():
+                content.set_exception(exc)
+            else:
+                logger.warning("ai.store_after_answer_failed", agent=request.agent_name, error=str(exc))
+        except Exception as exc:
+            if not content.done():
+                content.set_exception(generation_error(exc))
+            else:
+                logger.warning("ai.store_after_answer_failed", agent=request.agent_name, error=type(exc).__name__)
+        finally:
+            if not content.done():
+                content.set_result("".join(parts))
+
+    storing = asyncio.ensure_future(drive())
+    try:
+        text = await asyncio.shield(content)
+    except BaseException:
+        if not storing.done():
+            storing.cancel()
+        await asyncio.gather(storing, return_exceptions=True)
+        raise
+    return EarlyAnswer(text, storing)

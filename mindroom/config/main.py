@@ -14,10 +14,13 @@ __all__ = [
     "AuthorizationConfig",
     "Config",
     "DefaultsConfig",
+    "FileToolConfig",
     "ModelConfig",
     "RoomConfig",
     "RoomDefaultsConfig",
     "RouterConfig",
+    "ShellToolConfig",
+    "ToolsConfig",
 ]
 
 _NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
@@ -66,6 +69,7 @@ class RouterConfig(_Strict):
     model: str = "default"
     display_name: str = "Router"
     password: str | None = None
+    plugins: list[str] | None = None
 
 
 class RoomConfig(_Strict):
@@ -100,6 +104,28 @@ class DefaultsConfig(_Strict):
     max_concurrent_turns_per_agent: int = Field(default=4, ge=1)
 
 
+class ShellToolConfig(_Strict):
+    """The built-in `shell` tool: which executables it may run (none unless listed), and for how long."""
+
+    allowed_commands: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    max_output_chars: int = Field(default=20000, ge=100)
+
+
+class FileToolConfig(_Strict):
+    """The built-in `file` tool: size limits for reads and writes in an agent's workspace."""
+
+    max_read_bytes: int = Field(default=256 * 1024, ge=1)
+    max_write_bytes: int = Field(default=1024 * 1024, ge=1)
+
+
+class ToolsConfig(_Strict):
+    """Settings of the built-in tool groups (plugin tools read their plugin's `settings`)."""
+
+    shell: ShellToolConfig = Field(default_factory=ShellToolConfig)
+    file: FileToolConfig = Field(default_factory=FileToolConfig)
+
+
 class Config(_Strict):
     """The whole of `config.yaml`."""
 
@@ -110,6 +136,7 @@ class Config(_Strict):
     authorization: AuthorizationConfig = Field(default_factory=AuthorizationConfig)
     room_defaults: RoomDefaultsConfig = Field(default_factory=RoomDefaultsConfig)
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     plugins: list[str | PluginEntryConfig] = Field(default_factory=list)
     admin_room: str | None = None
     timezone: str = "UTC"

@@ -252,9 +252,13 @@ class MatrixBotClient:
 
     # -- messages ------------------------------------------------------------------------------------
 
-    async def send_event(self, room_id: str, event_type: str, content: Mapping[str, Any]) -> str:
+    async def send_event(
+        self, room_id: str, event_type: str, content: Mapping[str, Any], *, txn_id: str | None = None
+    ) -> str:
         """Send any room event; returns its event id."""
-        response = await self._call(self._nio.room_send(room_id, event_type, dict(content)), "send " + event_type)
+        # The same `txn_id` on a retry makes the homeserver return the first send instead of a duplicate.
+        sending = self._nio.room_send(room_id, event_type, dict(content), tx_id=txn_id)
+        response = await self._call(sending, "send " + event_type)
         return str(response.event_id)
 
     async def send_message(
@@ -268,6 +272,7 @@ class MatrixBotClient:
         mentions: Sequence[str] | None = None,
         formatted_body: str | None = None,
         msgtype: str = "m.text",
+        txn_id: str | None = None,
     ) -> str:
         """Send a message, in a thread when `thread_root` is given (`reply_to` is the fallback reply target)."""
         content = message_content(
@@ -279,7 +284,7 @@ class MatrixBotClient:
             formatted_body=formatted_body,
             extra_content=extra_content,
         )
-        return await self.send_event(room_id, "m.room.message", content)
+        return await self.send_event(room_id, "m.room.message", content, txn_id=txn_id)
 
     async def edit_message(
         self,
@@ -292,6 +297,7 @@ class MatrixBotClient:
         mentions: Sequence[str] | None = None,
         formatted_body: str | None = None,
         msgtype: str = "m.text",
+        txn_id: str | None = None,
     ) -> str:
         """Replace the text of `event_id` (an `m.replace` edit); returns the edit's event id."""
         content = edit_content(
@@ -303,7 +309,7 @@ class MatrixBotClient:
             formatted_body=formatted_body,
             extra_content=extra_content,
         )
-        return await self.send_event(room_id, "m.room.message", content)
+        return await self.send_event(room_id, "m.room.message", content, txn_id=txn_id)
 
     async def react(self, room_id: str, event_id: str, key: str) -> str:
         """Annotate `event_id` with `key` (usually an emoji); returns the reaction's event id."""

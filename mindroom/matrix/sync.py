@@ -17,7 +17,7 @@ from mindroom.logging_config import get_logger
 from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
-from mindroom.matrix.transport import JsonReply, JsonTransport
+from mindroom.matrix.transport import JsonReply, JsonTransport, quote_path
 
 __all__ = ["EventHandler", "InviteHandler", "SyncLoop"]
 
@@ -28,6 +28,8 @@ InviteHandler = Callable[[str, str], Awaitable[bool]]
 
 _SYNC_PATH = "/_matrix/client/v3/sync"
 _TOKEN_SAVE_INTERVAL_S = 2.0
+_BACKFILL_PAGE = 100
+_BACKFILL_MAX_EVENTS = 2000
 _POLL_TIMEOUT_MS = 30_000
 _HTTP_MARGIN_S = 15.0
 _BACKOFF_START_S = 0.5
@@ -170,7 +172,7 @@ class SyncLoop:
                 continue
             outage.recovered()
             try:
-                await self._handle_batch(batch, handler, on_invite, deliver=token is not None)
+                await self._handle_batch(batch, handler, on_invite, since=token)
             except MatrixConnectionError as exc:
                 # The token stays put, so this batch is fetched and handled again once the server is back.
                 await asyncio.sleep(outage.failed(str(exc)))
@@ -210,19 +212,41 @@ class SyncLoop:
         return 1.0
 
     async def _handle_batch(
-        self, batch: dict[str, Any], handler: EventHandler, on_invite: InviteHandler, *, deliver: bool
+        self, batch: dict[str, Any], handler: EventHandler, on_invite: InviteHandler, *, since: str | None
     ) -> None:
         rooms = _as_dict(batch.get("rooms"))
-        if deliver:
+        if since is not None:
             for room_id, joined in _as_dict(rooms.get("join")).items():
                 timeline = _as_dict(_as_dict(joined).get("timeline"))
                 events, joined_now = _events_after_own_join(_as_list(timeline.get("events")), self._user_id)
-                if timeline.get("limited") is True and not joined_now:
-                    logger.warning("matrix_sync_timeline_gap", bot=self._bot, room_id=room_id)
+                prev_batch = timeline.get("prev_batch")
+                if timeline.get("limited") is True and not joined_now and isinstance(prev_batch, str):
+                    events = [*await self._backfill(room_id, prev_batch, since), *events]
                 for raw in events:
                     await self._deliver(room_id, raw, handler)
         for room_id, invited in _as_dict(rooms.get("invite")).items():
             await self._handle_invite(room_id, _as_dict(invited), on_invite)
+
+    async def _backfill(self, room_id: str, prev_batch: str, since: str) -> list[Any]:
+        """The events a limited timeline left out (between `since` and `prev_batch`), oldest first, bounded."""
+        missing: list[Any] = []
+        page_from = prev_batch
+        path = f"/_matrix/client/v3/rooms/{quote_path(room_id)}/messages"
+        while len(missing) < _BACKFILL_MAX_EVENTS:
+            query = {"dir": "b", "from": page_from, "to": since, "limit": str(_BACKFILL_PAGE)}
+            reply = await self._transport.request("GET", path, query=query)
+            body = _as_dict(reply.body)
+            chunk = _as_list(body.get("chunk"))
+            if not reply.ok or not chunk:
+                break
+            missing.extend(chunk)
+            end = body.get("end")
+            if not isinstance(end, str) or end == page_from:
+                break
+            page_from = end
+        logger.warning("matrix_sync_timeline_gap_backfilled", bot=self._bot, room_id=room_id, events=len(missing))
+        missing.reverse()
+        return missing
 
     async def _deliver(self, room_id: str, raw: Any, handler: EventHandler) -> None:
         event = event_from_raw(room_id, raw)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mindroom.config.main import Config
 from mindroom.config.plugin import PluginEntryConfig
-from mindroom.constants import PLUGIN_MANIFEST_FILENAME, RuntimePaths, resolve_config_relative_path
+from mindroom.constants import PLUGIN_MANIFEST_FILENAME, ROUTER_AGENT_NAME, RuntimePaths, resolve_config_relative_path
 from mindroom.errors import PluginError
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
@@ -87,4 +87,6 @@ def load_plugins(config: Config, runtime_paths: RuntimePaths) -> LoadedPlugins:
 def build_registry(config: Config, plugins: tuple[Plugin, ...], previous: HookRegistry | None = None) -> HookRegistry:
     """Compile loaded plugins into a registry, with each agent's plugin allowlist from config."""
     allow = {name: agent.plugins for name, agent in config.agents.items() if agent.plugins is not None}
+    if config.router.plugins is not None:
+        allow[ROUTER_AGENT_NAME] = config.router.plugins
     return HookRegistry.from_plugins(plugins, agent_plugins=allow, previous=previous)

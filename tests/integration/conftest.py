@@ -89,7 +89,8 @@ class E2E:
         (path / "hooks.py").write_text(hooks_source)
         return path
 
-    async def start(self, config: dict[str, Any]) -> Orchestrator:
+    async def start(self, config: dict[str, Any], **options: Any) -> Orchestrator:
+        """Write the config and start the daemon in-process (`options` go to `Orchestrator`, e.g. `watch=False`)."""
         path = self.write_config(config)
         self.daemon = Orchestrator(
             path,
@@ -101,6 +102,7 @@ class E2E:
                 account_prefix=f"mr{self.uid}_",
             ),
             env={},
+            **options,
         )
         try:
             await self.daemon.start()

@@ -121,6 +121,8 @@ def thread_replies(root: str, sender: str | None = None) -> Predicate:
     def predicate(event: dict[str, Any]) -> bool:
         content = event.get("content", {})
         relates = content.get("m.relates_to", {}) if isinstance(content, dict) else {}
+        if not isinstance(relates, dict):
+            return False
         return (
             event.get("type") == "m.room.message"
             and relates.get("rel_type") == "m.thread"
@@ -137,6 +139,8 @@ def edits_of(event_id: str) -> Predicate:
     def predicate(event: dict[str, Any]) -> bool:
         content = event.get("content", {})
         relates = content.get("m.relates_to", {}) if isinstance(content, dict) else {}
-        return relates.get("rel_type") == "m.replace" and relates.get("event_id") == event_id
+        return (
+            isinstance(relates, dict) and relates.get("rel_type") == "m.replace" and relates.get("event_id") == event_id
+        )
 
     return predicate

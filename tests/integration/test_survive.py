@@ -1,0 +1,268 @@
+"""Surviving production faults on the real homeserver: crashes, outages, floods and hostile input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mindroom.testing.model_server import Delay, Stream, Text
+from mindroom.turn import INTERRUPTED_TEXT
+from tests.integration.conftest import E2E
+from tests.integration.support import HumanClient, edits_of, thread_replies
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+
+class DaemonProcess:
+    """`python -m mindroom run` as a subprocess on the test homeserver, stderr captured to a file."""
+
+    def __init__(self, e2e: E2E, config: dict) -> None:
+        self.e2e = e2e
+        self.config_path = e2e.write_config(config)
+        self.log_path = e2e.root / "daemon.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        hs = self.e2e.homeserver
+        env = dict(os.environ)
+        env.update(
+            MATRIX_HOMESERVER=hs.url,
+            MATRIX_SERVER_NAME=hs.server_name,
+            MATRIX_REGISTRATION_SHARED_SECRET=hs.registration_shared_secret,
+            MINDROOM_STORAGE_PATH=str(self.e2e.storage),
+            MINDROOM_ACCOUNT_PREFIX=f"mr{self.e2e.uid}_",
+        )
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mindroom", "run", "--config", str(self.config_path), "--json-logs"],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=env,
+            cwd=self.e2e.config_dir,
+        )
+
+    async def ready(self, count: int = 1, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.log_path.exists() and self.log_path.read_text().count("daemon ready") >= count:
+                return
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(self.log_path.read_text()[-3000:])
+            await asyncio.sleep(0.1)
+        raise TimeoutError("daemon not ready")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def terminate(self) -> int:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.terminate()
+        return self.process.wait(30)
+
+
+async def _room_world(e2e: E2E, *, streaming: bool = False, **defaults) -> tuple[HumanClient, str, str, dict]:
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {"display_name": "Helper", "role": "Helps.", "model": "default", "rooms": [room]}},
+    )
+    config["defaults"].update(enable_streaming=streaming, streaming_edit_interval_ms=100, **defaults)
+    return human, agent, room, config
+
+
+async def _resolve(e2e: E2E, human: HumanClient, room_key: str) -> str:
+    response = await human.client.room_resolve_alias(f"#{room_key}:{e2e.homeserver.server_name}")
+    room_id = response.room_id
+    await e2e.joined(human, room_id)
+    return room_id
+
+
+@pytest.fixture
+def daemons():
+    started: list[DaemonProcess] = []
+    yield started
+    for daemon in started:
+        daemon.terminate()
+
+
+async def test_survive_kill9_mid_stream_marks_the_answer_interrupted_and_never_answers_twice(e2e: E2E, daemons):
+    human, agent, room, config = await _room_world(e2e, streaming=True)
+    e2e.model_server.script(Stream([f"part{i} " for i in range(40)], delay_s=0.25), model="agent-model")
+    daemon = DaemonProcess(e2e, config)
+    daemons.append(daemon)
+    daemon.start()
+    await daemon.ready()
+    room_id = await _resolve(e2e, human, room)
+    agent_id = f"@mr{e2e.uid}_{agent}:{e2e.homeserver.server_name}"
+
+    event_id = await human.send(room_id, "tell me a long story")
+    partial = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    daemon.kill()
+
+    daemon.start()
+    await daemon.ready(count=2)
+    marked = await human.wait_for(
+        lambda ev: edits_of(partial["event_id"])(ev) and ev["content"]["m.new_content"]["body"] == INTERRUPTED_TEXT,
+        timeout=30,
+    )
+    assert marked["sender"] == agent_id
+    await asyncio.sleep(2.0)
+    assert len(human.matching(thread_replies(event_id, agent_id))) == 1
+    agent_calls = [r for r in e2e.model_server.requests if r.get("model") == "agent-model"]
+    assert len(agent_calls) == 1
+
+
+async def test_survive_kill9_mid_turn_finishes_the_turn_once_after_restart(e2e: E2E, daemons):
+    human, agent, room, config = await _room_world(e2e)
+    e2e.model_server.script(Delay(30, Text("too late")), Text("finished after restart"), model="agent-model")
+    daemon = DaemonProcess(e2e, config)
+    daemons.append(daemon)
+    daemon.start()
+    await daemon.ready()
+    room_id = await _resolve(e2e, human, room)
+    agent_id = f"@mr{e2e.uid}_{agent}:{e2e.homeserver.server_name}"
+
+    event_id = await human.send(room_id, "answer me despite the crash")
+    await asyncio.to_thread(e2e.model_server.wait_for_requests, 1, 30)
+    daemon.kill()
+    daemon.start()
+    await daemon.ready(count=2)
+
+    reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    assert reply["content"]["body"] == "finished after restart"
+    await asyncio.sleep(2.0)
+    assert len(human.matching(thread_replies(event_id, agent_id))) == 1
+
+
+async def test_survive_homeserver_outage_answers_each_message_once_after_recovery(e2e: E2E):
+    human, agent, room, config = await _room_world(e2e)
+    e2e.model_server.set_default(Text("still answering"), model="agent-model")
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+    agent_id = e2e.user_id(agent)
+    before = await human.send(room_id, "before the outage")
+    await human.wait_for(thread_replies(before, agent_id))
+
+    await asyncio.to_thread(e2e.homeserver.stop)
+    await asyncio.sleep(5.0)
+    await asyncio.to_thread(e2e.homeserver.start)
+    during = [await human.send(room_id, f"sent while the bots reconnect {i}") for i in range(3)]
+    for event_id in during:
+        await human.wait_for(thread_replies(event_id, agent_id), timeout=90)
+    await asyncio.sleep(2.0)
+    for event_id in [before, *during]:
+        assert len(human.matching(thread_replies(event_id, agent_id))) == 1
+
+
+async def test_survive_flooded_room_does_not_starve_another_room(e2e: E2E):
+    human = await e2e.human()
+    agent, flood_room, quiet_room = e2e.name("helper"), e2e.name("flood"), e2e.name("quiet")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {"display_name": "Helper", "role": "Helps.", "model": "default", "rooms": [flood_room, quiet_room]}},
+    )
+    config["defaults"]["max_concurrent_turns_per_agent"] = 1
+    e2e.model_server.set_default(Delay(0.3, Text("ok")), model="agent-model")
+    await e2e.start(config)
+    flood_id, quiet_id = e2e.room_id(flood_room), e2e.room_id(quiet_room)
+    await e2e.joined(human, flood_id)
+    await e2e.joined(human, quiet_id)
+    agent_id = e2e.user_id(agent)
+
+    flood = [await human.send(flood_id, f"flood {i}") for i in range(20)]
+    quiet = await human.send(quiet_id, "just one question")
+    quiet_reply = await human.wait_for(thread_replies(quiet, agent_id), timeout=60)
+    answered_floods_before = [
+        e
+        for e in flood
+        if any(
+            r["origin_server_ts"] <= quiet_reply["origin_server_ts"]
+            for r in human.matching(thread_replies(e, agent_id))
+        )
+    ]
+    assert len(answered_floods_before) <= 8  # first come, first served would answer all 20 first
+    for event_id in flood:
+        await human.wait_for(thread_replies(event_id, agent_id), timeout=60)
+    for event_id in [*flood, quiet]:
+        assert len(human.matching(thread_replies(event_id, agent_id))) == 1
+
+
+async def test_survive_hostile_events_and_strangers_change_nothing(e2e: E2E):
+    human, agent, room, config = await _room_world(e2e)
+    e2e.model_server.set_default(Text("fine"), model="agent-model")
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+    agent_id = e2e.user_id(agent)
+    stranger = await e2e.human("mallory")
+
+    send = human.client.room_send
+    await send(room_id, "m.room.message", {"msgtype": "m.text", "body": 12345})
+    await send(room_id, "m.room.message", {"msgtype": "m.text"})
+    await send(room_id, "m.room.message", {"msgtype": "m.text", "body": "x" * 60_000})
+    await send(room_id, "m.room.message", {"msgtype": "com.example.unknown", "body": ["not", "text"]})
+    await send(
+        room_id,
+        "m.room.message",
+        {
+            "msgtype": "m.text",
+            "body": "* edit",
+            "m.new_content": {"body": "edit"},
+            "m.relates_to": {"rel_type": "m.replace", "event_id": "$does-not-exist"},
+        },
+    )
+    await send(room_id, "m.room.message", {"msgtype": "m.text", "body": "weird", "m.relates_to": "not a dict"})
+    await send(room_id, "m.reaction", {"m.relates_to": {"rel_type": "m.annotation"}})
+    victim = await human.send(room_id, "to be redacted")
+    await human.client.room_redact(room_id, victim)
+
+    stranger_room = await stranger.client.room_create(invite=[agent_id])
+    await human.client.room_invite(room_id, stranger.user_id)
+    await e2e.joined(stranger, room_id)
+    await stranger.send(room_id, "!help")
+    await stranger.react(room_id, victim, "🛑")
+
+    control = await human.send(room_id, "are you still fine?")
+    reply = await human.wait_for(thread_replies(control, agent_id), timeout=30)
+    assert reply["content"]["body"] == "fine"
+    await asyncio.sleep(1.0)
+    runtime = e2e.daemon.runtime
+    assert stranger_room.room_id not in runtime.bots[agent].joined_rooms
+    assert not any(
+        ev.get("sender") == e2e.user_id("router") and "Commands" in str(ev.get("content")) for ev in human.events
+    )
+
+
+async def test_survive_secrets_never_reach_the_log(e2e: E2E, daemons):
+    human, agent, room, config = await _room_world(e2e)
+    daemon = DaemonProcess(e2e, config)
+    daemons.append(daemon)
+    daemon.start()
+    await daemon.ready()
+    room_id = await _resolve(e2e, human, room)
+    agent_id = f"@mr{e2e.uid}_{agent}:{e2e.homeserver.server_name}"
+    event_id = await human.send(room_id, "hello")
+    await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    assert daemon.terminate() == 0
+
+    secrets_on_disk = [e2e.homeserver.registration_shared_secret]
+    for path in (e2e.storage / "matrix").rglob("*.json"):
+        stored = json.loads(path.read_text())
+        assert oct(path.stat().st_mode & 0o777) == "0o600"
+        secrets_on_disk += [stored.get("access_token"), stored.get("password")]
+    log = daemon.log_path.read_text()
+    for secret in filter(None, secrets_on_disk):
+        assert secret not in log
