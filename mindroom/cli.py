@@ -1,20 +1,26 @@
-"""The `mindroom` command line: run the daemon, check the config, list plugins and hooks."""
+"""The `mindroom` command line: run the daemon, set up and check config, inspect plugins and hooks, chat."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from mindroom.constants import DEFAULT_CONFIG_FILENAME
-from mindroom.errors import ConfigError
-from mindroom.logging_config import configure_logging, get_logger
+from mindroom.errors import ConfigError, MindroomError
+from mindroom.logging_config import configure_logging, get_logger, register_secret_env
 
 if TYPE_CHECKING:
     from mindroom.hooks.registry import HookRegistry
+    from mindroom.orchestrator import Orchestrator
     from mindroom.plugins.discovery import LoadedPlugins
 
 __all__ = ["app", "main"]
@@ -37,64 +43,221 @@ StorageOption = Annotated[
 ]
 
 
-def _fail(message: str) -> None:
+def _console() -> Console:
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 200  # tables piped to a file or another program stay on one line per row
+    return console
+
+
+def _fail(message: str, code: int = 2) -> None:
     typer.echo(message, err=True)
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=code)
 
 
-async def _run_daemon(config: Path, storage_path: Path | None) -> None:
+def _env_and_storage(config: Path, storage_path: Path | None) -> tuple[dict[str, str], Path]:
+    from mindroom.launch import daemon_environment, resolve_storage_root
+
+    env = daemon_environment(config)
+    register_secret_env(env)
+    return env, resolve_storage_root(config, storage_path, env)
+
+
+# -- run ------------------------------------------------------------------------------------------------
+
+
+def _status(console: Console, text: str) -> contextlib.AbstractContextManager[object]:
+    """A spinner on a terminal; elsewhere the text once, as a line."""
+    if console.is_terminal:
+        return console.status(text)
+    console.print(text)
+    return contextlib.nullcontext()
+
+
+async def _start_orchestrator(
+    stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, console: Console, stop: asyncio.Event
+) -> bool:
+    """Start the orchestrator with progress shown; False when a stop signal came first."""
+    from mindroom.launch import show_progress
+
+    progress = asyncio.create_task(show_progress(orchestrator, console), name="startup-progress")
+    starting = asyncio.create_task(stack.enter_async_context(orchestrator), name="startup")
+    stopping = asyncio.create_task(stop.wait(), name="startup-stop")
+    try:
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        progress.cancel()
+        stopping.cancel()
+        if not starting.done():
+            starting.cancel()
+        await asyncio.gather(progress, stopping, return_exceptions=True)
+    if starting.cancelled():
+        return False
+    starting.result()  # raises what made the start fail
+    return True
+
+
+async def _run_daemon(
+    config: Path, storage: Path, env: dict[str, str], metrics: tuple[str, int | None], homeserver_port: int | None
+) -> None:
+    from mindroom.config.loading import load_config
+    from mindroom.launch import embedded_homeserver, offline_warning, ready_lines, start_metrics, start_snapshots
     from mindroom.orchestrator import Orchestrator
 
-    orchestrator = Orchestrator(config, storage_path=storage_path)
+    console = _console()  # stdout: what a person reads (the password too); stderr carries the logs
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with orchestrator:
-        typer.echo("MindRoom is running. Press Ctrl+C to stop.", err=True)
+    offline_warning(load_config(config, env), env)
+    async with contextlib.AsyncExitStack() as stack:
+        session = None
+        if not env.get("MATRIX_HOMESERVER"):
+            with _status(console, "Starting the embedded homeserver…"):
+                session = await stack.enter_async_context(embedded_homeserver(storage, env, port=homeserver_port))
+        orchestrator = Orchestrator(
+            config, storage_path=storage, homeserver=session.settings if session else None, env=env
+        )
+        if not await _start_orchestrator(stack, orchestrator, console, stop):
+            return
+        assert orchestrator.runtime is not None
+        await start_snapshots(stack, orchestrator, storage)
+        host, port = metrics
+        if port is not None:
+            server = await start_metrics(stack, orchestrator, host, port)
+            console.print(f"Metrics: {server.url}")
+        for line in ready_lines(orchestrator.runtime, session, storage):
+            console.print(Text(line))
+        console.print("Press Ctrl+C to stop.")
         await stop.wait()
-        typer.echo("Stopping...", err=True)
+        console.print("Stopping…")
 
 
 @app.command()
 def run(
     config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
     storage_path: StorageOption = None,
-    log_level: Annotated[str, typer.Option(envvar="MINDROOM_LOG_LEVEL")] = "INFO",
-    json_logs: Annotated[bool | None, typer.Option("--json-logs/--no-json-logs")] = None,
+    log_level: Annotated[str, typer.Option(envvar="MINDROOM_LOG_LEVEL", help="DEBUG, INFO, WARNING, ERROR.")] = "INFO",
+    json_logs: Annotated[
+        bool | None,
+        typer.Option("--json-logs/--no-json-logs", envvar="MINDROOM_LOG_JSON", help="Default: JSON unless a terminal."),
+    ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(envvar="MINDROOM_METRICS_PORT", help="Serve Prometheus metrics on this port.")
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(envvar="MINDROOM_METRICS_HOST", help="Metrics bind address.")
+    ] = "127.0.0.1",
+    homeserver_port: Annotated[
+        int | None, typer.Option(envvar="MINDROOM_HOMESERVER_PORT", help="Port of the embedded homeserver.")
+    ] = None,
 ) -> None:
-    """Run the daemon until SIGTERM or Ctrl+C."""
+    """Run the daemon until SIGTERM or Ctrl+C (with no MATRIX_HOMESERVER: on a private embedded homeserver)."""
+    from mindroom.embedded import EmbeddedHomeserverError
+    from mindroom.launch import daemon_environment  # noqa: F401 - imports the libraries whose logging is set up next
+    from mindroom.matrix import MatrixError
+
     configure_logging(log_level, json=json_logs)
     try:
-        asyncio.run(_run_daemon(config, storage_path))
+        env, storage = _env_and_storage(config, storage_path)
+        asyncio.run(_run_daemon(config, storage, env, (metrics_host, metrics_port), homeserver_port))
     except ConfigError as exc:
         _fail(str(exc))
+    except (EmbeddedHomeserverError, MatrixError, MindroomError, OSError, TimeoutError) as exc:
+        logger.error("daemon failed", error=f"{type(exc).__name__}: {exc}")
+        _fail(f"mindroom run: {exc}", code=1)
+
+
+# -- config -----------------------------------------------------------------------------------------------
+
+
+@config_app.command("init")
+def config_init(
+    directory: Annotated[Path, typer.Argument(help="Where to write config.yaml and .env.")] = Path(),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Write a starter config.yaml and .env (a real provider when its key is set, else the offline model)."""
+    import os
+
+    from mindroom.starter import detect_provider, write_starter_files
+
+    console = _console()
+    try:
+        written = write_starter_files(directory, os.environ, force=force)
+    except FileExistsError as exc:
+        _fail(str(exc))
+        return
+    choice = detect_provider(os.environ)
+    for path in written:
+        console.print(f"wrote {path}")
+    if choice.is_offline:
+        console.print(
+            "Agents use the offline model; set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST for a real one."
+        )
+    else:
+        console.print(f"Agents use {choice.provider} ({choice.model_id}) because {choice.env_var} is set.")
+    console.print("Next: mindroom run")
 
 
 @config_app.command("validate")
 def config_validate(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME)) -> None:
     """Check a config file; errors name the file, key path and line."""
     from mindroom.config.loading import load_config
-    from mindroom.orchestrator import read_environment
+    from mindroom.launch import daemon_environment
 
     try:
-        loaded = load_config(config, read_environment(config.resolve()))
+        loaded = load_config(config, daemon_environment(config))
     except ConfigError as exc:
         _fail(str(exc))
         return
     typer.echo(f"{config}: valid ({len(loaded.agents)} agents, {len(loaded.plugins)} plugin entries)")
 
 
+# -- doctor -----------------------------------------------------------------------------------------------
+
+
+@app.command()
+def doctor(
+    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    storage_path: StorageOption = None,
+    no_model_call: Annotated[bool, typer.Option("--no-model-call", help="Check keys but do not call models.")] = False,
+) -> None:
+    """Check homeserver, accounts, models, plugins and the data dir: one line each, pass or the fix."""
+    import mindroom.ai  # noqa: F401 - imported before logging is set up, so its library loggers are adopted
+    from mindroom.doctor import CheckStatus, run_checks
+
+    configure_logging("CRITICAL")
+    env, storage = _env_and_storage(config, storage_path)
+    results = asyncio.run(run_checks(config, storage, env, call_models=not no_model_call))
+    console = _console()
+    marks = {
+        CheckStatus.PASS: ("ok  ", "green"),
+        CheckStatus.WARN: ("warn", "yellow"),
+        CheckStatus.FAIL: ("FAIL", "red"),
+    }
+    for result in results:
+        mark, style = marks[result.status]
+        line = Text()
+        line.append(mark, style=f"bold {style}")
+        line.append(f"  {result.name}: {result.detail}")
+        if result.fix:
+            line.append(f" — fix: {result.fix}", style=style)
+        console.print(line)
+    if any(result.status is CheckStatus.FAIL for result in results):
+        raise typer.Exit(code=1)
+
+
+# -- plugins and hooks ------------------------------------------------------------------------------------
+
+
 def _load_registry(config: Path, storage_path: Path | None) -> tuple[LoadedPlugins, HookRegistry]:
     from mindroom.config.loading import load_config
-    from mindroom.constants import DEFAULT_STORAGE_DIRNAME, RuntimePaths
-    from mindroom.orchestrator import read_environment
+    from mindroom.constants import RuntimePaths
     from mindroom.plugins.discovery import build_registry, load_plugins
 
-    env = read_environment(config.resolve())
+    env, storage = _env_and_storage(config, storage_path)
     loaded_config = load_config(config, env)
-    storage = storage_path or config.resolve().parent / DEFAULT_STORAGE_DIRNAME
-    paths = RuntimePaths(config_path=config.resolve(), storage_root=storage.resolve(), env_values=env)
+    paths = RuntimePaths(config_path=config.resolve(), storage_root=storage, env_values=env)
     loaded = load_plugins(loaded_config, paths)
     return loaded, build_registry(loaded_config, loaded.plugins)
 
@@ -102,34 +265,120 @@ def _load_registry(config: Path, storage_path: Path | None) -> tuple[LoadedPlugi
 @plugins_app.command("list")
 def plugins_list(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_path: StorageOption = None) -> None:
     """List plugins: name, folder, hooks, and any load error."""
-    configure_logging("ERROR")
+    configure_logging("CRITICAL")
     try:
         loaded, registry = _load_registry(config, storage_path)
     except ConfigError as exc:
         _fail(str(exc))
         return
+    table = Table("plugin", "folder", "hooks", "status", box=None, pad_edge=False)
     for plugin in loaded.plugins:
-        hooks = [h for h in registry.all_hooks() if h.plugin_name == plugin.name]
-        typer.echo(f"{plugin.name}  {plugin.path}  hooks={len(hooks)}")
+        hooks = sum(1 for hook in registry.all_hooks() if hook.plugin_name == plugin.name)
+        table.add_row(plugin.name, str(plugin.path), str(hooks), Text("loaded", style="green"))
     for error in loaded.errors:
-        typer.echo(f"{error.plugin}  {error.path}  ERROR: {error.cause}")
+        table.add_row(error.plugin, str(error.path), "-", Text(f"ERROR: {error.cause}", style="red"))
+    _console().print(table if loaded.plugins or loaded.errors else "No plugins are configured.")
     if loaded.errors:
         raise typer.Exit(code=1)
 
 
 @hooks_app.command("list")
-def hooks_list(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_path: StorageOption = None) -> None:
-    """Hooks per event in execution order with their settings (counters are live in `!hooks`)."""
-    configure_logging("ERROR")
-    from mindroom.commands import format_hooks_table
-    from mindroom.hooks.telemetry import hook_telemetry
+def hooks_list(
+    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    storage_path: StorageOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON.")] = False,
+) -> None:
+    """Hooks per event in pipeline order; calls, failures and p95 come from the running daemon."""
+    import dataclasses
 
+    from mindroom.hooks.telemetry import hook_telemetry
+    from mindroom.hooks_report import hooks_table, ordered_telemetry, read_hooks_snapshot, snapshot_path
+
+    configure_logging("CRITICAL")
+    _, storage = _env_and_storage(config, storage_path)
+    snapshot = read_hooks_snapshot(snapshot_path(storage))
+    if snapshot is not None and snapshot.is_live:
+        rows = list(snapshot.rows)
+        source = f"Counters from the running daemon (pid {snapshot.pid}, {snapshot.age_s:.0f} s ago)."
+    else:
+        try:
+            _, registry = _load_registry(config, storage_path)
+        except ConfigError as exc:
+            _fail(str(exc))
+            return
+        rows = ordered_telemetry(hook_telemetry(registry))
+        source = "No daemon is running for this data dir: hooks from the config, counters at zero."
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
+        return
+    console = _console()
+    console.print(hooks_table(rows) if rows else "No hooks are registered.")
+    console.print(Text(source, style="dim"))
+
+
+# -- chat -------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def chat(
+    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    storage_path: StorageOption = None,
+    room: Annotated[
+        str | None, typer.Option(help="Room key, #alias or !id (default: the config's first room).")
+    ] = None,
+    message: Annotated[
+        str | None, typer.Option("--message", "-m", help="Send one message, print the answers, exit.")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option(help="Matrix user id (default: MINDROOM_USER or the embedded user).")
+    ] = None,
+    password: Annotated[str | None, typer.Option(help="Password (default: MINDROOM_USER_PASSWORD).")] = None,
+    homeserver: Annotated[
+        str | None, typer.Option(help="Homeserver URL (default: MATRIX_HOMESERVER or embedded).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for answers.")] = 120.0,
+) -> None:
+    """Chat with the agents in a room from this terminal, as the configured human user."""
+    from mindroom.chat import ChatError, TerminalChat, resolve_login
+    from mindroom.config.loading import load_config
+    from mindroom.matrix import DEFAULT_ACCOUNT_PREFIX, MatrixError
+
+    configure_logging("CRITICAL")
+    env, storage = _env_and_storage(config, storage_path)
     try:
-        _, registry = _load_registry(config, storage_path)
-    except ConfigError as exc:
+        login = resolve_login(env, storage, homeserver=homeserver, user=user, password=password)
+    except ChatError as exc:
         _fail(str(exc))
         return
-    typer.echo(format_hooks_table(hook_telemetry(registry)))
+    if room is None:
+        try:
+            keys = load_config(config, env).all_room_keys()
+        except ConfigError:
+            keys = []
+        room = keys[0] if keys else "lobby"
+    server_name = login.user_id.split(":", 1)[-1]
+    target = room if room.startswith(("!", "#")) else f"#{room}:{server_name}"
+    prefix = env.get("MINDROOM_ACCOUNT_PREFIX", DEFAULT_ACCOUNT_PREFIX)
+    console = _console()
+
+    async def session() -> bool:
+        async with TerminalChat(login, target, console, accept_invites_from=prefix) as terminal:
+            if message is not None:
+                await terminal.ask(message, timeout_s=timeout)
+                return bool(terminal.answers)
+            console.print(Text(f"{login.user_id} in {room} on {login.url}", style="dim"))
+            await terminal.interactive()
+            return True
+
+    try:
+        answered = asyncio.run(session())
+    except MatrixError as exc:
+        _fail(f"mindroom chat: {exc} (is `mindroom run` running?)", code=1)
+        return
+    except KeyboardInterrupt:
+        return
+    if not answered:
+        raise typer.Exit(code=1)
 
 
 def main() -> None:

@@ -7,13 +7,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from mindroom.hooks.context import MessageEnvelope
-from mindroom.hooks.telemetry import HookTelemetry, hook_telemetry
 from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
     from mindroom.bot import EntityBot
 
-__all__ = ["COMMANDS", "format_hooks_table", "handle_command", "is_command"]
+__all__ = ["COMMANDS", "handle_command", "is_command"]
 
 logger = get_logger(__name__)
 
@@ -26,35 +25,6 @@ def is_command(body: str) -> bool:
     return len(text) > 1 and text[0] == "!" and text[1].isalpha()
 
 
-def _fmt_ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def format_hooks_table(rows: list[HookTelemetry]) -> str:
-    """The hook table shown by `!hooks` and `mindroom hooks list` (plain text, one line per hook)."""
-    if not rows:
-        return "No hooks are registered."
-    lines = []
-    event = None
-    for row in rows:
-        if row.event_name != event:
-            event = row.event_name
-            lines.append(f"{event} ({row.execution_mode})")
-        filters = []
-        if row.agents is not None:
-            filters.append("agents=" + ",".join(row.agents))
-        if row.rooms is not None:
-            filters.append("rooms=" + ",".join(row.rooms))
-        lines.append(
-            f"  {row.plugin_name}:{row.hook_name} priority={row.priority} timeout={row.timeout_ms}ms"
-            f" mode={row.mode}{' fail-closed' if row.fail_closed else ''}"
-            f"{' ' + ' '.join(filters) if filters else ''} breaker={row.breaker_state}"
-            f" calls={row.calls} failures={row.failures} timeouts={row.timeouts} declines={row.declines}"
-            f" p95={_fmt_ms(row.p95_ms)}ms"
-        )
-    return "\n".join(lines)
-
-
 async def _help(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
     config = bot.runtime.config
     agents = "\n".join(f"- {a.display_name} ({name}): {a.role or 'no role given'}" for name, a in config.agents.items())
@@ -63,7 +33,9 @@ async def _help(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
 
 
 async def _hooks(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
-    return format_hooks_table(hook_telemetry(bot.runtime.registry))
+    from mindroom.hooks_report import hooks_report_text
+
+    return hooks_report_text(bot.runtime.registry)
 
 
 async def _plugins(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:

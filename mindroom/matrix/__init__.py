@@ -14,6 +14,7 @@ from mindroom.matrix.credentials import (
 from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixLoginError, MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, MatrixEventKind
 from mindroom.matrix.sync import EventHandler, InviteHandler
+from mindroom.matrix.user_client import MatrixUserClient
 
 __all__ = [
     "DEFAULT_ACCOUNT_PREFIX",
@@ -28,6 +29,7 @@ __all__ = [
     "MatrixEventKind",
     "MatrixLoginError",
     "MatrixRequestError",
+    "MatrixUserClient",
     "SyncTokenStore",
     "bot_localpart",
     "bot_user_id",

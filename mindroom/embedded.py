@@ -1,0 +1,385 @@
+"""The embedded homeserver: a private Synapse under `<data>/homeserver/`, on loopback, managed by `mindroom run`.
+
+Created on first run (signing key, secrets, database) and reused later. The port is stable: the one
+asked for, else the one used last time, else 8008; when that is taken by something else a free port
+is chosen and remembered. Secrets and the human account's password are stored with mode 0600.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mindroom.embedded_files import LOG_FILENAME, write_synapse_files
+from mindroom.logging_config import get_logger, register_secret_values
+from mindroom.matrix.credentials import write_private_file
+from mindroom.matrix.registration import registration_mac
+
+__all__ = [
+    "DEFAULT_EMBEDDED_PORT",
+    "EMBEDDED_SERVER_NAME",
+    "EmbeddedConnection",
+    "EmbeddedHomeserver",
+    "EmbeddedHomeserverError",
+    "HumanAccount",
+    "embedded_connection",
+    "synapse_installed",
+]
+
+logger = get_logger(__name__)
+
+DEFAULT_EMBEDDED_PORT = 8008
+EMBEDDED_SERVER_NAME = "localhost"
+HOMESERVER_DIRNAME = "homeserver"
+_STATE_FILE = "embedded.json"
+_USER_FILE = "user.json"
+_START_TIMEOUT_S = 90.0
+_STOP_TIMEOUT_S = 15.0
+_POLL_S = 0.1
+_HTTP_TIMEOUT_S = 10.0
+_LOG_TAIL_LINES = 30
+_PR_SET_PDEATHSIG = 1
+
+
+class EmbeddedHomeserverError(RuntimeError):
+    """The embedded homeserver could not be prepared or started; the message says what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class HumanAccount:
+    """The one human account of the embedded homeserver; `created` is True on the run that made it."""
+
+    user_id: str
+    password: str = field(repr=False)
+    created: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedConnection:
+    """How a client reaches the embedded homeserver, read back from the data dir."""
+
+    url: str
+    server_name: str
+    user_id: str | None
+    password: str | None = field(repr=False)
+
+
+def synapse_installed() -> bool:
+    """True when the `matrix-synapse` package (the `embedded` extra) can be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec("synapse") is not None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        msg = f"{path} is unreadable ({exc}); delete it to start the embedded homeserver afresh"
+        raise EmbeddedHomeserverError(msg) from exc
+    return data if isinstance(data, dict) else {}
+
+
+def embedded_connection(storage_root: Path) -> EmbeddedConnection | None:
+    """The embedded homeserver's URL and human account as the last `mindroom run` left them, or None."""
+    base = storage_root / HOMESERVER_DIRNAME
+    state = _read_json(base / _STATE_FILE)
+    port = state.get("port")
+    if not isinstance(port, int):
+        return None
+    user = _read_json(base / _USER_FILE)
+    user_id, password = user.get("user_id"), user.get("password")
+    return EmbeddedConnection(
+        url=f"http://127.0.0.1:{port}",
+        server_name=str(state.get("server_name") or EMBEDDED_SERVER_NAME),
+        user_id=user_id if isinstance(user_id, str) else None,
+        password=password if isinstance(password, str) else None,
+    )
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # SO_REUSEADDR as Synapse itself sets it: a port in TIME_WAIT after our last run counts as free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the daemon dies, so Synapse never outlives it (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-_LOG_TAIL_LINES:])
+
+
+def _post_json(url: str, data: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    body = None if data is None else json.dumps(data).encode()
+    request = urllib.request.Request(url, data=body, method="GET" if body is None else "POST")  # noqa: S310
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:  # noqa: S310
+            return int(response.status), json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        try:
+            parsed = json.loads(exc.read() or b"{}")
+        except ValueError:
+            parsed = {}
+        return int(exc.code), parsed if isinstance(parsed, dict) else {}
+
+
+class EmbeddedHomeserver:
+    """A Synapse subprocess owned by the daemon: `await start()`, `await ensure_user(...)`, `await stop()`."""
+
+    def __init__(self, storage_root: Path, *, port: int | None = None, server_name: str = EMBEDDED_SERVER_NAME) -> None:
+        self.base_dir = Path(storage_root).resolve() / HOMESERVER_DIRNAME
+        self.server_name = server_name
+        self._requested_port = port
+        self._state: dict[str, Any] = {}
+        self._process: subprocess.Popen[bytes] | None = None
+        self.created = False
+
+    # -- facts ---------------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The port Synapse listens on (known after `prepare()`)."""
+        port = self._state.get("port")
+        if not isinstance(port, int):
+            msg = "the embedded homeserver is not prepared yet"
+            raise EmbeddedHomeserverError(msg)
+        return port
+
+    @property
+    def url(self) -> str:
+        """The client-server API base URL on loopback."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def registration_shared_secret(self) -> str:
+        """The secret bot accounts are registered with."""
+        return str(self._state["registration_shared_secret"])
+
+    @property
+    def log_path(self) -> Path:
+        """Synapse's log file (WARNING and above, rotated)."""
+        return self.base_dir / LOG_FILENAME
+
+    @property
+    def user_file(self) -> Path:
+        """Where the human account's user id and password are kept (mode 0600)."""
+        return self.base_dir / _USER_FILE
+
+    # -- preparation ---------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Create the data dir, keys and secrets on first use; pick the port; write Synapse's config."""
+        if not synapse_installed():
+            msg = (
+                "no homeserver is configured and the embedded one needs matrix-synapse: "
+                "pip install -e '.[embedded]' (or set MATRIX_HOMESERVER to use your own homeserver)"
+            )
+            raise EmbeddedHomeserverError(msg)
+        self.base_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.base_dir.chmod(0o700)
+        state_path = self.base_dir / _STATE_FILE
+        state = _read_json(state_path)
+        self.created = not state
+        for key in ("registration_shared_secret", "macaroon_secret_key", "form_secret"):
+            if not isinstance(state.get(key), str):
+                state[key] = secrets.token_urlsafe(32)
+        state["server_name"] = state.get("server_name") or self.server_name
+        if state["server_name"] != self.server_name:
+            msg = f"{self.base_dir} belongs to server {state['server_name']!r}, not {self.server_name!r}"
+            raise EmbeddedHomeserverError(msg)
+        self._stop_stale_process()
+        state["port"] = self._choose_port(state.get("port"))
+        self._state = state
+        write_private_file(state_path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+        register_secret_values(
+            [state["registration_shared_secret"], state["macaroon_secret_key"], state["form_secret"]]
+        )
+        write_synapse_files(self.base_dir, port=self.port, state=state)
+
+    def _choose_port(self, last: Any) -> int:
+        if self._requested_port is not None:
+            if not _port_free(self._requested_port):
+                msg = f"port {self._requested_port} for the embedded homeserver is in use; choose another"
+                raise EmbeddedHomeserverError(msg)
+            return self._requested_port
+        preferred = last if isinstance(last, int) else DEFAULT_EMBEDDED_PORT
+        if _port_free(preferred):
+            return preferred
+        port = _free_port()
+        logger.warning("embedded homeserver port taken; using another", wanted=preferred, port=port)
+        return port
+
+    def _stop_stale_process(self) -> None:
+        """A Synapse left over from a daemon that was killed would hold the database: stop it."""
+        pid_file = self.base_dir / "homeserver.pid"
+        try:
+            pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            cmdline = ""
+        if str(self.base_dir / "homeserver.yaml") not in cmdline:
+            return
+        logger.warning("stopping a leftover embedded homeserver", pid=pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + _STOP_TIMEOUT_S
+        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+            time.sleep(_POLL_S)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+    # -- process -------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Prepare if needed, start Synapse and wait until its client API answers."""
+        if self._process is not None and self._process.poll() is None:
+            return
+        if not self._state:
+            await asyncio.to_thread(self.prepare)
+        started = time.monotonic()
+        stderr_path = self.base_dir / "homeserver.stderr.log"
+        with stderr_path.open("ab") as stderr:
+            # Popen from the event loop's thread: the parent-death signal follows the thread that forked.
+            self._process = subprocess.Popen(  # noqa: ASYNC220 - returns at once; the wait below is async
+                [sys.executable, "-m", "synapse.app.homeserver", "-c", str(self.base_dir / "homeserver.yaml")],
+                cwd=self.base_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                start_new_session=True,  # Ctrl+C reaches the daemon only; it stops Synapse last
+                preexec_fn=_die_with_parent,  # only calls prctl, safe between fork and exec
+            )
+        try:
+            await self._wait_until_ready(self._process)
+        except BaseException:
+            await self.stop()
+            raise
+        logger.info(
+            "embedded homeserver started",
+            url=self.url,
+            first_run=self.created,
+            seconds=round(time.monotonic() - started, 2),
+        )
+
+    async def _wait_until_ready(self, process: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        versions = f"{self.url}/_matrix/client/versions"
+        while True:
+            if process.poll() is not None:
+                self._fail(f"Synapse exited with code {process.returncode} during start")
+            try:
+                status, _ = await asyncio.to_thread(_post_json, versions)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self._fail(f"Synapse did not answer {versions} within {_START_TIMEOUT_S:.0f} s")
+            await asyncio.sleep(_POLL_S)
+
+    def _fail(self, reason: str) -> None:
+        stderr_log = self.base_dir / "homeserver.stderr.log"
+        msg = (
+            f"{reason}\n--- {self.log_path} (tail) ---\n{_tail(self.log_path)}\n"
+            f"--- {stderr_log} (tail) ---\n{_tail(stderr_log)}"
+        )
+        raise EmbeddedHomeserverError(msg)
+
+    async def stop(self) -> None:
+        """SIGTERM Synapse and wait for it (then SIGKILL); the data dir stays for the next run."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + _STOP_TIMEOUT_S
+        while process.poll() is None and time.monotonic() < deadline:  # noqa: ASYNC110 - polling a child process
+            await asyncio.sleep(_POLL_S)
+        if process.poll() is None:
+            logger.warning("embedded homeserver did not stop in time; killing it")
+            process.kill()
+            await asyncio.to_thread(process.wait)
+        logger.info("embedded homeserver stopped")
+
+    async def __aenter__(self) -> EmbeddedHomeserver:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- accounts ------------------------------------------------------------------------------------
+    async def ensure_user(self, user_id: str) -> HumanAccount:
+        """The human account `user_id`: read back from the data dir, or registered now with a new password."""
+        localpart, _, server = user_id.removeprefix("@").partition(":")
+        if not user_id.startswith("@") or server != self.server_name or not localpart:
+            msg = f"the embedded homeserver is {self.server_name!r}; the human user must be @<name>:{self.server_name}"
+            raise EmbeddedHomeserverError(msg)
+        stored = _read_json(self.user_file)
+        if stored.get("user_id") == user_id and isinstance(stored.get("password"), str):
+            register_secret_values([stored["password"]])
+            return HumanAccount(user_id, stored["password"], created=False)
+        password = secrets.token_urlsafe(12)
+        register_secret_values([password])
+        # On disk before the account exists, so an interrupted first run can still sign in later.
+        write_private_file(self.user_file, json.dumps({"user_id": user_id, "password": password}, indent=2) + "\n")
+        status, body = await asyncio.to_thread(self._register, localpart, password)
+        if status != 200:
+            if body.get("errcode") == "M_USER_IN_USE":
+                msg = (
+                    f"{user_id} already exists on the embedded homeserver but its password is lost; "
+                    f"set MINDROOM_USER to another @<name>:{self.server_name}"
+                )
+            else:
+                msg = f"registering {user_id} failed: HTTP {status} {body.get('errcode', '')}".rstrip()
+            raise EmbeddedHomeserverError(msg)
+        logger.info("embedded homeserver user created", user_id=user_id)
+        return HumanAccount(user_id, password, created=True)
+
+    def _register(self, localpart: str, password: str) -> tuple[int, dict[str, Any]]:
+        endpoint = f"{self.url}/_synapse/admin/v1/register"
+        status, body = _post_json(endpoint)
+        nonce = body.get("nonce")
+        if status != 200 or not isinstance(nonce, str):
+            return status, body
+        mac = registration_mac(self.registration_shared_secret, nonce, localpart, password, admin=False)
+        payload = {"nonce": nonce, "username": localpart, "password": password, "admin": False, "mac": mac}
+        return _post_json(endpoint, payload)

@@ -1,0 +1,342 @@
+"""Prometheus metrics of a running daemon over plain HTTP (stdlib asyncio; off unless a port is given).
+
+Hooks keep their last 512 durations and bots their last 1024 answer latencies. Each scrape moves the
+samples that arrived since the previous one into cumulative histograms, so the histograms stay
+monotonic across scrapes, reloads keep their counts, and nothing is added to the hot path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from mindroom.hooks.registry import HookStats
+from mindroom.hooks.telemetry import hook_telemetry
+from mindroom.logging_config import get_logger
+
+if TYPE_CHECKING:
+    from mindroom.bot import BotMetrics
+    from mindroom.runtime import DaemonRuntime
+
+__all__ = ["AGENT_LATENCY_BUCKETS_S", "HOOK_DURATION_BUCKETS_S", "MetricsCollector", "MetricsServer"]
+
+logger = get_logger(__name__)
+
+HOOK_DURATION_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0)
+AGENT_LATENCY_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_REQUEST_TIMEOUT_S = 5.0
+_MAX_REQUEST_BYTES = 8192
+
+Labels = tuple[tuple[str, str], ...]
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(labels: Labels, extra: tuple[str, str] | None = None) -> str:
+    pairs = [*labels, extra] if extra is not None else list(labels)
+    if not pairs:
+        return ""
+    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in pairs) + "}"
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+class _Histogram:
+    """A cumulative histogram fed with batches of samples."""
+
+    __slots__ = ("bounds", "buckets", "count", "total")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self.bounds = tuple(bounds)
+        self.buckets = [0] * len(self.bounds)
+        self.count = 0
+        self.total = 0.0
+
+    def observe(self, values: Iterable[float]) -> None:
+        for value in values:
+            self.count += 1
+            self.total += value
+            for index, bound in enumerate(self.bounds):
+                if value <= bound:
+                    self.buckets[index] += 1
+
+    def lines(self, name: str, labels: Labels) -> list[str]:
+        out = [
+            f"{name}_bucket{_labels(labels, ('le', _number(bound)))} {count}"
+            for bound, count in zip(self.bounds, self.buckets, strict=True)
+        ]
+        out.append(f"{name}_bucket{_labels(labels, ('le', '+Inf'))} {self.count}")
+        out.append(f"{name}_sum{_labels(labels)} {_number(self.total)}")
+        out.append(f"{name}_count{_labels(labels)} {self.count}")
+        return out
+
+
+class _HookCursor:
+    """Which of a hook's retained duration samples were already counted (by object identity)."""
+
+    __slots__ = ("histogram", "last", "stats")
+
+    def __init__(self, stats: HookStats) -> None:
+        self.stats = stats
+        self.last: float | None = None
+        self.histogram = _Histogram(HOOK_DURATION_BUCKETS_S)
+
+    def take_new(self) -> list[float]:
+        samples = list(self.stats.durations_ms)
+        start = 0
+        if self.last is not None:
+            for index in range(len(samples) - 1, -1, -1):
+                if samples[index] is self.last:
+                    start = index + 1
+                    break
+        if samples:
+            self.last = samples[-1]
+        return samples[start:]
+
+
+class _AgentCursor:
+    """Which of a bot's retained answer latencies were already counted (by the exact answer count)."""
+
+    __slots__ = ("answers", "histogram", "metrics")
+
+    def __init__(self, metrics: BotMetrics) -> None:
+        self.metrics = metrics
+        self.answers = 0
+        self.histogram = _Histogram(AGENT_LATENCY_BUCKETS_S)
+
+    def take_new(self) -> list[float]:
+        fresh = self.metrics.answers - self.answers
+        self.answers = self.metrics.answers
+        samples = list(self.metrics.answer_latency_s)
+        return samples[len(samples) - min(max(fresh, 0), len(samples)) :]
+
+
+class MetricsCollector:
+    """Renders the live runtime as Prometheus text; `runtime` is asked for the current one at each scrape."""
+
+    def __init__(self, runtime: Callable[[], DaemonRuntime | None]) -> None:
+        self._runtime = runtime
+        self._hooks: dict[tuple[str, str, str], _HookCursor] = {}
+        self._agents: dict[str, _AgentCursor] = {}
+
+    def render(self) -> str:
+        """The whole exposition, one scrape."""
+        runtime = self._runtime()
+        out: list[str] = []
+        _gauge(out, "mindroom_up", "1 while the daemon runs and its bots are started.", [((), 1 if runtime else 0)])
+        if runtime is None:
+            return "\n".join(out) + "\n"
+        self._render_hooks(runtime, out)
+        self._render_agents(runtime, out)
+        applied, failed = _reload_counts(runtime)
+        _counter(
+            out,
+            "mindroom_config_reloads_total",
+            "Config and plugin reloads, by outcome.",
+            [((("outcome", "applied"),), applied), ((("outcome", "failed"),), failed)],
+        )
+        _gauge(out, "mindroom_plugins_loaded", "Plugins in the live registry.", [((), len(runtime.plugins))])
+        _gauge(
+            out,
+            "mindroom_start_time_seconds",
+            "When the daemon started (Unix time).",
+            [((), runtime.started_at_ms / 1000)],
+        )
+        return "\n".join(out) + "\n"
+
+    def _render_hooks(self, runtime: DaemonRuntime, out: list[str]) -> None:
+        rows = hook_telemetry(runtime.registry)
+        hooks = {hook.key: hook for hook in runtime.registry.all_hooks()}
+        labelled = [(("plugin", r.plugin_name), ("hook", r.hook_name), ("event", r.event_name)) for r in rows]
+        series = list(zip(labelled, rows, strict=True))
+        _gauge(out, "mindroom_hooks_registered", "Hooks in the live registry.", [((), len(rows))])
+        for name, attribute, help_text in (
+            ("mindroom_hook_calls_total", "calls", "Hook invocations."),
+            ("mindroom_hook_failures_total", "failures", "Hook failures (errors and timeouts)."),
+            ("mindroom_hook_timeouts_total", "timeouts", "Hooks cut off at their timeout."),
+            ("mindroom_hook_declines_total", "declines", "Gate hooks that declined a tool call."),
+            ("mindroom_hook_skipped_total", "skipped", "Calls skipped while the circuit breaker was open."),
+            ("mindroom_hook_breaker_trips_total", "breaker_trips", "Times the circuit breaker opened."),
+        ):
+            _counter(out, name, help_text, [(labels, getattr(row, attribute)) for labels, row in series])
+        _gauge(
+            out,
+            "mindroom_hook_breaker_open",
+            "1 while the hook's circuit breaker is open.",
+            [(labels, 1 if row.breaker_state == "open" else 0) for labels, row in series],
+        )
+        _counter(
+            out,
+            "mindroom_breaker_trips_total",
+            "Circuit breaker trips over all hooks.",
+            [((), sum(row.breaker_trips for row in rows))],
+        )
+        out.append("# HELP mindroom_hook_duration_seconds How long hook calls took.")
+        out.append("# TYPE mindroom_hook_duration_seconds histogram")
+        for labels, row in series:
+            key = (row.plugin_name, row.hook_name, row.event_name)
+            hook = hooks.get(key)
+            if hook is None:
+                continue
+            cursor = self._hooks.get(key)
+            if cursor is None or cursor.stats is not hook.stats:
+                cursor = self._hooks[key] = _HookCursor(hook.stats)
+            cursor.histogram.observe(ms / 1000.0 for ms in cursor.take_new())
+            out.extend(cursor.histogram.lines("mindroom_hook_duration_seconds", labels))
+
+    def _render_agents(self, runtime: DaemonRuntime, out: list[str]) -> None:
+        bots = sorted(runtime.bots.items())
+        labelled = [((("agent", name),), bot) for name, bot in bots]
+        _counter(
+            out,
+            "mindroom_agent_messages_handled_total",
+            "Message events a bot took in.",
+            [(labels, bot.metrics.messages_handled) for labels, bot in labelled],
+        )
+        _counter(
+            out,
+            "mindroom_agent_answers_total",
+            "Answers a bot sent.",
+            [(labels, bot.metrics.answers) for labels, bot in labelled],
+        )
+        _gauge(
+            out,
+            "mindroom_agent_in_flight",
+            "Events being handled now.",
+            [(labels, bot.in_flight) for labels, bot in labelled],
+        )
+        out.append("# HELP mindroom_agent_answer_latency_seconds From routing to the sent answer.")
+        out.append("# TYPE mindroom_agent_answer_latency_seconds histogram")
+        for labels, bot in labelled:
+            name = labels[0][1]
+            cursor = self._agents.get(name)
+            if cursor is None or cursor.metrics is not bot.metrics:
+                cursor = self._agents[name] = _AgentCursor(bot.metrics)
+            cursor.histogram.observe(cursor.take_new())
+            out.extend(cursor.histogram.lines("mindroom_agent_answer_latency_seconds", labels))
+
+
+def _reload_counts(runtime: DaemonRuntime) -> tuple[int, int]:
+    """(applied, failed) reloads: a `reloads` counter if the runtime keeps one, else the reloader's history."""
+    counter = getattr(runtime, "reloads", None)
+    if isinstance(counter, int) and not isinstance(counter, bool):
+        return counter, 0
+    history = getattr(getattr(runtime, "reloader", None), "history", None)
+    if not isinstance(history, list):
+        return 0, 0
+    applied = sum(1 for outcome in history if getattr(outcome, "ok", False))
+    return applied, len(history) - applied
+
+
+def _family(out: list[str], name: str, kind: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
+    out.append(f"# HELP {name} {help_text}")
+    out.append(f"# TYPE {name} {kind}")
+    out.extend(f"{name}{_labels(labels)} {_number(value)}" for labels, value in samples)
+
+
+def _counter(out: list[str], name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
+    _family(out, name, "counter", help_text, samples)
+
+
+def _gauge(out: list[str], name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
+    _family(out, name, "gauge", help_text, samples)
+
+
+class MetricsServer:
+    """`GET /metrics` on `host:port` (loopback by default); `async with` it, or `start()` then `stop()`."""
+
+    def __init__(self, collector: MetricsCollector, *, port: int, host: str = "127.0.0.1") -> None:
+        self.collector = collector
+        self.host = host
+        self._port = port
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[Any]] = set()
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when 0 asked for a free one)."""
+        if self._server is None or not self._server.sockets:
+            return self._port
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    @property
+    def url(self) -> str:
+        """The scrape URL."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    async def start(self) -> None:
+        """Start listening."""
+        self._server = await asyncio.start_server(self._handle, self.host, self._port)
+        logger.info("metrics endpoint listening", url=self.url)
+
+    async def stop(self) -> None:
+        """Stop listening and end open connections."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        await server.wait_closed()
+
+    async def __aenter__(self) -> MetricsServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            async with asyncio.timeout(_REQUEST_TIMEOUT_S):
+                head = await reader.readuntil(b"\r\n\r\n")
+            status, body, content_type = self._respond(head[:_MAX_REQUEST_BYTES])
+            method = head.split(b" ", 1)[0]
+            header = (
+                f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            writer.write(header if method == b"HEAD" else header + body)
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            pass
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def _respond(self, head: bytes) -> tuple[str, bytes, str]:
+        request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        parts = request_line.split(" ")
+        if len(parts) < 2:
+            return "400 Bad Request", b"bad request\n", "text/plain"
+        method, target = parts[0], parts[1].split("?", 1)[0]
+        if method not in ("GET", "HEAD"):
+            return "405 Method Not Allowed", b"only GET\n", "text/plain"
+        if target == "/metrics":
+            started = time.perf_counter()
+            text = self.collector.render()
+            logger.debug("metrics scraped", ms=round((time.perf_counter() - started) * 1000, 2))
+            return "200 OK", text.encode(), CONTENT_TYPE
+        if target == "/":
+            return "200 OK", b"MindRoom metrics: /metrics\n", "text/plain"
+        return "404 Not Found", b"not found\n", "text/plain"

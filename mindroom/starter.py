@@ -1,0 +1,177 @@
+"""Starter files for `mindroom config init`, and which model provider the environment offers.
+
+The first of `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OLLAMA_HOST` that is set picks the provider
+(when its Python package is installed); with none, agents use the built-in offline model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mindroom.constants import DEFAULT_CONFIG_FILENAME
+
+__all__ = [
+    "PROVIDER_ENV_VARS",
+    "ProviderChoice",
+    "detect_provider",
+    "env_template",
+    "provider_env_defaults",
+    "starter_config",
+    "write_starter_files",
+]
+
+PROVIDER_ENV_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_HOST")
+"""The variables that switch agents from the offline model to a real one, in order of preference."""
+
+_PROVIDERS = (
+    # env var, provider, default model id, Python package the agno model needs (None: a core dependency)
+    ("OPENAI_API_KEY", "openai", "gpt-4o-mini", None),
+    ("ANTHROPIC_API_KEY", "anthropic", "claude-3-5-haiku-latest", "anthropic"),
+    ("OLLAMA_HOST", "ollama", "llama3.2", "ollama"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderChoice:
+    """The model provider the environment offers; `skipped` names keys set whose package is missing."""
+
+    provider: str
+    model_id: str
+    env_var: str | None
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def is_offline(self) -> bool:
+        """True when agents fall back to the offline model."""
+        return self.provider == "offline"
+
+
+def _installed(package: str | None) -> bool:
+    return package is None or importlib.util.find_spec(package) is not None
+
+
+def detect_provider(env: Mapping[str, str]) -> ProviderChoice:
+    """The first provider whose variable is set and whose package is installed, else the offline model."""
+    skipped: list[tuple[str, str]] = []
+    for var, provider, model_id, package in _PROVIDERS:
+        if not env.get(var):
+            continue
+        if not _installed(package):
+            skipped.append((var, str(package)))
+            continue
+        return ProviderChoice(provider, model_id, var, tuple(skipped))
+    return ProviderChoice("offline", "offline", None, tuple(skipped))
+
+
+def provider_env_defaults(env: Mapping[str, str]) -> dict[str, str]:
+    """`MINDROOM_MODEL_PROVIDER`/`_ID` for configs that read them, unless the environment sets them already."""
+    choice = detect_provider(env)
+    if choice.is_offline or env.get("MINDROOM_MODEL_PROVIDER"):
+        return {}
+    defaults = {"MINDROOM_MODEL_PROVIDER": choice.provider}
+    if not env.get("MINDROOM_MODEL_ID"):
+        defaults["MINDROOM_MODEL_ID"] = choice.model_id
+    return defaults
+
+
+def starter_config(choice: ProviderChoice) -> str:
+    """The text of a starter `config.yaml` using `choice` unless the environment overrides it."""
+    why = (
+        f"# {choice.env_var} is set, so agents use {choice.provider}."
+        if choice.env_var
+        else "# No provider key was set, so agents use the offline model (it repeats what you say)."
+    )
+    return f"""\
+# MindRoom configuration. Every key is described in docs/configuration.md.
+{why}
+# Set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST (here or in .env) to use a real model.
+# With no MATRIX_HOMESERVER set, `mindroom run` starts a private homeserver under the data dir.
+
+models:
+  default:
+    provider: ${{MINDROOM_MODEL_PROVIDER:-{choice.provider}}}
+    id: ${{MINDROOM_MODEL_ID:-{choice.model_id}}}
+
+agents:
+  assistant:
+    display_name: Assistant
+    role: A friendly general-purpose assistant.
+    instructions:
+      - Answer briefly and clearly.
+    rooms: [lobby]
+
+router:
+  model: default
+
+rooms:
+  lobby:
+    description: Talk to the agents here.
+
+authorization:
+  global_users: ["${{MINDROOM_USER:-@user:localhost}}"]
+  default_room_access: false
+
+room_defaults:
+  invite_users: ["${{MINDROOM_USER:-@user:localhost}}"]
+
+defaults:
+  enable_streaming: true
+
+# Plugin folders: list them here (with settings), or drop them into ./plugins/.
+plugins: []
+"""
+
+
+def env_template(choice: ProviderChoice) -> str:
+    """The text of a starter `.env`: every variable commented out, no values copied from the environment."""
+    return f"""\
+# Environment for MindRoom, read from beside config.yaml. The process environment wins over this file.
+# Keep this file private (mode 0600); it holds keys once you fill them in.
+
+# Model providers: the first one set is used ({", ".join(PROVIDER_ENV_VARS)}).
+# OPENAI_API_KEY=
+# ANTHROPIC_API_KEY=
+# OLLAMA_HOST=http://localhost:11434
+# MINDROOM_MODEL_PROVIDER={choice.provider}
+# MINDROOM_MODEL_ID={choice.model_id}
+
+# Your own homeserver instead of the embedded one:
+# MATRIX_HOMESERVER=https://matrix.example.org
+# MATRIX_SERVER_NAME=example.org
+# MATRIX_REGISTRATION_SHARED_SECRET=
+# MINDROOM_ACCOUNT_PREFIX=mindroom_
+
+# The human user allowed to talk to the agents (and who `mindroom chat` signs in as):
+# MINDROOM_USER=@user:localhost
+# MINDROOM_USER_PASSWORD=
+
+# Daemon:
+# MINDROOM_STORAGE_PATH=./mindroom_data
+# MINDROOM_HOMESERVER_PORT=8008
+# MINDROOM_METRICS_PORT=9464
+# MINDROOM_LOG_LEVEL=INFO
+"""
+
+
+def write_starter_files(directory: Path, env: Mapping[str, str], *, force: bool = False) -> list[Path]:
+    """Write `config.yaml` and `.env` into `directory`; raises `FileExistsError` unless `force`."""
+    choice = detect_provider(env)
+    config_path = directory / DEFAULT_CONFIG_FILENAME
+    env_path = directory / ".env"
+    existing = [path for path in (config_path, env_path) if path.exists()]
+    if existing and not force:
+        names = ", ".join(str(path) for path in existing)
+        msg = f"{names} already exist; pass --force to overwrite"
+        raise FileExistsError(msg)
+    directory.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(starter_config(choice), encoding="utf-8")
+    env_path.unlink(missing_ok=True)  # a fresh file gets mode 0600 from the start
+    fd = os.open(env_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as env_file:
+        env_file.write(env_template(choice))
+    (directory / "plugins").mkdir(exist_ok=True)
+    return [config_path, env_path]

@@ -1,0 +1,91 @@
+"""`mindroom config init`: starter files, provider choice from the environment, no overwriting."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+from typer.testing import CliRunner
+
+from mindroom.cli import app
+from mindroom.config.loading import load_config
+from mindroom.starter import detect_provider, env_template, provider_env_defaults
+
+runner = CliRunner()
+PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "MINDROOM_MODEL_PROVIDER", "MINDROOM_MODEL_ID")
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_env(monkeypatch):
+    for name in PROVIDER_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_config_init_without_keys_writes_an_offline_starter_that_validates(tmp_path):
+    result = runner.invoke(app, ["config", "init", str(tmp_path)])
+
+    assert result.exit_code == 0, result.output
+    assert "offline model" in result.output
+    config = load_config(tmp_path / "config.yaml", {})
+    assert config.models["default"].provider == "offline"
+    assert config.authorization.global_users == ["@user:localhost"]
+    assert (tmp_path / "plugins").is_dir()
+    assert stat.S_IMODE((tmp_path / ".env").stat().st_mode) == 0o600
+
+
+def test_config_init_uses_openai_when_its_key_is_set_and_never_copies_the_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-123456")
+
+    result = runner.invoke(app, ["config", "init", str(tmp_path)])
+
+    assert result.exit_code == 0, result.output
+    assert "openai" in result.output and "OPENAI_API_KEY" in result.output
+    model = load_config(tmp_path / "config.yaml", {}).models["default"]
+    assert (model.provider, model.id) == ("openai", "gpt-4o-mini")
+    for written in (tmp_path / "config.yaml", tmp_path / ".env"):
+        assert "sk-test-not-a-real-key" not in written.read_text()
+
+
+def test_config_init_refuses_to_overwrite_without_force(tmp_path):
+    (tmp_path / "config.yaml").write_text("agents: {}\n")
+
+    refused = runner.invoke(app, ["config", "init", str(tmp_path)])
+    forced = runner.invoke(app, ["config", "init", str(tmp_path), "--force"])
+
+    assert refused.exit_code == 2 and "--force" in refused.output
+    assert forced.exit_code == 0
+    assert "assistant" in (tmp_path / "config.yaml").read_text()
+
+
+def test_detect_provider_skips_a_provider_whose_package_is_missing(monkeypatch):
+    monkeypatch.setattr("mindroom.starter._installed", lambda package: package is None)
+
+    choice = detect_provider({"ANTHROPIC_API_KEY": "x" * 20})
+
+    assert choice.is_offline
+    assert choice.skipped == (("ANTHROPIC_API_KEY", "anthropic"),)
+
+
+def test_provider_env_defaults_respect_an_explicit_choice():
+    assert provider_env_defaults({}) == {}
+    assert provider_env_defaults({"OPENAI_API_KEY": "k"}) == {
+        "MINDROOM_MODEL_PROVIDER": "openai",
+        "MINDROOM_MODEL_ID": "gpt-4o-mini",
+    }
+    assert provider_env_defaults({"OPENAI_API_KEY": "k", "MINDROOM_MODEL_PROVIDER": "offline"}) == {}
+
+
+def test_env_template_lists_every_variable_commented_out():
+    text = env_template(detect_provider({}))
+    assignments = [line for line in text.splitlines() if "=" in line and not line.startswith("#")]
+    assert assignments == []
+    for name in ("OPENAI_API_KEY", "MATRIX_HOMESERVER", "MINDROOM_USER", "MINDROOM_METRICS_PORT"):
+        assert f"# {name}=" in text
+
+
+def test_repo_config_validates_with_the_starter_environment():
+    from pathlib import Path
+
+    config = load_config(Path(__file__).resolve().parents[2] / "config.yaml", {})
+    assert config.models["default"].provider == "offline"
+    assert config.authorization.global_users == ["@user:localhost"]

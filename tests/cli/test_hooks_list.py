@@ -1,0 +1,193 @@
+"""`mindroom hooks list` and `mindroom plugins list`: pipeline order, live counters from a running daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mindroom.cli import app
+from mindroom.hooks import HookRegistry
+from mindroom.hooks.telemetry import hook_telemetry
+from mindroom.hooks_report import (
+    EVENT_ORDER,
+    hooks_report_text,
+    ordered_telemetry,
+    read_hooks_snapshot,
+    snapshot_path,
+    write_hooks_snapshot,
+    write_snapshots_until_cancelled,
+)
+from mindroom.plugins import load_plugin_dir
+
+runner = CliRunner()
+
+HOOKS = """
+from mindroom.hooks import hook
+
+@hook("tool:before_call")
+async def gate(ctx):
+    pass
+
+@hook("demo:thing")
+async def custom(ctx):
+    pass
+
+@hook("message:after_response")
+async def after(ctx):
+    pass
+
+@hook("message:received", priority=5, agents=["assistant"])
+async def first(ctx):
+    pass
+
+@hook("message:received", priority=50)
+async def second(ctx):
+    pass
+
+@hook("message:enrich")
+async def enrich(ctx):
+    pass
+"""
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Path:
+    plugin = tmp_path / "plugins" / "demo"
+    plugin.mkdir(parents=True)
+    (plugin / "mindroom.plugin.json").write_text(json.dumps({"name": "demo", "hooks_module": "hooks.py"}))
+    (plugin / "hooks.py").write_text(HOOKS)
+    config = tmp_path / "config.yaml"
+    config.write_text("models:\n  default: {provider: offline, id: offline}\nagents: {}\nplugins: []\n")
+    return config
+
+
+def _registry(deployment: Path) -> HookRegistry:
+    return HookRegistry.from_plugins([load_plugin_dir(deployment.parent / "plugins" / "demo")])
+
+
+def _invoke(deployment: Path, *args: str):
+    storage = deployment.parent / "mindroom_data"
+    return runner.invoke(app, ["hooks", "list", "-c", str(deployment), "--storage-path", str(storage), *args])
+
+
+def test_hooks_list_without_daemon_shows_config_hooks_in_pipeline_order_at_zero(deployment):
+    result = _invoke(deployment, "--json")
+
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [(r["event_name"], r["hook_name"]) for r in rows] == [
+        ("message:received", "first"),
+        ("message:received", "second"),
+        ("message:enrich", "enrich"),
+        ("message:after_response", "after"),
+        ("tool:before_call", "gate"),
+        ("demo:thing", "custom"),
+    ]
+    assert all(r["calls"] == 0 for r in rows)
+
+
+def test_hooks_list_table_names_the_source_of_its_counters(deployment):
+    result = _invoke(deployment)
+
+    assert result.exit_code == 0, result.output
+    assert "No daemon is running" in result.output
+    for column in ("plugin", "hook", "priority", "timeout", "filters", "mode", "breaker", "calls", "failures", "p95"):
+        assert column in result.output
+    assert "agents=assistant" in result.output
+
+
+def test_hooks_list_reads_live_counters_from_a_running_daemons_snapshot(deployment):
+    registry = _registry(deployment)
+    hook = next(h for h in registry.all_hooks() if h.hook_name == "enrich")
+    hook.stats.calls, hook.stats.failures = 7, 2
+    hook.stats.durations_ms.extend([1.0, 2.0, 40.0])
+    write_hooks_snapshot(snapshot_path(deployment.parent / "mindroom_data"), registry, running=True)
+
+    table = _invoke(deployment)
+    rows = {r["hook_name"]: r for r in json.loads(_invoke(deployment, "--json").stdout)}
+
+    assert f"pid {os.getpid()}" in table.output
+    assert rows["enrich"]["calls"] == 7 and rows["enrich"]["failures"] == 2
+    assert rows["enrich"]["p95_ms"] == 40.0
+    assert rows["first"]["agents"] == ["assistant"]
+
+
+def test_hooks_list_ignores_the_snapshot_of_a_stopped_daemon(deployment):
+    registry = _registry(deployment)
+    registry.all_hooks()[0].stats.calls = 9
+    write_hooks_snapshot(snapshot_path(deployment.parent / "mindroom_data"), registry, running=False)
+
+    rows = json.loads(_invoke(deployment, "--json").stdout)
+
+    assert all(r["calls"] == 0 for r in rows)
+
+
+def test_snapshot_round_trip_and_final_write_on_cancel(tmp_path, deployment):
+    registry = _registry(deployment)
+    path = tmp_path / "state" / "hooks.json"
+
+    async def scenario():
+        task = asyncio.create_task(write_snapshots_until_cancelled(path, lambda: registry, interval_s=0.01))
+        await asyncio.sleep(0.05)
+        assert read_hooks_snapshot(path).running is True
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+    snapshot = read_hooks_snapshot(path)
+    assert snapshot is not None and snapshot.running is False and not snapshot.is_live
+    assert snapshot.rows == tuple(ordered_telemetry(hook_telemetry(registry)))
+    assert (path.stat().st_mode & 0o777) == 0o600
+
+
+def test_read_hooks_snapshot_tolerates_missing_and_broken_files(tmp_path):
+    assert read_hooks_snapshot(tmp_path / "none.json") is None
+    (tmp_path / "bad.json").write_text("{not json")
+    assert read_hooks_snapshot(tmp_path / "bad.json") is None
+
+
+def test_hooks_report_text_is_in_pipeline_order(deployment):
+    text = hooks_report_text(_registry(deployment))
+    headers = [line.split(" ")[0] for line in text.splitlines() if not line.startswith(" ")]
+    assert headers == ["message:received", "message:enrich", "message:after_response", "tool:before_call", "demo:thing"]
+    assert EVENT_ORDER[:4] == (
+        "message:received",
+        "message:enrich",
+        "message:before_response",
+        "message:after_response",
+    )
+
+
+def test_plugins_list_shows_each_plugin_and_its_hook_count(deployment):
+    result = runner.invoke(app, ["plugins", "list", "-c", str(deployment)])
+
+    assert result.exit_code == 0, result.output
+    assert "demo" in result.output and "6" in result.output and "loaded" in result.output
+
+
+def test_plugins_list_reports_a_broken_plugin_and_exits_1(deployment):
+    broken = deployment.parent / "plugins" / "broken"
+    broken.mkdir()
+    (broken / "mindroom.plugin.json").write_text(json.dumps({"name": "broken", "hooks_module": "hooks.py"}))
+    (broken / "hooks.py").write_text("raise ImportError('nope')\n")
+
+    result = runner.invoke(app, ["plugins", "list", "-c", str(deployment)])
+
+    assert result.exit_code == 1
+    assert "broken" in result.output and "ERROR" in result.output
+
+
+def test_chat_hooks_table_lists_events_in_pipeline_order(deployment):
+    from mindroom.hooks_report import hooks_report_text
+
+    text = hooks_report_text(_registry(deployment))
+    headers = [line.split(" ")[0] for line in text.splitlines() if line and not line.startswith(" ")]
+    pipeline = ["message:received", "message:enrich", "message:before_response", "message:after_response"]
+    present = [event for event in headers if event in pipeline]
+    assert len(present) >= 2
+    assert present == sorted(present, key=pipeline.index)

@@ -1,0 +1,92 @@
+"""`mindroom run` around the orchestrator: environment, storage, errors, the ready banner; `python -m mindroom`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from typer.testing import CliRunner
+
+from mindroom.cli import app
+from mindroom.embedded import HumanAccount
+from mindroom.launch import daemon_environment, ready_lines, resolve_storage_root
+
+runner = CliRunner()
+
+
+def test_python_dash_m_mindroom_lists_every_command():
+    result = subprocess.run([sys.executable, "-m", "mindroom", "--help"], capture_output=True, text=True, timeout=60)
+
+    assert result.returncode == 0
+    for command in ("run", "config", "doctor", "plugins", "hooks", "chat"):
+        assert command in result.stdout
+
+
+def test_run_with_an_invalid_config_exits_2_naming_the_key(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("agents:\n  a:\n    display_name: A\n    unknown_key: 1\n")
+
+    result = runner.invoke(app, ["run", "-c", str(config), "--storage-path", str(tmp_path / "data")])
+
+    assert result.exit_code == 2
+    assert "agents.a.unknown_key" in result.output
+
+
+def test_run_without_homeserver_or_synapse_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.delenv("MATRIX_HOMESERVER", raising=False)
+    monkeypatch.setattr("mindroom.embedded.synapse_installed", lambda: False)
+    config = tmp_path / "config.yaml"
+    config.write_text("models:\n  default: {provider: offline, id: offline}\nagents: {}\n")
+
+    result = runner.invoke(app, ["run", "-c", str(config), "--storage-path", str(tmp_path / "data")])
+
+    assert result.exit_code == 1
+    assert "pip install -e '.[embedded]'" in result.output
+    assert "MATRIX_HOMESERVER" in result.output
+
+
+def test_daemon_environment_reads_dotenv_and_picks_the_provider(tmp_path, monkeypatch):
+    monkeypatch.delenv("MINDROOM_MODEL_PROVIDER", raising=False)
+    monkeypatch.delenv("MINDROOM_MODEL_ID", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\nMINDROOM_STORAGE_PATH=./state-here\n")
+    config = tmp_path / "config.yaml"
+
+    env = daemon_environment(config)
+
+    assert env["MINDROOM_MODEL_PROVIDER"] == "openai" and env["MINDROOM_MODEL_ID"] == "gpt-4o-mini"
+    assert resolve_storage_root(config, None, env) == (Path.cwd() / "state-here").resolve()
+    assert resolve_storage_root(config, tmp_path / "x", env) == tmp_path / "x"
+    assert resolve_storage_root(config, None, {}) == tmp_path.resolve() / "mindroom_data"
+
+
+def test_ready_lines_show_rooms_agents_and_the_password_only_once(tmp_path):
+    runtime = SimpleNamespace(room_ids={"lobby": "!abc:localhost"}, config=SimpleNamespace(agents={"assistant": None}))
+    server = SimpleNamespace(
+        url="http://127.0.0.1:8008", base_dir=tmp_path / "homeserver", user_file=tmp_path / "u.json"
+    )
+
+    def session(created: bool):
+        return SimpleNamespace(server=server, human=HumanAccount("@user:localhost", "pw-123456", created=created))
+
+    first = ready_lines(runtime, session(True), tmp_path)
+    later = ready_lines(runtime, session(False), tmp_path)
+
+    assert first[0] == "MindRoom is ready. Rooms: lobby (!abc:localhost). Agents: assistant."
+    assert any("pw-123456" in line and "shown once" in line for line in first)
+    assert not any("pw-123456" in line for line in later)
+    assert any("mindroom chat" in line for line in later)
+    assert ready_lines(runtime, None, tmp_path) == [first[0]]
+
+
+def test_daemon_environment_reads_secrets_from_files(tmp_path, monkeypatch):
+    secret = tmp_path / "secret"
+    secret.write_text("from-a-file\n")
+    monkeypatch.delenv("MATRIX_REGISTRATION_SHARED_SECRET", raising=False)
+    monkeypatch.setenv("MATRIX_REGISTRATION_SHARED_SECRET_FILE", str(secret))
+
+    env = daemon_environment(tmp_path / "config.yaml")
+
+    assert env["MATRIX_REGISTRATION_SHARED_SECRET"] == "from-a-file"

@@ -1,0 +1,144 @@
+"""Operator surfaces after real traffic: `!hooks`, `mindroom hooks list` and the metrics endpoint agree."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import urllib.request
+
+import pytest
+import pytest_asyncio
+import structlog
+from typer.testing import CliRunner
+
+from mindroom.cli import app
+from mindroom.hooks_report import snapshot_path, write_hooks_snapshot
+from mindroom.metrics import MetricsCollector, MetricsServer
+from mindroom.testing.model_server import Text
+from tests.integration.conftest import E2E
+from tests.integration.support import thread_replies
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+HOOKS = """
+from mindroom.hooks import hook, EnrichmentItem
+
+@hook("message:received")
+async def look(ctx):
+    pass
+
+@hook("message:enrich")
+async def stamp(ctx):
+    return EnrichmentItem(key="stamp", text="stamped")
+
+@hook("message:before_response")
+async def polish(ctx):
+    ctx.draft.response_text = ctx.draft.response_text + "!"
+
+@hook("message:after_response")
+async def broken(ctx):
+    raise RuntimeError("this hook always fails")
+"""
+
+SAMPLE = re.compile(r"^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
+
+
+def _parse(text: str) -> list[tuple[str, dict[str, str], float]]:
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = SAMPLE.match(line)
+        assert match, f"not Prometheus text: {line!r}"
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', match["labels"] or ""))
+        samples.append((match["name"], labels, float(match["value"])))
+    return samples
+
+
+def _value(samples, name: str, **labels: str) -> float:
+    found = [v for n, ls, v in samples if n == name and all(ls.get(k) == val for k, val in labels.items())]
+    assert len(found) == 1, (name, labels, found)
+    return found[0]
+
+
+@pytest_asyncio.fixture
+async def restored_logging():
+    saved = structlog.get_config()
+    handlers = list(logging.getLogger().handlers)
+    yield
+    structlog.configure(**saved)
+    root = logging.getLogger()
+    root.handlers[:] = handlers
+
+
+async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restored_logging):
+    e2e.plugin("ops", HOOKS)
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {"display_name": "Helper", "role": "Helps.", "model": "default", "rooms": [room]}},
+        plugins=["plugins/ops"],
+    )
+    daemon = await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+    e2e.model_server.set_default(Text("pong"), model="agent-model")
+
+    for index in range(3):
+        event_id = await human.send(room_id, f"ping {index}")
+        reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
+        assert reply["content"]["body"] == "pong!"
+    await asyncio.sleep(0.5)  # the failing after_response hook runs after the send
+
+    command = await human.send(room_id, "!hooks")
+    table = (await human.wait_for(thread_replies(command, e2e.user_id("router"))))["content"]["body"]
+    assert re.search(r"ops:stamp .* calls=3 failures=0", table)
+    assert re.search(r"ops:broken .* calls=3 failures=3", table)
+
+    runtime = daemon.runtime
+    assert runtime is not None
+    async with MetricsServer(MetricsCollector(lambda: daemon.runtime), port=0) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=5).read().decode())
+        again = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=5).read().decode())
+    samples = _parse(body)
+    hook = {"plugin": "ops", "hook": "stamp", "event": "message:enrich"}
+    assert _value(samples, "mindroom_hook_calls_total", **hook) == 3
+    assert _value(samples, "mindroom_hook_duration_seconds_count", **hook) == 3
+    assert _value(samples, "mindroom_hook_duration_seconds_bucket", le="+Inf", **hook) == 3
+    broken = {"plugin": "ops", "hook": "broken", "event": "message:after_response"}
+    assert _value(samples, "mindroom_hook_failures_total", **broken) == 3
+    assert _value(samples, "mindroom_hook_timeouts_total", **broken) == 0
+    assert _value(samples, "mindroom_agent_answers_total", agent=agent) == 3
+    assert _value(samples, "mindroom_agent_messages_handled_total", agent=agent) >= 3
+    assert _value(samples, "mindroom_agent_answer_latency_seconds_count", agent=agent) == 3
+    assert _value(samples, "mindroom_up") == 1
+    # A second scrape does not count the same samples twice.
+    assert _value(_parse(again), "mindroom_hook_duration_seconds_count", **hook) == 3
+
+    write_hooks_snapshot(snapshot_path(e2e.storage), runtime.registry, running=True)
+    result = await asyncio.to_thread(
+        CliRunner().invoke,
+        app,
+        [
+            "hooks",
+            "list",
+            "--config",
+            str(e2e.config_dir / "config.yaml"),
+            "--storage-path",
+            str(e2e.storage),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = {row["hook_name"]: row for row in json.loads(result.stdout)}
+    assert rows["stamp"]["calls"] == 3 and rows["broken"]["failures"] == 3
+    assert [row["event_name"] for row in json.loads(result.stdout)] == [
+        "message:received",
+        "message:enrich",
+        "message:before_response",
+        "message:after_response",
+    ]

@@ -1,0 +1,184 @@
+"""Prometheus metrics: exposition format, cumulative histograms across scrapes and reloads, the HTTP endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from mindroom.bot import BotMetrics
+from mindroom.config.plugin import PluginEntryConfig
+from mindroom.hooks import HookRegistry, hook
+from mindroom.metrics import HOOK_DURATION_BUCKETS_S, MetricsCollector, MetricsServer
+
+LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="(?:[^"\\]|\\.)*",?)*\})? (-?[0-9.e+-]+|\+Inf|NaN)$')
+
+
+@hook("message:enrich")
+async def enrich(ctx):
+    return None
+
+
+@hook("tool:before_call", name='we"ird\\name')
+async def gate(ctx):
+    return None
+
+
+def _plugin(name: str, callbacks):
+    return SimpleNamespace(
+        name=name, discovered_hooks=tuple(callbacks), entry_config=PluginEntryConfig(path=name), plugin_order=0
+    )
+
+
+def _registry(previous: HookRegistry | None = None) -> HookRegistry:
+    return HookRegistry.from_plugins([_plugin("demo", [enrich, gate])], previous=previous)
+
+
+def _runtime(registry: HookRegistry, **extra):
+    bots = {"assistant": SimpleNamespace(metrics=BotMetrics(), in_flight=1)}
+    return SimpleNamespace(registry=registry, bots=bots, plugins=(), started_at_ms=1_700_000_000_000, **extra)
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if line.startswith((name + "{", name + " ")):
+            found = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', line))
+            if all(found.get(key) == value for key, value in labels.items()) and len(found) == len(labels):
+                return float(line.rsplit(" ", 1)[1].replace("+Inf", "inf"))
+    raise AssertionError(f"{name} {labels} not in output")
+
+
+def _enrich_hook(registry: HookRegistry):
+    return next(h for h in registry.all_hooks() if h.hook_name == "enrich")
+
+
+def test_metrics_text_is_valid_exposition_format():
+    registry = _registry()
+    text = MetricsCollector(lambda: _runtime(registry)).render()
+
+    for line in text.splitlines():
+        assert line.startswith(("# HELP ", "# TYPE ")) or LINE.match(line), line
+    assert 'hook="we\\"ird\\\\name"' in text
+    assert _sample(text, "mindroom_up") == 1
+    assert _sample(text, "mindroom_agent_in_flight", agent="assistant") == 1
+
+
+def test_metrics_without_a_running_daemon_report_down():
+    assert MetricsCollector(lambda: None).render().strip().endswith("mindroom_up 0")
+
+
+def test_hook_histogram_is_cumulative_across_scrapes_without_double_counting():
+    registry = _registry()
+    collector = MetricsCollector(lambda: _runtime(registry))
+    stats = _enrich_hook(registry).stats
+    labels = {"plugin": "demo", "hook": "enrich", "event": "message:enrich"}
+
+    stats.calls, stats.failures, stats.timeouts = 3, 1, 1
+    stats.durations_ms.extend([0.5, 20.0, 3000.0])
+    first = collector.render()
+    second = collector.render()
+    stats.calls += 1
+    stats.durations_ms.append(0.5)
+    third = collector.render()
+
+    assert _sample(first, "mindroom_hook_calls_total", **labels) == 3
+    assert _sample(first, "mindroom_hook_failures_total", **labels) == 1
+    assert _sample(first, "mindroom_hook_timeouts_total", **labels) == 1
+    assert _sample(first, "mindroom_hook_duration_seconds_count", **labels) == 3
+    assert _sample(second, "mindroom_hook_duration_seconds_count", **labels) == 3
+    assert _sample(third, "mindroom_hook_duration_seconds_count", **labels) == 4
+    assert _sample(third, "mindroom_hook_duration_seconds_bucket", le="0.001", **labels) == 2
+    assert _sample(third, "mindroom_hook_duration_seconds_bucket", le="0.025", **labels) == 3
+    assert _sample(third, "mindroom_hook_duration_seconds_bucket", le="+Inf", **labels) == 4
+    assert _sample(third, "mindroom_hook_duration_seconds_sum", **labels) == pytest.approx(3.021)
+    assert HOOK_DURATION_BUCKETS_S[0] == 0.001
+
+
+def test_hook_histogram_survives_a_full_sample_window_and_a_reload():
+    registry = _registry()
+    current = {"registry": registry}
+    collector = MetricsCollector(lambda: _runtime(current["registry"]))
+    stats = _enrich_hook(registry).stats
+    labels = {"plugin": "demo", "hook": "enrich", "event": "message:enrich"}
+
+    stats.durations_ms.extend([1.0] * 10)
+    collector.render()
+    stats.durations_ms.extend([2.0] * 600)  # more than the 512 kept: the oldest are gone before the scrape
+    after_flood = collector.render()
+    current["registry"] = _registry(previous=registry)  # a reload hands the same stats to the new registry
+    stats.durations_ms.append(3.0)
+    after_reload = collector.render()
+
+    assert _sample(after_flood, "mindroom_hook_duration_seconds_count", **labels) == 10 + 512
+    assert _sample(after_reload, "mindroom_hook_duration_seconds_count", **labels) == 10 + 512 + 1
+
+
+def test_agent_latency_histogram_counts_each_answer_once():
+    registry = _registry()
+    runtime = _runtime(registry)
+    collector = MetricsCollector(lambda: runtime)
+    metrics = runtime.bots["assistant"].metrics
+    metrics.messages_handled = 5
+    metrics.record_answer(0.2)
+    metrics.record_answer(4.0)
+
+    first = collector.render()
+    metrics.record_answer(0.05)
+    second = collector.render()
+
+    assert _sample(first, "mindroom_agent_messages_handled_total", agent="assistant") == 5
+    assert _sample(first, "mindroom_agent_answers_total", agent="assistant") == 2
+    assert _sample(second, "mindroom_agent_answer_latency_seconds_count", agent="assistant") == 3
+    assert _sample(second, "mindroom_agent_answer_latency_seconds_bucket", le="0.1", agent="assistant") == 1
+    assert _sample(second, "mindroom_agent_answer_latency_seconds_bucket", le="5", agent="assistant") == 3
+
+
+def test_breaker_trips_and_reloads_are_reported():
+    registry = _registry()
+    hook_stats = _enrich_hook(registry).stats
+    hook_stats.trips = 2
+    history = [SimpleNamespace(ok=True), SimpleNamespace(ok=False), SimpleNamespace(ok=True)]
+    text = MetricsCollector(lambda: _runtime(registry, reloader=SimpleNamespace(history=history))).render()
+
+    assert _sample(text, "mindroom_breaker_trips_total") == 2
+    assert _sample(text, "mindroom_hook_breaker_trips_total", plugin="demo", hook="enrich", event="message:enrich") == 2
+    assert _sample(text, "mindroom_config_reloads_total", outcome="applied") == 2
+    assert _sample(text, "mindroom_config_reloads_total", outcome="failed") == 1
+    assert (
+        _sample(
+            MetricsCollector(lambda: _runtime(registry)).render(), "mindroom_config_reloads_total", outcome="applied"
+        )
+        == 0
+    )
+
+
+@pytest.mark.asyncio
+async def test_metrics_server_serves_metrics_on_loopback_and_refuses_the_rest():
+    registry = _registry()
+    server = MetricsServer(MetricsCollector(lambda: _runtime(registry)), port=0)
+
+    async def request(raw: bytes) -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(raw)
+        await writer.drain()
+        data = await reader.read()
+        writer.close()
+        await writer.wait_closed()
+        return data
+
+    async with server:
+        assert server.host == "127.0.0.1" and server.port != 0
+        ok = await request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await request(b"HEAD /metrics HTTP/1.1\r\n\r\n")
+        missing = await request(b"GET /nope HTTP/1.1\r\n\r\n")
+        post = await request(b"POST /metrics HTTP/1.1\r\n\r\n")
+        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", server.port)
+    await asyncio.wait_for(idle_reader.read(), 5)  # a half-open connection is closed on stop
+    idle_writer.close()
+
+    assert ok.startswith(b"HTTP/1.1 200 OK") and b"text/plain; version=0.0.4" in ok and b"mindroom_up 1" in ok
+    assert head.startswith(b"HTTP/1.1 200 OK") and b"mindroom_up" not in head
+    assert missing.startswith(b"HTTP/1.1 404")
+    assert post.startswith(b"HTTP/1.1 405")
