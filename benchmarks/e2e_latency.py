@@ -30,7 +30,7 @@ from mindroom.testing.model_server import ScriptedModelServer, Text  # noqa: E40
 from tests.integration.support import HumanClient, thread_replies  # noqa: E402
 
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "60"))
-BURST = 200
+BURST = int(os.environ.get("BENCH_BURST", "200"))
 NOOP_EVENTS = ("message:received", "message:enrich", "message:before_response", "message:after_response")
 
 
@@ -209,13 +209,14 @@ async def burst(hs: TestHomeserver, model: ScriptedModelServer, human: HumanClie
         for index in range(BURST):
             agent = f"agent{index % 4}"
             sent[await human.send(rooms[agent], f"burst {index}")] = f"@u{tag}_{agent}:{hs.server_name}"
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 60 + BURST * 0.5
         while time.monotonic() < deadline:
             answered = {eid for eid in sent if human.matching(thread_replies(eid, sent[eid]))}
             if len(answered) == BURST:
                 break
             await asyncio.sleep(0.5)
         elapsed = time.perf_counter() - start
+        rss_after_burst = _proc_rss_mb(process.pid)
         await asyncio.sleep(3)
         counts = Counter(
             ev["content"]["m.relates_to"]["event_id"]
@@ -232,6 +233,7 @@ async def burst(hs: TestHomeserver, model: ScriptedModelServer, human: HumanClie
         "answered": sum(1 for eid in sent if counts.get(eid, 0) >= 1),
         "answered_twice": sum(1 for eid in sent if counts.get(eid, 0) > 1),
         "seconds": round(elapsed, 1),
+        "rss_mb": round(rss_after_burst),
     }
 
 
@@ -264,7 +266,8 @@ async def main() -> int:
     print(f"daemon exit code on SIGTERM: {daemon['exit_code']}")
     print(
         f"burst: {burst_result['sent']} sent over 4 rooms / 4 agents, {burst_result['answered']} answered, "
-        f"{burst_result['answered_twice']} answered twice, in {burst_result['seconds']} s"
+        f"{burst_result['answered_twice']} answered twice, in {burst_result['seconds']} s, "
+        f"daemon RSS after the burst {burst_result.get('rss_mb', 0)} MB"
     )
     return 0
 

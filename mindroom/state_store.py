@@ -72,8 +72,23 @@ class DaemonState:
         os.chmod(path, 0o600)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
         self._db.executescript(_SCHEMA)
         self._db.execute("DELETE FROM handled_events WHERE handled_at < ?", (time.time() - _RETENTION_S,))
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+
+    def _migrate(self) -> None:
+        """Bring a state file written by an earlier version up to the current schema."""
+        handled = self._columns("handled_events")
+        if handled and "pending" not in handled:
+            self._db.execute("ALTER TABLE handled_events ADD COLUMN pending INTEGER NOT NULL DEFAULT 0")
+            self._db.execute("ALTER TABLE handled_events ADD COLUMN event_json TEXT")
+        answers = self._columns("open_answers")
+        if answers and "txn_id" not in answers:
+            # Only in-flight records live here; the older layout cannot name their transactions.
+            self._db.execute("DROP TABLE open_answers")
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         with self._lock:
