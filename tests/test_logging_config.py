@@ -99,7 +99,7 @@ def test_library_logs_go_through_the_same_renderer_and_redaction(capsys):
     configure_logging("INFO", json=True)
 
     logging.getLogger("aiohttp.client").warning("GET /sync?access_token=syt_secret_token_value failed")
-    logging.getLogger("some.library").info("chatty info line")
+    logging.getLogger("some.dependency").info("chatty info line")
 
     (line,) = _json_lines(capsys.readouterr().err)
     assert line["logger"] == "aiohttp.client" and line["level"] == "warning"
