@@ -152,8 +152,8 @@ def _snapshot_text(registry: HookRegistry, *, running: bool) -> str:
 
 
 def write_hooks_snapshot(path: Path, registry: HookRegistry, *, running: bool) -> None:
-    """Write the registry's telemetry atomically (mode 0600)."""
-    write_private_file(path, _snapshot_text(registry, running=running))
+    """Write the registry's telemetry atomically (mode 0600; no fsync: a lost snapshot is rewritten in 5 s)."""
+    write_private_file(path, _snapshot_text(registry, running=running), durable=False)
 
 
 def _row(data: dict[str, Any]) -> HookTelemetry:
@@ -190,8 +190,9 @@ async def write_snapshots_until_cancelled(
         while True:
             current = registry()
             if current is not None:
-                # Counters are read on the loop's thread; only the disk write leaves it.
-                await asyncio.to_thread(write_private_file, path, _snapshot_text(current, running=True))
+                # Written on the loop (a small file, no fsync): no write can still be in flight when the
+                # final `running: false` snapshot is written on cancellation.
+                write_hooks_snapshot(path, current, running=True)
             await asyncio.sleep(interval_s)
     finally:
         current = registry()
