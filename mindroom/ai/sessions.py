@@ -39,6 +39,14 @@ _SKIPPED_STATUSES = frozenset(status.value for status in HISTORY_SKIP_STATUSES)
 _HISTORY_ROLES = frozenset({"user", "assistant"})
 
 
+class SessionStore(AsyncSqliteDb):
+    """agno's SQLite session store, minus the per-run approvals update (this daemon never pauses runs for approval)."""
+
+    async def update_approval_run_status(self, run_id: str, run_status: Any) -> int:
+        """No approvals exist here, so there is nothing to update; skips one SQL statement per turn."""
+        return 0
+
+
 class _SessionDbs:
     """The open session databases, per event loop (their connections belong to the loop that opened them)."""
 
@@ -51,7 +59,7 @@ class _SessionDbs:
         dbs = self._by_loop.setdefault(asyncio.get_running_loop(), {})
         db = dbs.get(path)
         if db is None:
-            db = AsyncSqliteDb(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+            db = SessionStore(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
             dbs[path] = db
         return db
 
