@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -82,9 +83,6 @@ class E2E:
         path = self.config_dir / "plugins" / folder
         path.mkdir(parents=True, exist_ok=True)
         manifest = {"name": name or folder, "hooks_module": "hooks.py"}
-        (path / "mindroom.plugin.json").write_text(yaml.safe_dump(manifest).replace("'", '"'))
-        import json
-
         (path / "mindroom.plugin.json").write_text(json.dumps(manifest))
         (path / "hooks.py").write_text(hooks_source)
         return path
