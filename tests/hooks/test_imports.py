@@ -4,6 +4,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import mindroom
 from mindroom.constants import RuntimePaths
 
 
@@ -20,30 +22,16 @@ def isort_key(name):
     return (category, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)])
 
 
-PUBLIC_MODULES = [
-    "mindroom.hooks",
-    "mindroom.hooks.context",
-    "mindroom.hooks.decorators",
-    "mindroom.hooks.enrichment",
-    "mindroom.hooks.execution",
-    "mindroom.hooks.registry",
-    "mindroom.hooks.state",
-    "mindroom.hooks.telemetry",
-    "mindroom.hooks.types",
-    "mindroom.config",
-    "mindroom.config.loading",
-    "mindroom.config.main",
-    "mindroom.config.plugin",
-    "mindroom.config.settings",
-    "mindroom.plugins",
-    "mindroom.plugins.discovery",
-    "mindroom.plugins.loader",
-    "mindroom.plugins.manifest",
-    "mindroom.tool_system.runtime_context",
-    "mindroom.testing.contexts",
-    "mindroom.errors",
-    "mindroom.constants",
-]
+def _all_modules() -> list[str]:
+    """Every module of the package (`__main__` runs the CLI on import, so it is left out)."""
+    return sorted(
+        info.name
+        for info in pkgutil.walk_packages(mindroom.__path__, "mindroom.")
+        if not info.name.endswith("__main__")
+    )
+
+
+PUBLIC_MODULES = _all_modules()
 
 
 def test_imports_hooks_loads_neither_nio_nor_agno():
