@@ -25,8 +25,8 @@ from typing import Any
 
 from mindroom.embedded_files import LOG_FILENAME, write_synapse_files
 from mindroom.logging_config import get_logger, register_secret_values
-from mindroom.matrix.credentials import write_private_file
 from mindroom.matrix.registration import registration_mac
+from mindroom.private_files import write_private_file
 
 __all__ = [
     "DEFAULT_EMBEDDED_PORT",

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from mindroom.matrix.credentials import write_private_file
+from mindroom.private_files import write_private_file
 
 __all__ = ["LOG_FILENAME", "write_synapse_files"]
 
@@ -61,12 +61,21 @@ def _log_config(log_path: Path) -> dict[str, Any]:
     }
 
 
-def write_synapse_files(base: Path, *, port: int, state: Mapping[str, Any]) -> Path:
+def write_synapse_files(
+    base: Path,
+    *,
+    port: int,
+    state: Mapping[str, Any],
+    rate_limits: Mapping[str, Any] = _RATE_LIMITS,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
     """Write (or refresh) Synapse's files for a loopback listener on `port`; returns `homeserver.yaml`'s path.
 
     `state` holds `server_name`, `registration_shared_secret`, `macaroon_secret_key` and `form_secret`.
-    The signing key is created once and kept.
+    The signing key is created once and kept. `rate_limits` and `extra` settings go into the config as given
+    (the test homeserver lifts every limit and makes password hashing cheap).
     """
+    base.mkdir(parents=True, exist_ok=True)
     (base / "media_store").mkdir(exist_ok=True)
     signing_key = base / "signing.key"
     _ensure_signing_key(signing_key)
@@ -100,7 +109,8 @@ def write_synapse_files(base: Path, *, port: int, state: Mapping[str, Any]) -> P
         "presence": {"enabled": False},
         "url_preview_enabled": False,
         "enable_metrics": False,
-        **_RATE_LIMITS,
+        **rate_limits,
+        **(extra or {}),
     }
     path = base / "homeserver.yaml"
     write_private_file(path, yaml.safe_dump(config, sort_keys=False))

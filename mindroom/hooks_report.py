@@ -38,7 +38,7 @@ from mindroom.hooks.types import (
     EVENT_TOOL_BEFORE_CALL,
 )
 from mindroom.logging_config import get_logger
-from mindroom.matrix.credentials import write_private_file
+from mindroom.private_files import write_private_file
 
 __all__ = [
     "EVENT_ORDER",

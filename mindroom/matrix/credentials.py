@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mindroom.logging_config import get_logger
+from mindroom.private_files import write_private_file
 
 __all__ = [
     "DEFAULT_ACCOUNT_PREFIX",
@@ -44,37 +43,6 @@ def bot_localpart(bot_name: str, prefix: str = DEFAULT_ACCOUNT_PREFIX) -> str:
 def bot_user_id(bot_name: str, server_name: str, prefix: str = DEFAULT_ACCOUNT_PREFIX) -> str:
     """The full Matrix user id of a bot's account: `@<prefix><bot_name>:<server_name>`."""
     return f"@{bot_localpart(bot_name, prefix)}:{server_name}"
-
-
-def write_private_file(path: Path, text: str, *, durable: bool = True) -> None:
-    """Atomically replace `path` with `text`: temp file (0600) in the same 0700 dir, rename.
-
-    `durable` also fsyncs file and folder (survives power loss). Without it the rename is still atomic,
-    which is all a process crash needs: used for the sync token, written after every sync batch, whose
-    loss only means a batch is delivered again and then deduplicated.
-    """
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if durable:
-        path.parent.chmod(0o700)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
-            tmp.write(text)
-            if durable:
-                tmp.flush()
-                os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-    if not durable:
-        return
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 @dataclass(frozen=True, slots=True)

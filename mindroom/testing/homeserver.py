@@ -28,8 +28,8 @@ from types import TracebackType
 from typing import Any, Self
 
 import pytest
-import yaml
 
+from mindroom.embedded_files import LOG_FILENAME, write_synapse_files
 from mindroom.logging_config import get_logger
 
 __all__ = [
@@ -177,7 +177,7 @@ class TestHomeserver:
     @property
     def log_path(self) -> Path:
         """Synapse's own log file (WARNING and above)."""
-        return self.base_dir / "homeserver.log"
+        return self.base_dir / LOG_FILENAME
 
     @property
     def is_external(self) -> bool:
@@ -290,56 +290,15 @@ class TestHomeserver:
         await asyncio.to_thread(self.cleanup)
 
     def _write_config(self) -> None:
-        from signedjson.key import generate_signing_key, write_signing_keys
-
-        base = self.base_dir
-        base.mkdir(parents=True, exist_ok=True)
-        (base / "media_store").mkdir(exist_ok=True)
-        with (base / "signing.key").open("w", encoding="utf-8") as key_file:
-            write_signing_keys(key_file, [generate_signing_key("a_" + secrets.token_hex(2))])
-        log_config = {
-            "version": 1,
-            "formatters": {"plain": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"}},
-            "handlers": {
-                "file": {"class": "logging.FileHandler", "formatter": "plain", "filename": str(self.log_path)}
-            },
-            "root": {"level": "WARNING", "handlers": ["file"]},
-            "disable_existing_loggers": False,
-        }
-        (base / "log.config").write_text(yaml.safe_dump(log_config), encoding="utf-8")
-        config: dict[str, Any] = {
+        state = {
             "server_name": self._server_name,
-            "pid_file": str(base / "homeserver.pid"),
-            "listeners": [
-                {
-                    "port": self._port,
-                    "bind_addresses": ["127.0.0.1"],
-                    "type": "http",
-                    "tls": False,
-                    "x_forwarded": False,
-                    "resources": [{"names": ["client"], "compress": False}],
-                }
-            ],
-            "database": {"name": "sqlite3", "args": {"database": str(base / "homeserver.db")}},
-            "log_config": str(base / "log.config"),
-            "media_store_path": str(base / "media_store"),
-            "signing_key_path": str(base / "signing.key"),
             "registration_shared_secret": self._secret,
             "macaroon_secret_key": secrets.token_urlsafe(32),
             "form_secret": secrets.token_urlsafe(32),
-            "enable_registration": False,
-            "report_stats": False,
-            "trusted_key_servers": [],
-            "suppress_key_server_warning": True,
-            "presence": {"enabled": False},
-            "bcrypt_rounds": 4,
-            "enable_metrics": False,
-            "url_preview_enabled": False,
-            **_RATE_LIMITS,
         }
-        config_path = base / "homeserver.yaml"
-        config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        config_path.chmod(0o600)
+        write_synapse_files(
+            self.base_dir, port=self._port, state=state, rate_limits=_RATE_LIMITS, extra={"bcrypt_rounds": 4}
+        )
         self._config_written = True
 
     def _wait_until_ready(self, process: subprocess.Popen[bytes] | None) -> None:
