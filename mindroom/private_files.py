@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_private_file"]
+__all__ = ["open_private_database", "write_private_file"]
 
 
 def write_private_file(path: Path, text: str, *, durable: bool = True) -> None:
@@ -39,3 +40,15 @@ def write_private_file(path: Path, text: str, *, durable: bool = True) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def open_private_database(path: Path) -> sqlite3.Connection:
+    """Open (or create) a SQLite file, mode 0600 in a 0700 folder, in WAL mode with autocommit.
+
+    The mode is set before WAL is switched on, so the journal files SQLite creates match it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    os.chmod(path, 0o600)
+    db.execute("PRAGMA journal_mode=WAL")
+    return db

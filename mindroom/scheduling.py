@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import secrets
-import sqlite3
 import threading
 import time
 from dataclasses import astuple, dataclass, fields
@@ -30,6 +28,7 @@ from mindroom.hooks.context import ScheduleFiredContext, new_correlation_id
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_SCHEDULE_FIRED
 from mindroom.logging_config import get_logger
+from mindroom.private_files import open_private_database
 from mindroom.routing import mentioned_agents
 from mindroom.schedule_parse import ScheduleParseError, ScheduleSpec, next_run_after, parse_schedule
 
@@ -88,12 +87,9 @@ class ScheduleStore:
     """Schedules in one SQLite file; every change is committed at once, so a crash loses nothing stored."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        os.chmod(path, 0o600)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = open_private_database(path)
         self._db.executescript(_SCHEMA)
 
     def _rows(self, sql: str, params: tuple[object, ...] = ()) -> list[ScheduledTask]:

@@ -8,13 +8,14 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mindroom.private_files import open_private_database
 
 __all__ = ["DaemonState", "OpenAnswer", "PendingEvent"]
 
@@ -65,12 +66,9 @@ class DaemonState:
     """Persistent dedup records, unfinished turns and unfinished streamed answers."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        os.chmod(path, 0o600)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = open_private_database(path)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._migrate()
         self._db.executescript(_SCHEMA)
