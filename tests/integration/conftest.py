@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +39,19 @@ class E2E:
         self.storage = root / "data"
         self.daemon: Orchestrator | None = None
         self.humans: list[HumanClient] = []
+        self.processes: list[DaemonProcess] = []
+
+    @property
+    def account_prefix(self) -> str:
+        """The bot accounts' localpart prefix for this test (`@<prefix><agent>:<server>`)."""
+        return f"mr{self.uid}_"
+
+    def spawn(self, config: dict[str, Any] | Path, **env: str) -> DaemonProcess:
+        """A daemon subprocess for `config` (started by the caller, killed at teardown if still running)."""
+        path = config if isinstance(config, Path) else self.write_config(config)
+        process = DaemonProcess(self, path, env)
+        self.processes.append(process)
+        return process
 
     def name(self, base: str) -> str:
         """A name unique to this test (agents and rooms share one homeserver across the session)."""
@@ -97,7 +115,7 @@ class E2E:
                 self.homeserver.url,
                 self.homeserver.server_name,
                 self.homeserver.registration_shared_secret,
-                account_prefix=f"mr{self.uid}_",
+                account_prefix=self.account_prefix,
             ),
             env={},
             **options,
@@ -133,9 +151,71 @@ class E2E:
         raise TimeoutError(f"{human.user_id} did not join {room_id}")
 
     async def close(self) -> None:
+        for process in self.processes:
+            process.close()
         await self.stop()
         for human in self.humans:
             await human.close()
+
+
+class DaemonProcess:
+    """`python -m mindroom run` as a child process on the test homeserver; stderr is appended to one log file,
+    so a restarted daemon's output follows the first run's."""
+
+    def __init__(self, e2e: E2E, config_path: Path, env: dict[str, str]) -> None:
+        self.e2e = e2e
+        self.config_path = config_path
+        self.env = env
+        self.log_path = e2e.root / "daemon.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        hs = self.e2e.homeserver
+        environment = {
+            **os.environ,
+            "MATRIX_HOMESERVER": hs.url,
+            "MATRIX_SERVER_NAME": hs.server_name,
+            "MATRIX_REGISTRATION_SHARED_SECRET": hs.registration_shared_secret,
+            "MINDROOM_STORAGE_PATH": str(self.e2e.storage),
+            "MINDROOM_ACCOUNT_PREFIX": self.e2e.account_prefix,
+            "MINDROOM_LOG_JSON": "1",
+            **self.env,
+        }
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "mindroom", "run", "--config", str(self.config_path)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                env=environment, cwd=self.e2e.config_dir,
+            )  # fmt: skip
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    async def wait_for_line(self, text: str, *, count: int = 1, timeout: float = 60.0) -> None:
+        """Wait until `text` has appeared `count` times in the output (a restart counts again)."""
+        deadline = time.monotonic() + timeout
+        while self.output().count(text) < count:
+            assert self.process is not None
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise TimeoutError(f"no {text!r} in the daemon's output:\n{self.output()[-3000:]}")
+            await asyncio.sleep(0.1)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    async def terminate(self, timeout: float = 30.0) -> int:
+        """SIGTERM, then the exit code."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return await asyncio.to_thread(self.process.wait, timeout)
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
 
 
 @pytest_asyncio.fixture

@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import signal
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +11,7 @@ import pytest
 from mindroom.bot import INTERRUPTED_NOTE
 from mindroom.matrix.credentials import bot_user_id
 from mindroom.testing.model_server import Stream
-from tests.integration.conftest import E2E
+from tests.integration.conftest import E2E, DaemonProcess
 from tests.integration.support import HumanClient, edits_of, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -31,58 +26,6 @@ async def on_stopped(ctx):
     with Path(ctx.settings["log"]).open("a") as fh:
         fh.write(json.dumps({"entity": ctx.entity_name, "reason": ctx.stop_reason}) + "\\n")
 """
-
-
-class DaemonProcess:
-    """`python -m mindroom run` as a child process, its stderr collected line by line."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self.lines: list[str] = []
-        self._reader = asyncio.create_task(self._read())
-
-    async def _read(self) -> None:
-        assert self.process.stderr is not None
-        async for raw in self.process.stderr:
-            self.lines.append(raw.decode(errors="replace"))
-
-    async def wait_for_line(self, text: str, timeout: float) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not any(text in line for line in self.lines):
-            if self.process.returncode is not None or asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"no {text!r} in the daemon's output:\n{''.join(self.lines[-30:])}")
-            await asyncio.sleep(0.1)
-
-    async def close(self) -> None:
-        if self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
-
-
-@contextlib.asynccontextmanager
-async def daemon_process(e2e: E2E, config_path: Path, **env: str) -> AsyncIterator[DaemonProcess]:
-    environment = {
-        **os.environ,
-        "MATRIX_HOMESERVER": e2e.homeserver.url,
-        "MATRIX_SERVER_NAME": e2e.homeserver.server_name,
-        "MATRIX_REGISTRATION_SHARED_SECRET": e2e.homeserver.registration_shared_secret,
-        "MINDROOM_STORAGE_PATH": str(e2e.storage),
-        "MINDROOM_ACCOUNT_PREFIX": f"mr{e2e.uid}_",
-        "MINDROOM_LOG_JSON": "1",
-        **env,
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "mindroom", "run", "--config", str(config_path),
-        env=environment, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    daemon = DaemonProcess(process)
-    try:
-        yield daemon
-    finally:
-        await daemon.close()
 
 
 async def _room_id(human: HumanClient, alias: str) -> str:
@@ -103,7 +46,7 @@ async def _streaming_world(e2e: E2E, tmp_path: Path) -> tuple[HumanClient, str, 
     config["defaults"]["enable_streaming"] = True
     config["defaults"]["streaming_edit_interval_ms"] = 100
     path = e2e.write_config(config)
-    agent_user = bot_user_id(agent, e2e.homeserver.server_name, f"mr{e2e.uid}_")
+    agent_user = bot_user_id(agent, e2e.homeserver.server_name, e2e.account_prefix)
     return human, agent_user, f"#{room}:{e2e.homeserver.server_name}", path, log
 
 
@@ -113,13 +56,13 @@ def _new_body(event: dict) -> str:
 
 
 async def _ask_and_terminate(daemon: DaemonProcess, human: HumanClient, alias: str, agent_user: str) -> str:
+    daemon.start()
     await daemon.wait_for_line("daemon ready", timeout=40)
     room_id = await _room_id(human, alias)
     await human.join(room_id)
     question = await human.send(room_id, "stream something")
     streamed = await human.wait_for(thread_replies(question, agent_user), timeout=15)
-    daemon.process.send_signal(signal.SIGTERM)
-    assert await asyncio.wait_for(daemon.process.wait(), timeout=25) == 0
+    assert await daemon.terminate(timeout=25) == 0
     return str(streamed["event_id"])
 
 
@@ -134,8 +77,7 @@ async def test_shutdown_sigterm_lets_a_streamed_answer_finish_and_exits_0(e2e: E
     human, agent_user, alias, path, log = await _streaming_world(e2e, tmp_path)
     chunks = [f"chunk{index} " for index in range(8)]
     e2e.model_server.script(Stream(chunks, delay_s=0.25), model="agent-model")
-    async with daemon_process(e2e, path) as daemon:
-        event_id = await _ask_and_terminate(daemon, human, alias, agent_user)
+    event_id = await _ask_and_terminate(e2e.spawn(path), human, alias, agent_user)
     assert await _last_edit(human, event_id) == "".join(chunks)
     stopped = [json.loads(line) for line in log.read_text().splitlines()]
     assert sorted(record["entity"] for record in stopped) == sorted(["router", e2e.name("helper")])
@@ -145,8 +87,7 @@ async def test_shutdown_sigterm_lets_a_streamed_answer_finish_and_exits_0(e2e: E
 async def test_shutdown_sigterm_past_the_grace_edits_the_answer_to_say_it_was_interrupted(e2e: E2E, tmp_path: Path):
     human, agent_user, alias, path, _ = await _streaming_world(e2e, tmp_path)
     e2e.model_server.script(Stream(["The beginning", " of a very slow answer"], delay_s=60), model="agent-model")
-    async with daemon_process(e2e, path, MINDROOM_SHUTDOWN_GRACE_S="1") as daemon:
-        started = asyncio.get_running_loop().time()
-        event_id = await _ask_and_terminate(daemon, human, alias, agent_user)
-        assert asyncio.get_running_loop().time() - started < 30
+    started = asyncio.get_running_loop().time()
+    event_id = await _ask_and_terminate(e2e.spawn(path, MINDROOM_SHUTDOWN_GRACE_S="1"), human, alias, agent_user)
+    assert asyncio.get_running_loop().time() - started < 30
     assert await _last_edit(human, event_id) == f"The beginning\n\n{INTERRUPTED_NOTE}"

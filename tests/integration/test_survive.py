@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
@@ -18,57 +13,6 @@ from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, edits_of, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
-
-
-class DaemonProcess:
-    """`python -m mindroom run` as a subprocess on the test homeserver, stderr captured to a file."""
-
-    def __init__(self, e2e: E2E, config: dict) -> None:
-        self.e2e = e2e
-        self.config_path = e2e.write_config(config)
-        self.log_path = e2e.root / "daemon.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        hs = self.e2e.homeserver
-        env = dict(os.environ)
-        env.update(
-            MATRIX_HOMESERVER=hs.url,
-            MATRIX_SERVER_NAME=hs.server_name,
-            MATRIX_REGISTRATION_SHARED_SECRET=hs.registration_shared_secret,
-            MINDROOM_STORAGE_PATH=str(self.e2e.storage),
-            MINDROOM_ACCOUNT_PREFIX=f"mr{self.e2e.uid}_",
-        )
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mindroom", "run", "--config", str(self.config_path), "--json-logs"],
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            env=env,
-            cwd=self.e2e.config_dir,
-        )
-
-    async def ready(self, count: int = 1, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.log_path.exists() and self.log_path.read_text().count("daemon ready") >= count:
-                return
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(self.log_path.read_text()[-3000:])
-            await asyncio.sleep(0.1)
-        raise TimeoutError("daemon not ready")
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-
-    def terminate(self) -> int:
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else 0
-        self.process.terminate()
-        return self.process.wait(30)
 
 
 async def _room_world(e2e: E2E, *, streaming: bool = False, **defaults) -> tuple[HumanClient, str, str, dict]:
@@ -89,30 +33,21 @@ async def _resolve(e2e: E2E, human: HumanClient, room_key: str) -> str:
     return room_id
 
 
-@pytest.fixture
-def daemons():
-    started: list[DaemonProcess] = []
-    yield started
-    for daemon in started:
-        daemon.terminate()
-
-
-async def test_survive_kill9_mid_stream_marks_the_answer_interrupted_and_never_answers_twice(e2e: E2E, daemons):
+async def test_survive_kill9_mid_stream_marks_the_answer_interrupted_and_never_answers_twice(e2e: E2E):
     human, agent, room, config = await _room_world(e2e, streaming=True)
     e2e.model_server.script(Stream([f"part{i} " for i in range(40)], delay_s=0.25), model="agent-model")
-    daemon = DaemonProcess(e2e, config)
-    daemons.append(daemon)
+    daemon = e2e.spawn(config)
     daemon.start()
-    await daemon.ready()
+    await daemon.wait_for_line("daemon ready")
     room_id = await _resolve(e2e, human, room)
-    agent_id = f"@mr{e2e.uid}_{agent}:{e2e.homeserver.server_name}"
+    agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
 
     event_id = await human.send(room_id, "tell me a long story")
     partial = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
     daemon.kill()
 
     daemon.start()
-    await daemon.ready(count=2)
+    await daemon.wait_for_line("daemon ready", count=2)
     marked = await human.wait_for(
         lambda ev: edits_of(partial["event_id"])(ev) and ev["content"]["m.new_content"]["body"] == INTERRUPTED_TEXT,
         timeout=30,
@@ -124,21 +59,20 @@ async def test_survive_kill9_mid_stream_marks_the_answer_interrupted_and_never_a
     assert len(agent_calls) == 1
 
 
-async def test_survive_kill9_mid_turn_finishes_the_turn_once_after_restart(e2e: E2E, daemons):
+async def test_survive_kill9_mid_turn_finishes_the_turn_once_after_restart(e2e: E2E):
     human, agent, room, config = await _room_world(e2e)
     e2e.model_server.script(Delay(30, Text("too late")), Text("finished after restart"), model="agent-model")
-    daemon = DaemonProcess(e2e, config)
-    daemons.append(daemon)
+    daemon = e2e.spawn(config)
     daemon.start()
-    await daemon.ready()
+    await daemon.wait_for_line("daemon ready")
     room_id = await _resolve(e2e, human, room)
-    agent_id = f"@mr{e2e.uid}_{agent}:{e2e.homeserver.server_name}"
+    agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
 
     event_id = await human.send(room_id, "answer me despite the crash")
     await asyncio.to_thread(e2e.model_server.wait_for_requests, 1, 30)
     daemon.kill()
     daemon.start()
-    await daemon.ready(count=2)
+    await daemon.wait_for_line("daemon ready", count=2)
 
     reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
     assert reply["content"]["body"] == "finished after restart"
@@ -246,23 +180,22 @@ async def test_survive_hostile_events_and_strangers_change_nothing(e2e: E2E):
     )
 
 
-async def test_survive_secrets_never_reach_the_log(e2e: E2E, daemons):
+async def test_survive_secrets_never_reach_the_log(e2e: E2E):
     human, agent, room, config = await _room_world(e2e)
-    daemon = DaemonProcess(e2e, config)
-    daemons.append(daemon)
+    daemon = e2e.spawn(config)
     daemon.start()
-    await daemon.ready()
+    await daemon.wait_for_line("daemon ready")
     room_id = await _resolve(e2e, human, room)
-    agent_id = f"@mr{e2e.uid}_{agent}:{e2e.homeserver.server_name}"
+    agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
     event_id = await human.send(room_id, "hello")
     await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
-    assert daemon.terminate() == 0
+    assert await daemon.terminate() == 0
 
     secrets_on_disk = [e2e.homeserver.registration_shared_secret]
     for path in (e2e.storage / "matrix").rglob("*.json"):
         stored = json.loads(path.read_text())
         assert oct(path.stat().st_mode & 0o777) == "0o600"
         secrets_on_disk += [stored.get("access_token"), stored.get("password")]
-    log = daemon.log_path.read_text()
+    log = daemon.output()
     for secret in filter(None, secrets_on_disk):
         assert secret not in log
