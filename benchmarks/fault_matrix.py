@@ -28,8 +28,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from mindroom.daemon.orchestrator import HomeserverSettings, Orchestrator  # noqa: E402
 from mindroom.logging_config import configure_logging  # noqa: E402
-from mindroom.orchestrator import HomeserverSettings, Orchestrator  # noqa: E402
 from mindroom.testing.homeserver import TestHomeserver  # noqa: E402
 from mindroom.testing.model_server import Delay, ScriptedModelServer, Text, ToolCall  # noqa: E402
 from tests.integration.support import HumanClient, thread_replies  # noqa: E402

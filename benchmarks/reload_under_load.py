@@ -32,9 +32,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from mindroom.daemon.orchestrator import HomeserverSettings, Orchestrator  # noqa: E402
+from mindroom.daemon.reload import ReloadCoordinator, ReloadOutcome  # noqa: E402
 from mindroom.logging_config import configure_logging  # noqa: E402
-from mindroom.orchestrator import HomeserverSettings, Orchestrator  # noqa: E402
-from mindroom.reload import ReloadCoordinator, ReloadOutcome  # noqa: E402
 from mindroom.testing.homeserver import TestHomeserver  # noqa: E402
 from mindroom.testing.model_server import ScriptedModelServer, Text  # noqa: E402
 from tests.integration.support import HumanClient  # noqa: E402

@@ -29,7 +29,7 @@ from typing import Any, Self
 
 import pytest
 
-from mindroom.embedded_files import LOG_FILENAME, write_synapse_files
+from mindroom.homeserver.files import LOG_FILENAME, write_synapse_files
 from mindroom.logging_config import get_logger
 
 __all__ = [

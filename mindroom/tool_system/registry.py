@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mindroom.errors import MindroomError
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.logging_config import get_logger
-from mindroom.skills import SkillCatalog, SkillError
+from mindroom.plugins.skills import SkillCatalog, SkillError
 from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_tools
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
 from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools

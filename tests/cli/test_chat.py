@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from mindroom.chat import STREAM_CURSOR, ChatError, ReplyBoard, resolve_login
+from mindroom.bots.turn import STREAM_CURSOR as DAEMON_STREAM_CURSOR
 from mindroom.cli import app
+from mindroom.cli.chat import STREAM_CURSOR, ChatError, ReplyBoard, resolve_login
 from mindroom.matrix import MatrixEvent
-from mindroom.turn import STREAM_CURSOR as DAEMON_STREAM_CURSOR
 
 ME, BOT = "@user:localhost", "@mindroom_assistant:localhost"
 

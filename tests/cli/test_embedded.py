@@ -9,7 +9,7 @@ import stat
 import pytest
 import yaml
 
-from mindroom.embedded import (
+from mindroom.homeserver.embedded import (
     DEFAULT_EMBEDDED_PORT,
     EmbeddedHomeserver,
     EmbeddedHomeserverError,
@@ -75,7 +75,7 @@ def test_prepare_refuses_an_explicit_port_that_is_taken(tmp_path):
 
 
 def test_prepare_without_synapse_says_how_to_install_it(tmp_path, monkeypatch):
-    monkeypatch.setattr("mindroom.embedded.synapse_installed", lambda: False)
+    monkeypatch.setattr("mindroom.homeserver.embedded.synapse_installed", lambda: False)
     with pytest.raises(EmbeddedHomeserverError, match=r"\[embedded\]"):
         EmbeddedHomeserver(tmp_path).prepare()
 

@@ -11,9 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mindroom.cli import app
-from mindroom.hooks import HookRegistry
-from mindroom.hooks.telemetry import hook_telemetry
-from mindroom.hooks_report import (
+from mindroom.daemon.hooks_snapshot import (
     EVENT_ORDER,
     hooks_report_text,
     ordered_telemetry,
@@ -22,6 +20,8 @@ from mindroom.hooks_report import (
     write_hooks_snapshot,
     write_snapshots_until_cancelled,
 )
+from mindroom.hooks import HookRegistry
+from mindroom.hooks.telemetry import hook_telemetry
 from mindroom.plugins import load_plugin_dir
 
 runner = CliRunner()
@@ -183,7 +183,7 @@ def test_plugins_list_reports_a_broken_plugin_and_exits_1(deployment):
 
 
 def test_chat_hooks_table_lists_events_in_pipeline_order(deployment):
-    from mindroom.hooks_report import hooks_report_text
+    from mindroom.daemon.hooks_snapshot import hooks_report_text
 
     text = hooks_report_text(_registry(deployment))
     headers = [line.split(" ")[0] for line in text.splitlines() if line and not line.startswith(" ")]

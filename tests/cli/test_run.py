@@ -10,8 +10,8 @@ from types import SimpleNamespace
 from typer.testing import CliRunner
 
 from mindroom.cli import app
-from mindroom.embedded import HumanAccount
-from mindroom.launch import daemon_environment, ready_lines, resolve_storage_root
+from mindroom.cli.run import daemon_environment, ready_lines, resolve_storage_root
+from mindroom.homeserver.embedded import HumanAccount
 
 runner = CliRunner()
 
@@ -36,7 +36,7 @@ def test_run_with_an_invalid_config_exits_2_naming_the_key(tmp_path):
 
 def test_run_without_homeserver_or_synapse_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.delenv("MATRIX_HOMESERVER", raising=False)
-    monkeypatch.setattr("mindroom.embedded.synapse_installed", lambda: False)
+    monkeypatch.setattr("mindroom.homeserver.embedded.synapse_installed", lambda: False)
     config = tmp_path / "config.yaml"
     config.write_text("models:\n  default: {provider: offline, id: offline}\nagents: {}\n")
 

@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from mindroom.orchestrator import HomeserverSettings, Orchestrator
+from mindroom.daemon.orchestrator import HomeserverSettings, Orchestrator
 from mindroom.testing.homeserver import TestHomeserver
 from mindroom.testing.model_server import ScriptedModelServer
 from tests.integration.support import HumanClient

@@ -14,8 +14,8 @@ import structlog
 from typer.testing import CliRunner
 
 from mindroom.cli import app
-from mindroom.hooks_report import snapshot_path, write_hooks_snapshot
-from mindroom.metrics import MetricsCollector, MetricsServer
+from mindroom.daemon.hooks_snapshot import snapshot_path, write_hooks_snapshot
+from mindroom.daemon.metrics import MetricsCollector, MetricsServer
 from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
 from tests.integration.support import thread_replies

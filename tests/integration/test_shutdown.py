@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mindroom.bot import INTERRUPTED_NOTE
+from mindroom.bots.bot import INTERRUPTED_NOTE
 from mindroom.matrix.credentials import bot_user_id
 from mindroom.testing.model_server import Stream
 from tests.integration.conftest import E2E, DaemonProcess

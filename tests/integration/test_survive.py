@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from mindroom.bots.turn import INTERRUPTED_TEXT
 from mindroom.testing.model_server import Delay, Stream, Text
-from mindroom.turn import INTERRUPTED_TEXT
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, edits_of, thread_replies
 

@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from mindroom.bot import EntityBot
+from mindroom.bots.bot import EntityBot
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.hooks import HookRegistry

@@ -9,7 +9,7 @@ import sys
 def test_tool_system_and_skills_import_neither_agno_nor_nio():
     code = (
         "import json, sys\n"
-        "import mindroom.tool_system.registry, mindroom.tool_system.calls, mindroom.skills\n"
+        "import mindroom.tool_system.registry, mindroom.tool_system.calls, mindroom.plugins.skills\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}

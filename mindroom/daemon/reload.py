@@ -33,10 +33,10 @@ from mindroom.logging_config import get_logger
 from mindroom.plugins.discovery import DROP_IN_DIRNAME, build_registry, load_plugins, plugin_folders
 
 if TYPE_CHECKING:
+    from mindroom.bots.runtime import DaemonRuntime
     from mindroom.config.main import Config
-    from mindroom.orchestrator import Orchestrator
+    from mindroom.daemon.orchestrator import Orchestrator
     from mindroom.plugins.loader import Plugin
-    from mindroom.runtime import DaemonRuntime
 
 __all__ = ["EntityChanges", "ReloadCoordinator", "ReloadOutcome", "plugin_digest"]
 

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mindroom.cli.config_init import PROVIDER_ENV_VARS
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config, ModelConfig
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
-from mindroom.embedded import embedded_connection, synapse_installed
 from mindroom.errors import ConfigError
+from mindroom.homeserver.embedded import embedded_connection, synapse_installed
 from mindroom.logging_config import redact_text, register_secret_env
 from mindroom.matrix.credentials import CredentialStore
-from mindroom.starter import PROVIDER_ENV_VARS
 
 __all__ = ["CheckResult", "CheckStatus", "run_checks"]
 

@@ -19,8 +19,8 @@ from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import configure_logging, get_logger, register_secret_env
 
 if TYPE_CHECKING:
+    from mindroom.daemon.orchestrator import Orchestrator
     from mindroom.hooks.registry import HookRegistry
-    from mindroom.orchestrator import Orchestrator
     from mindroom.plugins.discovery import LoadedPlugins
 
 __all__ = ["app", "main"]
@@ -56,7 +56,7 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _env_and_storage(config: Path, storage_path: Path | None) -> tuple[dict[str, str], Path]:
-    from mindroom.launch import daemon_environment, resolve_storage_root
+    from mindroom.cli.run import daemon_environment, resolve_storage_root
 
     env = daemon_environment(config)
     register_secret_env(env)
@@ -78,7 +78,7 @@ async def _start_orchestrator(
     stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, console: Console, stop: asyncio.Event
 ) -> bool:
     """Start the orchestrator with progress shown; False when a stop signal came first."""
-    from mindroom.launch import show_progress
+    from mindroom.cli.run import show_progress
 
     progress = asyncio.create_task(show_progress(orchestrator, console), name="startup-progress")
     starting = asyncio.create_task(stack.enter_async_context(orchestrator), name="startup")
@@ -100,9 +100,9 @@ async def _start_orchestrator(
 async def _run_daemon(
     config: Path, storage: Path, env: dict[str, str], metrics: tuple[str, int | None], homeserver_port: int | None
 ) -> None:
+    from mindroom.cli.run import embedded_homeserver, offline_warning, ready_lines, start_metrics, start_snapshots
     from mindroom.config.loading import load_config
-    from mindroom.launch import embedded_homeserver, offline_warning, ready_lines, start_metrics, start_snapshots
-    from mindroom.orchestrator import Orchestrator
+    from mindroom.daemon.orchestrator import Orchestrator
 
     console = _console()  # stdout: what a person reads (the password too); stderr carries the logs
     stop = asyncio.Event()
@@ -153,8 +153,8 @@ def run(
     ] = None,
 ) -> None:
     """Run the daemon until SIGTERM or Ctrl+C (with no MATRIX_HOMESERVER: on a private embedded homeserver)."""
-    from mindroom.embedded import EmbeddedHomeserverError
-    from mindroom.launch import daemon_environment  # noqa: F401 - imports the libraries whose logging is set up next
+    from mindroom.cli.run import daemon_environment  # noqa: F401 - imports the libraries whose logging is set up next
+    from mindroom.homeserver.embedded import EmbeddedHomeserverError
     from mindroom.matrix import MatrixError
 
     configure_logging(log_level, json=json_logs)
@@ -179,7 +179,7 @@ def config_init(
     """Write a starter config.yaml and .env (a real provider when its key is set, else the offline model)."""
     import os
 
-    from mindroom.starter import detect_provider, write_starter_files
+    from mindroom.cli.config_init import detect_provider, write_starter_files
 
     console = _console()
     try:
@@ -202,8 +202,8 @@ def config_init(
 @config_app.command("validate")
 def config_validate(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME)) -> None:
     """Check a config file; errors name the file, key path and line."""
+    from mindroom.cli.run import daemon_environment
     from mindroom.config.loading import load_config
-    from mindroom.launch import daemon_environment
 
     try:
         loaded = load_config(config, daemon_environment(config))
@@ -224,7 +224,7 @@ def doctor(
 ) -> None:
     """Check homeserver, accounts, models, plugins and the data dir: one line each, pass or the fix."""
     import mindroom.ai  # noqa: F401 - imported before logging is set up, so its library loggers are adopted
-    from mindroom.doctor import CheckStatus, run_checks
+    from mindroom.cli.doctor import CheckStatus, run_checks
 
     configure_logging("CRITICAL")
     env, storage = _env_and_storage(config, storage_path)
@@ -291,8 +291,8 @@ def hooks_list(
     """Hooks per event in pipeline order; calls, failures and p95 come from the running daemon."""
     import dataclasses
 
+    from mindroom.daemon.hooks_snapshot import hooks_table, ordered_telemetry, read_hooks_snapshot, snapshot_path
     from mindroom.hooks.telemetry import hook_telemetry
-    from mindroom.hooks_report import hooks_table, ordered_telemetry, read_hooks_snapshot, snapshot_path
 
     configure_logging("CRITICAL")
     _, storage = _env_and_storage(config, storage_path)
@@ -339,7 +339,7 @@ def chat(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for answers.")] = 120.0,
 ) -> None:
     """Chat with the agents in a room from this terminal, as the configured human user."""
-    from mindroom.chat import ChatError, TerminalChat, resolve_login
+    from mindroom.cli.chat import ChatError, TerminalChat, resolve_login
     from mindroom.config.loading import load_config
     from mindroom.matrix import DEFAULT_ACCOUNT_PREFIX, MatrixError
 

@@ -19,8 +19,8 @@ from mindroom.hooks.telemetry import hook_telemetry
 from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
-    from mindroom.bot import BotMetrics
-    from mindroom.runtime import DaemonRuntime
+    from mindroom.bots.bot import BotMetrics
+    from mindroom.bots.runtime import DaemonRuntime
 
 __all__ = ["AGENT_LATENCY_BUCKETS_S", "HOOK_DURATION_BUCKETS_S", "MetricsCollector", "MetricsServer"]
 

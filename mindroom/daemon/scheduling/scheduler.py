@@ -23,19 +23,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from mindroom.bots.routing import mentioned_agents
 from mindroom.constants import ORIGINAL_SENDER_KEY, ROUTER_AGENT_NAME, SCHEDULE_ID_KEY
+from mindroom.daemon.scheduling.parse import ScheduleParseError, ScheduleSpec, next_run_after, parse_schedule
 from mindroom.hooks.context import ScheduleFiredContext, new_correlation_id
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_SCHEDULE_FIRED
 from mindroom.logging_config import get_logger
 from mindroom.private_files import open_private_database
-from mindroom.routing import mentioned_agents
-from mindroom.schedule_parse import ScheduleParseError, ScheduleSpec, next_run_after, parse_schedule
 
 if TYPE_CHECKING:
-    from mindroom.bot import EntityBot
+    from mindroom.bots.bot import EntityBot
+    from mindroom.bots.runtime import DaemonRuntime
     from mindroom.hooks.context import MessageEnvelope
-    from mindroom.runtime import DaemonRuntime
 
 __all__ = ["SCHEDULE_ID_KEY", "ScheduleStore", "ScheduledTask", "Scheduler", "schedule_command"]
 

@@ -2,7 +2,7 @@
 
 `Orchestrator` starts everything in order (log in, create/join rooms, sync, ready, then the scheduler
 and the file watcher) and stops it in reverse. It holds the one mutable reference to the live config
-and hook registry (`DaemonRuntime`); a reload (`mindroom.reload`) swaps them and asks the orchestrator
+and hook registry (`DaemonRuntime`); a reload (`mindroom.daemon.reload`) swaps them and asks the orchestrator
 to restart only the entities whose config changed.
 """
 
@@ -20,23 +20,23 @@ from dotenv import dotenv_values
 
 from mindroom.ai import close_caches
 from mindroom.ai.tools import foreign_tool_specs
-from mindroom.bot import EntityBot
+from mindroom.bots.bot import EntityBot
+from mindroom.bots.runtime import DaemonRuntime
+from mindroom.bots.turn import recover_interrupted
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config
 from mindroom.config.settings import MindroomSettings, load_settings
 from mindroom.constants import DEFAULT_STORAGE_DIRNAME, ROUTER_AGENT_NAME, RuntimePaths
+from mindroom.daemon.reload import EntityChanges, ReloadCoordinator
+from mindroom.daemon.scheduling.scheduler import Scheduler, ScheduleStore
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
 from mindroom.matrix import DEFAULT_ACCOUNT_PREFIX, MatrixBotClient
 from mindroom.plugins.discovery import build_registry, load_plugins
 from mindroom.plugins.loader import Plugin
-from mindroom.reload import EntityChanges, ReloadCoordinator
-from mindroom.runtime import DaemonRuntime
-from mindroom.scheduling import Scheduler, ScheduleStore
-from mindroom.state_store import DaemonState
+from mindroom.state.journal import DaemonState
 from mindroom.tool_system.registry import ToolCatalog, build_tool_catalog
 from mindroom.tool_system.runtime_context import set_registry_provider
-from mindroom.turn import recover_interrupted
 
 __all__ = ["HomeserverSettings", "Orchestrator", "read_environment"]
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from mindroom.bots.runtime import DaemonRuntime
 from mindroom.config.loading import load_config, parse_config_text
 from mindroom.constants import RuntimePaths
+from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, plugin_digest
 from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.plugins import build_registry, load_plugins
-from mindroom.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, plugin_digest
-from mindroom.runtime import DaemonRuntime
-from mindroom.state_store import DaemonState
+from mindroom.state.journal import DaemonState
 from mindroom.tool_system.registry import ToolCatalog
 
 CONFIG = """

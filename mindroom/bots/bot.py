@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mindroom.ai.tools import agno_tools
-from mindroom.authorization import may_invite
+from mindroom.bots.authorization import may_invite
+from mindroom.bots.fairness import FairSlots
 from mindroom.constants import HOOK_SOURCE_KEY, ROUTER_AGENT_NAME
-from mindroom.fairness import FairSlots
 from mindroom.hooks.context import AgentLifecycleContext, MessageEnvelope
 from mindroom.hooks.execution import emit
 from mindroom.hooks.registry import HookRegistry
@@ -27,7 +27,7 @@ from mindroom.matrix import MatrixBotClient, MatrixEvent, MatrixEventKind
 from mindroom.tool_system.spec import AgentToolEnvironment, workspace_dir
 
 if TYPE_CHECKING:
-    from mindroom.runtime import DaemonRuntime
+    from mindroom.bots.runtime import DaemonRuntime
 
 __all__ = ["INTERRUPTED_NOTE", "STOPPED_NOTE", "BotMetrics", "EntityBot", "StreamState"]
 
@@ -214,12 +214,12 @@ class EntityBot:
             return
         kind = event.kind
         if kind is MatrixEventKind.MESSAGE:
-            from mindroom.turn import handle_message_event
+            from mindroom.bots.turn import handle_message_event
 
             self.metrics.messages_handled += 1
             self._spawn(handle_message_event(self, event), "message")
         elif kind is MatrixEventKind.REACTION:
-            from mindroom.reactions import handle_reaction_event
+            from mindroom.bots.reactions import handle_reaction_event
 
             self._spawn(handle_reaction_event(self, event), "reaction")
         elif kind is MatrixEventKind.MEMBER and event.state_key == self.runtime.bot_user_ids.get(self.name):

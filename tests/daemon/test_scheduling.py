@@ -15,9 +15,9 @@ import pytest
 from mindroom.config.main import Config
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.constants import ORIGINAL_SENDER_KEY
+from mindroom.daemon.scheduling.parse import ScheduleParseError, next_run_after, parse_schedule
+from mindroom.daemon.scheduling.scheduler import SCHEDULE_ID_KEY, ScheduledTask, Scheduler, ScheduleStore
 from mindroom.hooks import EVENT_SCHEDULE_FIRED, HookRegistry, hook
-from mindroom.schedule_parse import ScheduleParseError, next_run_after, parse_schedule
-from mindroom.scheduling import SCHEDULE_ID_KEY, ScheduledTask, Scheduler, ScheduleStore
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=BERLIN)  # a Tuesday

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from mindroom.bot import BotMetrics
+from mindroom.bots.bot import BotMetrics
 from mindroom.config.plugin import PluginEntryConfig
+from mindroom.daemon.metrics import HOOK_DURATION_BUCKETS_S, MetricsCollector, MetricsServer
 from mindroom.hooks import HookRegistry, hook
-from mindroom.metrics import HOOK_DURATION_BUCKETS_S, MetricsCollector, MetricsServer
 
 LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="(?:[^"\\]|\\.)*",?)*\})? (-?[0-9.e+-]+|\+Inf|NaN)$')
 

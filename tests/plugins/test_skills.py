@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mindroom.plugins.loader import load_plugin_dir
-from mindroom.skills import MAX_SKILL_CHARS, SkillCatalog, SkillError, parse_skill, skill_prompt
+from mindroom.plugins.skills import MAX_SKILL_CHARS, SkillCatalog, SkillError, parse_skill, skill_prompt
 
 
 def write_skill(folder, text):

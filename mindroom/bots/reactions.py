@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mindroom.authorization import is_authorized
+from mindroom.bots.authorization import is_authorized
 from mindroom.hooks.context import ReactionReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_REACTION_RECEIVED
 from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
-    from mindroom.bot import EntityBot
+    from mindroom.bots.bot import EntityBot
     from mindroom.matrix import MatrixEvent
 
 __all__ = ["STOP_REACTIONS", "handle_reaction_event"]

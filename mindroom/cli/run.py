@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from mindroom.cli.config_init import PROVIDER_ENV_VARS, detect_provider, provider_env_defaults
 from mindroom.config.main import Config
 from mindroom.constants import DEFAULT_STORAGE_DIRNAME
-from mindroom.embedded import EmbeddedHomeserver, HumanAccount
-from mindroom.hooks_report import snapshot_path, write_snapshots_until_cancelled
+from mindroom.daemon.hooks_snapshot import snapshot_path, write_snapshots_until_cancelled
+from mindroom.daemon.metrics import MetricsCollector, MetricsServer
+from mindroom.daemon.orchestrator import HomeserverSettings, read_environment
+from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
 from mindroom.logging_config import get_logger
 from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX
-from mindroom.metrics import MetricsCollector, MetricsServer
-from mindroom.orchestrator import HomeserverSettings, read_environment
-from mindroom.starter import PROVIDER_ENV_VARS, detect_provider, provider_env_defaults
 
 if TYPE_CHECKING:
+    from mindroom.bots.runtime import DaemonRuntime
+    from mindroom.daemon.orchestrator import Orchestrator
     from mindroom.hooks.registry import HookRegistry
-    from mindroom.orchestrator import Orchestrator
-    from mindroom.runtime import DaemonRuntime
 
 __all__ = [
     "DEFAULT_HUMAN_USER",

@@ -1,6 +1,6 @@
 """The files a private Synapse needs under `<data>/homeserver/`: signing key, log config, `homeserver.yaml`.
 
-Pure file writing, no process handling; `mindroom.embedded` decides the port and secrets and runs Synapse.
+Pure file writing, no process handling; `mindroom.homeserver.embedded` decides the port and secrets and runs Synapse.
 """
 
 from __future__ import annotations

@@ -7,18 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mindroom.bots.coordination import TurnCoordinator
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
-from mindroom.coordination import TurnCoordinator
 from mindroom.hooks.registry import HookRegistry
-from mindroom.state_store import DaemonState
+from mindroom.state.journal import DaemonState
 from mindroom.tool_system.registry import ToolCatalog
 
 if TYPE_CHECKING:
-    from mindroom.bot import EntityBot
+    from mindroom.bots.bot import EntityBot
+    from mindroom.daemon.reload import ReloadCoordinator
+    from mindroom.daemon.scheduling.scheduler import Scheduler
     from mindroom.plugins.loader import Plugin
-    from mindroom.reload import ReloadCoordinator
-    from mindroom.scheduling import Scheduler
 
 __all__ = ["DaemonRuntime"]
 

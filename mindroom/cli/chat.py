@@ -18,13 +18,13 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from mindroom.embedded import embedded_connection
+from mindroom.homeserver.embedded import embedded_connection
 from mindroom.matrix import MatrixEvent, MatrixEventKind, MatrixUserClient
 
 __all__ = ["STREAM_CURSOR", "ChatError", "ChatLogin", "Reply", "ReplyBoard", "TerminalChat", "resolve_login"]
 
 STREAM_CURSOR = " ⋯"
-"""What the daemon appends to an answer while it is still streaming (see `mindroom.turn`)."""
+"""What the daemon appends to an answer while it is still streaming (see `mindroom.bots.turn`)."""
 
 SETTLE_S = 1.0
 DEFAULT_TIMEOUT_S = 120.0

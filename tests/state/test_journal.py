@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from mindroom.state_store import DaemonState
+from mindroom.state.journal import DaemonState
 
 
 def test_state_claim_is_once_per_entity_across_reopen(tmp_path):

@@ -10,7 +10,7 @@ from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
-    from mindroom.bot import EntityBot
+    from mindroom.bots.bot import EntityBot
 
 __all__ = ["COMMANDS", "handle_command", "is_command"]
 
@@ -33,7 +33,7 @@ async def _help(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
 
 
 async def _hooks(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
-    from mindroom.hooks_report import hooks_report_text
+    from mindroom.daemon.hooks_snapshot import hooks_report_text
 
     return hooks_report_text(bot.runtime.registry)
 
@@ -60,7 +60,7 @@ async def _reload_plugins(bot: EntityBot, envelope: MessageEnvelope, args: str) 
 
 
 async def _schedule(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
-    from mindroom.scheduling import schedule_command
+    from mindroom.daemon.scheduling.scheduler import schedule_command
 
     return await schedule_command(bot, envelope, args)
 

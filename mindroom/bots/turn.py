@@ -25,9 +25,11 @@ from mindroom.ai import (
     generate_early,
     stream_generate,
 )
-from mindroom.authorization import is_authorized
-from mindroom.commands import handle_command, is_command
-from mindroom.fairness import QueueFullError
+from mindroom.bots.authorization import is_authorized
+from mindroom.bots.commands import handle_command, is_command
+from mindroom.bots.fairness import QueueFullError
+from mindroom.bots.ingress import IngressDrop, classify_message
+from mindroom.bots.routing import decide_route, mentioned_agents
 from mindroom.hooks.context import (
     AfterResponseContext,
     BeforeResponseContext,
@@ -47,15 +49,13 @@ from mindroom.hooks.types import (
     EVENT_MESSAGE_ENRICH,
     EVENT_MESSAGE_RECEIVED,
 )
-from mindroom.ingress import IngressDrop, classify_message
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixConnectionError, MatrixEvent
-from mindroom.routing import decide_route, mentioned_agents
 from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 
 if TYPE_CHECKING:
-    from mindroom.bot import EntityBot
+    from mindroom.bots.bot import EntityBot
 
 __all__ = ["answer_txn_id", "handle_message_event", "recover_interrupted", "respond"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mindroom.embedded_files import LOG_FILENAME, write_synapse_files
+from mindroom.homeserver.files import LOG_FILENAME, write_synapse_files
 from mindroom.logging_config import get_logger, register_secret_values
 from mindroom.matrix.registration import registration_mac
 from mindroom.private_files import write_private_file

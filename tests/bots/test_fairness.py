@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from mindroom.fairness import FairSlots, QueueFullError
+from mindroom.bots.fairness import FairSlots, QueueFullError
 
 pytestmark = pytest.mark.asyncio
 

@@ -1,0 +1,3 @@
+"""The embedded Synapse homeserver: one process manager shared with the testing kit."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""The daemon's own durable state: the turn journal and schedules."""
+
+__all__: list[str] = []
