@@ -28,7 +28,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mindroom.daemon.orchestrator import HomeserverSettings, Orchestrator  # noqa: E402
+from mindroom.config.environment import DaemonEnvironment, HomeserverSettings  # noqa: E402
+from mindroom.daemon.orchestrator import Orchestrator  # noqa: E402
 from mindroom.logging_config import configure_logging  # noqa: E402
 from mindroom.testing.homeserver import TestHomeserver  # noqa: E402
 from mindroom.testing.model_server import Delay, ScriptedModelServer, Text, ToolCall  # noqa: E402
@@ -123,11 +124,9 @@ async def matrix_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
     model.set_default(Text("answer"), model="plain")
     model.set_default(ToolCall("calculate", {"expression": "6*7"}), model="tool-user")
     model.when(lambda r: r.get("model") == "tool-user" and r["messages"][-1].get("role") == "tool", Text("42"))
+    homeserver = HomeserverSettings(hs.url, hs.server_name, hs.registration_shared_secret, f"fm{tag}_")
     daemon = Orchestrator(
-        root / "config.yaml",
-        storage_path=root / "data",
-        homeserver=HomeserverSettings(hs.url, hs.server_name, hs.registration_shared_secret, f"fm{tag}_"),
-        env={},
+        DaemonEnvironment((root / "config.yaml").resolve(), (root / "data").resolve(), {}, homeserver)
     )
     await daemon.start()
     runtime = daemon.runtime
@@ -168,11 +167,9 @@ async def outage_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
     }
     (root / "config.yaml").write_text(yaml.safe_dump(config))
     model.set_default(Delay(2.0, Text("answered through the outage")), model="slow")
+    homeserver = HomeserverSettings(hs.url, hs.server_name, hs.registration_shared_secret, f"out{tag}_")
     daemon = Orchestrator(
-        root / "config.yaml",
-        storage_path=root / "data",
-        homeserver=HomeserverSettings(hs.url, hs.server_name, hs.registration_shared_secret, f"out{tag}_"),
-        env={},
+        DaemonEnvironment((root / "config.yaml").resolve(), (root / "data").resolve(), {}, homeserver)
     )
     await daemon.start()
     assert daemon.runtime is not None

@@ -32,12 +32,13 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mindroom.daemon.orchestrator import HomeserverSettings, Orchestrator  # noqa: E402
-from mindroom.daemon.reload import ReloadCoordinator, ReloadOutcome  # noqa: E402
+from mindroom.config.environment import DaemonEnvironment, HomeserverSettings  # noqa: E402
+from mindroom.daemon.orchestrator import Orchestrator  # noqa: E402
+from mindroom.daemon.reload import ReloadOutcome  # noqa: E402
 from mindroom.logging_config import configure_logging  # noqa: E402
 from mindroom.testing.homeserver import TestHomeserver  # noqa: E402
 from mindroom.testing.model_server import ScriptedModelServer, Text  # noqa: E402
-from tests.integration.support import HumanClient  # noqa: E402
+from tests.integration.support import HumanClient, ReloadLog  # noqa: E402
 
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "300"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "30"))
@@ -115,7 +116,7 @@ def _edits(deploy: Deployment, names: dict[str, str]) -> list[tuple[str, bool, C
 
 
 async def _edit_loop(
-    deploy: Deployment, names: dict[str, str], reloader: ReloadCoordinator, stop_at: float
+    deploy: Deployment, names: dict[str, str], reloads: ReloadLog, stop_at: float
 ) -> list[tuple[str, bool, ReloadOutcome, float]]:
     results = []
     for label, expected, edit in _edits(deploy, names):
@@ -124,7 +125,7 @@ async def _edit_loop(
         started = time.monotonic()
         saved = time.time()
         edit()
-        outcome = await reloader.wait_for_outcome(saved, timeout_s=30)
+        outcome = await reloads.wait(saved, timeout_s=30)
         results.append((label, expected, outcome, saved))
         await asyncio.sleep(max(0.0, EDIT_EVERY_S - (time.monotonic() - started)))
     return results
@@ -208,24 +209,22 @@ async def run(homeserver: TestHomeserver, model: ScriptedModelServer, root: Path
         "plugins": [{"path": "plugins/stamp", "settings": {"tag": "a"}}],
     }
     deploy = Deployment(root, config)
+    settings = HomeserverSettings(
+        homeserver.url, homeserver.server_name, homeserver.registration_shared_secret, f"rl{uid}_"
+    )
+    reloads = ReloadLog()
     daemon = Orchestrator(
-        deploy.config_path,
-        storage_path=root / "data",
-        homeserver=HomeserverSettings(
-            homeserver.url, homeserver.server_name, homeserver.registration_shared_secret, f"rl{uid}_"
-        ),
-        env={},
+        DaemonEnvironment(deploy.config_path.resolve(), (root / "data").resolve(), {}, settings), on_reload=reloads.add
     )
     try:
         runtime = await daemon.start()
-        assert daemon.reloader is not None
         room_id = runtime.room_ids[names["room"]]
         agent_user = runtime.bot_user_ids[names["helper"]]
         await _wait_joined(human, room_id)
         await asyncio.sleep(0.5)  # the watcher is up
         began = time.monotonic()
         sent, edits = await asyncio.gather(
-            _send_loop(human, room_id), _edit_loop(deploy, names, daemon.reloader, began + SECONDS)
+            _send_loop(human, room_id), _edit_loop(deploy, names, reloads, began + SECONDS)
         )
         send_s = time.monotonic() - began
         counts = await _wait_answered(human, room_id, sent, agent_user)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "DEFAULT_ACCOUNT_PREFIX",
     "DEFAULT_CONFIG_FILENAME",
     "DEFAULT_STORAGE_DIRNAME",
     "ORIGINAL_SENDER_KEY",
@@ -30,6 +31,8 @@ SCHEDULE_ID_KEY = "com.mindroom.schedule_id"
 PLUGIN_MANIFEST_FILENAME = "mindroom.plugin.json"
 DEFAULT_CONFIG_FILENAME = "config.yaml"
 DEFAULT_STORAGE_DIRNAME = "mindroom_data"
+DEFAULT_ACCOUNT_PREFIX = "mindroom_"
+"""Bot accounts are named `<prefix><agent>`; a different prefix lets several daemons share one homeserver."""
 
 
 @dataclass(frozen=True, slots=True)

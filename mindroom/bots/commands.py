@@ -1,22 +1,34 @@
-"""Built-in chat commands (`!help`, `!hooks`, `!plugins`, `!reload-plugins`, `!schedule`), answered in the thread."""
+"""Chat commands (`!help`, `!hooks`, `!plugins`, and what the orchestrator registers), answered in the thread.
+
+The table is filled by whoever owns a command: the built-ins here, `!schedule` and `!reload-plugins` by
+the orchestrator. Dispatching a command imports none of them.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 
+from mindroom.bots.runtime import Entity, LiveState
 from mindroom.hooks.context import MessageEnvelope
+from mindroom.hooks.telemetry import hooks_report_text
 from mindroom.logging_config import get_logger
 
-if TYPE_CHECKING:
-    from mindroom.bots.bot import EntityBot
-
-__all__ = ["COMMANDS", "handle_command", "is_command"]
+__all__ = ["Command", "CommandHandler", "CommandTable", "handle_command", "is_command"]
 
 logger = get_logger(__name__)
 
-CommandHandler = Callable[["EntityBot", MessageEnvelope, str], Awaitable[str]]
+CommandHandler = Callable[[Entity, LiveState, MessageEnvelope, str], Awaitable[str]]
+"""Answer one command: the entity answering, the live state of the turn, the message, the text after the name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A chat command: its name (without `!`), a one-line description for `!help`, and its handler."""
+
+    name: str
+    description: str
+    run: CommandHandler
 
 
 def is_command(body: str) -> bool:
@@ -25,67 +37,66 @@ def is_command(body: str) -> bool:
     return len(text) > 1 and text[0] == "!" and text[1].isalpha()
 
 
-async def _help(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
-    config = bot.runtime.config
-    agents = "\n".join(f"- {a.display_name} ({name}): {a.role or 'no role given'}" for name, a in config.agents.items())
-    commands = "\n".join(f"- !{name}: {description}" for name, (description, _) in sorted(COMMANDS.items()))
-    return f"Agents here:\n{agents}\n\nMention an agent to ask it directly.\n\nCommands:\n{commands}"
+class CommandTable:
+    """The commands the router answers, by name; `with_builtins()` starts with `!help`, `!hooks`, `!plugins`."""
+
+    def __init__(self) -> None:
+        self._commands: dict[str, Command] = {}
+
+    @classmethod
+    def with_builtins(cls) -> CommandTable:
+        """A table holding the built-in commands."""
+        table = cls()
+        table.register(Command("help", "this help", table._help))
+        table.register(Command("hooks", "the hook table: order, settings, calls, failures, breaker state", _hooks))
+        table.register(Command("plugins", "the loaded plugins", _plugins))
+        return table
+
+    def register(self, command: Command) -> None:
+        """Add a command; a second command of the same name is a programming error."""
+        if command.name in self._commands:
+            msg = f"command !{command.name} is registered twice"
+            raise ValueError(msg)
+        self._commands[command.name] = command
+
+    def get(self, name: str) -> Command | None:
+        """The command of this name (case-insensitive), if any."""
+        return self._commands.get(name.lower())
+
+    def __iter__(self) -> Iterator[Command]:
+        return iter(sorted(self._commands.values(), key=lambda command: command.name))
+
+    async def _help(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
+        agents = "\n".join(
+            f"- {a.display_name} ({name}): {a.role or 'no role given'}" for name, a in live.config.agents.items()
+        )
+        commands = "\n".join(f"- !{command.name}: {command.description}" for command in self)
+        return f"Agents here:\n{agents}\n\nMention an agent to ask it directly.\n\nCommands:\n{commands}"
 
 
-async def _hooks(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
-    from mindroom.daemon.hooks_snapshot import hooks_report_text
-
-    return hooks_report_text(bot.runtime.registry)
+async def _hooks(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
+    return hooks_report_text(live.registry)
 
 
-async def _plugins(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
-    plugins = bot.runtime.plugins
-    if not plugins:
+async def _plugins(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
+    if not live.plugins:
         return "No plugins are loaded."
     lines = []
-    for plugin in plugins:
-        count = sum(1 for hook in bot.runtime.registry.all_hooks() if hook.plugin_name == plugin.name)
+    for plugin in live.plugins:
+        count = sum(1 for hook in live.registry.all_hooks() if hook.plugin_name == plugin.name)
         lines.append(f"- {plugin.name} ({plugin.path.name}): {count} hooks")
     return "Plugins:\n" + "\n".join(lines)
 
 
-async def _reload_plugins(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
-    reloader = bot.runtime.reloader
-    if reloader is None:
-        return "Reloading is not available in this daemon."
-    logger.info("reload requested in chat", requester=envelope.requester_id, room_id=envelope.room_id)
-    # Answered once the swap is decided: restarting an agent waits for in-flight turns, this one included.
-    outcome = await asyncio.shield(reloader.request("!reload-plugins"))
-    return outcome.summary()
-
-
-async def _schedule(bot: EntityBot, envelope: MessageEnvelope, args: str) -> str:
-    from mindroom.daemon.scheduling.scheduler import schedule_command
-
-    return await schedule_command(bot, envelope, args)
-
-
-COMMANDS: dict[str, tuple[str, CommandHandler]] = {
-    "help": ("this help", _help),
-    "hooks": ("the hook table: order, settings, calls, failures, breaker state", _hooks),
-    "plugins": ("the loaded plugins", _plugins),
-    "reload-plugins": ("reload config.yaml and every plugin now, and say what changed", _reload_plugins),
-    "schedule": (
-        "post a message later: `in 10 minutes ...`, `every day at 9:00 ...`, a cron line; `list`, `cancel ID`",
-        _schedule,
-    ),
-}
-
-
-async def handle_command(bot: EntityBot, envelope: MessageEnvelope) -> None:
+async def handle_command(entity: Entity, live: LiveState, envelope: MessageEnvelope, table: CommandTable) -> None:
     """Answer a `!command` in the message's thread; unknown commands get a pointer to `!help`."""
     name, _, args = envelope.body.lstrip()[1:].partition(" ")
-    entry = COMMANDS.get(name.lower())
-    if entry is None:
+    command = table.get(name)
+    if command is None:
         reply = f"Unknown command !{name}. Try !help."
     else:
-        reply = await entry[1](bot, envelope, args.strip())
-    await bot.client.send_message(
+        reply = await command.run(entity, live, envelope, args.strip())
+    await entity.client.send_message(
         envelope.room_id, reply, thread_root=envelope.resolved_thread_id, reply_to=envelope.source_event_id
     )
-    logger.info("command answered", command=name)
+    logger.info("command answered", agent=entity.name, command=name)

@@ -1,14 +1,20 @@
-"""Ingress: from a raw Matrix message event to a `MessageEnvelope`, or a reason to drop it.
+"""Ingress: the one stage every inbound message and reaction passes before any hook sees it.
 
-Pure functions over plain data: what the event says, who the bots are, and the config.
+It drops what no entity should act on (events older than this run, the bots' own events, other bots'
+chatter, unauthorized senders, events already handled), logs each drop once with its reason, and turns
+what is left into a `MessageEnvelope`. `classify_message` is the pure part: event facts in, a decision out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mindroom.bots.authorization import is_authorized
+from mindroom.bots.routing import mentioned_agents
+from mindroom.bots.runtime import Entity, LiveState
 from mindroom.constants import (
     HOOK_DISPATCH_KEY,
     HOOK_ORIGIN_EVENT_KEY,
@@ -19,10 +25,25 @@ from mindroom.constants import (
     VOICE_PREFIX,
 )
 from mindroom.hooks.context import MessageEnvelope
+from mindroom.logging_config import get_logger
+from mindroom.matrix import MatrixEvent
 
-__all__ = ["MAX_BODY_CHARS", "InboundMessage", "IngressDrop", "classify_message"]
+__all__ = [
+    "CLOCK_SKEW_MS",
+    "MAX_BODY_CHARS",
+    "InboundMessage",
+    "InboundReaction",
+    "IngressDrop",
+    "classify_message",
+    "message_ingress",
+    "reaction_ingress",
+]
+
+logger = get_logger(__name__)
 
 MAX_BODY_CHARS = 64_000
+CLOCK_SKEW_MS = 2000
+"""Events up to this much older than the daemon's start still count as new (homeserver clocks differ)."""
 _SOURCE_KINDS = {"m.audio": "voice", "m.image": "image", "m.file": "file", "m.video": "video"}
 
 
@@ -108,3 +129,73 @@ def classify_message(
         message_received_depth=depth,
     )
     return InboundMessage(envelope, from_bot, depth, hook_dispatch, origin_event)
+
+
+@dataclass(frozen=True, slots=True)
+class InboundReaction:
+    """An accepted reaction: who reacted with what, to which event."""
+
+    event: MatrixEvent
+    key: str
+    target_event_id: str
+
+
+def _drop(entity: Entity, event: MatrixEvent, reason: str, *, notable: bool = False) -> IngressDrop:
+    log = logger.info if notable else logger.debug
+    log("event dropped at ingress", agent=entity.name, event_id=event.event_id, sender=event.sender, reason=reason)
+    return IngressDrop(reason)
+
+
+def _authorized(entity: Entity, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
+    runtime = entity.runtime
+    keys = runtime.room_keys(event.room_id)
+    return is_authorized(live.config, user_id, keys, bot_user_ids=runtime.bot_user_ids.values())
+
+
+def message_ingress(
+    entity: Entity, live: LiveState, event: MatrixEvent, *, replay: bool = False
+) -> InboundMessage | IngressDrop:
+    """Accept one message for `entity`, or say why not; an accepted message is claimed in the journal.
+
+    Authorization comes before the claim, so nothing of a message that will not be answered is stored.
+    `replay` re-runs a turn a crash cut short: it is already claimed, and older than this run.
+    """
+    runtime = entity.runtime
+    if not replay and event.origin_server_ts < runtime.started_at_ms - CLOCK_SKEW_MS:
+        return _drop(entity, event, "older than this run")
+    accepted = classify_message(
+        entity=entity.name,
+        event_id=event.event_id,
+        room_id=event.room_id,
+        sender=event.sender,
+        content=event.content,
+        thread_root=event.thread_root,
+        is_edit=event.relation_type == "m.replace",
+        bot_user_ids=runtime.bot_user_ids,
+        mentioned=mentioned_agents(event.content, runtime.agent_user_ids, live.display_names),
+    )
+    if isinstance(accepted, IngressDrop):
+        return _drop(entity, event, accepted.reason)
+    if not _authorized(entity, live, event, accepted.envelope.requester_id):
+        # Every entity in the room sees the message; one of them says so.
+        responsible = entity.is_router or not runtime.router_in_room(event.room_id)
+        return _drop(entity, event, "unauthorized sender", notable=responsible)
+    if not replay and not runtime.journal.claim(entity.name, event.event_id, dataclasses.asdict(event)):
+        return _drop(entity, event, "already handled")
+    return accepted
+
+
+def reaction_ingress(entity: Entity, live: LiveState, event: MatrixEvent) -> InboundReaction | IngressDrop:
+    """Accept one reaction for `entity`, or say why not (which entity acts on it is the caller's decision)."""
+    runtime = entity.runtime
+    if event.origin_server_ts < runtime.started_at_ms - CLOCK_SKEW_MS:
+        return _drop(entity, event, "older than this run")
+    if event.sender in runtime.bot_user_ids.values():
+        return _drop(entity, event, "a bot's reaction")
+    target_event_id = event.related_event_id
+    key = event.reaction_key
+    if not target_event_id or not key:
+        return _drop(entity, event, "no target or key")
+    if not _authorized(entity, live, event, event.sender):
+        return _drop(entity, event, "unauthorized sender")
+    return InboundReaction(event, key, target_event_id)

@@ -1,68 +1,168 @@
-"""The services every bot shares: current config and hook registry, state, coordination, room facts."""
+"""What every bot shares: the live state (one frozen value, swapped whole), the journal, rooms, and `Entity`.
+
+`LiveState` is one generation of what a reload replaces. `DaemonRuntime.live` is the only reference a
+reload swaps, so a turn that reads it once at its start sees one config, one hook registry and one
+tool catalogue throughout, however long it waits for its slot.
+
+`Entity` is what the pipeline needs of a bot. The pipeline modules type against it, so none of them
+imports the bot class (the orchestrator injects the pipeline's handlers into each bot).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Awaitable, Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.hooks.registry import HookRegistry
-from mindroom.state.journal import DaemonState
-from mindroom.tool_system.registry import ToolCatalog
+from mindroom.matrix import MatrixBotClient
+from mindroom.plugins.loader import Plugin
+from mindroom.plugins.skills import SkillCatalog
+from mindroom.state.journal import TurnJournal
+from mindroom.tool_system.catalog import ToolCatalog
 
-if TYPE_CHECKING:
-    from mindroom.bots.bot import EntityBot
-    from mindroom.daemon.reload import ReloadCoordinator
-    from mindroom.daemon.scheduling.scheduler import Scheduler
-    from mindroom.plugins.loader import Plugin
+__all__ = ["STOPPED_NOTE", "BotMetrics", "DaemonRuntime", "Entity", "LiveState", "StreamState"]
 
-__all__ = ["DaemonRuntime"]
+STOPPED_NOTE = "(stopped)"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LiveState:
+    """One generation of the daemon's live state: config, the plugins loaded for it, their hook registry,
+    the tool catalogue and the skills. Built whole by `mindroom.daemon.live.build_live_state`."""
+
+    config: Config
+    registry: HookRegistry
+    plugins: tuple[Plugin, ...] = ()
+    tools: ToolCatalog = field(default_factory=ToolCatalog.builtin)
+    skills: SkillCatalog = field(default_factory=SkillCatalog)
+    plugin_digests: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def display_names(self) -> dict[str, str]:
+        """Agent name -> display name."""
+        return {name: agent.display_name for name, agent in self.config.agents.items()}
+
+
+@dataclass(slots=True)
+class StreamState:
+    """A streaming answer in flight: its Matrix event id, and whether (and why) a stop was asked for."""
+
+    event_id: str | None = None
+    stop_requested: bool = False
+    stop_note: str = STOPPED_NOTE
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def stop(self, note: str) -> None:
+        """End the answer now; its text keeps what arrived so far, followed by `note`."""
+        if not self.stop_requested:
+            self.stop_requested = True
+            self.stop_note = note
+        self.stopped.set()
+
+
+@dataclass(slots=True)
+class BotMetrics:
+    """Counters one bot keeps for operators."""
+
+    messages_handled: int = 0
+    answers: int = 0
+    answer_latency_s: deque[float] = field(default_factory=lambda: deque(maxlen=1024))
+
+    def record_answer(self, seconds: float) -> None:
+        """Count one answer and its latency."""
+        self.answers += 1
+        self.answer_latency_s.append(seconds)
+
+
+class Entity(Protocol):
+    """One Matrix account as the pipeline sees it: an agent or the router."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name in config, or `router`."""
+
+    @property
+    def is_router(self) -> bool:
+        """True for the router."""
+
+    @property
+    def runtime(self) -> DaemonRuntime:
+        """The services every bot shares."""
+
+    @property
+    def client(self) -> MatrixBotClient:
+        """This account's Matrix client."""
+
+    @property
+    def metrics(self) -> BotMetrics:
+        """This account's counters."""
+
+    @property
+    def joined_rooms(self) -> set[str]:
+        """Rooms this account is in."""
+
+    def bindings(self, live: LiveState) -> dict[str, Any]:
+        """The hook capabilities of this account, for contexts of a turn running on `live`."""
+
+    def turn_slot(self, room_id: str, thread_key: str) -> AbstractAsyncContextManager[None]:
+        """One turn at a time per thread, a bounded number per agent, rooms served fairly."""
+
+    def track_stream(self) -> AbstractContextManager[StreamState]:
+        """Register a streaming answer so a stop reaction can reach it."""
+
+    def request_stop(self, response_event_id: str) -> bool:
+        """Stop the streaming answer shown as `response_event_id`; True if one was found."""
+
+    def tools(self, live: LiveState) -> tuple[Any, ...]:
+        """The tools this agent may use under `live`, as the model layer takes them."""
+
+    def spawn(self, work: Awaitable[None], what: str) -> None:
+        """Run `work` as a task this account owns (cancelled on stop); its errors are logged."""
+
+    @property
+    def in_flight(self) -> int:
+        """Events being handled right now."""
 
 
 @dataclass(slots=True, eq=False)
 class DaemonRuntime:
-    """Mutable holder of what is live now; a reload swaps `config` and `registry` (one reference each)."""
+    """The one mutable holder of what is live: a reload replaces `live` (one reference), nothing else."""
 
-    config: Config
-    registry: HookRegistry
+    live: LiveState
     runtime_paths: RuntimePaths
     env: Mapping[str, str]
     server_name: str
-    state: DaemonState
+    journal: TurnJournal
     coordinator: TurnCoordinator = field(default_factory=TurnCoordinator)
-    bots: dict[str, EntityBot] = field(default_factory=dict)
-    plugins: tuple[Plugin, ...] = ()
-    tools: ToolCatalog = field(default_factory=ToolCatalog.builtin)
+    bots: Mapping[str, Entity] = field(default_factory=dict)
+    """Every running entity by name (filled and changed by the orchestrator only)."""
     bot_user_ids: dict[str, str] = field(default_factory=dict)
     room_ids: dict[str, str] = field(default_factory=dict)
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    scheduler: Scheduler | None = None
-    reloader: ReloadCoordinator | None = None
 
     @property
     def agent_user_ids(self) -> dict[str, str]:
         """Agent name -> Matrix user id (the router excluded)."""
         return {name: user for name, user in self.bot_user_ids.items() if name != ROUTER_AGENT_NAME}
 
-    @property
-    def display_names(self) -> dict[str, str]:
-        """Agent name -> display name from config."""
-        return {name: agent.display_name for name, agent in self.config.agents.items()}
-
     def room_keys(self, room_id: str) -> set[str]:
         """Every config key that names this room, plus its id."""
         return {room_id, *(key for key, rid in self.room_ids.items() if rid == room_id)}
 
-    def agents_in_room(self, room_id: str) -> tuple[str, ...]:
+    def agents_in_room(self, room_id: str, config: Config) -> tuple[str, ...]:
         """Agents of this room in config order: configured for it, or invited into it (running bots only)."""
         keys = self.room_keys(room_id)
         return tuple(
             name
-            for name, agent in self.config.agents.items()
+            for name, agent in config.agents.items()
             if name in self.bots
             and (any(room in keys for room in agent.rooms) or room_id in self.bots[name].joined_rooms)
         )

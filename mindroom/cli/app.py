@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -19,7 +17,7 @@ from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import configure_logging, get_logger, register_secret_env
 
 if TYPE_CHECKING:
-    from mindroom.daemon.orchestrator import Orchestrator
+    from mindroom.config.environment import DaemonEnvironment
     from mindroom.hooks.registry import HookRegistry
     from mindroom.plugins.discovery import LoadedPlugins
 
@@ -55,82 +53,15 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code=code)
 
 
-def _env_and_storage(config: Path, storage_path: Path | None) -> tuple[dict[str, str], Path]:
-    from mindroom.cli.run import daemon_environment, resolve_storage_root
+def _environment(config: Path, storage_path: Path | None) -> DaemonEnvironment:
+    from mindroom.config.environment import daemon_environment
 
-    env = daemon_environment(config)
-    register_secret_env(env)
-    return env, resolve_storage_root(config, storage_path, env)
+    environment = daemon_environment(config, storage_path)
+    register_secret_env(environment.values)
+    return environment
 
 
 # -- run ------------------------------------------------------------------------------------------------
-
-
-def _status(console: Console, text: str) -> contextlib.AbstractContextManager[object]:
-    """A spinner on a terminal; elsewhere the text once, as a line."""
-    if console.is_terminal:
-        return console.status(text)
-    console.print(text)
-    return contextlib.nullcontext()
-
-
-async def _start_orchestrator(
-    stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, console: Console, stop: asyncio.Event
-) -> bool:
-    """Start the orchestrator with progress shown; False when a stop signal came first."""
-    from mindroom.cli.run import show_progress
-
-    progress = asyncio.create_task(show_progress(orchestrator, console), name="startup-progress")
-    starting = asyncio.create_task(stack.enter_async_context(orchestrator), name="startup")
-    stopping = asyncio.create_task(stop.wait(), name="startup-stop")
-    try:
-        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        progress.cancel()
-        stopping.cancel()
-        if not starting.done():
-            starting.cancel()
-        await asyncio.gather(progress, stopping, return_exceptions=True)
-    if starting.cancelled():
-        return False
-    starting.result()  # raises what made the start fail
-    return True
-
-
-async def _run_daemon(
-    config: Path, storage: Path, env: dict[str, str], metrics: tuple[str, int | None], homeserver_port: int | None
-) -> None:
-    from mindroom.cli.run import embedded_homeserver, offline_warning, ready_lines, start_metrics, start_snapshots
-    from mindroom.config.loading import load_config
-    from mindroom.daemon.orchestrator import Orchestrator
-
-    console = _console()  # stdout: what a person reads (the password too); stderr carries the logs
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    offline_warning(load_config(config, env), env)
-    async with contextlib.AsyncExitStack() as stack:
-        session = None
-        if not env.get("MATRIX_HOMESERVER"):
-            with _status(console, "Starting the embedded homeserver…"):
-                session = await stack.enter_async_context(embedded_homeserver(storage, env, port=homeserver_port))
-        orchestrator = Orchestrator(
-            config, storage_path=storage, homeserver=session.settings if session else None, env=env
-        )
-        if not await _start_orchestrator(stack, orchestrator, console, stop):
-            return
-        assert orchestrator.runtime is not None
-        await start_snapshots(stack, orchestrator, storage)
-        host, port = metrics
-        if port is not None:
-            server = await start_metrics(stack, orchestrator, host, port)
-            console.print(f"Metrics: {server.url}")
-        for line in ready_lines(orchestrator.runtime, session, storage):
-            console.print(Text(line))
-        console.print("Press Ctrl+C to stop.")
-        await stop.wait()
-        console.print("Stopping…")
 
 
 @app.command()
@@ -153,14 +84,15 @@ def run(
     ] = None,
 ) -> None:
     """Run the daemon until SIGTERM or Ctrl+C (with no MATRIX_HOMESERVER: on a private embedded homeserver)."""
-    from mindroom.cli.run import daemon_environment  # noqa: F401 - imports the libraries whose logging is set up next
+    from mindroom.cli.run import run_daemon  # imports the libraries whose logging is set up next
     from mindroom.homeserver.embedded import EmbeddedHomeserverError
     from mindroom.matrix import MatrixError
 
     configure_logging(log_level, json=json_logs)
     try:
-        env, storage = _env_and_storage(config, storage_path)
-        asyncio.run(_run_daemon(config, storage, env, (metrics_host, metrics_port), homeserver_port))
+        environment = _environment(config, storage_path)
+        console = _console()  # stdout: what a person reads (the password too); stderr carries the logs
+        asyncio.run(run_daemon(environment, console, (metrics_host, metrics_port), homeserver_port))
     except ConfigError as exc:
         _fail(str(exc))
     except (EmbeddedHomeserverError, MatrixError, MindroomError, OSError, TimeoutError) as exc:
@@ -177,17 +109,17 @@ def config_init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
 ) -> None:
     """Write a starter config.yaml and .env (a real provider when its key is set, else the offline model)."""
-    import os
-
-    from mindroom.cli.config_init import detect_provider, write_starter_files
+    from mindroom.cli.config_init import write_starter_files
+    from mindroom.config.environment import process_environ
+    from mindroom.config.providers import detect_provider
 
     console = _console()
     try:
-        written = write_starter_files(directory, os.environ, force=force)
+        written = write_starter_files(directory, process_environ(), force=force)
     except FileExistsError as exc:
         _fail(str(exc))
         return
-    choice = detect_provider(os.environ)
+    choice = detect_provider(process_environ())
     for path in written:
         console.print(f"wrote {path}")
     if choice.is_offline:
@@ -202,11 +134,11 @@ def config_init(
 @config_app.command("validate")
 def config_validate(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME)) -> None:
     """Check a config file; errors name the file, key path and line."""
-    from mindroom.cli.run import daemon_environment
+    from mindroom.config.environment import daemon_environment
     from mindroom.config.loading import load_config
 
     try:
-        loaded = load_config(config, daemon_environment(config))
+        loaded = load_config(config, daemon_environment(config).values)
     except ConfigError as exc:
         _fail(str(exc))
         return
@@ -227,8 +159,10 @@ def doctor(
     from mindroom.cli.doctor import CheckStatus, run_checks
 
     configure_logging("CRITICAL")
-    env, storage = _env_and_storage(config, storage_path)
-    results = asyncio.run(run_checks(config, storage, env, call_models=not no_model_call))
+    environment = _environment(config, storage_path)
+    results = asyncio.run(
+        run_checks(config, environment.storage_root, environment.values, call_models=not no_model_call)
+    )
     console = _console()
     marks = {
         CheckStatus.PASS: ("ok  ", "green"),
@@ -252,12 +186,10 @@ def doctor(
 
 def _load_registry(config: Path, storage_path: Path | None) -> tuple[LoadedPlugins, HookRegistry]:
     from mindroom.config.loading import load_config
-    from mindroom.constants import RuntimePaths
     from mindroom.plugins.discovery import build_registry, load_plugins
 
-    env, storage = _env_and_storage(config, storage_path)
-    loaded_config = load_config(config, env)
-    paths = RuntimePaths(config_path=config.resolve(), storage_root=storage, env_values=env)
+    paths = _environment(config, storage_path).runtime_paths
+    loaded_config = load_config(config, paths.env_values)
     loaded = load_plugins(loaded_config, paths)
     return loaded, build_registry(loaded_config, loaded.plugins)
 
@@ -291,12 +223,12 @@ def hooks_list(
     """Hooks per event in pipeline order; calls, failures and p95 come from the running daemon."""
     import dataclasses
 
-    from mindroom.daemon.hooks_snapshot import hooks_table, ordered_telemetry, read_hooks_snapshot, snapshot_path
-    from mindroom.hooks.telemetry import hook_telemetry
+    from mindroom.cli.hooks_list import hooks_table
+    from mindroom.daemon.hooks_snapshot import read_hooks_snapshot, snapshot_path
+    from mindroom.hooks.telemetry import hook_telemetry, ordered_telemetry
 
     configure_logging("CRITICAL")
-    _, storage = _env_and_storage(config, storage_path)
-    snapshot = read_hooks_snapshot(snapshot_path(storage))
+    snapshot = read_hooks_snapshot(snapshot_path(_environment(config, storage_path).storage_root))
     if snapshot is not None and snapshot.is_live:
         rows = list(snapshot.rows)
         source = f"Counters from the running daemon (pid {snapshot.pid}, {snapshot.age_s:.0f} s ago)."
@@ -341,10 +273,11 @@ def chat(
     """Chat with the agents in a room from this terminal, as the configured human user."""
     from mindroom.cli.chat import ChatError, TerminalChat, resolve_login
     from mindroom.config.loading import load_config
-    from mindroom.matrix import DEFAULT_ACCOUNT_PREFIX, MatrixError
+    from mindroom.matrix import MatrixError
 
     configure_logging("CRITICAL")
-    env, storage = _env_and_storage(config, storage_path)
+    environment = _environment(config, storage_path)
+    env, storage = environment.values, environment.storage_root
     try:
         login = resolve_login(env, storage, homeserver=homeserver, user=user, password=password)
     except ChatError as exc:
@@ -358,7 +291,7 @@ def chat(
         room = keys[0] if keys else "lobby"
     server_name = login.user_id.split(":", 1)[-1]
     target = room if room.startswith(("!", "#")) else f"#{room}:{server_name}"
-    prefix = env.get("MINDROOM_ACCOUNT_PREFIX", DEFAULT_ACCOUNT_PREFIX)
+    prefix = environment.account_prefix
     console = _console()
 
     async def session() -> bool:

@@ -20,10 +20,10 @@ from rich.text import Text
 
 from mindroom.homeserver.embedded import embedded_connection
 from mindroom.matrix import MatrixEvent, MatrixEventKind, MatrixUserClient
+from mindroom.matrix.delivery import STREAM_CURSOR
 
-__all__ = ["STREAM_CURSOR", "ChatError", "ChatLogin", "Reply", "ReplyBoard", "TerminalChat", "resolve_login"]
+__all__ = ["ChatError", "ChatLogin", "Reply", "ReplyBoard", "TerminalChat", "resolve_login"]
 
-STREAM_CURSOR = " ⋯"
 """What the daemon appends to an answer while it is still streaming (see `mindroom.bots.turn`)."""
 
 SETTLE_S = 1.0

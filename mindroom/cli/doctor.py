@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mindroom.cli.config_init import PROVIDER_ENV_VARS
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config, ModelConfig
+from mindroom.config.providers import PROVIDER_ENV_VARS
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.errors import ConfigError
 from mindroom.homeserver.embedded import embedded_connection, synapse_installed

@@ -1,43 +1,41 @@
-"""What `mindroom run` does around the orchestrator: environment, embedded homeserver, progress, banner.
+"""`mindroom run`: signals, the embedded homeserver, startup progress, the ready banner, metrics, snapshots.
 
-Kept apart from `cli.py` so the command stays a thin shell and these steps can be tested directly.
+Kept apart from the command itself so the command stays a thin shell and these steps can be tested directly.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, MutableMapping
+import signal
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.text import Text
 
-from mindroom.cli.config_init import PROVIDER_ENV_VARS, detect_provider, provider_env_defaults
+from mindroom.bots.runtime import DaemonRuntime
+from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
+from mindroom.config.loading import load_config
 from mindroom.config.main import Config
+from mindroom.config.providers import PROVIDER_ENV_VARS, detect_provider
 from mindroom.constants import DEFAULT_STORAGE_DIRNAME
 from mindroom.daemon.hooks_snapshot import snapshot_path, write_snapshots_until_cancelled
 from mindroom.daemon.metrics import MetricsCollector, MetricsServer
-from mindroom.daemon.orchestrator import HomeserverSettings, read_environment
+from mindroom.daemon.orchestrator import Orchestrator
+from mindroom.daemon.reload import ReloadOutcome
 from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
+from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
-from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX
-
-if TYPE_CHECKING:
-    from mindroom.bots.runtime import DaemonRuntime
-    from mindroom.daemon.orchestrator import Orchestrator
-    from mindroom.hooks.registry import HookRegistry
 
 __all__ = [
     "DEFAULT_HUMAN_USER",
-    "SECRET_FILE_VARIABLES",
     "EmbeddedSession",
-    "daemon_environment",
     "embedded_homeserver",
     "offline_warning",
     "ready_lines",
-    "resolve_storage_root",
+    "run_daemon",
     "show_progress",
     "start_metrics",
     "start_snapshots",
@@ -46,34 +44,7 @@ __all__ = [
 logger = get_logger(__name__)
 
 DEFAULT_HUMAN_USER = "@user:localhost"
-SECRET_FILE_VARIABLES = (
-    "MATRIX_REGISTRATION_SHARED_SECRET",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "OLLAMA_API_KEY",
-    "MINDROOM_USER_PASSWORD",
-)
-"""Each may instead be given as `<NAME>_FILE`, the path of a file holding the value."""
 _PROGRESS_POLL_S = 0.1
-
-
-def daemon_environment(config_path: Path) -> dict[str, str]:
-    """The environment the daemon reads its config with: process env and `.env`, `*_FILE` secrets, provider defaults."""
-    env = read_environment(config_path.resolve())
-    for name in SECRET_FILE_VARIABLES:
-        path = env.get(f"{name}_FILE")
-        if path and not env.get(name):
-            # Docker and systemd hand secrets over as files; the value never has to sit in the environment.
-            env[name] = Path(path).read_text(encoding="utf-8").strip()
-    for key, value in provider_env_defaults(env).items():
-        env.setdefault(key, value)
-    return env
-
-
-def resolve_storage_root(config_path: Path, option: Path | None, env: Mapping[str, str]) -> Path:
-    """`--storage-path`, else `MINDROOM_STORAGE_PATH` (also from `.env`), else `mindroom_data` beside the config."""
-    raw = option or (Path(env["MINDROOM_STORAGE_PATH"]) if env.get("MINDROOM_STORAGE_PATH") else None)
-    return (raw or config_path.resolve().parent / DEFAULT_STORAGE_DIRNAME).expanduser().resolve()
 
 
 def offline_warning(config: Config, env: Mapping[str, str]) -> None:
@@ -92,29 +63,27 @@ def offline_warning(config: Config, env: Mapping[str, str]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class EmbeddedSession:
-    """The running embedded homeserver, the settings the orchestrator gets, and the human account."""
+    """The running embedded homeserver, the environment the orchestrator gets on it, and the human account."""
 
     server: EmbeddedHomeserver
-    settings: HomeserverSettings
+    environment: DaemonEnvironment
     human: HumanAccount = field(repr=False)
 
 
 @contextlib.asynccontextmanager
 async def embedded_homeserver(
-    storage_root: Path, env: MutableMapping[str, str], *, port: int | None = None
+    environment: DaemonEnvironment, *, port: int | None = None
 ) -> AsyncIterator[EmbeddedSession]:
-    """Start (and finally stop) the private homeserver; sets `MINDROOM_USER` so the config authorizes it."""
-    server = EmbeddedHomeserver(storage_root, port=port)
+    """Start (and finally stop) the private homeserver; its human account is `MINDROOM_USER`, so the config
+    (which reads that variable) authorizes it."""
+    server = EmbeddedHomeserver(environment.storage_root, port=port)
     async with server:
-        user_id = env.setdefault("MINDROOM_USER", DEFAULT_HUMAN_USER)
+        user_id = environment.values.get("MINDROOM_USER") or DEFAULT_HUMAN_USER
         human = await server.ensure_user(user_id)
         settings = HomeserverSettings(
-            server.url,
-            server.server_name,
-            server.registration_shared_secret,
-            env.get("MINDROOM_ACCOUNT_PREFIX", DEFAULT_ACCOUNT_PREFIX),
+            server.url, server.server_name, server.registration_shared_secret, environment.account_prefix
         )
-        yield EmbeddedSession(server, settings, human)
+        yield EmbeddedSession(server, environment.with_homeserver(settings, {"MINDROOM_USER": user_id}), human)
 
 
 def _phase(orchestrator: Orchestrator) -> str:
@@ -124,7 +93,7 @@ def _phase(orchestrator: Orchestrator) -> str:
     bots = len(runtime.bots)
     if len(runtime.bot_user_ids) < bots:
         return f"Signing in {bots} accounts ({len(runtime.bot_user_ids)}/{bots})"
-    rooms = runtime.config.all_room_keys()
+    rooms = runtime.live.config.all_room_keys()
     if len(runtime.room_ids) < len(rooms):
         return f"Joining {len(rooms)} rooms ({len(runtime.room_ids)}/{len(rooms)})"
     synced = sum(1 for bot in runtime.bots.values() if bot.client.has_synced)
@@ -150,7 +119,7 @@ async def show_progress(orchestrator: Orchestrator, console: Console) -> None:
 def ready_lines(runtime: DaemonRuntime, session: EmbeddedSession | None, storage_root: Path) -> list[str]:
     """The ready line (rooms and agents), then how to connect when the homeserver is the embedded one."""
     rooms = ", ".join(f"{key} ({room_id})" for key, room_id in runtime.room_ids.items()) or "none"
-    agents = ", ".join(runtime.config.agents) or "none"
+    agents = ", ".join(runtime.live.config.agents) or "none"
     lines = [f"MindRoom is ready. Rooms: {rooms}. Agents: {agents}."]
     if session is not None:
         human = session.human
@@ -173,7 +142,11 @@ async def start_metrics(
     stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, host: str, port: int
 ) -> MetricsServer:
     """Serve `/metrics` for the live runtime until the stack closes."""
-    server = MetricsServer(MetricsCollector(lambda: orchestrator.runtime), host=host, port=port)
+
+    def reloads() -> tuple[ReloadOutcome, ...]:
+        return tuple(orchestrator.reloader.history) if orchestrator.reloader is not None else ()
+
+    server = MetricsServer(MetricsCollector(lambda: orchestrator.runtime, reloads), host=host, port=port)
     await stack.enter_async_context(server)
     return server
 
@@ -183,7 +156,7 @@ async def start_snapshots(stack: contextlib.AsyncExitStack, orchestrator: Orches
 
     def registry() -> HookRegistry | None:
         runtime = orchestrator.runtime
-        return runtime.registry if runtime is not None else None
+        return runtime.live.registry if runtime is not None else None
 
     task = asyncio.create_task(
         write_snapshots_until_cancelled(snapshot_path(storage_root), registry),
@@ -195,3 +168,64 @@ async def start_snapshots(stack: contextlib.AsyncExitStack, orchestrator: Orches
         await asyncio.gather(task, return_exceptions=True)
 
     stack.push_async_callback(stop)
+
+
+def _status(console: Console, text: str) -> contextlib.AbstractContextManager[object]:
+    """A spinner on a terminal; elsewhere the text once, as a line."""
+    if console.is_terminal:
+        return console.status(text)
+    console.print(text)
+    return contextlib.nullcontext()
+
+
+async def _start_orchestrator(
+    stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, console: Console, stop: asyncio.Event
+) -> bool:
+    """Start the orchestrator with progress shown; False when a stop signal came first."""
+    progress = asyncio.create_task(show_progress(orchestrator, console), name="startup-progress")
+    starting = asyncio.create_task(stack.enter_async_context(orchestrator), name="startup")
+    stopping = asyncio.create_task(stop.wait(), name="startup-stop")
+    try:
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        progress.cancel()
+        stopping.cancel()
+        if not starting.done():
+            starting.cancel()
+        await asyncio.gather(progress, stopping, return_exceptions=True)
+    if starting.cancelled():
+        return False
+    starting.result()  # raises what made the start fail
+    return True
+
+
+async def run_daemon(
+    environment: DaemonEnvironment, console: Console, metrics: tuple[str, int | None], homeserver_port: int | None
+) -> None:
+    """Run until SIGTERM or SIGINT: the embedded homeserver when none is configured, the daemon, its extras."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    offline_warning(load_config(environment.config_path, environment.values), environment.values)
+    storage = environment.storage_root
+    async with contextlib.AsyncExitStack() as stack:
+        session = None
+        if environment.homeserver is None:
+            with _status(console, "Starting the embedded homeserver…"):
+                session = await stack.enter_async_context(embedded_homeserver(environment, port=homeserver_port))
+            environment = session.environment
+        orchestrator = Orchestrator(environment)
+        if not await _start_orchestrator(stack, orchestrator, console, stop):
+            return
+        assert orchestrator.runtime is not None
+        await start_snapshots(stack, orchestrator, storage)
+        host, port = metrics
+        if port is not None:
+            server = await start_metrics(stack, orchestrator, host, port)
+            console.print(f"Metrics: {server.url}")
+        for line in ready_lines(orchestrator.runtime, session, storage):
+            console.print(Text(line))
+        console.print("Press Ctrl+C to stop.")
+        await stop.wait()
+        console.print("Stopping…")

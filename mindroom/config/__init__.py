@@ -1,4 +1,4 @@
-"""Configuration: `config.yaml` models, loading with `${ENV}` substitution, and environment settings."""
+"""Configuration: `config.yaml` models, loading with `${ENV}`, and the one reader of the environment."""
 
 from mindroom.config.loading import load_config, parse_config_text
 from mindroom.config.main import (
@@ -12,7 +12,6 @@ from mindroom.config.main import (
     RouterConfig,
 )
 from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
-from mindroom.config.settings import MindroomSettings, load_settings
 
 __all__ = [
     "AgentConfig",
@@ -20,13 +19,11 @@ __all__ = [
     "Config",
     "DefaultsConfig",
     "HookOverrideConfig",
-    "MindroomSettings",
     "ModelConfig",
     "PluginEntryConfig",
     "RoomConfig",
     "RoomDefaultsConfig",
     "RouterConfig",
     "load_config",
-    "load_settings",
     "parse_config_text",
 ]

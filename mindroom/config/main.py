@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -11,6 +12,7 @@ from mindroom.constants import ROUTER_AGENT_NAME
 
 __all__ = [
     "AgentConfig",
+    "AgentSettings",
     "AuthorizationConfig",
     "Config",
     "DefaultsConfig",
@@ -41,6 +43,15 @@ class ModelConfig(_Strict):
     extra_kwargs: dict[str, Any] = Field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """An agent's effective turn settings: its own where it sets them, else the config's defaults."""
+
+    enable_streaming: bool
+    markdown: bool
+    num_history_runs: int
+
+
 class AgentConfig(_Strict):
     """One AI agent: its Matrix identity, model, instructions, rooms, tools, skills and plugins."""
 
@@ -61,6 +72,14 @@ class AgentConfig(_Strict):
     @classmethod
     def _single_instruction(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    def resolved(self, defaults: DefaultsConfig) -> AgentSettings:
+        """This agent's settings with `defaults` filled in where it leaves them unset."""
+        return AgentSettings(
+            enable_streaming=defaults.enable_streaming if self.enable_streaming is None else self.enable_streaming,
+            markdown=defaults.markdown if self.markdown is None else self.markdown,
+            num_history_runs=defaults.num_history_runs if self.num_history_runs is None else self.num_history_runs,
+        )
 
 
 class RouterConfig(_Strict):
@@ -174,6 +193,13 @@ class Config(_Strict):
     def agent_rooms(self, agent_name: str) -> list[str]:
         """The room keys or ids an agent belongs to."""
         return list(self.agents[agent_name].rooms)
+
+    def managed_room_keys(self) -> list[str]:
+        """Every room the daemon manages: the config's rooms, then the admin room."""
+        keys = self.all_room_keys()
+        if self.admin_room and self.admin_room not in keys:
+            keys.append(self.admin_room)
+        return keys
 
     def all_room_keys(self) -> list[str]:
         """Every room named in config, under `rooms:` or in an agent's `rooms`, in first-seen order."""

@@ -19,8 +19,8 @@ from mindroom.hooks.telemetry import hook_telemetry
 from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
-    from mindroom.bots.bot import BotMetrics
-    from mindroom.bots.runtime import DaemonRuntime
+    from mindroom.bots.runtime import BotMetrics, DaemonRuntime
+    from mindroom.daemon.reload import ReloadOutcome
 
 __all__ = ["AGENT_LATENCY_BUCKETS_S", "HOOK_DURATION_BUCKETS_S", "MetricsCollector", "MetricsServer"]
 
@@ -123,10 +123,15 @@ class _AgentCursor:
 
 
 class MetricsCollector:
-    """Renders the live runtime as Prometheus text; `runtime` is asked for the current one at each scrape."""
+    """Renders the live runtime as Prometheus text; `runtime` and `reloads` are asked anew at each scrape."""
 
-    def __init__(self, runtime: Callable[[], DaemonRuntime | None]) -> None:
+    def __init__(
+        self,
+        runtime: Callable[[], DaemonRuntime | None],
+        reloads: Callable[[], Iterable[ReloadOutcome]] = tuple,
+    ) -> None:
         self._runtime = runtime
+        self._reloads = reloads
         self._hooks: dict[tuple[str, str, str], _HookCursor] = {}
         self._agents: dict[str, _AgentCursor] = {}
 
@@ -139,14 +144,14 @@ class MetricsCollector:
             return "\n".join(out) + "\n"
         self._render_hooks(runtime, out)
         self._render_agents(runtime, out)
-        applied, failed = _reload_counts(runtime)
+        applied, failed = _reload_counts(self._reloads())
         _counter(
             out,
             "mindroom_config_reloads_total",
             "Config and plugin reloads, by outcome.",
             [((("outcome", "applied"),), applied), ((("outcome", "failed"),), failed)],
         )
-        _gauge(out, "mindroom_plugins_loaded", "Plugins in the live registry.", [((), len(runtime.plugins))])
+        _gauge(out, "mindroom_plugins_loaded", "Plugins in the live registry.", [((), len(runtime.live.plugins))])
         _gauge(
             out,
             "mindroom_start_time_seconds",
@@ -156,8 +161,9 @@ class MetricsCollector:
         return "\n".join(out) + "\n"
 
     def _render_hooks(self, runtime: DaemonRuntime, out: list[str]) -> None:
-        rows = hook_telemetry(runtime.registry)
-        hooks = {hook.key: hook for hook in runtime.registry.all_hooks()}
+        registry = runtime.live.registry
+        rows = hook_telemetry(registry)
+        hooks = {hook.key: hook for hook in registry.all_hooks()}
         labelled = [(("plugin", r.plugin_name), ("hook", r.hook_name), ("event", r.event_name)) for r in rows]
         series = list(zip(labelled, rows, strict=True))
         _gauge(out, "mindroom_hooks_registered", "Hooks in the live registry.", [((), len(rows))])
@@ -227,16 +233,11 @@ class MetricsCollector:
             out.extend(cursor.histogram.lines("mindroom_agent_answer_latency_seconds", labels))
 
 
-def _reload_counts(runtime: DaemonRuntime) -> tuple[int, int]:
-    """(applied, failed) reloads: a `reloads` counter if the runtime keeps one, else the reloader's history."""
-    counter = getattr(runtime, "reloads", None)
-    if isinstance(counter, int) and not isinstance(counter, bool):
-        return counter, 0
-    history = getattr(getattr(runtime, "reloader", None), "history", None)
-    if not isinstance(history, list):
-        return 0, 0
-    applied = sum(1 for outcome in history if getattr(outcome, "ok", False))
-    return applied, len(history) - applied
+def _reload_counts(history: Iterable[ReloadOutcome]) -> tuple[int, int]:
+    """(applied, failed) reloads."""
+    outcomes = list(history)
+    applied = sum(1 for outcome in outcomes if outcome.ok)
+    return applied, len(outcomes) - applied
 
 
 def _family(out: list[str], name: str, kind: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mindroom.constants import DEFAULT_ACCOUNT_PREFIX
 from mindroom.logging_config import get_logger
 from mindroom.private_files import write_private_file
 
@@ -25,7 +26,6 @@ __all__ = [
 logger = get_logger(__name__)
 
 _BOT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.=-]*$")
-DEFAULT_ACCOUNT_PREFIX = "mindroom_"
 _PREFIX = re.compile(r"[a-z0-9_.=-]*")
 
 

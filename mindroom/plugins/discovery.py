@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,10 +15,22 @@ from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
 from mindroom.plugins.loader import Plugin, load_plugin_dir
 
-__all__ = ["LoadedPlugins", "build_registry", "load_plugins", "plugin_folders"]
+__all__ = [
+    "DROP_IN_DIRNAME",
+    "WATCHED_SUFFIXES",
+    "LoadedPlugins",
+    "build_registry",
+    "load_plugins",
+    "plugin_digest",
+    "plugin_folders",
+    "plugin_watch_paths",
+]
 
 logger = get_logger(__name__)
+
 DROP_IN_DIRNAME = "plugins"
+WATCHED_SUFFIXES = frozenset({".py", ".json", ".yaml", ".yml", ".toml", ".md"})
+"""The files of a plugin folder that count as its source: editing one reloads it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +104,22 @@ def build_registry(config: Config, plugins: tuple[Plugin, ...], previous: HookRe
     if config.router.plugins is not None:
         allow[ROUTER_AGENT_NAME] = config.router.plugins
     return HookRegistry.from_plugins(plugins, agent_plugins=allow, previous=previous)
+
+
+def plugin_digest(folder: Path) -> str:
+    """A digest of a plugin folder's source files, to tell an edited plugin from an untouched one."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.suffix in WATCHED_SUFFIXES and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(folder).as_posix().encode())
+            with contextlib.suppress(OSError):
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def plugin_watch_paths(config: Config, runtime_paths: RuntimePaths) -> tuple[Path, ...]:
+    """The folders whose edits reload this config's plugins: each plugin folder and `plugins/`, none twice."""
+    candidates = [path for path, _ in plugin_folders(config, runtime_paths)]
+    candidates.append(runtime_paths.config_dir / DROP_IN_DIRNAME)
+    existing = sorted({path.resolve() for path in candidates if path.is_dir()})
+    return tuple(p for p in existing if not any(other in p.parents for other in existing))

@@ -18,11 +18,24 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from mindroom.errors import MindroomError
+from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
+    from mindroom.config.main import Config
     from mindroom.plugins.loader import Plugin
 
-__all__ = ["MAX_SKILL_CHARS", "SKILL_FILENAME", "Skill", "SkillCatalog", "SkillError", "parse_skill", "skill_prompt"]
+__all__ = [
+    "MAX_SKILL_CHARS",
+    "SKILL_FILENAME",
+    "Skill",
+    "SkillCatalog",
+    "SkillError",
+    "build_skill_catalog",
+    "parse_skill",
+    "skill_prompt",
+]
+
+logger = get_logger(__name__)
 
 SKILL_FILENAME = "SKILL.md"
 MAX_SKILL_CHARS = 20_000
@@ -147,3 +160,22 @@ def skill_prompt(skills: Sequence[Skill]) -> str:
         parts.append("</skill>")
     parts.append("</skills>")
     return "\n".join(parts)
+
+
+def build_skill_catalog(config: Config, plugins: Sequence[Plugin], *, strict: bool = True) -> SkillCatalog:
+    """The plugins' skills, checked against every agent's `skills:` list.
+
+    Two skills with one name are always an error. An agent naming an unknown skill is an error when
+    `strict`, else (some plugin failed to load, and the skill may be one of its) a warning, and it is skipped.
+    """
+    catalog = SkillCatalog.from_plugins(plugins)
+    missing = [
+        f"agents.{agent_name}.skills: unknown skill {name!r}"
+        for agent_name, agent in config.agents.items()
+        for name in catalog.unknown(agent.skills)
+    ]
+    if missing and strict:
+        raise SkillError("\n".join(missing))
+    for problem in missing:
+        logger.warning("agent names a skill that is not available", problem=problem)
+    return catalog

@@ -1,4 +1,4 @@
-"""The daemon's own durable state in SQLite (transactions make every write atomic).
+"""The turn journal: the daemon's record of its turns, in SQLite (transactions make every write atomic).
 
 - which events each entity has handled (dedup across restarts), and the ones still in progress,
   kept with their content so a turn cut short by a crash is finished after the restart;
@@ -17,7 +17,7 @@ from typing import Any
 
 from mindroom.private_files import open_private_database
 
-__all__ = ["DaemonState", "OpenAnswer", "PendingEvent"]
+__all__ = ["OpenAnswer", "PendingEvent", "TurnJournal"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS handled_events (
@@ -62,7 +62,7 @@ class OpenAnswer:
     thread_root: str | None
 
 
-class DaemonState:
+class TurnJournal:
     """Persistent dedup records, unfinished turns and unfinished streamed answers."""
 
     def __init__(self, path: Path) -> None:

@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from mindroom.bots.turn import STREAM_CURSOR as DAEMON_STREAM_CURSOR
 from mindroom.cli import app
-from mindroom.cli.chat import STREAM_CURSOR, ChatError, ReplyBoard, resolve_login
+from mindroom.cli.chat import ChatError, ReplyBoard, resolve_login
 from mindroom.matrix import MatrixEvent
+from mindroom.matrix.delivery import STREAM_CURSOR
 
 ME, BOT = "@user:localhost", "@mindroom_assistant:localhost"
 
@@ -29,10 +29,6 @@ def _edit(event_id: str, target: str, body: str) -> MatrixEvent:
         "m.relates_to": {"rel_type": "m.replace", "event_id": target},
     }
     return MatrixEvent("!r", event_id, BOT, "m.room.message", content, 2)
-
-
-def test_chat_cursor_matches_the_daemons():
-    assert STREAM_CURSOR == DAEMON_STREAM_CURSOR
 
 
 def test_reply_board_follows_a_streamed_answer_until_its_final_edit():

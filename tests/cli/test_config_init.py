@@ -8,8 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mindroom.cli import app
-from mindroom.cli.config_init import detect_provider, env_template, provider_env_defaults
+from mindroom.cli.config_init import env_template
 from mindroom.config.loading import load_config
+from mindroom.config.providers import detect_provider, provider_env_defaults
 
 runner = CliRunner()
 PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "MINDROOM_MODEL_PROVIDER", "MINDROOM_MODEL_ID")
@@ -58,7 +59,7 @@ def test_config_init_refuses_to_overwrite_without_force(tmp_path):
 
 
 def test_detect_provider_skips_a_provider_whose_package_is_missing(monkeypatch):
-    monkeypatch.setattr("mindroom.cli.config_init._installed", lambda package: package is None)
+    monkeypatch.setattr("mindroom.config.providers._installed", lambda package: package is None)
 
     choice = detect_provider({"ANTHROPIC_API_KEY": "x" * 20})
 

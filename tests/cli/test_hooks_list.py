@@ -12,16 +12,14 @@ from typer.testing import CliRunner
 
 from mindroom.cli import app
 from mindroom.daemon.hooks_snapshot import (
-    EVENT_ORDER,
-    hooks_report_text,
-    ordered_telemetry,
     read_hooks_snapshot,
     snapshot_path,
     write_hooks_snapshot,
     write_snapshots_until_cancelled,
 )
 from mindroom.hooks import HookRegistry
-from mindroom.hooks.telemetry import hook_telemetry
+from mindroom.hooks.telemetry import hook_telemetry, hooks_report_text, ordered_telemetry
+from mindroom.hooks.types import PIPELINE_ORDER
 from mindroom.plugins import load_plugin_dir
 
 runner = CliRunner()
@@ -155,7 +153,7 @@ def test_hooks_report_text_is_in_pipeline_order(deployment):
     text = hooks_report_text(_registry(deployment))
     headers = [line.split(" ")[0] for line in text.splitlines() if not line.startswith(" ")]
     assert headers == ["message:received", "message:enrich", "message:after_response", "tool:before_call", "demo:thing"]
-    assert EVENT_ORDER[:4] == (
+    assert PIPELINE_ORDER[:4] == (
         "message:received",
         "message:enrich",
         "message:before_response",
@@ -183,7 +181,6 @@ def test_plugins_list_reports_a_broken_plugin_and_exits_1(deployment):
 
 
 def test_chat_hooks_table_lists_events_in_pipeline_order(deployment):
-    from mindroom.daemon.hooks_snapshot import hooks_report_text
 
     text = hooks_report_text(_registry(deployment))
     headers = [line.split(" ")[0] for line in text.splitlines() if line and not line.startswith(" ")]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 from typer.testing import CliRunner
 
 from mindroom.cli import app
-from mindroom.cli.run import daemon_environment, ready_lines, resolve_storage_root
+from mindroom.cli.run import ready_lines
 from mindroom.homeserver.embedded import HumanAccount
 
 runner = CliRunner()
@@ -47,23 +46,10 @@ def test_run_without_homeserver_or_synapse_says_what_to_install(tmp_path, monkey
     assert "MATRIX_HOMESERVER" in result.output
 
 
-def test_daemon_environment_reads_dotenv_and_picks_the_provider(tmp_path, monkeypatch):
-    monkeypatch.delenv("MINDROOM_MODEL_PROVIDER", raising=False)
-    monkeypatch.delenv("MINDROOM_MODEL_ID", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\nMINDROOM_STORAGE_PATH=./state-here\n")
-    config = tmp_path / "config.yaml"
-
-    env = daemon_environment(config)
-
-    assert env["MINDROOM_MODEL_PROVIDER"] == "openai" and env["MINDROOM_MODEL_ID"] == "gpt-4o-mini"
-    assert resolve_storage_root(config, None, env) == (Path.cwd() / "state-here").resolve()
-    assert resolve_storage_root(config, tmp_path / "x", env) == tmp_path / "x"
-    assert resolve_storage_root(config, None, {}) == tmp_path.resolve() / "mindroom_data"
-
-
 def test_ready_lines_show_rooms_agents_and_the_password_only_once(tmp_path):
-    runtime = SimpleNamespace(room_ids={"lobby": "!abc:localhost"}, config=SimpleNamespace(agents={"assistant": None}))
+    runtime = SimpleNamespace(
+        room_ids={"lobby": "!abc:localhost"}, live=SimpleNamespace(config=SimpleNamespace(agents={"assistant": None}))
+    )
     server = SimpleNamespace(
         url="http://127.0.0.1:8008", base_dir=tmp_path / "homeserver", user_file=tmp_path / "u.json"
     )
@@ -79,14 +65,3 @@ def test_ready_lines_show_rooms_agents_and_the_password_only_once(tmp_path):
     assert not any("pw-123456" in line for line in later)
     assert any("mindroom chat" in line for line in later)
     assert ready_lines(runtime, None, tmp_path) == [first[0]]
-
-
-def test_daemon_environment_reads_secrets_from_files(tmp_path, monkeypatch):
-    secret = tmp_path / "secret"
-    secret.write_text("from-a-file\n")
-    monkeypatch.delenv("MATRIX_REGISTRATION_SHARED_SECRET", raising=False)
-    monkeypatch.setenv("MATRIX_REGISTRATION_SHARED_SECRET_FILE", str(secret))
-
-    env = daemon_environment(tmp_path / "config.yaml")
-
-    assert env["MATRIX_REGISTRATION_SHARED_SECRET"] == "from-a-file"

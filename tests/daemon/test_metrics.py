@@ -38,7 +38,8 @@ def _registry(previous: HookRegistry | None = None) -> HookRegistry:
 
 def _runtime(registry: HookRegistry, **extra):
     bots = {"assistant": SimpleNamespace(metrics=BotMetrics(), in_flight=1)}
-    return SimpleNamespace(registry=registry, bots=bots, plugins=(), started_at_ms=1_700_000_000_000, **extra)
+    live = SimpleNamespace(registry=registry, plugins=())
+    return SimpleNamespace(live=live, bots=bots, started_at_ms=1_700_000_000_000, **extra)
 
 
 def _sample(text: str, name: str, **labels: str) -> float:
@@ -140,7 +141,7 @@ def test_breaker_trips_and_reloads_are_reported():
     hook_stats = _enrich_hook(registry).stats
     hook_stats.trips = 2
     history = [SimpleNamespace(ok=True), SimpleNamespace(ok=False), SimpleNamespace(ok=True)]
-    text = MetricsCollector(lambda: _runtime(registry, reloader=SimpleNamespace(history=history))).render()
+    text = MetricsCollector(lambda: _runtime(registry), lambda: history).render()
 
     assert _sample(text, "mindroom_breaker_trips_total") == 2
     assert _sample(text, "mindroom_hook_breaker_trips_total", plugin="demo", hook="enrich", event="message:enrich") == 2

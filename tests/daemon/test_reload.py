@@ -11,15 +11,16 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.bots.runtime import DaemonRuntime
-from mindroom.config.loading import load_config, parse_config_text
+from mindroom.bots.runtime import DaemonRuntime, LiveState
+from mindroom.config.loading import parse_config_text
 from mindroom.constants import RuntimePaths
-from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, plugin_digest
+from mindroom.daemon.live import build_live_state
+from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome
+from mindroom.daemon.watch import ConfigWatcher
 from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
 from mindroom.hooks.execution import emit
-from mindroom.plugins import build_registry, load_plugins
-from mindroom.state.journal import DaemonState
-from mindroom.tool_system.registry import ToolCatalog
+from mindroom.plugins.discovery import plugin_digest, plugin_watch_paths
+from mindroom.state.journal import TurnJournal
 
 CONFIG = """
 agents:
@@ -89,24 +90,8 @@ def test_reload_outcome_summary_says_what_changed() -> None:
     assert failed.summary().startswith("⚠️ Reload failed") and "agents.x: bad" in failed.summary()
 
 
-class _Orchestrator:
-    """The slice of `Orchestrator` a reload uses, without Matrix."""
-
-    def __init__(self, config_path: Path) -> None:
-        self.config_path = config_path
-        self.applied: list[EntityChanges] = []
-
-    def load_config(self) -> Any:
-        return load_config(self.config_path, {})
-
-    def build_tools(self, config: Any, plugins: Any) -> ToolCatalog:
-        return ToolCatalog.builtin()
-
-    async def apply_entity_changes(self, old: Any, changes: EntityChanges) -> None:
-        self.applied.append(changes)
-
-
-def _deploy(tmp_path: Path, version: str = "v1") -> tuple[_Orchestrator, DaemonRuntime]:
+def _deploy(tmp_path: Path, version: str = "v1") -> DaemonRuntime:
+    """Write a config and a plugin; the live runtime they make (no Matrix)."""
     plugin = tmp_path / "plugins" / "marker"
     plugin.mkdir(parents=True, exist_ok=True)
     (plugin / "mindroom.plugin.json").write_text(json.dumps({"name": "marker", "hooks_module": "hooks.py"}))
@@ -114,45 +99,60 @@ def _deploy(tmp_path: Path, version: str = "v1") -> tuple[_Orchestrator, DaemonR
     config_path = tmp_path / "config.yaml"
     config_path.write_text(CONFIG)
     paths = RuntimePaths(config_path=config_path, storage_root=tmp_path / "data")
-    config = load_config(config_path, {})
-    loaded = load_plugins(config, paths)
-    runtime = DaemonRuntime(
-        config=config,
-        registry=build_registry(config, loaded.plugins),
+    built = build_live_state(paths, previous=None, strict=False)
+    assert built.live is not None
+    return DaemonRuntime(
+        live=built.live,
         runtime_paths=paths,
         env={},
         server_name="localhost",
-        state=DaemonState(tmp_path / "data" / "daemon.db"),
-        plugins=loaded.plugins,
+        journal=TurnJournal(tmp_path / "data" / "daemon.db"),
         room_ids={"lobby": "!lobby:localhost", "notes": "!notes:localhost"},
     )
-    return _Orchestrator(config_path), runtime
+
+
+def _coordinator(
+    runtime: DaemonRuntime, applied: list[EntityChanges], outcomes: asyncio.Queue[ReloadOutcome] | None = None
+) -> ReloadCoordinator:
+    """A coordinator whose `apply` only records what it was asked to restart."""
+
+    async def apply(old: LiveState, changes: EntityChanges) -> None:
+        applied.append(changes)
+
+    return ReloadCoordinator(
+        runtime,
+        build=lambda previous: build_live_state(runtime.runtime_paths, previous=previous, strict=True),
+        apply=apply,
+        on_outcome=outcomes.put_nowait if outcomes is not None else None,
+    )
 
 
 async def _marker_version(runtime: DaemonRuntime) -> str | None:
     with capture_logs() as logs:
-        await emit(runtime.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+        await emit(runtime.live.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
     versions = [entry["version"] for entry in logs if entry["event"] == "marker ran"]
     return versions[0] if versions else None
 
 
 @pytest.mark.asyncio
 async def test_reload_swaps_a_fresh_import_and_carries_telemetry_over(tmp_path: Path) -> None:
-    orchestrator, runtime = _deploy(tmp_path)
-    coordinator = ReloadCoordinator(orchestrator, runtime)  # type: ignore[arg-type]
+    runtime = _deploy(tmp_path)
+    applied: list[EntityChanges] = []
+    coordinator = _coordinator(runtime, applied)
     assert await _marker_version(runtime) == "v1"
-    old_registry = runtime.registry
+    old_live = runtime.live
+    old_registry = old_live.registry
     (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "v2"))
 
     outcome = await coordinator.reload("test")
 
     assert outcome.ok and outcome.plugin_changes == ("updated marker",)
-    assert runtime.registry is not old_registry
+    assert runtime.live is not old_live and runtime.live.registry is not old_registry
     assert await _marker_version(runtime) == "v2"
     assert await _marker_version_of(old_registry) == "v1"  # a turn that started before keeps the old code
-    assert runtime.registry.all_hooks()[0].stats is old_registry.all_hooks()[0].stats
-    assert orchestrator.applied == [EntityChanges()]
-    runtime.state.close()
+    assert runtime.live.registry.all_hooks()[0].stats is old_registry.all_hooks()[0].stats
+    assert applied == [EntityChanges()]
+    runtime.journal.close()
 
 
 async def _marker_version_of(registry: Any) -> str | None:
@@ -174,9 +174,10 @@ async def _marker_version_of(registry: Any) -> str | None:
 async def test_reload_keeps_the_last_good_state_and_names_file_and_cause(
     tmp_path: Path, broken_file: str, content: str, expected: str
 ) -> None:
-    orchestrator, runtime = _deploy(tmp_path)
-    coordinator = ReloadCoordinator(orchestrator, runtime)  # type: ignore[arg-type]
-    good_registry, good_config = runtime.registry, runtime.config
+    runtime = _deploy(tmp_path)
+    applied: list[EntityChanges] = []
+    coordinator = _coordinator(runtime, applied)
+    good = runtime.live
     (tmp_path / broken_file).write_text(content)
 
     with capture_logs() as logs:
@@ -184,8 +185,8 @@ async def test_reload_keeps_the_last_good_state_and_names_file_and_cause(
 
     assert not outcome.ok and outcome.error is not None
     assert Path(broken_file).name in outcome.error and expected in outcome.error
-    assert runtime.registry is good_registry and runtime.config is good_config
-    assert orchestrator.applied == []
+    assert runtime.live is good
+    assert applied == []
     failure = next(
         entry for entry in logs if entry["event"] == "reload failed; keeping the last good config and plugins"
     )
@@ -195,28 +196,36 @@ async def test_reload_keeps_the_last_good_state_and_names_file_and_cause(
     _deploy(tmp_path, version="v3")  # fixing the file reloads normally
     assert (await coordinator.reload("test")).ok
     assert await _marker_version(runtime) == "v3"
-    runtime.state.close()
+    runtime.journal.close()
 
 
 @pytest.mark.asyncio
 async def test_reload_watcher_reloads_after_a_save_within_a_second(tmp_path: Path) -> None:
-    orchestrator, runtime = _deploy(tmp_path)
-    coordinator = ReloadCoordinator(orchestrator, runtime, debounce_s=0.1)  # type: ignore[arg-type]
-    coordinator.start_watching()
+    runtime = _deploy(tmp_path)
+    outcomes: asyncio.Queue[ReloadOutcome] = asyncio.Queue()
+    coordinator = _coordinator(runtime, [], outcomes)
+    paths = runtime.runtime_paths
+    watcher = ConfigWatcher(
+        paths.config_path,
+        lambda: plugin_watch_paths(runtime.live.config, paths),
+        coordinator.on_files_changed,
+        debounce_s=0.1,
+    )
+    watcher.start()
     try:
         await asyncio.sleep(0.3)  # the watcher is up
         saved = time.time()
         (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "watched"))
-        outcome = await coordinator.wait_for_outcome(saved, timeout_s=10)
+        outcome = await asyncio.wait_for(outcomes.get(), 10)
         assert outcome.ok and outcome.activated_at is not None
         assert outcome.activated_at - saved < 1.5
         assert await _marker_version(runtime) == "watched"
 
-        saved = time.time()
         (tmp_path / "config.yaml").write_text(CONFIG.replace("tag: one", "tag: two"))
-        outcome = await coordinator.wait_for_outcome(saved, timeout_s=10)
-        assert outcome.ok and runtime.registry.all_hooks()[0].settings == {"tag": "two"}
+        outcome = await asyncio.wait_for(outcomes.get(), 10)
+        assert outcome.ok and runtime.live.registry.all_hooks()[0].settings == {"tag": "two"}
     finally:
         await coordinator.stop()
-    assert coordinator._tasks == set()
-    runtime.state.close()
+        await watcher.stop()
+    assert not watcher._tasks.running
+    runtime.journal.close()

@@ -12,12 +12,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.config.plugin import PluginEntryConfig
-from mindroom.constants import ORIGINAL_SENDER_KEY
+from mindroom.constants import ORIGINAL_SENDER_KEY, SCHEDULE_ID_KEY
 from mindroom.daemon.scheduling.parse import ScheduleParseError, next_run_after, parse_schedule
-from mindroom.daemon.scheduling.scheduler import SCHEDULE_ID_KEY, ScheduledTask, Scheduler, ScheduleStore
+from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.hooks import EVENT_SCHEDULE_FIRED, HookRegistry, hook
+from mindroom.state.schedules import ScheduledTask, ScheduleStore
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=BERLIN)  # a Tuesday
@@ -107,10 +109,9 @@ class _Client:
 
 def _runtime(registry: HookRegistry) -> tuple[Any, _Client]:
     client = _Client()
-    poster = SimpleNamespace(client=client, hook_bindings=lambda: {"config": None})
+    poster = SimpleNamespace(client=client, bindings=lambda live: {"config": live.config})
     runtime = SimpleNamespace(
-        config=Config(timezone="Europe/Berlin"),
-        registry=registry,
+        live=LiveState(config=Config(timezone="Europe/Berlin"), registry=registry),
         bots={"router": poster},
         bot_user_ids={"router": "@router:localhost", "helper": "@helper:localhost"},
     )

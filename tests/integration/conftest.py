@@ -18,10 +18,11 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from mindroom.daemon.orchestrator import HomeserverSettings, Orchestrator
+from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
+from mindroom.daemon.orchestrator import Orchestrator
 from mindroom.testing.homeserver import TestHomeserver
 from mindroom.testing.model_server import ScriptedModelServer
-from tests.integration.support import HumanClient
+from tests.integration.support import HumanClient, ReloadLog
 
 pytestmark = pytest.mark.integration
 
@@ -38,6 +39,7 @@ class E2E:
         self.config_dir.mkdir()
         self.storage = root / "data"
         self.daemon: Orchestrator | None = None
+        self.reloads = ReloadLog()
         self.humans: list[HumanClient] = []
         self.processes: list[DaemonProcess] = []
 
@@ -108,24 +110,23 @@ class E2E:
     async def start(self, config: dict[str, Any], **options: Any) -> Orchestrator:
         """Write the config and start the daemon in-process (`options` go to `Orchestrator`, e.g. `watch=False`)."""
         path = self.write_config(config)
-        self.daemon = Orchestrator(
-            path,
-            storage_path=self.storage,
-            homeserver=HomeserverSettings(
-                self.homeserver.url,
-                self.homeserver.server_name,
-                self.homeserver.registration_shared_secret,
-                account_prefix=self.account_prefix,
-            ),
-            env={},
-            **options,
-        )
+        self.daemon = Orchestrator(self.environment(path), on_reload=self.reloads.add, **options)
         try:
             await self.daemon.start()
         except BaseException:
             await self.daemon.stop("start failed")
             raise
         return self.daemon
+
+    def environment(self, config_path: Path) -> DaemonEnvironment:
+        """The daemon's environment: this test's data dir and homeserver, no process environment."""
+        homeserver = HomeserverSettings(
+            self.homeserver.url,
+            self.homeserver.server_name,
+            self.homeserver.registration_shared_secret,
+            account_prefix=self.account_prefix,
+        )
+        return DaemonEnvironment(config_path.resolve(), self.storage.resolve(), {}, homeserver)
 
     async def stop(self) -> None:
         if self.daemon is not None:

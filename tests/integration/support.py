@@ -144,3 +144,30 @@ def edits_of(event_id: str) -> Predicate:
         )
 
     return predicate
+
+
+class ReloadLog:
+    """Every reload outcome a daemon reports (its `on_reload`), and a way to wait for the next one."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[Any] = []
+        self._added = asyncio.Event()
+
+    def add(self, outcome: Any) -> None:
+        """The daemon's `on_reload` callback."""
+        self.outcomes.append(outcome)
+        self._added.set()
+
+    async def wait(self, since: float, timeout_s: float) -> Any:
+        """The first reload that started at or after `since`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for outcome in self.outcomes:
+                if outcome.started_at >= since:
+                    return outcome
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("no reload happened in time")
+            self._added.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._added.wait(), remaining)

@@ -76,13 +76,13 @@ async def test_reload_hook_edit_applies_to_next_message_and_syntax_error_keeps_l
 
     hooks_file = e2e.config_dir / "plugins" / "stamp" / "hooks.py"
     saved = _edit(hooks_file, _stamp("v2"))
-    outcome = await daemon.reloader.wait_for_outcome(saved, timeout_s=10)
+    outcome = await e2e.reloads.wait(saved, timeout_s=10)
     assert outcome.ok and outcome.plugin_changes == ("updated stamp",)
     assert outcome.activated_at is not None and outcome.activated_at - saved < 3.0
     assert await _ask(human, room_id, agent_user, "two") == "answer [v2]"
 
     saved = _edit(hooks_file, _stamp("v3") + "\ndef broken(:\n")
-    outcome = await daemon.reloader.wait_for_outcome(saved, timeout_s=10)
+    outcome = await e2e.reloads.wait(saved, timeout_s=10)
     assert not outcome.ok and outcome.error is not None
     assert "hooks.py" in outcome.error and "SyntaxError" in outcome.error
     admin_id = e2e.room_id(e2e.name("admin"))
@@ -95,7 +95,7 @@ async def test_reload_hook_edit_applies_to_next_message_and_syntax_error_keeps_l
     assert await _ask(human, room_id, agent_user, "three") == "answer [v2]"
 
     saved = _edit(hooks_file, _stamp("v4"))
-    outcome = await daemon.reloader.wait_for_outcome(saved, timeout_s=10)
+    outcome = await e2e.reloads.wait(saved, timeout_s=10)
     assert outcome.ok
     assert await _ask(human, room_id, agent_user, "four") == "answer [v4]"
 
@@ -137,7 +137,7 @@ async def test_reload_added_agent_comes_online_and_removed_agent_leaves(e2e: E2E
     config["agents"][newcomer] = {"display_name": "Newbie", "role": "New.", "rooms": [e2e.name("room"), new_room]}
     saved = time.time()
     e2e.write_config(config)
-    outcome = await daemon.reloader.wait_for_outcome(saved, timeout_s=20)
+    outcome = await e2e.reloads.wait(saved, timeout_s=20)
     assert outcome.ok and outcome.entities.added == (newcomer,) and outcome.entities.new_rooms == (new_room,)
     newcomer_user = e2e.user_id(newcomer)
     assert await _member_state(human, room_id, newcomer_user) == "join"
@@ -151,7 +151,7 @@ async def test_reload_added_agent_comes_online_and_removed_agent_leaves(e2e: E2E
     del config["agents"][newcomer]
     saved = time.time()
     e2e.write_config(config)
-    outcome = await daemon.reloader.wait_for_outcome(saved, timeout_s=20)
+    outcome = await e2e.reloads.wait(saved, timeout_s=20)
     assert outcome.ok and outcome.entities.removed == (newcomer,)
     assert newcomer not in daemon.runtime.bots
     await _until(lambda: _has_left(human, room_id, newcomer_user))

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mindroom.bots.turn import INTERRUPTED_TEXT
+from mindroom.bots.recovery import INTERRUPTED_TEXT
 from mindroom.testing.model_server import Delay, Stream, Text
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, edits_of, thread_replies

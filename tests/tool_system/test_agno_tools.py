@@ -10,7 +10,7 @@ from mindroom.config.main import ModelConfig
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL, HookRegistry, hook
 from mindroom.testing.model_server import ScriptedModelServer, Stream, Text, ToolCall, model_server
-from mindroom.tool_system.registry import ToolCatalog
+from mindroom.tool_system.catalog import ToolCatalog
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
 

@@ -1,22 +1,23 @@
 """`EntityBot.tools()`: the agent's own tools as agno Functions, built once and reused until something changes."""
 
+import dataclasses
 from types import SimpleNamespace
 
 from mindroom.bots.bot import EntityBot
+from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.hooks import HookRegistry
-from mindroom.tool_system.registry import ToolCatalog
+from mindroom.tool_system.catalog import ToolCatalog
 
 
 def bot_for(tmp_path, tools, name="helper", **config_extra):
     config = Config.model_validate(
         {"agents": {name: {"display_name": "Helper", "tools": tools}, "other": {"display_name": "O"}}, **config_extra}
     )
-    runtime = SimpleNamespace(
-        config=config, tools=ToolCatalog.builtin(), runtime_paths=RuntimePaths.for_directory(tmp_path), room_ids={}
-    )
-    return EntityBot(name, runtime, client=None)  # type: ignore[arg-type]
+    live = LiveState(config=config, registry=HookRegistry.empty())
+    runtime = SimpleNamespace(live=live, runtime_paths=RuntimePaths.for_directory(tmp_path), room_ids={})
+    return EntityBot(name, runtime, client=None, handlers={})  # type: ignore[arg-type]
 
 
 def names(functions):
@@ -26,29 +27,30 @@ def names(functions):
 def test_bot_tools_are_the_agents_list(tmp_path):
     bot = bot_for(tmp_path, ["calculator", "read_file"])
 
-    assert names(bot.tools(HookRegistry.empty(), None)) == ["calculate", "read_file"]
-    assert bot_for(tmp_path, [], name="other").tools(HookRegistry.empty(), None) == ()
+    assert names(bot.tools(bot.runtime.live)) == ["calculate", "read_file"]
+    other = bot_for(tmp_path, [], name="other")
+    assert other.tools(other.runtime.live) == ()
 
 
 def test_bot_tools_are_built_once_and_reused_across_turns_and_registries(tmp_path):
     bot = bot_for(tmp_path, ["file"])
 
-    first = bot.tools(HookRegistry.empty(), None)
-    second = bot.tools(HookRegistry.empty(), None)
+    first = bot.tools(bot.runtime.live)
+    second = bot.tools(bot.runtime.live)
 
     assert second is first
 
 
 def test_bot_tools_rebuild_when_catalogue_list_or_settings_change(tmp_path):
     bot = bot_for(tmp_path, ["shell"])
-    first = bot.tools(HookRegistry.empty(), None)
+    first = bot.tools(bot.runtime.live)
 
-    bot.runtime.tools = ToolCatalog.builtin()
-    after_reload = bot.tools(HookRegistry.empty(), None)
-    bot.runtime.config = bot.runtime.config.model_copy(
-        update={"tools": Config.model_validate({"tools": {"shell": {"allowed_commands": ["ls"]}}}).tools}
+    reloaded = dataclasses.replace(bot.runtime.live, tools=ToolCatalog.builtin())
+    after_reload = bot.tools(reloaded)
+    settings = Config.model_validate({"tools": {"shell": {"allowed_commands": ["ls"]}}}).tools
+    after_settings = bot.tools(
+        dataclasses.replace(reloaded, config=reloaded.config.model_copy(update={"tools": settings}))
     )
-    after_settings = bot.tools(HookRegistry.empty(), None)
 
     assert after_reload is not first
     assert after_settings is not after_reload

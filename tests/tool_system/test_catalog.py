@@ -8,7 +8,8 @@ import pytest
 from mindroom.ai.tools import foreign_tool_specs
 from mindroom.config.main import Config
 from mindroom.plugins.loader import load_plugin_dir
-from mindroom.tool_system.registry import ToolCatalog, ToolCatalogError, build_tool_catalog, plugin_tool_specs
+from mindroom.plugins.skills import SkillError, build_skill_catalog
+from mindroom.tool_system.catalog import ToolCatalog, ToolCatalogError, build_tool_catalog, plugin_tool_specs
 from mindroom.tool_system.spec import AgentToolEnvironment
 
 PLAIN_TOOLS = '''
@@ -190,19 +191,20 @@ def test_catalog_unknown_tool_in_agent_list_is_an_error_unless_lenient(tmp_path)
     assert catalog.selection(["file", "weather"]) == ("read_file", "write_file", "list_files")
 
 
-def test_catalog_unknown_skill_in_agent_list_is_an_error(tmp_path):
+def test_skill_catalog_unknown_skill_in_agent_list_is_an_error_unless_lenient(tmp_path):
     cfg = Config.model_validate({"agents": {"helper": {"display_name": "H", "skills": ["nope"]}}})
 
-    with pytest.raises(ToolCatalogError, match=r"agents\.helper\.skills: unknown skill 'nope'"):
-        build_tool_catalog(cfg, [])
+    with pytest.raises(SkillError, match=r"agents\.helper\.skills: unknown skill 'nope'"):
+        build_skill_catalog(cfg, [])
+    assert build_skill_catalog(cfg, [], strict=False).skills == {}
 
 
-def test_catalog_carries_the_plugins_skills(tmp_path):
+def test_skill_catalog_holds_the_plugins_skills(tmp_path):
     plugin = make_plugin(tmp_path, "writer", "", skills={"skills/haiku": "# Write haiku\n\nFive, seven, five."})
 
-    catalog = build_tool_catalog(config(), [plugin])
+    catalog = build_skill_catalog(config(), [plugin])
 
-    assert list(catalog.skills.skills) == ["haiku"]
+    assert list(catalog.skills) == ["haiku"]
 
 
 def test_catalog_builds_plugin_tools_as_they_are(tmp_path):

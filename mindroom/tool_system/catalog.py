@@ -16,14 +16,13 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from mindroom.errors import MindroomError
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.logging_config import get_logger
-from mindroom.plugins.skills import SkillCatalog, SkillError
 from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_tools
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
 from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
@@ -51,7 +50,7 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class ToolCatalogError(MindroomError):
-    """The tools or skills of the loaded plugins and the config do not fit together (clashes, unknown names)."""
+    """The tools of the loaded plugins and the config do not fit together (clashes, unknown names)."""
 
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
@@ -115,15 +114,14 @@ def plugin_tool_specs(plugin: Plugin, adapt: ForeignToolAdapter | None = None) -
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ToolCatalog:
-    """Every tool provider by name, the owner of every tool name, and the skills plugins offer."""
+    """Every tool provider by name, and the owner of every tool name."""
 
     providers: Mapping[str, ToolProvider]
     owners: Mapping[str, str]
-    skills: SkillCatalog = field(default_factory=SkillCatalog)
 
     @classmethod
     def builtin(cls) -> ToolCatalog:
-        """The built-in tools only (no plugins, no skills)."""
+        """The built-in tools only (no plugins)."""
         return cls(
             {provider.name: provider for provider in BUILTIN_PROVIDERS},
             {name: provider.name for provider in BUILTIN_PROVIDERS for name in provider.tool_names},
@@ -207,9 +205,9 @@ def _catalog(providers: Sequence[ToolProvider], problems: list[str]) -> tuple[di
 def build_tool_catalog(
     config: Config, plugins: Sequence[Plugin], *, adapt: ForeignToolAdapter | None = None, strict: bool = True
 ) -> ToolCatalog:
-    """The catalogue of built-in and plugin tools and plugin skills, checked against every agent's lists.
+    """The catalogue of built-in and plugin tools, checked against every agent's `tools:` list.
 
-    Clashes are always errors. An agent naming an unknown tool or skill is an error when `strict`, else
+    Clashes are always errors. An agent naming an unknown tool is an error when `strict`, else
     (some plugin failed to load, and the name may be one of its tools) a warning, and the name is skipped.
     """
     problems: list[str] = []
@@ -219,21 +217,17 @@ def build_tool_catalog(
         if provider is not None:
             providers.append(provider)
     by_name, owners = _catalog(providers, problems)
-    try:
-        skills = SkillCatalog.from_plugins(plugins)
-    except SkillError as exc:
-        problems.append(str(exc))
-        skills = SkillCatalog()
-    missing: list[str] = []
-    catalog = ToolCatalog(by_name, owners, skills)
-    for agent_name, agent in config.agents.items():
-        missing.extend(f"agents.{agent_name}.tools: unknown tool {name!r}" for name in catalog.unknown(agent.tools))
-        missing.extend(f"agents.{agent_name}.skills: unknown skill {name!r}" for name in skills.unknown(agent.skills))
+    catalog = ToolCatalog(by_name, owners)
+    missing = [
+        f"agents.{agent_name}.tools: unknown tool {name!r}"
+        for agent_name, agent in config.agents.items()
+        for name in catalog.unknown(agent.tools)
+    ]
     if strict:
         problems.extend(missing)
     else:
         for problem in missing:
-            logger.warning("agent names a tool or skill that is not available", problem=problem)
+            logger.warning("agent names a tool that is not available", problem=problem)
     if problems:
         raise ToolCatalogError(problems)
     return catalog

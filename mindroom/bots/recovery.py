@@ -1,0 +1,45 @@
+"""After a crash: mark streamed answers that never finished, then finish the turns that never completed."""
+
+from __future__ import annotations
+
+import contextlib
+
+from mindroom.bots.commands import CommandTable
+from mindroom.bots.runtime import Entity
+from mindroom.bots.turn import handle_message_event
+from mindroom.logging_config import get_logger
+from mindroom.matrix import MatrixEvent
+
+__all__ = ["INTERRUPTED_TEXT", "recover_interrupted"]
+
+logger = get_logger(__name__)
+
+INTERRUPTED_TEXT = "(This answer was interrupted when the service restarted. Please ask again.)"
+
+
+async def recover_interrupted(entity: Entity, commands: CommandTable) -> None:
+    """Mark this entity's unfinished streamed answers as interrupted, then replay its unfinished turns."""
+    journal = entity.runtime.journal
+    interrupted: set[str] = set()
+    for answer in journal.open_answers(entity.name):
+        interrupted.add(answer.source_event_id)
+        with contextlib.suppress(Exception):
+            event_id = answer.response_event_id
+            if event_id is None:
+                # Same transaction id as the cut-short send: the homeserver hands back that message if it exists.
+                event_id = await entity.client.send_message(
+                    answer.room_id,
+                    INTERRUPTED_TEXT,
+                    thread_root=answer.thread_root,
+                    reply_to=answer.source_event_id,
+                    txn_id=answer.txn_id,
+                )
+            await entity.client.edit_message(answer.room_id, event_id, INTERRUPTED_TEXT, thread_root=answer.thread_root)
+            logger.info("interrupted answer marked", agent=entity.name, response_event_id=event_id)
+        journal.drop_answer(answer.txn_id)
+    for pending in journal.pending(entity.name):
+        if pending.event_id in interrupted:
+            journal.complete(entity.name, pending.event_id)
+            continue
+        logger.info("finishing a turn cut short by a restart", agent=entity.name, event_id=pending.event_id)
+        entity.spawn(handle_message_event(entity, MatrixEvent(**pending.event), commands, replay=True), "replay")

@@ -1,0 +1,182 @@
+"""One agent's answer to one message: enrich -> generate -> before_response -> deliver -> after_response.
+
+Every stage runs on the one `LiveState` the turn took at its start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+from mindroom.ai import GenerationError, GenerationRequest, ModelConfigError, generate_early
+from mindroom.bots.fairness import QueueFullError
+from mindroom.bots.reply import ReplyChannel
+from mindroom.bots.runtime import Entity, LiveState
+from mindroom.bots.streaming import stream_to_matrix
+from mindroom.hooks.context import (
+    AfterResponseContext,
+    BeforeResponseContext,
+    MessageEnrichContext,
+    MessageEnvelope,
+    ResponseDraft,
+    ResponseResult,
+)
+from mindroom.hooks.enrichment import EnrichmentItem, append_enrichment
+from mindroom.hooks.execution import emit, emit_collect, emit_transform
+from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_ENRICH
+from mindroom.logging_config import get_logger
+from mindroom.tool_system.calls import tool_trace
+from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
+
+__all__ = ["respond"]
+
+logger = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """What every stage of one answer shares."""
+
+    entity: Entity
+    live: LiveState
+    envelope: MessageEnvelope
+    correlation_id: str
+    channel: ReplyChannel
+
+
+@dataclass(frozen=True, slots=True)
+class _Generated:
+    text: str
+    stream_event_id: str | None
+    draft: ResponseDraft
+
+
+async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, correlation_id: str) -> None:
+    """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
+    if entity.name not in live.config.agents:
+        return
+    turn = _Turn(entity, live, envelope, correlation_id, ReplyChannel(entity, envelope))
+    try:
+        # The exit stack closes first: a turn stored after its reply still finishes before the thread's next turn.
+        async with (
+            entity.turn_slot(envelope.room_id, envelope.resolved_thread_id or envelope.source_event_id),
+            contextlib.AsyncExitStack() as after_reply,
+        ):
+            started = time.perf_counter()
+            items = await _enrich(turn)
+            generated = await _generate(turn, items, after_reply)
+            if generated is None:
+                return
+            draft = await _transform(turn, generated)
+            if draft is None:
+                return
+            result = await _deliver(turn, generated, draft)
+            entity.metrics.record_answer(time.perf_counter() - started)
+            await _report(turn, result)
+    except QueueFullError:
+        logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
+
+
+async def _enrich(turn: _Turn) -> list[EnrichmentItem]:
+    ctx = MessageEnrichContext(
+        envelope=turn.envelope,
+        target_entity_name=turn.entity.name,
+        correlation_id=turn.correlation_id,
+        **turn.entity.bindings(turn.live),
+    )
+    return await emit_collect(turn.live.registry, EVENT_MESSAGE_ENRICH, ctx)
+
+
+async def _generate(
+    turn: _Turn, items: list[EnrichmentItem], after_reply: contextlib.AsyncExitStack
+) -> _Generated | None:
+    """Run the model (streamed into Matrix, or whole); None when it failed and the error was answered."""
+    entity, live, envelope = turn.entity, turn.live, turn.envelope
+    config = live.config
+    agent = config.agents[entity.name]
+    model = config.models.get(agent.model)
+    if model is None:
+        await turn.channel.error(f"No model named {agent.model!r} is configured.")
+        return None
+    settings = agent.resolved(config.defaults)
+    runtime = entity.runtime
+    request = GenerationRequest(
+        agent_name=entity.name,
+        display_name=agent.display_name,
+        role=agent.role,
+        instructions=(*agent.instructions, *live.skills.instructions(agent.skills)),
+        model=model,
+        user_message=append_enrichment(envelope.body, items),
+        session_id=f"{envelope.room_id}:{envelope.resolved_thread_id}",
+        num_history_runs=settings.num_history_runs,
+        markdown=settings.markdown,
+        tools=entity.tools(live),
+        user_id=envelope.requester_id,
+    )
+    tool_context = ToolRuntimeContext(
+        registry=live.registry,
+        agent_name=entity.name,
+        room_id=envelope.room_id,
+        thread_id=envelope.resolved_thread_id,
+        requester_id=envelope.requester_id,
+        session_id=request.session_id,
+        correlation_id=turn.correlation_id,
+        **entity.bindings(live),
+    )
+    stream_event_id: str | None = None
+    try:
+        with bind_runtime_context(tool_context):
+            if settings.enable_streaming:
+                text, stream_event_id = await stream_to_matrix(turn.channel, live, request, runtime.env)
+            else:
+                answer = await generate_early(request, storage_root=runtime.runtime_paths.storage_root, env=runtime.env)
+                after_reply.push_async_callback(answer.stored)
+                text = answer.text
+    except (GenerationError, ModelConfigError) as exc:
+        await turn.channel.error(str(exc), edit_event_id=stream_event_id)
+        return None
+    draft = ResponseDraft(text, "ai", tool_trace(tool_context.calls), None, envelope)
+    return _Generated(text, stream_event_id, draft)
+
+
+async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | None:
+    """`message:before_response`; None when a hook suppressed the answer (a streamed one is removed)."""
+    ctx = BeforeResponseContext(
+        envelope=turn.envelope,
+        draft=generated.draft,
+        correlation_id=turn.correlation_id,
+        **turn.entity.bindings(turn.live),
+    )
+    draft = await emit_transform(turn.live.registry, EVENT_MESSAGE_BEFORE_RESPONSE, ctx)
+    if not draft.suppress:
+        return draft
+    if generated.stream_event_id is not None:
+        await turn.channel.redact(generated.stream_event_id, "response suppressed")
+        turn.entity.runtime.journal.end_answer(generated.stream_event_id)
+    logger.info("response suppressed by a hook", event_id=turn.envelope.source_event_id)
+    return None
+
+
+async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> ResponseResult:
+    """Send the final answer: the last edit of a streamed one, else a new reply."""
+    text = draft.response_text if draft.response_text.strip() else "(empty response)"
+    if generated.stream_event_id is not None:
+        await turn.channel.edit(generated.stream_event_id, text, draft.extra_content)
+        turn.entity.runtime.journal.end_answer(generated.stream_event_id)
+        event_id, delivery = generated.stream_event_id, "edited"
+    else:
+        event_id = await turn.channel.reply(text, draft.extra_content)
+        delivery = "sent"
+    logger.info("answered", event_id=turn.envelope.source_event_id, response_event_id=event_id, delivery=delivery)
+    return ResponseResult(text, event_id, delivery, draft.response_kind, turn.envelope)
+
+
+async def _report(turn: _Turn, result: ResponseResult) -> None:
+    ctx = AfterResponseContext(
+        envelope=turn.envelope,
+        result=result,
+        correlation_id=turn.correlation_id,
+        **turn.entity.bindings(turn.live),
+    )
+    await emit(turn.live.registry, EVENT_MESSAGE_AFTER_RESPONSE, ctx)

@@ -1,0 +1,86 @@
+"""Streaming an answer into one Matrix message, edited as text arrives; stops on 🛑 or at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+
+from mindroom.ai import GenerationRequest, stream_generate
+from mindroom.bots.reply import ReplyChannel
+from mindroom.bots.runtime import LiveState
+from mindroom.logging_config import get_logger
+from mindroom.matrix.delivery import STREAM_CURSOR
+
+__all__ = ["stream_to_matrix"]
+
+logger = get_logger(__name__)
+
+
+async def stream_to_matrix(
+    channel: ReplyChannel, live: LiveState, request: GenerationRequest, env: Mapping[str, str]
+) -> tuple[str, str | None]:
+    """Stream the answer into one message, edited as text arrives; returns (full text, message id).
+
+    The model stream is read by a task of its own, so a stop (a 🛑 reaction, or shutdown at the end of
+    its grace) ends the answer at once even while the model is silent: the reader is cancelled, which
+    closes the model request, and the text so far is kept with a note saying why it ends there.
+    """
+    entity = channel.entity
+    envelope = channel.envelope
+    journal = entity.runtime.journal
+    interval = live.config.defaults.streaming_edit_interval_ms / 1000.0
+    text = ""
+    event_id: str | None = None
+    shown = ""
+    last_edit = 0.0
+    deltas: asyncio.Queue[str | None] = asyncio.Queue()
+    stream = stream_generate(request, storage_root=entity.runtime.runtime_paths.storage_root, env=env)
+
+    async def read() -> None:
+        try:
+            async for delta in stream:
+                deltas.put_nowait(delta)
+        finally:
+            deltas.put_nowait(None)
+
+    with entity.track_stream() as stream_state:
+        reader = asyncio.create_task(read(), name=f"stream-{entity.name}")
+        stopped = asyncio.create_task(stream_state.stopped.wait(), name=f"stream-stop-{entity.name}")
+        waiting: asyncio.Future[str | None] | None = None
+        try:
+            while True:
+                waiting = asyncio.ensure_future(deltas.get())
+                await asyncio.wait({waiting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if not waiting.done():
+                    break
+                delta = waiting.result()
+                if delta is None:
+                    await reader  # raises the generation error, if the stream ended with one
+                    break
+                text += delta
+                now = time.monotonic()
+                if event_id is None:
+                    # Recorded before sending, so a crash mid-send still leaves the answer to be marked.
+                    txn_id = channel.txn_id("stream")
+                    journal.begin_answer(
+                        entity.name, envelope.room_id, txn_id, envelope.source_event_id, envelope.resolved_thread_id
+                    )
+                    event_id = await channel.reply(text + STREAM_CURSOR, None, kind="stream")
+                    journal.answer_sent(txn_id, event_id)
+                    stream_state.event_id = event_id
+                    shown, last_edit = text, now
+                elif now - last_edit >= interval and text != shown:
+                    await channel.edit_now(event_id, text + STREAM_CURSOR)
+                    shown, last_edit = text, now
+                if stream_state.stop_requested:
+                    break
+        finally:
+            pending = [task for task in (reader, stopped, waiting) if task is not None and not task.done()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if stream_state.stop_requested:
+            logger.info("stream stopped", event_id=envelope.source_event_id, note=stream_state.stop_note)
+            text = f"{text}\n\n{stream_state.stop_note}" if text else stream_state.stop_note
+    return text, event_id

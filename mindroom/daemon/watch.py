@@ -1,0 +1,124 @@
+"""`ConfigWatcher`: watch `config.yaml` and the plugin folders, and report each quiet-after-changes moment once.
+
+The config's folder is watched without recursion (editors that save by renaming still count); plugin
+folders recursively, for source files only. After each report the plugin folders are asked for again,
+so a reload that adds or removes a plugin moves the watch with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from watchfiles import Change, DefaultFilter, awatch
+
+from mindroom.bots.tasks import TaskOwner
+from mindroom.logging_config import get_logger
+from mindroom.plugins.discovery import DROP_IN_DIRNAME, WATCHED_SUFFIXES
+
+__all__ = ["ConfigWatcher"]
+
+logger = get_logger(__name__)
+
+_DEFAULT_FILTER = DefaultFilter()
+_RETRY_S = 1.0
+
+
+class _EitherEvent:
+    """Looks like one event to watchfiles, set when either of two events is set."""
+
+    def __init__(self, first: asyncio.Event, second: asyncio.Event) -> None:
+        self._events = (first, second)
+
+    def is_set(self) -> bool:
+        """True once either event is set."""
+        return any(event.is_set() for event in self._events)
+
+    def set(self) -> None:
+        """Set the first (watch-specific) event."""
+        self._events[0].set()
+
+
+def _plugin_file(change: Change, path: str) -> bool:
+    return Path(path).suffix in WATCHED_SUFFIXES and _DEFAULT_FILTER(change, path)
+
+
+class ConfigWatcher:
+    """Calls `on_change(paths)` once the config or a plugin changed and `debounce_s` passed without more changes."""
+
+    def __init__(
+        self,
+        config_path: Path,
+        plugin_paths: Callable[[], tuple[Path, ...]],
+        on_change: Callable[[list[str]], Awaitable[None]],
+        *,
+        debounce_s: float = 0.25,
+    ) -> None:
+        self.config_path = config_path
+        self.debounce_s = debounce_s
+        self._plugin_paths = plugin_paths
+        self._on_change = on_change
+        self._tasks = TaskOwner("config-watcher")
+        self._pending: set[Path] = set()
+        self._changed = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._plugin_watch: tuple[asyncio.Event, tuple[Path, ...]] | None = None
+
+    def start(self) -> None:
+        """Start watching (the tasks are owned here, and ended by `stop`)."""
+        wanted = {self.config_path.name, DROP_IN_DIRNAME}
+        own_stop = asyncio.Event()
+        self._tasks.spawn(
+            self._watch((self.config_path.parent,), lambda _c, p: Path(p).name in wanted, own_stop, False),
+            "watch config",
+        )
+        self._tasks.spawn(self._debounce_loop(), "debounce")
+        self._follow_plugins()
+
+    def _follow_plugins(self) -> None:
+        paths = self._plugin_paths()
+        current = self._plugin_watch
+        if current is not None and current[1] == paths:
+            return
+        if current is not None:
+            current[0].set()
+        self._plugin_watch = None
+        if paths:
+            stop = asyncio.Event()
+            self._tasks.spawn(self._watch(paths, _plugin_file, stop, True), "watch plugins")
+            self._plugin_watch = (stop, paths)
+
+    async def _watch(
+        self, paths: tuple[Path, ...], keep: Callable[[Change, str], bool], stop: asyncio.Event, recursive: bool
+    ) -> None:
+        while not stop.is_set() and not self._stop.is_set():
+            try:
+                async for changes in awatch(
+                    *paths, watch_filter=keep, stop_event=_EitherEvent(stop, self._stop), recursive=recursive
+                ):
+                    self._pending.update(Path(path) for _, path in changes)
+                    self._changed.set()
+            except (OSError, RuntimeError) as exc:
+                logger.warning("file watcher failed; retrying", paths=[str(p) for p in paths], error=str(exc))
+                await asyncio.sleep(_RETRY_S)
+
+    async def _debounce_loop(self) -> None:
+        while True:
+            await self._changed.wait()
+            while True:  # wait for a quiet moment, so one save (or a burst of them) is one report
+                self._changed.clear()
+                await asyncio.sleep(self.debounce_s)
+                if not self._changed.is_set():
+                    break
+            paths, self._pending = sorted(str(p) for p in self._pending), set()
+            logger.info("files changed", paths=paths)
+            await self._on_change(paths)
+            self._follow_plugins()
+
+    async def stop(self) -> None:
+        """Stop watching and end every task."""
+        self._stop.set()
+        if self._plugin_watch is not None:
+            self._plugin_watch[0].set()
+        await self._tasks.cancel_all()
