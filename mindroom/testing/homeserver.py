@@ -29,7 +29,7 @@ from typing import Any, Self
 
 import pytest
 
-from mindroom.homeserver.files import LOG_FILENAME, write_synapse_files
+from mindroom.homeserver.files import LOG_FILENAME, LimiterLevel, write_synapse_files
 from mindroom.logging_config import get_logger
 
 __all__ = [
@@ -50,29 +50,6 @@ _LOG_TAIL_LINES = 40
 _ENV_URL = "MINDROOM_TEST_HOMESERVER_URL"
 _ENV_SECRET = "MINDROOM_TEST_HOMESERVER_SECRET"
 _ENV_SERVER_NAME = "MINDROOM_TEST_HOMESERVER_NAME"
-
-# Every client-facing limiter Synapse 1.163 reads, raised so tests never hit 429.
-_UNLIMITED = {"per_second": 10000, "burst_count": 100000}
-_RATE_LIMITS: dict[str, Any] = {
-    "rc_message": _UNLIMITED,
-    "rc_registration": _UNLIMITED,
-    "rc_registration_token_validity": _UNLIMITED,
-    "rc_login": {"address": _UNLIMITED, "account": _UNLIMITED, "failed_attempts": _UNLIMITED},
-    "rc_admin_redaction": _UNLIMITED,
-    "rc_joins": {"local": _UNLIMITED, "remote": _UNLIMITED},
-    "rc_joins_per_room": _UNLIMITED,
-    "rc_key_requests": _UNLIMITED,
-    "rc_3pid_validation": _UNLIMITED,
-    "rc_invites": {"per_room": _UNLIMITED, "per_user": _UNLIMITED, "per_issuer": _UNLIMITED},
-    "rc_third_party_invite": _UNLIMITED,
-    "rc_media_create": _UNLIMITED,
-    "rc_presence": {"per_user": _UNLIMITED},
-    "rc_delayed_event_mgmt": _UNLIMITED,
-    "rc_room_creation": _UNLIMITED,
-    "rc_reports": _UNLIMITED,
-    "rc_user_directory": _UNLIMITED,
-    "rc_profile": _UNLIMITED,
-}
 
 
 class HomeserverError(RuntimeError):
@@ -297,7 +274,7 @@ class TestHomeserver:
             "form_secret": secrets.token_urlsafe(32),
         }
         write_synapse_files(
-            self.base_dir, port=self._port, state=state, rate_limits=_RATE_LIMITS, extra={"bcrypt_rounds": 4}
+            self.base_dir, port=self._port, state=state, limiter=LimiterLevel.UNLIMITED, extra={"bcrypt_rounds": 4}
         )
         self._config_written = True
 
