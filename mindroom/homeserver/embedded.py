@@ -8,22 +8,22 @@ is chosen and remembered. Secrets and the human account's password are stored wi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import secrets
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mindroom.homeserver.files import LOG_FILENAME, write_synapse_files
+from mindroom.homeserver.files import LOG_FILENAME, LimiterLevel, write_synapse_files
+from mindroom.homeserver.synapse import (
+    SynapseError,
+    SynapseProcess,
+    free_port,
+    http_json,
+    port_available,
+    stop_leftover,
+)
 from mindroom.logging_config import get_logger, register_secret_values
 from mindroom.matrix.registration import registration_mac
 from mindroom.private_files import write_private_file
@@ -31,6 +31,7 @@ from mindroom.private_files import write_private_file
 __all__ = [
     "DEFAULT_EMBEDDED_PORT",
     "EMBEDDED_SERVER_NAME",
+    "HOMESERVER_DIRNAME",
     "EmbeddedConnection",
     "EmbeddedHomeserver",
     "EmbeddedHomeserverError",
@@ -48,10 +49,6 @@ _STATE_FILE = "embedded.json"
 _USER_FILE = "user.json"
 _START_TIMEOUT_S = 90.0
 _STOP_TIMEOUT_S = 15.0
-_POLL_S = 0.1
-_HTTP_TIMEOUT_S = 10.0
-_LOG_TAIL_LINES = 30
-_PR_SET_PDEATHSIG = 1
 
 
 class EmbeddedHomeserverError(RuntimeError):
@@ -112,56 +109,6 @@ def embedded_connection(storage_root: Path) -> EmbeddedConnection | None:
     )
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # SO_REUSEADDR as Synapse itself sets it: a port in TIME_WAIT after our last run counts as free.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the daemon dies, so Synapse never outlives it (Linux)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(Exception):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _tail(path: Path) -> str:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-_LOG_TAIL_LINES:])
-
-
-def _post_json(url: str, data: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
-    body = None if data is None else json.dumps(data).encode()
-    request = urllib.request.Request(url, data=body, method="GET" if body is None else "POST")  # noqa: S310
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:  # noqa: S310
-            return int(response.status), json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        try:
-            parsed = json.loads(exc.read() or b"{}")
-        except ValueError:
-            parsed = {}
-        return int(exc.code), parsed if isinstance(parsed, dict) else {}
-
-
 class EmbeddedHomeserver:
     """A Synapse subprocess owned by the daemon: `await start()`, `await ensure_user(...)`, `await stop()`."""
 
@@ -170,7 +117,7 @@ class EmbeddedHomeserver:
         self.server_name = server_name
         self._requested_port = port
         self._state: dict[str, Any] = {}
-        self._process: subprocess.Popen[bytes] | None = None
+        self._synapse: SynapseProcess | None = None
         self.created = False
 
     # -- facts ---------------------------------------------------------------------------------------
@@ -212,6 +159,9 @@ class EmbeddedHomeserver:
                 "pip install -e '.[embedded]' (or set MATRIX_HOMESERVER to use your own homeserver)"
             )
             raise EmbeddedHomeserverError(msg)
+        if self._synapse is not None and self._synapse.running:
+            msg = "the embedded homeserver is running; stop it before preparing it again"
+            raise EmbeddedHomeserverError(msg)
         self.base_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.base_dir.chmod(0o700)
         state_path = self.base_dir / _STATE_FILE
@@ -224,72 +174,47 @@ class EmbeddedHomeserver:
         if state["server_name"] != self.server_name:
             msg = f"{self.base_dir} belongs to server {state['server_name']!r}, not {self.server_name!r}"
             raise EmbeddedHomeserverError(msg)
-        self._stop_stale_process()
+        # A Synapse left over from a daemon that was killed would hold the database and the port.
+        stop_leftover(self.base_dir, timeout_s=_STOP_TIMEOUT_S)
         state["port"] = self._choose_port(state.get("port"))
         self._state = state
         write_private_file(state_path, json.dumps(state, indent=2, sort_keys=True) + "\n")
         register_secret_values(
             [state["registration_shared_secret"], state["macaroon_secret_key"], state["form_secret"]]
         )
-        write_synapse_files(self.base_dir, port=self.port, state=state)
+        write_synapse_files(self.base_dir, port=self.port, state=state, limiter=LimiterLevel.GENEROUS)
+        self._synapse = SynapseProcess(self.base_dir, self.port)
 
     def _choose_port(self, last: Any) -> int:
         if self._requested_port is not None:
-            if not _port_free(self._requested_port):
+            if not port_available(self._requested_port):
                 msg = f"port {self._requested_port} for the embedded homeserver is in use; choose another"
                 raise EmbeddedHomeserverError(msg)
             return self._requested_port
         preferred = last if isinstance(last, int) else DEFAULT_EMBEDDED_PORT
-        if _port_free(preferred):
+        if port_available(preferred):
             return preferred
-        port = _free_port()
+        port = free_port()
         logger.warning("embedded homeserver port taken; using another", wanted=preferred, port=port)
         return port
-
-    def _stop_stale_process(self) -> None:
-        """A Synapse left over from a daemon that was killed would hold the database: stop it."""
-        pid_file = self.base_dir / "homeserver.pid"
-        try:
-            pid = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            cmdline = ""
-        if str(self.base_dir / "homeserver.yaml") not in cmdline:
-            return
-        logger.warning("stopping a leftover embedded homeserver", pid=pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + _STOP_TIMEOUT_S
-        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-            time.sleep(_POLL_S)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
     # -- process -------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Prepare if needed, start Synapse and wait until its client API answers."""
-        if self._process is not None and self._process.poll() is None:
-            return
-        if not self._state:
+        if self._synapse is None:
             await asyncio.to_thread(self.prepare)
+        synapse = self._prepared_synapse()
+        if synapse.running:
+            return
         started = time.monotonic()
-        stderr_path = self.base_dir / "homeserver.stderr.log"
-        with stderr_path.open("ab") as stderr:
-            # Popen from the event loop's thread: the parent-death signal follows the thread that forked.
-            self._process = subprocess.Popen(  # noqa: ASYNC220 - returns at once; the wait below is async
-                [sys.executable, "-m", "synapse.app.homeserver", "-c", str(self.base_dir / "homeserver.yaml")],
-                cwd=self.base_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=stderr,
-                stderr=stderr,
-                start_new_session=True,  # Ctrl+C reaches the daemon only; it stops Synapse last
-                preexec_fn=_die_with_parent,  # only calls prctl, safe between fork and exec
-            )
+        # From the event loop's thread, which lives as long as the daemon: the parent-death signal
+        # follows the thread that forked. The wait runs in a worker thread and ends when `stop` ends Synapse.
+        synapse.spawn(daemon=True)
         try:
-            await self._wait_until_ready(self._process)
+            await asyncio.to_thread(synapse.wait_ready, started + _START_TIMEOUT_S)
+        except SynapseError as exc:
+            await self.stop()
+            raise EmbeddedHomeserverError(str(exc)) from exc
         except BaseException:
             await self.stop()
             raise
@@ -300,44 +225,16 @@ class EmbeddedHomeserver:
             seconds=round(time.monotonic() - started, 2),
         )
 
-    async def _wait_until_ready(self, process: subprocess.Popen[bytes]) -> None:
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        versions = f"{self.url}/_matrix/client/versions"
-        while True:
-            if process.poll() is not None:
-                self._fail(f"Synapse exited with code {process.returncode} during start")
-            try:
-                status, _ = await asyncio.to_thread(_post_json, versions)
-                if status == 200:
-                    return
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self._fail(f"Synapse did not answer {versions} within {_START_TIMEOUT_S:.0f} s")
-            await asyncio.sleep(_POLL_S)
-
-    def _fail(self, reason: str) -> None:
-        stderr_log = self.base_dir / "homeserver.stderr.log"
-        msg = (
-            f"{reason}\n--- {self.log_path} (tail) ---\n{_tail(self.log_path)}\n"
-            f"--- {stderr_log} (tail) ---\n{_tail(stderr_log)}"
-        )
-        raise EmbeddedHomeserverError(msg)
-
     async def stop(self) -> None:
         """SIGTERM Synapse and wait for it (then SIGKILL); the data dir stays for the next run."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + _STOP_TIMEOUT_S
-        while process.poll() is None and time.monotonic() < deadline:  # noqa: ASYNC110 - polling a child process
-            await asyncio.sleep(_POLL_S)
-        if process.poll() is None:
-            logger.warning("embedded homeserver did not stop in time; killing it")
-            process.kill()
-            await asyncio.to_thread(process.wait)
-        logger.info("embedded homeserver stopped")
+        if self._synapse is not None and await asyncio.to_thread(self._synapse.terminate, _STOP_TIMEOUT_S):
+            logger.info("embedded homeserver stopped")
+
+    def _prepared_synapse(self) -> SynapseProcess:
+        if self._synapse is None:
+            msg = "the embedded homeserver is not prepared yet"
+            raise EmbeddedHomeserverError(msg)
+        return self._synapse
 
     async def __aenter__(self) -> EmbeddedHomeserver:
         await self.start()
@@ -376,10 +273,10 @@ class EmbeddedHomeserver:
 
     def _register(self, localpart: str, password: str) -> tuple[int, dict[str, Any]]:
         endpoint = f"{self.url}/_synapse/admin/v1/register"
-        status, body = _post_json(endpoint)
+        status, body = http_json(endpoint)
         nonce = body.get("nonce")
         if status != 200 or not isinstance(nonce, str):
             return status, body
         mac = registration_mac(self.registration_shared_secret, nonce, localpart, password, admin=False)
         payload = {"nonce": nonce, "username": localpart, "password": password, "admin": False, "mac": mac}
-        return _post_json(endpoint, payload)
+        return http_json(endpoint, payload)

@@ -1,36 +1,97 @@
-"""The files a private Synapse needs under `<data>/homeserver/`: signing key, log config, `homeserver.yaml`.
+"""The files a private Synapse needs in its folder: signing key, log config, `homeserver.yaml`.
 
-Pure file writing, no process handling; `mindroom.homeserver.embedded` decides the port and secrets and runs Synapse.
+Pure file writing, no process handling. The embedded homeserver (`mindroom.homeserver.embedded`) and the
+test homeserver (`mindroom.testing.homeserver`) both write their config here; they differ only in the
+limiter level and their `extra` settings.
 """
 
 from __future__ import annotations
 
+import io
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
 
 from mindroom.private_files import write_private_file
 
-__all__ = ["LOG_FILENAME", "write_synapse_files"]
+__all__ = ["LIMITER_KEYS", "LOG_FILENAME", "LimiterLevel", "LimiterRate", "rate_limits", "write_synapse_files"]
 
 LOG_FILENAME = "homeserver.log"
 
-# A private server that only our own bots and one human use: generous limits, so streaming edits and
-# several bots logging in from one address never meet a 429.
-_GENEROUS = {"per_second": 100, "burst_count": 1000}
-_RATE_LIMITS: dict[str, Any] = {
-    "rc_message": _GENEROUS,
-    "rc_registration": _GENEROUS,
-    "rc_login": {"address": _GENEROUS, "account": _GENEROUS, "failed_attempts": {"per_second": 1, "burst_count": 10}},
-    "rc_joins": {"local": _GENEROUS, "remote": _GENEROUS},
-    "rc_joins_per_room": _GENEROUS,
-    "rc_invites": {"per_room": _GENEROUS, "per_user": _GENEROUS, "per_issuer": _GENEROUS},
-    "rc_room_creation": _GENEROUS,
-    "rc_admin_redaction": _GENEROUS,
-}
+# Every client-facing limiter Synapse 1.163 reads, mapped to its sub-limiters (none: the key is one limiter).
+# Federation is off (no federation listener, empty whitelist), so rc_federation and rc_remote_media_downloads
+# would never apply.
+LIMITER_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "rc_3pid_validation": (),
+        "rc_admin_redaction": (),
+        "rc_delayed_event_mgmt": (),
+        "rc_invites": ("per_issuer", "per_room", "per_user"),
+        "rc_joins": ("local", "remote"),
+        "rc_joins_per_room": (),
+        "rc_key_requests": (),
+        "rc_login": ("account", "address", "failed_attempts"),
+        "rc_media_create": (),
+        "rc_message": (),
+        "rc_presence": ("per_user",),
+        "rc_profile": (),
+        "rc_registration": (),
+        "rc_registration_token_validity": (),
+        "rc_reports": (),
+        "rc_room_creation": (),
+        "rc_third_party_invite": (),
+        "rc_user_directory": (),
+    }
+)
+_FAILED_LOGINS = ("rc_login", "failed_attempts")
+
+
+@dataclass(frozen=True, slots=True)
+class LimiterRate:
+    """One limiter's setting: the steady rate, and the burst allowed above it."""
+
+    per_second: float
+    burst_count: int
+
+    def as_config(self) -> dict[str, float | int]:
+        """The mapping Synapse reads for one limiter."""
+        return {"per_second": self.per_second, "burst_count": self.burst_count}
+
+
+class LimiterLevel(Enum):
+    """How much every limiter allows: GENEROUS for people on the embedded server, UNLIMITED for tests and benchmarks."""
+
+    # A private server that only our own bots and one human use: streaming edits and several bots
+    # signing in from one address never meet a 429, but failed logins stay slow, so guessing the
+    # human's password takes ages even from loopback.
+    GENEROUS = (LimiterRate(100, 1000), LimiterRate(1, 10))
+    # Tests and benchmarks measure the daemon, never Synapse's throttling.
+    UNLIMITED = (LimiterRate(10_000, 100_000), LimiterRate(10_000, 100_000))
+
+    def __init__(self, rate: LimiterRate, failed_logins: LimiterRate) -> None:
+        self.rate = rate
+        self.failed_logins = failed_logins
+
+    def rate_for(self, key: str, part: str | None = None) -> LimiterRate:
+        """The rate of limiter `key` (and its sub-limiter `part`) at this level."""
+        return self.failed_logins if (key, part) == _FAILED_LOGINS else self.rate
+
+
+def rate_limits(level: LimiterLevel) -> dict[str, Any]:
+    """Synapse's `rc_*` settings: every key of `LIMITER_KEYS` at `level`."""
+    settings: dict[str, Any] = {}
+    for key, parts in LIMITER_KEYS.items():
+        if parts:
+            settings[key] = {part: level.rate_for(key, part).as_config() for part in parts}
+        else:
+            settings[key] = level.rate_for(key).as_config()
+    return settings
 
 
 def _ensure_signing_key(path: Path) -> None:
@@ -38,9 +99,10 @@ def _ensure_signing_key(path: Path) -> None:
         return
     from signedjson.key import generate_signing_key, write_signing_keys
 
-    with path.open("w", encoding="utf-8") as key_file:
-        write_signing_keys(key_file, [generate_signing_key("a_" + secrets.token_hex(2))])
-    path.chmod(0o600)
+    # Built in memory and written private, so the key is never readable by others, not even briefly.
+    text = io.StringIO()
+    write_signing_keys(text, [generate_signing_key("a_" + secrets.token_hex(2))])
+    write_private_file(path, text.getvalue())
 
 
 def _log_config(log_path: Path) -> dict[str, Any]:
@@ -66,14 +128,14 @@ def write_synapse_files(
     *,
     port: int,
     state: Mapping[str, Any],
-    rate_limits: Mapping[str, Any] = _RATE_LIMITS,
+    limiter: LimiterLevel = LimiterLevel.GENEROUS,
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write (or refresh) Synapse's files for a loopback listener on `port`; returns `homeserver.yaml`'s path.
 
     `state` holds `server_name`, `registration_shared_secret`, `macaroon_secret_key` and `form_secret`.
-    The signing key is created once and kept. `rate_limits` and `extra` settings go into the config as given
-    (the test homeserver lifts every limit and makes password hashing cheap).
+    The signing key is created once and kept; it and `homeserver.yaml` (which holds the secrets) are
+    mode 0600. `extra` settings go into the config as given (the test homeserver makes hashing cheap).
     """
     base.mkdir(parents=True, exist_ok=True)
     (base / "media_store").mkdir(exist_ok=True)
@@ -109,7 +171,7 @@ def write_synapse_files(
         "presence": {"enabled": False},
         "url_preview_enabled": False,
         "enable_metrics": False,
-        **rate_limits,
+        **rate_limits(limiter),
         **(extra or {}),
     }
     path = base / "homeserver.yaml"

@@ -1,5 +1,8 @@
 """A real Synapse homeserver for tests: a subprocess on a free loopback port with SQLite in a temp dir.
 
+A sync shell over `mindroom.homeserver.synapse.SynapseProcess` that adds user registration and the
+session fixture; async code uses `async with TestHomeserver()` or `asyncio.to_thread(server.stop)`.
+
 Set `MINDROOM_TEST_HOMESERVER_URL` and `MINDROOM_TEST_HOMESERVER_SECRET` (and optionally
 `MINDROOM_TEST_HOMESERVER_NAME`, default `localhost`) to use an already-running server instead.
 """
@@ -13,14 +16,8 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +26,8 @@ from typing import Any, Self
 
 import pytest
 
-from mindroom.homeserver.files import LOG_FILENAME, write_synapse_files
+from mindroom.homeserver.files import LOG_FILENAME, LimiterLevel, write_synapse_files
+from mindroom.homeserver.synapse import SynapseError, SynapseProcess, client_api_answers, free_port, http_json
 from mindroom.logging_config import get_logger
 
 __all__ = [
@@ -45,34 +43,9 @@ logger = get_logger(__name__)
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 10.0
 _POLL_INTERVAL_S = 0.05
-_HTTP_TIMEOUT_S = 10.0
-_LOG_TAIL_LINES = 40
 _ENV_URL = "MINDROOM_TEST_HOMESERVER_URL"
 _ENV_SECRET = "MINDROOM_TEST_HOMESERVER_SECRET"
 _ENV_SERVER_NAME = "MINDROOM_TEST_HOMESERVER_NAME"
-
-# Every client-facing limiter Synapse 1.163 reads, raised so tests never hit 429.
-_UNLIMITED = {"per_second": 10000, "burst_count": 100000}
-_RATE_LIMITS: dict[str, Any] = {
-    "rc_message": _UNLIMITED,
-    "rc_registration": _UNLIMITED,
-    "rc_registration_token_validity": _UNLIMITED,
-    "rc_login": {"address": _UNLIMITED, "account": _UNLIMITED, "failed_attempts": _UNLIMITED},
-    "rc_admin_redaction": _UNLIMITED,
-    "rc_joins": {"local": _UNLIMITED, "remote": _UNLIMITED},
-    "rc_joins_per_room": _UNLIMITED,
-    "rc_key_requests": _UNLIMITED,
-    "rc_3pid_validation": _UNLIMITED,
-    "rc_invites": {"per_room": _UNLIMITED, "per_user": _UNLIMITED, "per_issuer": _UNLIMITED},
-    "rc_third_party_invite": _UNLIMITED,
-    "rc_media_create": _UNLIMITED,
-    "rc_presence": {"per_user": _UNLIMITED},
-    "rc_delayed_event_mgmt": _UNLIMITED,
-    "rc_room_creation": _UNLIMITED,
-    "rc_reports": _UNLIMITED,
-    "rc_user_directory": _UNLIMITED,
-    "rc_profile": _UNLIMITED,
-}
 
 
 class HomeserverError(RuntimeError):
@@ -94,33 +67,13 @@ def unique_localpart(prefix: str = "user") -> str:
     return f"{prefix.lower()}_{secrets.token_hex(4)}"
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _http_json(url: str, *, data: dict[str, Any] | None = None, timeout: float = _HTTP_TIMEOUT_S) -> dict[str, Any]:
-    body = None if data is None else json.dumps(data).encode()
-    request = urllib.request.Request(url, data=body, method="GET" if body is None else "POST")  # noqa: S310
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            result: dict[str, Any] = json.loads(response.read())
-            return result
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")
-        msg = f"{request.get_method()} {url} -> HTTP {exc.code}: {detail}"
-        raise HomeserverError(msg) from exc
+def _request(url: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    status, body = http_json(url, data)
+    if status != 200:
+        method = "GET" if data is None else "POST"
+        msg = f"{method} {url} -> HTTP {status}: {json.dumps(body)}"
+        raise HomeserverError(msg)
+    return body
 
 
 class TestHomeserver:
@@ -132,11 +85,11 @@ class TestHomeserver:
         self._requested_dir = None if base_dir is None else Path(base_dir)
         self._temp_dir: Path | None = None
         self._server_name = server_name
-        self._port = _free_port()
+        self._port = free_port()
         self._secret = secrets.token_urlsafe(32)
-        self._process: subprocess.Popen[bytes] | None = None
+        # Made with the config; forgotten with a temp dir that `cleanup` deletes.
+        self._synapse: SynapseProcess | None = None
         self._external_url: str | None = None
-        self._config_written = False
 
     @classmethod
     def from_environment(cls) -> TestHomeserver | None:
@@ -187,39 +140,34 @@ class TestHomeserver:
     @property
     def is_running(self) -> bool:
         """True while the subprocess is alive (always True for an external server)."""
-        return self.is_external or (self._process is not None and self._process.poll() is None)
+        return self.is_external or (self._synapse is not None and self._synapse.running)
 
     def start(self) -> None:
         """Start Synapse and block until the client API answers (at most 60 s)."""
-        if self.is_external:
-            self._wait_until_ready(None)
-            return
-        if self.is_running:
-            return
-        if not self._config_written:
-            self._write_config()
         started = time.monotonic()
-        stderr_path = self.base_dir / "homeserver.stderr.log"
-        with stderr_path.open("ab") as stderr:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "synapse.app.homeserver", "-c", str(self.base_dir / "homeserver.yaml")],
-                cwd=self.base_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=stderr,
-                stderr=stderr,
-            )
+        if self.is_external:
+            self._wait_for_external(started + _START_TIMEOUT_S)
+            return
+        synapse = self._synapse if self._synapse is not None else self._write_config()
+        if synapse.running:
+            return
+        # In the caller's session and without a parent-death signal: callers start this from worker
+        # threads (`asyncio.to_thread`), and the session's server must outlive them.
+        synapse.spawn()
         try:
-            self._wait_until_ready(self._process)
+            synapse.wait_ready(started + _START_TIMEOUT_S)
+        except SynapseError as exc:
+            synapse.terminate(_STOP_TIMEOUT_S)
+            raise HomeserverError(str(exc)) from exc
         except BaseException:
-            self._terminate()
+            synapse.terminate(_STOP_TIMEOUT_S)
             raise
-        logger.info("test_homeserver_started", url=self.url, seconds=round(time.monotonic() - started, 2))
+        logger.info("test homeserver started", url=self.url, seconds=round(time.monotonic() - started, 2))
 
     def stop(self) -> None:
         """SIGTERM Synapse, wait up to 10 s, then kill it; keeps the data dir for a later `start()`."""
-        if self.is_external:
-            return
-        self._terminate()
+        if self._synapse is not None:
+            self._synapse.terminate(_STOP_TIMEOUT_S)
 
     def restart(self) -> None:
         """Stop and start again on the same data dir and port."""
@@ -235,14 +183,14 @@ class TestHomeserver:
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
-            self._config_written = False
+            self._synapse = None
 
     def register_user(
         self, localpart: str, password: str, *, admin: bool = False, displayname: str | None = None
     ) -> RegisteredUser:
         """Create an account with the shared-secret admin registration API."""
         endpoint = f"{self.url}/_synapse/admin/v1/register"
-        nonce = str(_http_json(endpoint)["nonce"])
+        nonce = str(_request(endpoint)["nonce"])
         role = b"admin" if admin else b"notadmin"
         mac = hmac.new(self._secret.encode(), digestmod=hashlib.sha1)
         mac.update(b"\x00".join([nonce.encode(), localpart.encode(), password.encode(), role]))
@@ -255,7 +203,7 @@ class TestHomeserver:
         }
         if displayname is not None:
             payload["displayname"] = displayname
-        result = _http_json(endpoint, data=payload)
+        result = _request(endpoint, payload)
         return RegisteredUser(
             user_id=str(result["user_id"]),
             access_token=str(result["access_token"]),
@@ -289,50 +237,25 @@ class TestHomeserver:
     ) -> None:
         await asyncio.to_thread(self.cleanup)
 
-    def _write_config(self) -> None:
+    def _write_config(self) -> SynapseProcess:
         state = {
             "server_name": self._server_name,
             "registration_shared_secret": self._secret,
             "macaroon_secret_key": secrets.token_urlsafe(32),
             "form_secret": secrets.token_urlsafe(32),
         }
-        write_synapse_files(
-            self.base_dir, port=self._port, state=state, rate_limits=_RATE_LIMITS, extra={"bcrypt_rounds": 4}
-        )
-        self._config_written = True
+        # Cheap password hashing: tests register many accounts and the hashes guard nothing.
+        extra = {"bcrypt_rounds": 4}
+        write_synapse_files(self.base_dir, port=self._port, state=state, limiter=LimiterLevel.UNLIMITED, extra=extra)
+        self._synapse = SynapseProcess(self.base_dir, self._port)
+        return self._synapse
 
-    def _wait_until_ready(self, process: subprocess.Popen[bytes] | None) -> None:
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        versions = f"{self.url}/_matrix/client/versions"
-        while True:
-            if process is not None and process.poll() is not None:
-                self._fail(f"Synapse exited with code {process.returncode} during start")
-            try:
-                with urllib.request.urlopen(versions, timeout=1.0) as response:  # noqa: S310
-                    if response.status == 200:
-                        return
-            except (OSError, urllib.error.URLError):
-                pass
+    def _wait_for_external(self, deadline: float) -> None:
+        while not client_api_answers(self.url):
             if time.monotonic() > deadline:
-                self._fail(f"Synapse did not answer {versions} within {_START_TIMEOUT_S:.0f} s")
+                msg = f"the homeserver at {self.url} (from {_ENV_URL}) did not answer within {_START_TIMEOUT_S:.0f} s"
+                raise HomeserverError(msg)
             time.sleep(_POLL_INTERVAL_S)
-
-    def _fail(self, reason: str) -> None:
-        log_tail = _tail(self.log_path)
-        stderr_tail = _tail(self.base_dir / "homeserver.stderr.log")
-        msg = f"{reason}\n--- {self.log_path} (tail) ---\n{log_tail}\n--- stderr (tail) ---\n{stderr_tail}"
-        raise HomeserverError(msg)
-
-    def _terminate(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=_STOP_TIMEOUT_S)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,10 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
+from mindroom.homeserver.files import LimiterLevel, rate_limits
+from mindroom.homeserver.synapse import free_port
 from mindroom.testing.homeserver import HomeserverError, TestHomeserver, unique_localpart
 
 pytestmark = pytest.mark.integration
@@ -84,6 +87,44 @@ def test_homeserver_start_failure_reports_the_log_tail(tmp_path):
     assert not server.is_running
     server.cleanup()
     assert (tmp_path / "synapse").exists()  # a caller-provided directory is left alone
+
+
+def test_homeserver_config_lifts_every_limit(homeserver):
+    config = yaml.safe_load((homeserver.base_dir / "homeserver.yaml").read_text())
+
+    assert {key: config[key] for key in rate_limits(LimiterLevel.UNLIMITED)} == rate_limits(LimiterLevel.UNLIMITED)
+    assert config["bcrypt_rounds"] == 4
+
+
+def test_homeserver_from_environment_uses_a_running_server(homeserver, monkeypatch):
+    monkeypatch.setenv("MINDROOM_TEST_HOMESERVER_URL", f"{homeserver.url}/")
+    monkeypatch.setenv("MINDROOM_TEST_HOMESERVER_SECRET", homeserver.registration_shared_secret)
+    external = TestHomeserver.from_environment()
+
+    external.start()
+    user = external.register_user(unique_localpart("ext"), "pw")
+    external.stop()  # not ours to stop
+
+    assert (external.is_external, external.is_running, external.url) == (True, True, homeserver.url)
+    assert _whoami(homeserver, user.access_token) == user.user_id
+    with pytest.raises(HomeserverError, match="cannot restart"):
+        external.restart()
+
+
+def test_homeserver_from_environment_reports_a_server_that_never_answers(monkeypatch):
+    monkeypatch.setenv("MINDROOM_TEST_HOMESERVER_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("MINDROOM_TEST_HOMESERVER_SECRET", "secret")
+    monkeypatch.setattr("mindroom.testing.homeserver._START_TIMEOUT_S", 0.3)
+
+    with pytest.raises(HomeserverError, match="did not answer"):
+        TestHomeserver.from_environment().start()
+
+
+def test_homeserver_from_environment_needs_url_and_secret(monkeypatch):
+    monkeypatch.setenv("MINDROOM_TEST_HOMESERVER_URL", "http://127.0.0.1:1")
+    monkeypatch.delenv("MINDROOM_TEST_HOMESERVER_SECRET", raising=False)
+
+    assert TestHomeserver.from_environment() is None
 
 
 def test_unique_localpart_is_unique_and_lowercase():

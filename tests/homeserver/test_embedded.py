@@ -1,4 +1,4 @@
-"""The embedded homeserver's preparation: private files, stable secrets, a stable port with a fallback."""
+"""The embedded homeserver: private files, stable secrets, a stable port with a fallback, a real start and stop."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import stat
 
 import pytest
 import yaml
+from structlog.testing import capture_logs
 
 from mindroom.homeserver.embedded import (
     DEFAULT_EMBEDDED_PORT,
@@ -15,6 +16,8 @@ from mindroom.homeserver.embedded import (
     EmbeddedHomeserverError,
     embedded_connection,
 )
+from mindroom.homeserver.files import LimiterLevel
+from mindroom.homeserver.synapse import SynapseError, client_api_answers, free_port, http_json, port_available
 
 
 def _mode(path) -> int:
@@ -43,6 +46,7 @@ def test_prepare_writes_private_config_and_keeps_secrets_across_runs(tmp_path):
     assert config["registration_shared_secret"] == secret
     assert config["enable_registration"] is False
     assert config["database"]["args"]["database"] == str(base / "homeserver.db")
+    assert config["rc_message"] == LimiterLevel.GENEROUS.rate.as_config()
 
     second = EmbeddedHomeserver(tmp_path)
     second.prepare()
@@ -107,3 +111,51 @@ async def test_ensure_user_rejects_a_user_of_another_server(tmp_path):
 
 def test_default_port_is_8008():
     assert DEFAULT_EMBEDDED_PORT == 8008
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio
+async def test_start_serves_the_human_account_and_stop_frees_the_port(tmp_path):
+    server = EmbeddedHomeserver(tmp_path, port=free_port())
+    with capture_logs() as logs:
+        async with server:
+            assert client_api_answers(server.url)
+            first = await server.ensure_user("@me:localhost")
+            await server.start()  # already running: nothing to do
+            again = await server.ensure_user("@me:localhost")
+            status, body = http_json(f"{server.url}/_matrix/client/v3/login", _password_login(first))
+    events = [log["event"] for log in logs]
+
+    assert (first.created, again.created, again.password) == (True, False, first.password)
+    assert _mode(server.user_file) == 0o600
+    assert (status, body["user_id"]) == (200, "@me:localhost")
+    assert events.count("embedded homeserver started") == 1
+    assert events[-1] == "embedded homeserver stopped"
+    assert not client_api_answers(server.url)
+    assert port_available(server.port)
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio
+async def test_start_failure_reports_the_log_tail_and_leaves_nothing_running(tmp_path):
+    server = EmbeddedHomeserver(tmp_path, port=free_port())
+    server.prepare()
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", server.port))
+        blocker.listen()
+        with pytest.raises(EmbeddedHomeserverError, match="Synapse exited") as info:
+            await server.start()
+
+    assert str(server.log_path) in str(info.value)
+    assert "Address already in use" in str(info.value)
+    assert isinstance(info.value.__cause__, SynapseError)
+    assert not (tmp_path / "homeserver" / "homeserver.pid").exists()
+    assert port_available(server.port)
+
+
+def _password_login(account) -> dict:
+    return {
+        "type": "m.login.password",
+        "identifier": {"type": "m.id.user", "user": account.user_id},
+        "password": account.password,
+    }
