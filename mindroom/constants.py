@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,9 +12,13 @@ __all__ = [
     "DEFAULT_ACCOUNT_PREFIX",
     "DEFAULT_CONFIG_FILENAME",
     "DEFAULT_STORAGE_DIRNAME",
+    "HOOK_DISPATCH_KEY",
+    "HOOK_ORIGIN_EVENT_KEY",
+    "HOOK_SOURCE_KEY",
     "ORIGINAL_SENDER_KEY",
     "PLUGIN_MANIFEST_FILENAME",
     "ROUTER_AGENT_NAME",
+    "SCHEDULE_ID_KEY",
     "SYNTHETIC_DEPTH_KEY",
     "VOICE_PREFIX",
     "RuntimePaths",
@@ -54,7 +59,7 @@ class RuntimePaths:
         return self.storage_root / "plugins"
 
     def env(self, name: str, default: str | None = None) -> str | None:
-        """Read an environment value as the config saw it, falling back to the process environment."""
+        """An environment value as the config saw it, else from the process (for paths built outside the daemon)."""
         if name in self.env_values:
             return self.env_values[name]
         return os.environ.get(name, default)
@@ -66,9 +71,17 @@ class RuntimePaths:
         return cls(config_path=root / DEFAULT_CONFIG_FILENAME, storage_root=root / DEFAULT_STORAGE_DIRNAME)
 
 
+_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
 def resolve_config_relative_path(raw_path: str | os.PathLike[str], runtime_paths: RuntimePaths) -> Path:
-    """Resolve a path written in the config: `~` and `$VARS` expand, relative paths start at the config's folder."""
-    text = os.path.expandvars(os.fspath(raw_path))
+    """Resolve a path written in the config: `~` and `$VARS` (as `runtime_paths.env` reads them) expand, relative
+    paths start at the config's folder."""
+    def expand(match: re.Match[str]) -> str:
+        value = runtime_paths.env(match.group(1) or match.group(2))
+        return match.group(0) if value is None else value
+
+    text = _VARIABLE.sub(expand, os.fspath(raw_path))
     path = Path(text).expanduser()
     if not path.is_absolute():
         path = runtime_paths.config_dir / path

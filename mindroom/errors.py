@@ -1,11 +1,26 @@
-"""The exceptions the daemon raises on purpose.
+"""The exceptions the daemon raises on purpose, all drawn here as one tree.
 
     MindroomError
-    ├── ConfigError          config.yaml or the environment is invalid (names file, key path, line)
-    ├── PluginError          a plugin cannot be loaded (names the plugin and the cause)
-    │   ├── ManifestError    mindroom.plugin.json is missing or malformed
-    │   └── PluginImportError  a plugin module failed to import
-    └── PluginStateError     a plugin name would put its state outside `<data>/plugins/`
+    ├── ConfigError               config.yaml or the environment is invalid (names file, key path, line)
+    ├── PluginError               a plugin cannot be loaded (names the plugin and the cause)
+    │   ├── ManifestError         mindroom.plugin.json is missing or malformed
+    │   └── PluginImportError     a plugin module failed to import
+    ├── PluginStateError          a plugin name would put its state outside `<data>/plugins/` (also ValueError)
+    ├── SkillError                a SKILL.md folder is malformed, or two plugins offer one skill  (plugins.skills)
+    ├── ToolCatalogError          plugin tools clash, or an agent names an unknown tool  (tool_system.catalog)
+    ├── ToolError                 a tool refuses or fails; its text goes back to the model  (tool_system.spec)
+    ├── ModelConfigError          a model cannot be built (names model and problem)  (ai.errors)
+    ├── GenerationError           the model failed while answering; safe to show in chat  (ai.errors)
+    ├── MatrixError               anything the Matrix layer reports  (matrix.errors)
+    │   ├── MatrixConnectionError   the homeserver could not be reached (also ConnectionError)
+    │   ├── MatrixRequestError      the homeserver answered with a Matrix error
+    │   └── MatrixLoginError        a bot could not log in, register or reuse its credentials
+    ├── QueueFullError            a room already has as many turns waiting as it may  (bots.fairness)
+    ├── ScheduleParseError        a `!schedule` line cannot be read (also ValueError)  (daemon.scheduling.parse)
+    ├── SynapseError              a Synapse process failed to start or answer; carries log tails  (homeserver.synapse)
+    ├── EmbeddedHomeserverError   the embedded homeserver cannot run; says what to install or fix  (homeserver.embedded)
+    ├── HomeserverError           the testing kit's homeserver failed (testing.homeserver)
+    └── ChatError                 `mindroom chat` cannot sign in or find its room  (cli.chat)
 
 Hook callbacks never surface exceptions to callers: the hook host contains them (see
 `mindroom.hooks.execution`). `ValueError`/`TypeError` from the `@hook` decorator are programming

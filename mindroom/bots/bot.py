@@ -215,6 +215,11 @@ class EntityBot:
         """Events being handled right now."""
         return len(self.tasks)
 
+    @property
+    def waiting_turns(self) -> int:
+        """Turns waiting for a free slot of this agent."""
+        return self._slots.waiting()
+
     # -- turn support ---------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def turn_slot(self, room_id: str, thread_key: str) -> AsyncIterator[None]:

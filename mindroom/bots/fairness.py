@@ -12,10 +12,12 @@ import contextlib
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 
+from mindroom.errors import MindroomError
+
 __all__ = ["FairSlots", "QueueFullError"]
 
 
-class QueueFullError(Exception):
+class QueueFullError(MindroomError):
     """A room already has as many turns waiting as it may."""
 
 

@@ -21,7 +21,22 @@ if TYPE_CHECKING:
     from mindroom.hooks.registry import HookRegistry
     from mindroom.plugins.discovery import LoadedPlugins
 
-__all__ = ["app", "main"]
+__all__ = [
+    "ConfigOption",
+    "StorageOption",
+    "app",
+    "chat",
+    "config_app",
+    "config_init",
+    "config_validate",
+    "doctor",
+    "hooks_app",
+    "hooks_list",
+    "main",
+    "plugins_app",
+    "plugins_list",
+    "run",
+]
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="MindRoom: AI agents in Matrix, with hooks.")
 config_app = typer.Typer(no_args_is_help=True, help="Create and check config files.")

@@ -18,11 +18,21 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
+from mindroom.errors import MindroomError
 from mindroom.homeserver.embedded import embedded_connection
 from mindroom.matrix import MatrixEvent, MatrixEventKind, MatrixUserClient
 from mindroom.matrix.delivery import STREAM_CURSOR
 
-__all__ = ["ChatError", "ChatLogin", "Reply", "ReplyBoard", "TerminalChat", "resolve_login"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "SETTLE_S",
+    "ChatError",
+    "ChatLogin",
+    "Reply",
+    "ReplyBoard",
+    "TerminalChat",
+    "resolve_login",
+]
 
 """What the daemon appends to an answer while it is still streaming (see `mindroom.bots.turn`)."""
 
@@ -31,7 +41,7 @@ DEFAULT_TIMEOUT_S = 120.0
 _HELP = "Type a message and press Enter. /new starts a new thread, /quit (or Ctrl+D) leaves. Mention with @name."
 
 
-class ChatError(RuntimeError):
+class ChatError(MindroomError):
     """The chat cannot start; the message says what to set."""
 
 

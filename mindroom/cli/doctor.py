@@ -29,7 +29,16 @@ from mindroom.homeserver.embedded import embedded_connection, synapse_installed
 from mindroom.logging_config import redact_text, register_secret_env
 from mindroom.matrix.credentials import CredentialStore
 
-__all__ = ["CheckResult", "CheckStatus", "run_checks"]
+__all__ = [
+    "CheckResult",
+    "CheckStatus",
+    "check_accounts",
+    "check_data_dir",
+    "check_homeserver",
+    "check_models",
+    "check_plugins",
+    "run_checks",
+]
 
 _HTTP_TIMEOUT_S = 5.0
 _MODEL_TIMEOUT_S = 60.0

@@ -6,7 +6,6 @@ the line, so an operator never sees a bare traceback.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,10 +14,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from mindroom.config.environment import process_environ
 from mindroom.config.main import Config
 from mindroom.errors import ConfigError
 
-__all__ = ["load_config", "parse_config_text", "substitute_env"]
+__all__ = ["KeyPath", "format_key_path", "load_config", "parse_config_text", "substitute_env"]
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -101,7 +101,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> KeyPath:
 def parse_config_text(text: str, source: Path | str, env: Mapping[str, str] | None = None) -> Config:
     """Parse and validate config text; `source` only names the file in errors."""
     source = Path(source)
-    environment = dict(os.environ) if env is None else dict(env)
+    environment = process_environ() if env is None else dict(env)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         raw = yaml.safe_load(text)

@@ -22,7 +22,14 @@ if TYPE_CHECKING:
     from mindroom.bots.runtime import BotMetrics, DaemonRuntime
     from mindroom.daemon.reload import ReloadOutcome
 
-__all__ = ["AGENT_LATENCY_BUCKETS_S", "HOOK_DURATION_BUCKETS_S", "MetricsCollector", "MetricsServer"]
+__all__ = [
+    "AGENT_LATENCY_BUCKETS_S",
+    "CONTENT_TYPE",
+    "HOOK_DURATION_BUCKETS_S",
+    "Labels",
+    "MetricsCollector",
+    "MetricsServer",
+]
 
 logger = get_logger(__name__)
 

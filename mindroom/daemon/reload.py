@@ -32,7 +32,7 @@ from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_CONFIG_RELOADED
 from mindroom.logging_config import get_logger
 
-__all__ = ["EntityChanges", "ReloadCoordinator", "ReloadOutcome", "reload_command"]
+__all__ = ["ApplyChanges", "BuildLive", "EntityChanges", "ReloadCoordinator", "ReloadOutcome", "reload_command"]
 
 logger = get_logger(__name__)
 

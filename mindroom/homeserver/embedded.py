@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mindroom.errors import MindroomError
 from mindroom.homeserver.files import LOG_FILENAME, LimiterLevel, write_synapse_files
 from mindroom.homeserver.synapse import (
     SynapseError,
@@ -51,7 +52,7 @@ _START_TIMEOUT_S = 90.0
 _STOP_TIMEOUT_S = 15.0
 
 
-class EmbeddedHomeserverError(RuntimeError):
+class EmbeddedHomeserverError(MindroomError, RuntimeError):
     """The embedded homeserver could not be prepared or started; the message says what to do."""
 
 

@@ -22,6 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from mindroom.errors import MindroomError
 from mindroom.homeserver.files import LOG_FILENAME
 from mindroom.logging_config import get_logger
 
@@ -50,7 +51,7 @@ _LOG_TAIL_LINES = 40
 _PR_SET_PDEATHSIG = 1
 
 
-class SynapseError(RuntimeError):
+class SynapseError(MindroomError, RuntimeError):
     """Synapse did not start or stop as asked; carries the tails of its log and of its stderr."""
 
     def __init__(self, reason: str, *, log_tail: str = "", stderr_tail: str = "", message: str | None = None) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Self
 
 import pytest
 
+from mindroom.errors import MindroomError
 from mindroom.homeserver.files import LOG_FILENAME, LimiterLevel, write_synapse_files
 from mindroom.homeserver.synapse import SynapseError, SynapseProcess, client_api_answers, free_port, http_json
 from mindroom.logging_config import get_logger
@@ -48,7 +49,7 @@ _ENV_SECRET = "MINDROOM_TEST_HOMESERVER_SECRET"
 _ENV_SERVER_NAME = "MINDROOM_TEST_HOMESERVER_NAME"
 
 
-class HomeserverError(RuntimeError):
+class HomeserverError(MindroomError, RuntimeError):
     """The test homeserver failed to start or rejected a request."""
 
 

@@ -11,8 +11,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -20,12 +19,26 @@ from typing import Any, Self
 import pytest
 
 from mindroom.logging_config import get_logger
+from mindroom.testing.model_replies import (
+    Delay,
+    Echo,
+    Hang,
+    HttpError,
+    Predicate,
+    Reply,
+    Stream,
+    Text,
+    ToolCall,
+    content_text,
+    last_user_message,
+)
 
 __all__ = [
     "Delay",
     "Echo",
     "Hang",
     "HttpError",
+    "Predicate",
     "Reply",
     "ScriptedModelServer",
     "Stream",
@@ -39,81 +52,6 @@ __all__ = [
 logger = get_logger(__name__)
 
 _POLL_INTERVAL_S = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class Echo:
-    """Reply with the text of the request's last user message, after `prefix`."""
-
-    prefix: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Text:
-    """Reply with a fixed text."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Stream:
-    """Stream these chunks in order (`delay_s` apart); a non-streaming request gets them joined."""
-
-    chunks: Sequence[str]
-    delay_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "chunks", tuple(self.chunks))
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """Reply with an assistant message that calls one tool, as OpenAI sends it."""
-
-    name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
-    call_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Delay:
-    """Wait `seconds`, then answer with `then`."""
-
-    seconds: float
-    then: Reply
-
-
-@dataclass(frozen=True, slots=True)
-class HttpError:
-    """Answer with this HTTP status and an OpenAI-shaped error body."""
-
-    status: int
-    message: str = "scripted error"
-
-
-@dataclass(frozen=True, slots=True)
-class Hang:
-    """Never answer; the connection is dropped when the server stops (for timeout tests)."""
-
-
-Reply = Echo | Text | Stream | ToolCall | Delay | HttpError | Hang
-Predicate = Callable[[dict[str, Any]], bool]
-
-
-def last_user_message(request: Mapping[str, Any]) -> str:
-    """The text of the last `user` message in a chat-completions request body ("" when there is none)."""
-    for message in reversed(request.get("messages") or []):
-        if message.get("role") == "user":
-            return _content_text(message.get("content"))
-    return ""
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return ""
 
 
 class _Script:
@@ -435,7 +373,7 @@ def _tool_call(reply: ToolCall) -> dict[str, Any]:
 
 
 def _usage(request: dict[str, Any], text: str) -> dict[str, int]:
-    prompt = sum(len(_content_text(message.get("content")).split()) for message in request.get("messages") or [])
+    prompt = sum(len(content_text(message.get("content")).split()) for message in request.get("messages") or [])
     completion = len(text.split())
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 

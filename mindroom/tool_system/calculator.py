@@ -10,7 +10,16 @@ from typing import Any
 
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
-__all__ = ["CALCULATOR_TOOL_NAMES", "calculator_tools", "evaluate"]
+__all__ = [
+    "CALCULATOR_TOOL_NAMES",
+    "MAX_EXPONENT",
+    "MAX_EXPRESSION_CHARS",
+    "MAX_FACTORIAL",
+    "MAX_INT_BITS",
+    "Number",
+    "calculator_tools",
+    "evaluate",
+]
 
 CALCULATOR_TOOL_NAMES = ("calculate",)
 

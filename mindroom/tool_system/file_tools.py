@@ -15,7 +15,7 @@ from pathlib import Path
 from mindroom.config.main import FileToolConfig
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
-__all__ = ["FILE_TOOL_NAMES", "Workspace", "file_tools"]
+__all__ = ["FILE_TOOL_NAMES", "MAX_LISTED_ENTRIES", "Workspace", "file_tools"]
 
 FILE_TOOL_NAMES = ("read_file", "write_file", "list_files")
 MAX_LISTED_ENTRIES = 500

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mindroom.tool_system.runtime_context import get_runtime_context
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
-__all__ = ["MATRIX_TOOL_NAMES", "matrix_tools"]
+__all__ = ["MATRIX_TOOL_NAMES", "MAX_MESSAGE_CHARS", "matrix_tools"]
 
 MATRIX_TOOL_NAMES = ("send_matrix_message",)
 MAX_MESSAGE_CHARS = 20000

@@ -17,6 +17,7 @@ import shutil
 import signal
 from pathlib import Path
 
+from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
@@ -62,7 +63,7 @@ async def run_command(command: str, workspace: Path, settings: ShellToolConfig) 
         raise ToolError(f"cannot parse the command: {exc}") from None
     if not argv:
         raise ToolError("the command is empty")
-    search_path = os.environ.get("PATH") or _DEFAULT_PATH
+    search_path = process_environ().get("PATH") or _DEFAULT_PATH
     executable = _executable(argv[0], settings, search_path)
     os.makedirs(workspace, mode=0o700, exist_ok=True)
     env = {"PATH": search_path, "HOME": str(workspace), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}

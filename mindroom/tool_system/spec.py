@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mindroom.config.main import ToolsConfig
+from mindroom.errors import MindroomError
 
 __all__ = [
     "RESERVED_PARAMETERS",
@@ -29,7 +30,7 @@ RESERVED_PARAMETERS = frozenset({"agent", "team", "run_context", "images", "vide
 MessageSendFunction = Callable[[str, str, str | None], Awaitable[str]]
 
 
-class ToolError(Exception):
+class ToolError(MindroomError):
     """A tool refusing or failing a call for a reason the model should read (the message is shown to it)."""
 
 

@@ -19,7 +19,9 @@ from typing import Literal
 
 from croniter import croniter
 
-__all__ = ["ScheduleParseError", "ScheduleSpec", "next_run_after", "parse_schedule"]
+from mindroom.errors import MindroomError
+
+__all__ = ["ScheduleKind", "ScheduleParseError", "ScheduleSpec", "next_run_after", "parse_schedule"]
 
 ScheduleKind = Literal["once", "cron", "interval"]
 
@@ -68,7 +70,7 @@ _EVERY_INTERVAL = re.compile(rf"^every\s+(?:{_AMOUNT}\s*)?{_UNIT}\b\s*(?P<rest>.
 _CRON_FIELD = re.compile(r"^[0-9*/,\-A-Za-z?LW#]+$")
 
 
-class ScheduleParseError(ValueError):
+class ScheduleParseError(MindroomError, ValueError):
     """The request is not one of the accepted forms; the message says what was expected."""
 
 

@@ -1,0 +1,166 @@
+"""The shape of the package: no import cycle, short modules, foundations at the top, one environment reader.
+
+These read the source (with `ast`), so they hold for imports under `TYPE_CHECKING` and inside functions too.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import mindroom
+
+PACKAGE = Path(mindroom.__file__).resolve().parent
+MAX_MODULE_LINES = 400
+FOUNDATIONS = {"__init__.py", "__main__.py", "constants.py", "errors.py", "logging_config.py", "private_files.py"}
+ENVIRONMENT_READERS = {
+    "mindroom/config/environment.py",  # the daemon's one reader
+    "mindroom/testing/homeserver.py",  # the plugin authors' kit, not the daemon: its own test-server variables
+    # `RuntimePaths` made outside the daemon (a plugin's own code or tests) carries no snapshot of the
+    # environment and falls back to the process's; the daemon's always carries the one reader's snapshot.
+    "mindroom/constants.py",
+}
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _imported(module: str, path: Path) -> set[str]:
+    """The package's modules that `module` imports anywhere in its source."""
+    found: set[str] = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = module.split(".") if is_package else module.split(".")[:-1]
+                parent = parent[: len(parent) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in MODULES)]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.add(name)
+    return found
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each as a closed path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_package_has_no_import_cycle():
+    graph = {module: _imported(module, path) for module, path in MODULES.items()}
+
+    cycles = _cycles(graph)
+
+    assert cycles == [], "import cycles:\n" + "\n".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_package_cycle_finder_names_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_package_module_is_under_the_line_limit(module):
+    lines = MODULES[module].read_text(encoding="utf-8").count("\n")
+
+    assert lines < MAX_MODULE_LINES, f"{module} has {lines} lines"
+
+
+def test_package_top_level_holds_only_the_foundations_and_packages():
+    loose = {path.name for path in PACKAGE.iterdir() if path.is_file() and path.suffix == ".py"}
+
+    assert loose == FOUNDATIONS
+
+
+def test_package_reads_the_process_environment_in_one_place():
+    readers = set()
+    for path in MODULES.values():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv"}:
+                readers.add(path.relative_to(PACKAGE.parent).as_posix())
+            if isinstance(node, ast.ImportFrom) and node.module == "dotenv":
+                readers.add(path.relative_to(PACKAGE.parent).as_posix())
+
+    assert readers <= ENVIRONMENT_READERS, f"environment read outside the one reader: {readers - ENVIRONMENT_READERS}"
+
+
+def _public_definitions(path: Path) -> set[str]:
+    """Names a module defines at top level (classes, functions, assignments) that do not start with `_`."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if not name.startswith("_") and name not in {"logger", "app"}}
+
+
+IMPORTABLE = sorted(
+    info.name for info in pkgutil.walk_packages(mindroom.__path__, "mindroom.") if not info.name.endswith("__main__")
+)
+
+
+@pytest.mark.parametrize("module_name", IMPORTABLE)
+def test_package_all_names_every_public_definition(module_name):
+    module = importlib.import_module(module_name)
+    defined = _public_definitions(MODULES[module_name])
+
+    missing = defined - set(module.__all__)
+
+    assert not missing, f"{module_name} defines public names missing from __all__: {sorted(missing)}"
