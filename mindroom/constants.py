@@ -77,6 +77,7 @@ _VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 def resolve_config_relative_path(raw_path: str | os.PathLike[str], runtime_paths: RuntimePaths) -> Path:
     """Resolve a path written in the config: `~` and `$VARS` (as `runtime_paths.env` reads them) expand, relative
     paths start at the config's folder."""
+
     def expand(match: re.Match[str]) -> str:
         value = runtime_paths.env(match.group(1) or match.group(2))
         return match.group(0) if value is None else value
