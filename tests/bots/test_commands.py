@@ -1,0 +1,259 @@
+"""Chat commands: what counts as a command, the command table, `!help`, and answering in the thread."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from mindroom.bots.commands import Command, CommandTable, handle_command, is_command
+from mindroom.bots.runtime import LiveState
+from mindroom.config.main import Config
+from mindroom.hooks.context import MessageEnvelope
+from mindroom.hooks.registry import HookRegistry
+
+COMMANDS = [
+    pytest.param("!help", True, id="bare"),
+    pytest.param("!help me please", True, id="with-arguments"),
+    pytest.param("  !help", True, id="leading-spaces"),
+    pytest.param("\n\t!help", True, id="leading-newline-and-tab"),
+    pytest.param("!HELP", True, id="upper-case"),
+    pytest.param("!reload-plugins", True, id="hyphenated"),
+    pytest.param("!x", True, id="one-letter"),
+    pytest.param("!é", True, id="non-ascii-letter"),
+    pytest.param("!", False, id="bang-only"),
+    pytest.param("  !  ", False, id="bang-in-spaces"),
+    pytest.param("!!", False, id="double-bang"),
+    pytest.param("!!help", False, id="double-bang-then-name"),
+    pytest.param("!1", False, id="digit"),
+    pytest.param("! help", False, id="space-after-bang"),
+    pytest.param("!?", False, id="punctuation"),
+    pytest.param("hello !help", False, id="bang-mid-text"),
+    pytest.param("help!", False, id="bang-at-end"),
+    pytest.param("?help", False, id="other-prefix"),
+    pytest.param("", False, id="empty"),
+    pytest.param("   ", False, id="blank"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), COMMANDS)
+def test_is_command(body: str, expected: bool) -> None:
+    assert is_command(body) is expected
+
+
+async def _reply(entity: Any, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
+    return f"args={args!r}"
+
+
+def command(name: str, description: str = "does a thing") -> Command:
+    return Command(name, description, _reply)
+
+
+def names(table: CommandTable) -> list[str]:
+    return [entry.name for entry in table]
+
+
+# -- CommandTable -------------------------------------------------------------------------------------
+
+
+def test_command_table_register_then_get() -> None:
+    table = CommandTable()
+    deploy = command("deploy")
+    table.register(deploy)
+    assert table.get("deploy") is deploy
+
+
+def test_command_table_starts_empty() -> None:
+    table = CommandTable()
+    assert names(table) == []
+    assert table.get("help") is None
+
+
+def test_command_table_duplicate_registration_raises() -> None:
+    table = CommandTable()
+    first = command("deploy", "first")
+    table.register(first)
+    with pytest.raises(ValueError, match="!deploy is registered twice"):
+        table.register(command("deploy", "second"))
+    assert table.get("deploy") is first
+
+
+@pytest.mark.parametrize("name", ["help", "hooks", "plugins"])
+def test_command_table_builtin_cannot_be_registered_again(name: str) -> None:
+    table = CommandTable.with_builtins()
+    with pytest.raises(ValueError, match=f"!{name} is registered twice"):
+        table.register(command(name))
+
+
+@pytest.mark.parametrize("name", ["deploy", "DEPLOY", "Deploy", "dEpLoY"])
+def test_command_table_get_is_case_insensitive(name: str) -> None:
+    table = CommandTable()
+    deploy = command("deploy")
+    table.register(deploy)
+    assert table.get(name) is deploy
+
+
+@pytest.mark.parametrize("name", ["", "!deploy", "deploy ", "dep", "deploys", "reload"])
+def test_command_table_get_unknown_is_none(name: str) -> None:
+    table = CommandTable()
+    table.register(command("deploy"))
+    assert table.get(name) is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="CommandTable.register keeps the name as given while get() lowercases the lookup, so a command "
+    "registered with a capital letter can never be found",
+)
+def test_command_table_finds_a_command_registered_with_capitals() -> None:
+    table = CommandTable()
+    deploy = command("Deploy")
+    table.register(deploy)
+    assert table.get("Deploy") is deploy
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="CommandTable.register compares names case-sensitively, so `help` and `HELP` both register "
+    "although lookup treats them as one command",
+)
+def test_command_table_duplicate_in_another_case_raises() -> None:
+    table = CommandTable.with_builtins()
+    with pytest.raises(ValueError, match="registered twice"):
+        table.register(command("HELP"))
+
+
+@pytest.mark.parametrize(
+    "registered",
+    [
+        pytest.param(["zeta", "alpha", "mid"], id="reverse-ish"),
+        pytest.param(["b", "a"], id="two"),
+        pytest.param(["schedule", "reload-plugins", "reload"], id="shared-prefix"),
+    ],
+)
+def test_command_table_iterates_sorted_by_name(registered: list[str]) -> None:
+    table = CommandTable()
+    for name in registered:
+        table.register(command(name))
+    assert names(table) == sorted(registered)
+
+
+def test_command_table_with_builtins() -> None:
+    assert names(CommandTable.with_builtins()) == ["help", "hooks", "plugins"]
+
+
+def test_command_table_with_builtins_tables_are_independent() -> None:
+    one = CommandTable.with_builtins()
+    two = CommandTable.with_builtins()
+    one.register(command("schedule"))
+    assert one.get("schedule") is not None
+    assert two.get("schedule") is None
+
+
+# -- the built-in commands ----------------------------------------------------------------------------
+
+
+def make_live(**agents: dict[str, Any]) -> LiveState:
+    config = Config.model_validate({"agents": agents})
+    return LiveState(config=config, registry=HookRegistry.from_plugins([]))
+
+
+def make_envelope(body: str) -> MessageEnvelope:
+    return MessageEnvelope(
+        source_event_id="$cmd",
+        room_id="!lobby:localhost",
+        thread_id=None,
+        resolved_thread_id="$cmd",
+        requester_id="@alice:localhost",
+        sender_id="@alice:localhost",
+        body=body,
+        attachment_ids=(),
+        mentioned_agents=(),
+        agent_name="router",
+        source_kind="message",
+    )
+
+
+async def run_command(table: CommandTable, name: str, live: LiveState, args: str = "") -> str:
+    entry = table.get(name)
+    assert entry is not None
+    return await entry.run(None, live, make_envelope(f"!{name} {args}"), args)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_command_help_lists_every_registered_command() -> None:
+    table = CommandTable.with_builtins()
+    table.register(command("schedule", "post a message later"))
+    table.register(command("reload-plugins", "reload the plugins"))
+    text = await run_command(table, "help", make_live())
+    listed = [line for line in text.splitlines() if line.startswith("- !")]
+    assert listed == [f"- !{entry.name}: {entry.description}" for entry in table]
+    assert len(listed) == 5
+    assert "- !schedule: post a message later" in listed
+
+
+@pytest.mark.asyncio
+async def test_command_help_sees_commands_registered_later() -> None:
+    table = CommandTable.with_builtins()
+    before = await run_command(table, "help", make_live())
+    table.register(command("deploy", "ship it"))
+    after = await run_command(table, "help", make_live())
+    assert "!deploy" not in before
+    assert "- !deploy: ship it" in after
+
+
+@pytest.mark.asyncio
+async def test_command_help_lists_agents() -> None:
+    live = make_live(
+        helper={"display_name": "Helper", "role": "answers questions"},
+        coder={"display_name": "Code Smith"},
+    )
+    text = await run_command(CommandTable.with_builtins(), "help", live)
+    assert "- Helper (helper): answers questions" in text
+    assert "- Code Smith (coder): no role given" in text
+
+
+@pytest.mark.asyncio
+async def test_command_plugins_without_plugins() -> None:
+    assert await run_command(CommandTable.with_builtins(), "plugins", make_live()) == "No plugins are loaded."
+
+
+# -- handle_command -----------------------------------------------------------------------------------
+
+
+@dataclass
+class RecordingClient:
+    """The one client call `handle_command` makes: it records what would be sent."""
+
+    sent: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
+
+    async def send_message(
+        self, room_id: str, text: str, *, thread_root: str | None = None, reply_to: str | None = None
+    ) -> str:
+        self.sent.append((room_id, text, thread_root, reply_to))
+        return "$reply"
+
+
+@dataclass
+class CommandEntity:
+    name: str = "router"
+    client: RecordingClient = field(default_factory=RecordingClient)
+
+
+@pytest.mark.parametrize(
+    ("body", "reply"),
+    [
+        pytest.param("!echo", "args=''", id="no-arguments"),
+        pytest.param("!echo a b", "args='a b'", id="arguments"),
+        pytest.param("  !echo   a b  ", "args='a b'", id="arguments-stripped"),
+        pytest.param("!ECHO x", "args='x'", id="upper-case-name"),
+        pytest.param("!nope", "Unknown command !nope. Try !help.", id="unknown"),
+        pytest.param("!nope with args", "Unknown command !nope. Try !help.", id="unknown-with-arguments"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_handle_command_answers_in_the_thread(body: str, reply: str) -> None:
+    table = CommandTable()
+    table.register(command("echo"))
+    entity = CommandEntity()
+    await handle_command(entity, make_live(), make_envelope(body), table)  # type: ignore[arg-type]
+    assert entity.client.sent == [("!lobby:localhost", reply, "$cmd", "$cmd")]
