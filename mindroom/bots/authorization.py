@@ -19,11 +19,18 @@ def room_keys_for(room_id: str, aliases: Iterable[str], server_name: str) -> set
     return keys
 
 
-def is_authorized(config: Config, user_id: str, room_keys: Iterable[str], *, bot_user_ids: Iterable[str] = ()) -> bool:
+def is_authorized(
+    config: Config,
+    user_id: str,
+    room_keys: Iterable[str],
+    *,
+    bot_user_ids: Iterable[str] = (),
+    managed: bool = True,
+) -> bool:
     """True if `user_id` may reach agents in the room known by `room_keys` (its id, aliases, config keys).
 
     Global users may everywhere; room permissions list users per room; with `default_room_access`
-    anyone in a managed room may. Room membership alone never authorizes.
+    anyone in a `managed` room (one the config names) may. Room membership alone never authorizes.
     """
     if user_id in set(bot_user_ids):
         return True
@@ -34,7 +41,7 @@ def is_authorized(config: Config, user_id: str, room_keys: Iterable[str], *, bot
     for key, users in auth.room_permissions.items():
         if key in keys and user_id in users:
             return True
-    return auth.default_room_access
+    return auth.default_room_access and managed
 
 
 def may_invite(config: Config, inviter: str, room_keys: Iterable[str], *, bot_user_ids: Iterable[str] = ()) -> bool:

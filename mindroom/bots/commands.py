@@ -53,11 +53,12 @@ class CommandTable:
         return table
 
     def register(self, command: Command) -> None:
-        """Add a command; a second command of the same name is a programming error."""
-        if command.name in self._commands:
+        """Add a command (names are case-insensitive); a second command of the same name is a programming error."""
+        name = command.name.lower()
+        if name in self._commands:
             msg = f"command !{command.name} is registered twice"
             raise ValueError(msg)
-        self._commands[command.name] = command
+        self._commands[name] = command
 
     def get(self, name: str) -> Command | None:
         """The command of this name (case-insensitive), if any."""

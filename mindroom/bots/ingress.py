@@ -86,7 +86,9 @@ def classify_message(
     from_bot = sender in bot_user_ids.values()
     depth = _int(content.get(SYNTHETIC_DEPTH_KEY)) if from_bot else 0
     hook_dispatch = from_bot and content.get(HOOK_DISPATCH_KEY) is True
-    if sender == own_user_id and not (hook_dispatch and depth == 1):
+    # A schedule posted by the agent itself (in a room without the router) addresses that agent.
+    own_schedule = isinstance(content.get(SCHEDULE_ID_KEY), str) and entity in mentioned
+    if sender == own_user_id and not (hook_dispatch and depth == 1) and not own_schedule:
         return IngressDrop("own message")
     if is_edit:
         return IngressDrop("edit")
@@ -149,7 +151,13 @@ def _drop(entity: Entity, event: MatrixEvent, reason: str, *, notable: bool = Fa
 def _authorized(entity: Entity, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
     runtime = entity.runtime
     keys = runtime.room_keys(event.room_id)
-    return is_authorized(live.config, user_id, keys, bot_user_ids=runtime.bot_user_ids.values())
+    return is_authorized(
+        live.config,
+        user_id,
+        keys,
+        bot_user_ids=runtime.bot_user_ids.values(),
+        managed=runtime.is_managed(event.room_id),
+    )
 
 
 def message_ingress(

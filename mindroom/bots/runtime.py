@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mindroom.bots.authorization import room_keys_for
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
@@ -154,8 +155,14 @@ class DaemonRuntime:
         return {name: user for name, user in self.bot_user_ids.items() if name != ROUTER_AGENT_NAME}
 
     def room_keys(self, room_id: str) -> set[str]:
-        """Every config key that names this room, plus its id."""
-        return {room_id, *(key for key, rid in self.room_ids.items() if rid == room_id)}
+        """Every name config may give this room: its id, the config keys naming it, and their aliases."""
+        keys = [key for key, rid in self.room_ids.items() if rid == room_id]
+        aliases = [key if key.startswith("#") else f"#{key}:{self.server_name}" for key in keys]
+        return room_keys_for(room_id, aliases, self.server_name) | set(keys)
+
+    def is_managed(self, room_id: str) -> bool:
+        """True for a room the daemon manages (named in config), not one an agent was only invited into."""
+        return room_id in self.room_ids.values()
 
     def agents_in_room(self, room_id: str, config: Config) -> tuple[str, ...]:
         """Agents of this room in config order: configured for it, or invited into it (running bots only)."""
@@ -169,4 +176,4 @@ class DaemonRuntime:
 
     def router_in_room(self, room_id: str) -> bool:
         """True when the router manages this room (it joins every configured room)."""
-        return room_id in self.room_ids.values() and ROUTER_AGENT_NAME in self.bots
+        return self.is_managed(room_id) and ROUTER_AGENT_NAME in self.bots

@@ -159,3 +159,13 @@ def test_may_invite(inviter: str, room_keys: set[str], expected: bool) -> None:
 )
 def test_may_invite_ignores_default_room_access(inviter: str, room_keys: set[str]) -> None:
     assert may_invite(make_config(default_room_access=True), inviter, room_keys, bot_user_ids=BOT_IDS) is False
+
+
+@pytest.mark.parametrize(
+    ("default_room_access", "managed", "expected"),
+    [(True, True, True), (True, False, False), (False, True, False), (False, False, False)],
+)
+def test_is_authorized_default_room_access_only_in_managed_rooms(default_room_access, managed, expected):
+    config = Config.model_validate({"authorization": {"default_room_access": default_room_access}})
+
+    assert is_authorized(config, "@stranger:localhost", {"!room:localhost"}, managed=managed) is expected

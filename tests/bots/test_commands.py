@@ -99,11 +99,6 @@ def test_command_table_get_unknown_is_none(name: str) -> None:
     assert table.get(name) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CommandTable.register keeps the name as given while get() lowercases the lookup, so a command "
-    "registered with a capital letter can never be found",
-)
 def test_command_table_finds_a_command_registered_with_capitals() -> None:
     table = CommandTable()
     deploy = command("Deploy")
@@ -111,11 +106,6 @@ def test_command_table_finds_a_command_registered_with_capitals() -> None:
     assert table.get("Deploy") is deploy
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CommandTable.register compares names case-sensitively, so `help` and `HELP` both register "
-    "although lookup treats them as one command",
-)
 def test_command_table_duplicate_in_another_case_raises() -> None:
     table = CommandTable.with_builtins()
     with pytest.raises(ValueError, match="registered twice"):

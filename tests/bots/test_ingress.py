@@ -324,12 +324,6 @@ def test_classify_message_hook_fields_absent_or_malformed(content: dict[str, Any
     assert inbound.hook_origin_event is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="in a room without the router the entity that took `!schedule` posts the schedule itself "
-    "(scheduler.fire uses task.poster) mentioning itself, and classify_message drops the post as "
-    "'own message', so the schedule is never answered there",
-)
 def test_classify_message_accepts_own_scheduled_post_mentioning_self() -> None:
     content = {"body": "@helper standup", SCHEDULE_ID_KEY: "abc123", ORIGINAL_SENDER_KEY: ALICE}
     inbound = accepted(classify(content, sender=HELPER, mentioned=("helper",)))
@@ -563,21 +557,11 @@ def test_message_ingress_unauthorized_logged_once_per_room(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs/configuration.md lists room_permissions keys as 'room key/alias/id', but ingress authorizes "
-    "with runtime.room_keys (id and config keys only); room_keys_for, which adds aliases, is never called",
-)
 def test_message_ingress_room_permission_by_alias(runtime: DaemonRuntime) -> None:
     live = with_config(runtime, make_config(room_permissions={"#lobby:localhost": [STRANGER]}))
     assert isinstance(message_ingress(entity(runtime), live, message(sender=STRANGER)), InboundMessage)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs/configuration.md and is_authorized's docstring say default_room_access admits anyone 'in a "
-    "managed room', but is_authorized returns default_room_access for any room, managed or not",
-)
 def test_message_ingress_default_access_only_in_managed_rooms(runtime: DaemonRuntime) -> None:
     live = with_config(runtime, make_config(default_room_access=True))
     result = message_ingress(entity(runtime), live, message(sender=STRANGER, room_id=ELSEWHERE))

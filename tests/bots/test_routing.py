@@ -164,11 +164,6 @@ def test_mentioned_agents_of_no_agents_is_empty() -> None:
     assert mentioned_agents({"body": "@helper", "m.mentions": {"user_ids": [HELPER]}}, {}, {}) == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mentioned_agents orders pills by their offset in formatted_body and @names by their offset in body; "
-    "the two strings have different offsets (HTML markup), so a pill written first can sort after a later @name",
-)
 def test_mentioned_agents_order_of_pill_and_plain_name() -> None:
     content = {
         "body": "Urgent: Code Smith, then @helper",
@@ -177,11 +172,6 @@ def test_mentioned_agents_order_of_pill_and_plain_name() -> None:
     assert mentioned_agents(content, AGENTS, DISPLAY_NAMES) == ("coder", "helper")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mentioned_agents checks the character after `@name` but not the one before, "
-    "so the domain part of an e-mail address such as `ops@helper` counts as a mention",
-)
 def test_mentioned_agents_ignores_name_inside_a_word() -> None:
     assert mentioned_agents({"body": "write to ops@helper about it"}, AGENTS, DISPLAY_NAMES) == ()
 
