@@ -160,7 +160,7 @@ async def strip_session_enrichment(agent_name: str, session_id: str, *, storage_
             await _save_row(db, row)
             rewritten += 1
     if rewritten:
-        logger.info("ai.session_enrichment_stripped", agent=agent_name, session=session_id, runs=rewritten)
+        logger.info("enrichment stripped from a stored session", agent=agent_name, session=session_id, runs=rewritten)
     return rewritten
 
 
