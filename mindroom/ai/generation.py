@@ -33,7 +33,6 @@ __all__ = [
     "EarlyAnswer",
     "GenerationRequest",
     "GenerationResult",
-    "ToolTrace",
     "generate",
     "generate_early",
     "stream_generate",
@@ -60,21 +59,10 @@ class GenerationRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolTrace:
-    """One tool call the model made during a turn."""
-
-    name: str
-    arguments: Mapping[str, Any]
-    result: str | None
-    failed: bool
-
-
-@dataclass(frozen=True, slots=True)
 class GenerationResult:
-    """The model's answer to a turn."""
+    """The model's answer to a turn (its tool calls are recorded by `call_tool` in the bound `ToolRuntimeContext`)."""
 
     text: str
-    tool_trace: tuple[ToolTrace, ...]
     model_id: str
 
 
@@ -155,18 +143,6 @@ def _failed(request: GenerationRequest, error: BaseException | None, status: str
     return failure
 
 
-def _tool_trace(output: RunOutput) -> tuple[ToolTrace, ...]:
-    return tuple(
-        ToolTrace(
-            name=tool.tool_name or "",
-            arguments=dict(tool.tool_args or {}),
-            result=tool.result,
-            failed=bool(tool.tool_call_error),
-        )
-        for tool in output.tools or []
-    )
-
-
 async def generate(request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]) -> GenerationResult:
     """Answer one turn (non-streaming); raises `GenerationError` when the model fails."""
     agent, db = _agent_for(request, storage_root, env)
@@ -192,7 +168,7 @@ async def generate(request: GenerationRequest, *, storage_root: Path, env: Mappi
         raise _failed(request, failure or error, status) from (failure or error)
     content = output.content
     text = content if isinstance(content, str) else ("" if content is None else str(content))
-    return GenerationResult(text=text, tool_trace=_tool_trace(output), model_id=output.model or request.model.id)
+    return GenerationResult(text=text, model_id=output.model or request.model.id)
 
 
 async def stream_generate(
