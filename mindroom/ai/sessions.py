@@ -22,6 +22,7 @@ from mindroom.logging_config import get_logger
 
 __all__ = [
     "SESSIONS_DIRNAME",
+    "SessionStore",
     "close_session_dbs",
     "load_history",
     "session_db",
