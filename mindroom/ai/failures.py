@@ -19,7 +19,7 @@ from mindroom.ai.errors import GenerationError
 
 __all__ = ["FailureLog", "failure_log", "generation_error", "reporting_class"]
 
-ModelT = TypeVar("ModelT", bound=Model)
+_ModelT = TypeVar("_ModelT", bound=Model)
 _AGNO_DEFAULT_STATUS = 502
 
 
@@ -79,7 +79,7 @@ _REPORTING_CLASSES: dict[type[Model], type[Model]] = {}
 _REPORTING_LOCK = threading.Lock()
 
 
-def reporting_class(model_class: type[ModelT]) -> type[ModelT]:
+def reporting_class(model_class: type[_ModelT]) -> type[_ModelT]:
     """A subclass of an agno model class that reports its failures (one subclass per class)."""
     with _REPORTING_LOCK:
         subclass = _REPORTING_CLASSES.get(model_class)
@@ -87,7 +87,7 @@ def reporting_class(model_class: type[ModelT]) -> type[ModelT]:
             namespace = {"__module__": __name__, "__doc__": model_class.__doc__, "__qualname__": model_class.__name__}
             subclass = type(model_class.__name__, (_ReportsFailures, model_class), namespace)
             _REPORTING_CLASSES[model_class] = subclass
-    return cast("type[ModelT]", subclass)
+    return cast("type[_ModelT]", subclass)
 
 
 def _chain(error: BaseException | None) -> Iterator[BaseException]:

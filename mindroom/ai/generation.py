@@ -33,7 +33,6 @@ __all__ = [
     "EarlyAnswer",
     "GenerationRequest",
     "GenerationResult",
-    "ToolTrace",
     "generate",
     "generate_early",
     "stream_generate",
@@ -60,21 +59,10 @@ class GenerationRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolTrace:
-    """One tool call the model made during a turn."""
-
-    name: str
-    arguments: Mapping[str, Any]
-    result: str | None
-    failed: bool
-
-
-@dataclass(frozen=True, slots=True)
 class GenerationResult:
-    """The model's answer to a turn."""
+    """The model's answer to a turn (its tool calls are recorded by `call_tool` in the bound `ToolRuntimeContext`)."""
 
     text: str
-    tool_trace: tuple[ToolTrace, ...]
     model_id: str
 
 
@@ -119,7 +107,7 @@ def _agent_for(request: GenerationRequest, storage_root: Path, env: Mapping[str,
             lambda: _build_agent(request, db, env),
         )
     except ModelConfigError as error:
-        logger.error("ai.model_misconfigured", agent=request.agent_name, problem=error.problem)
+        logger.error("model misconfigured", agent=request.agent_name, problem=error.problem)
         raise GenerationError("The model is not set up correctly.", kind="misconfigured") from error
     return agent, db
 
@@ -134,37 +122,25 @@ async def _strip_enrichment(db: AsyncSqliteDb, run_id: str, request: GenerationR
     except Exception as error:
         # The answer exists already; a failed cleanup must not take it away from the user.
         logger.warning(
-            "ai.enrichment_strip_failed",
+            "stripping enrichment from a run failed",
             agent=request.agent_name,
             session=request.session_id,
-            error_type=type(error).__name__,
+            error=str(error),
         )
 
 
 def _failed(request: GenerationRequest, error: BaseException | None, status: str | None) -> GenerationError:
     failure = generation_error(error)
     logger.warning(
-        "ai.generation_failed",
+        "generation failed",
         agent=request.agent_name,
         model=request.model.id,
         kind=failure.kind,
         status_code=failure.status_code,
         run_status=status,
-        error_type=type(error).__name__ if error is not None else None,
+        error=None if error is None else str(error),
     )
     return failure
-
-
-def _tool_trace(output: RunOutput) -> tuple[ToolTrace, ...]:
-    return tuple(
-        ToolTrace(
-            name=tool.tool_name or "",
-            arguments=dict(tool.tool_args or {}),
-            result=tool.result,
-            failed=bool(tool.tool_call_error),
-        )
-        for tool in output.tools or []
-    )
 
 
 async def generate(request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]) -> GenerationResult:
@@ -192,7 +168,7 @@ async def generate(request: GenerationRequest, *, storage_root: Path, env: Mappi
         raise _failed(request, failure or error, status) from (failure or error)
     content = output.content
     text = content if isinstance(content, str) else ("" if content is None else str(content))
-    return GenerationResult(text=text, tool_trace=_tool_trace(output), model_id=output.model or request.model.id)
+    return GenerationResult(text=text, model_id=output.model or request.model.id)
 
 
 async def stream_generate(
@@ -282,12 +258,12 @@ async def generate_early(request: GenerationRequest, *, storage_root: Path, env:
             if not content.done():
                 content.set_exception(exc)
             else:
-                logger.warning("ai.store_after_answer_failed", agent=request.agent_name, error=str(exc))
+                logger.warning("storing the turn after the answer failed", agent=request.agent_name, error=str(exc))
         except Exception as exc:
             if not content.done():
                 content.set_exception(generation_error(exc))
             else:
-                logger.warning("ai.store_after_answer_failed", agent=request.agent_name, error=type(exc).__name__)
+                logger.warning("storing the turn after the answer failed", agent=request.agent_name, error=str(exc))
         finally:
             if not content.done():
                 content.set_result("".join(parts))

@@ -53,7 +53,7 @@ async def close_model(model: Model) -> None:
         if inspect.isawaitable(result):
             await result
     except Exception as error:
-        logger.warning("ai.model_close_failed", model=model.id, error_type=type(error).__name__)
+        logger.warning("closing the model client failed", model=model.id, error=str(error))
 
 
 def _openai(model: ModelConfig, env: Mapping[str, str], label: str) -> Model:

@@ -76,7 +76,7 @@ async def choose_agent(
             lambda: _build_router(model, env),
         )
     except ModelConfigError as error:
-        logger.error("ai.router_misconfigured", problem=error.problem)
+        logger.error("router model misconfigured", problem=error.problem)
         return None
     run_id = str(uuid4())
     failure_log.watch(run_id)
@@ -91,10 +91,10 @@ async def choose_agent(
         recorded = failure_log.pop(run_id)
     if output is None or output.status != RunStatus.completed:
         cause = generation_error(recorded or failure)
-        logger.warning("ai.routing_failed", model=model.id, kind=cause.kind, status_code=cause.status_code)
+        logger.warning("router model call failed", model=model.id, kind=cause.kind, status_code=cause.status_code)
         return None
     reply = output.content if isinstance(output.content, str) else ""
     choice = parse_agent_choice(reply, names)
     if choice is None:
-        logger.info("ai.routing_unparsed", model=model.id, candidates=len(names))
+        logger.info("router reply names no candidate", model=model.id, candidates=len(names))
     return choice

@@ -22,6 +22,7 @@ from mindroom.logging_config import get_logger
 
 __all__ = [
     "SESSIONS_DIRNAME",
+    "SessionStore",
     "close_session_dbs",
     "load_history",
     "session_db",
@@ -160,7 +161,7 @@ async def strip_session_enrichment(agent_name: str, session_id: str, *, storage_
             await _save_row(db, row)
             rewritten += 1
     if rewritten:
-        logger.info("ai.session_enrichment_stripped", agent=agent_name, session=session_id, runs=rewritten)
+        logger.info("enrichment stripped from a stored session", agent=agent_name, session=session_id, runs=rewritten)
     return rewritten
 
 

@@ -120,8 +120,8 @@ class MatrixBotClient:
             self._credentials.save(self._bot, credentials)
         self._user_id = credentials.user_id
         logger.info(
-            "matrix_logged_in",
-            bot=self._bot,
+            "logged in",
+            agent=self._bot,
             user_id=credentials.user_id,
             device_id=credentials.device_id,
             method=outcome.method,
@@ -130,7 +130,7 @@ class MatrixBotClient:
             try:
                 await self.ensure_display_name(self._account.display_name)
             except MatrixRequestError as exc:
-                logger.warning("matrix_display_name_not_set", bot=self._bot, error=str(exc))
+                logger.warning("display name not set", agent=self._bot, error=str(exc))
         return credentials.user_id
 
     async def ensure_display_name(self, name: str) -> None:
@@ -192,7 +192,7 @@ class MatrixBotClient:
             "create room",
         )
         if isinstance(response, nio.RoomCreateResponse):
-            logger.info("matrix_room_created", bot=self._bot, room_id=response.room_id, alias=alias)
+            logger.info("room created", agent=self._bot, room_id=response.room_id, alias=alias)
             return str(response.room_id), True
         # Another bot may have taken the alias between our lookup and our create (Synapse answers
         # M_ROOM_IN_USE or, when both creates overlap, M_UNKNOWN): join theirs.
@@ -200,7 +200,7 @@ class MatrixBotClient:
         if room_id is None:
             _raise_for_error(response, "create room")
             raise MatrixRequestError("create room", None, f"no room for {alias}")
-        logger.info("matrix_room_alias_taken", bot=self._bot, room_id=room_id, alias=alias)
+        logger.info("room alias taken; using its room", agent=self._bot, room_id=room_id, alias=alias)
         return room_id, False
 
     async def _join_created_elsewhere(self, room_id: str) -> str:
@@ -222,7 +222,9 @@ class MatrixBotClient:
             try:
                 await self.invite(room_id, user_id)
             except MatrixRequestError as exc:
-                logger.warning("matrix_invite_failed", bot=self._bot, room_id=room_id, user_id=user_id, error=str(exc))
+                logger.warning(
+                    "inviting a user failed", agent=self._bot, room_id=room_id, user_id=user_id, error=str(exc)
+                )
 
     async def join(self, room_id_or_alias: str) -> str:
         """Join a room by id or alias; returns the room id."""
@@ -350,9 +352,7 @@ class MatrixBotClient:
         path = f"{_ROOMS_PATH}{quote_path(room_id)}/state/{quote_path(event_type)}/{quote_path(state_key)}"
         reply = await self._transport.request("PUT", path, body=dict(content))
         if not reply.ok:
-            logger.info(
-                "matrix_room_state_refused", bot=self._bot, room_id=room_id, type=event_type, errcode=reply.errcode
-            )
+            logger.info("room state refused", agent=self._bot, room_id=room_id, type=event_type, errcode=reply.errcode)
         return reply.ok
 
     # -- sync ----------------------------------------------------------------------------------------

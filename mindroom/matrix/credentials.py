@@ -107,7 +107,7 @@ class CredentialStore:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            logger.warning("matrix_credentials_unreadable", bot=bot_name, path=str(path), error=str(exc))
+            logger.warning("stored credentials unreadable", agent=bot_name, path=str(path), error=str(exc))
             return None
 
     def save(self, bot_name: str, credentials: BotCredentials) -> None:

@@ -20,9 +20,10 @@ from mindroom.matrix.errors import MatrixLoginError, MatrixRequestError
 from mindroom.matrix.registration import register_with_shared_secret
 from mindroom.matrix.transport import JsonTransport, guard_transport
 
-__all__ = ["BotAccount", "LoginOutcome", "obtain_session"]
+__all__ = ["BotAccount", "LoginMethod", "LoginOutcome", "obtain_session"]
 
 LoginMethod = Literal["stored_token", "password", "registered"]
+"""How a bot got its session: the stored token, a password login, or a new registration."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,14 +85,14 @@ class _Outage:
         self._failures += 1
         if self._since is None:
             self._since = time.monotonic()
-            logger.warning("matrix_sync_connection_lost", bot=self._bot, error=error)
+            logger.warning("sync connection lost", agent=self._bot, error=error)
         delay: float = min(_BACKOFF_CAP_S, _BACKOFF_START_S * 2.0 ** min(self._failures - 1, 16))
         return delay + random.uniform(0, delay / 10)
 
     def recovered(self) -> None:
         if self._since is not None:
             downtime = round(time.monotonic() - self._since, 1)
-            logger.info("matrix_sync_connection_restored", bot=self._bot, downtime_s=downtime, attempts=self._failures)
+            logger.info("sync connection restored", agent=self._bot, downtime_s=downtime, attempts=self._failures)
         self._failures = 0
         self._since = None
 
@@ -200,7 +200,9 @@ class SyncLoop:
             return False
         if token is None:
             raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
-        logger.warning("matrix_sync_token_rejected", bot=self._bot, status=reply.status, errcode=reply.errcode)
+        logger.warning(
+            "sync token rejected; starting over", agent=self._bot, status=reply.status, errcode=reply.errcode
+        )
         self._tokens.clear(self._bot)
         return True
 
@@ -244,20 +246,20 @@ class SyncLoop:
             if not isinstance(end, str) or end == page_from:
                 break
             page_from = end
-        logger.warning("matrix_sync_timeline_gap_backfilled", bot=self._bot, room_id=room_id, events=len(missing))
+        logger.warning("timeline gap backfilled", agent=self._bot, room_id=room_id, events=len(missing))
         missing.reverse()
         return missing
 
     async def _deliver(self, room_id: str, raw: Any, handler: EventHandler) -> None:
         event = event_from_raw(room_id, raw)
         if event is None:
-            logger.warning("matrix_event_unusable", bot=self._bot, room_id=room_id)
+            logger.warning("unusable event skipped", agent=self._bot, room_id=room_id)
             return
         try:
             await handler(event)
         except Exception:
             # One failing event must not stall the sync (it would be re-delivered forever).
-            logger.exception("matrix_event_handler_failed", bot=self._bot, room_id=room_id, event_id=event.event_id)
+            logger.exception("event handler failed", agent=self._bot, room_id=room_id, event_id=event.event_id)
 
     async def _handle_invite(self, room_id: str, invited: dict[str, Any], on_invite: InviteHandler) -> None:
         inviter = ""
@@ -270,16 +272,16 @@ class SyncLoop:
         try:
             accept = await on_invite(room_id, inviter)
         except Exception:
-            logger.exception("matrix_invite_handler_failed", bot=self._bot, room_id=room_id, inviter=inviter)
+            logger.exception("invite handler failed", agent=self._bot, room_id=room_id, inviter=inviter)
             return
         try:
             if accept:
                 await self._join(room_id)
-                logger.info("matrix_invite_accepted", bot=self._bot, room_id=room_id, inviter=inviter)
+                logger.info("room joined on invite", agent=self._bot, room_id=room_id, inviter=inviter)
             else:
                 await self._leave(room_id)
-                logger.info("matrix_invite_rejected", bot=self._bot, room_id=room_id, inviter=inviter)
+                logger.info("invite rejected", agent=self._bot, room_id=room_id, inviter=inviter)
         except MatrixConnectionError:
             raise
         except MatrixError as exc:
-            logger.warning("matrix_invite_response_failed", bot=self._bot, room_id=room_id, error=str(exc))
+            logger.warning("answering an invite failed", agent=self._bot, room_id=room_id, error=str(exc))

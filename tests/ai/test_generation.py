@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from mindroom.ai import (
-    GenerationError,
     GenerationRequest,
     close_caches,
     generate,
@@ -21,8 +20,6 @@ from mindroom.hooks.enrichment import ENRICHMENT_TAG, EnrichmentItem, append_enr
 from mindroom.testing.model_server import (
     Delay,
     Echo,
-    Hang,
-    HttpError,
     ScriptedModelServer,
     Stream,
     Text,
@@ -74,7 +71,6 @@ async def test_generate_returns_scripted_text(
 
     assert result.text == "Hello from the model."
     assert result.model_id == "scripted-model"
-    assert result.tool_trace == ()
     request = model_server.requests[0]
     assert request["model"] == "scripted-model"
     assert not request.get("stream")
@@ -205,105 +201,7 @@ async def test_generate_zero_history_runs_sends_no_history(
 
 
 @pytest.mark.asyncio
-async def test_generate_http_500_raises_generation_error(
-    model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
-) -> None:
-    secret = "sk-proj-abcdefghijklmnopqrstuvwxyz"
-    model_server.script(HttpError(500, f"upstream exploded, key {secret}"))
-    message = append_enrichment("hello", [EnrichmentItem(key="k", text="private context")])
-
-    with pytest.raises(GenerationError) as caught:
-        await generate(make_request(scripted_model, message), storage_root=storage_root, env=ENV)
-
-    assert str(caught.value) == "The model is unavailable right now (HTTP 500)."
-    assert caught.value.status_code == 500
-    assert caught.value.kind == "http"
-    assert secret not in str(caught.value)
-    assert await load_history("helper", "thread-1", storage_root=storage_root) == []
-
-    model_server.script(Text("recovered"))
-    result = await generate(make_request(scripted_model, "again"), storage_root=storage_root, env=ENV)
-    assert result.text == "recovered"
-    assert roles_and_texts(model_server.requests[1])[1:] == [("user", "again")]
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    ("status", "kind", "text"),
-    [
-        (401, "rejected", "The model rejected the credentials (HTTP 401)."),
-        (429, "rate_limited", "The model is rate-limited right now (HTTP 429)."),
-        (404, "http", "The model is unavailable right now (HTTP 404)."),
-        (502, "http", "The model is unavailable right now (HTTP 502)."),
-    ],
-)
-async def test_generate_http_status_maps_to_short_message(
-    model_server: ScriptedModelServer,
-    scripted_model: ModelConfig,
-    storage_root: Path,
-    status: int,
-    kind: str,
-    text: str,
-) -> None:
-    model_server.script(HttpError(status, "provider said no"))
-
-    with pytest.raises(GenerationError) as caught:
-        await generate(make_request(scripted_model, "hi"), storage_root=storage_root, env=ENV)
-
-    assert (caught.value.kind, str(caught.value), caught.value.status_code) == (kind, text, status)
-
-
-@pytest.mark.asyncio
-async def test_stream_generate_http_error_raises_generation_error(
-    model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
-) -> None:
-    model_server.script(HttpError(503, "overloaded"))
-
-    with pytest.raises(GenerationError, match=r"HTTP 503"):
-        await collect(make_request(scripted_model, "hi"), storage_root)
-
-
-@pytest.mark.asyncio
-async def test_generate_connection_refused_raises_generation_error(storage_root: Path) -> None:
-    server = ScriptedModelServer().start()
-    server.stop()
-    model = ModelConfig(provider="openai", id="gone", extra_kwargs={"base_url": server.base_url, "max_retries": 0})
-
-    with pytest.raises(GenerationError) as caught:
-        await generate(make_request(model, "anyone there?"), storage_root=storage_root, env=ENV)
-    assert caught.value.kind == "unreachable"
-    assert str(caught.value) == "The model is unreachable right now."
-
-    with pytest.raises(GenerationError, match="unreachable"):
-        await collect(make_request(model, "anyone there?"), storage_root)
-
-
-@pytest.mark.asyncio
-async def test_generate_timeout_raises_generation_error(
-    model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
-) -> None:
-    model_server.script(Hang())
-    model = with_options(scripted_model, timeout=0.3)
-
-    with pytest.raises(GenerationError) as caught:
-        await generate(make_request(model, "slow?"), storage_root=storage_root, env=ENV)
-
-    assert caught.value.kind == "timeout"
-    assert str(caught.value) == "The model did not answer in time."
-
-
-@pytest.mark.asyncio
-async def test_generate_missing_api_key_raises_generation_error(storage_root: Path) -> None:
-    model = ModelConfig(provider="openai", id="gpt-test")
-
-    with pytest.raises(GenerationError) as caught:
-        await generate(make_request(model, "hi"), storage_root=storage_root, env=ENV)
-
-    assert caught.value.kind == "misconfigured"
-
-
-@pytest.mark.asyncio
-async def test_generate_runs_tool_calls_and_reports_trace(
+async def test_generate_runs_tool_calls(
     model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
 ) -> None:
     calls: list[str] = []
@@ -321,14 +219,6 @@ async def test_generate_runs_tool_calls_and_reports_trace(
 
     assert result.text == "It is sunny."
     assert calls == ["Paris"]
-    assert len(result.tool_trace) == 1
-    trace = result.tool_trace[0]
-    assert (trace.name, dict(trace.arguments), trace.result, trace.failed) == (
-        "get_weather",
-        {"city": "Paris"},
-        "Sunny in Paris",
-        False,
-    )
     first, second = model_server.requests
     assert [tool["function"]["name"] for tool in first["tools"]] == ["get_weather"]
     tool_message = second["messages"][-1]

@@ -28,7 +28,8 @@ async def test_sync_rides_out_an_outage_and_logs_it_once(matrix_homeserver, make
         await recorder.wait_for_body("after the outage", seconds=40)
 
     events = [entry["event"] for entry in logs]
-    assert events.count("matrix_sync_connection_lost") == 1
-    assert events.count("matrix_sync_connection_restored") == 1
-    restored = next(entry for entry in logs if entry["event"] == "matrix_sync_connection_restored")
+    assert events.count("sync connection lost") == 1
+    assert events.count("sync connection restored") == 1
+    restored = next(entry for entry in logs if entry["event"] == "sync connection restored")
     assert restored["attempts"] >= 2
+    assert restored["agent"] == listener.bot_name
