@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,36 @@ def test_package_all_names_every_public_definition(module_name):
     missing = defined - set(module.__all__)
 
     assert not missing, f"{module_name} defines public names missing from __all__: {sorted(missing)}"
+
+
+_LOG_METHODS = {"debug", "info", "warning", "error", "exception", "critical"}
+_ID_STYLE = re.compile(r"^[a-z0-9]+(?:[._][a-z0-9]+)+$")
+
+
+def _log_calls() -> list[tuple[str, ast.Call]]:
+    calls = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _LOG_METHODS
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in {"logger", "log"}
+            ):
+                calls.append((f"{module}:{node.lineno}", node))
+    return calls
+
+
+def test_package_logs_constant_prose_events_with_one_entity_key():
+    problems = []
+    for where, call in _log_calls():
+        event = call.args[0] if call.args else None
+        if not (isinstance(event, ast.Constant) and isinstance(event.value, str)):
+            problems.append(f"{where}: the event is not a constant string")
+        elif _ID_STYLE.match(event.value):
+            problems.append(f"{where}: {event.value!r} is an id, not a sentence")
+        if any(keyword.arg == "bot" for keyword in call.keywords):
+            problems.append(f"{where}: the entity key is `agent=`, not `bot=`")
+
+    assert problems == []

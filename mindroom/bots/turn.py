@@ -131,7 +131,7 @@ async def _route_by_model(
         try:
             chosen = await choose_agent(model, roles, envelope.body, env=entity.runtime.env)
         except Exception as exc:  # the router must always produce a decision
-            logger.warning("router model failed; using the first agent", error=f"{type(exc).__name__}: {exc}")
+            logger.warning("router model failed; using the first agent", error=str(exc) or type(exc).__name__)
     if chosen not in candidates:
         chosen = candidates[0]
     logger.info("router chose agent", chosen=chosen, candidates=list(candidates))

@@ -111,7 +111,7 @@ def run(
     except ConfigError as exc:
         _fail(str(exc))
     except (EmbeddedHomeserverError, MatrixError, MindroomError, OSError, TimeoutError) as exc:
-        logger.error("daemon failed", error=f"{type(exc).__name__}: {exc}")
+        logger.error("daemon failed", error=str(exc) or type(exc).__name__)
         _fail(f"mindroom run: {exc}", code=1)
 
 

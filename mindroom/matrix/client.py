@@ -23,7 +23,7 @@ __all__ = ["MatrixBotClient"]
 
 logger = get_logger(__name__)
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 _REQUEST_TIMEOUT_S = 30.0
 _ROOMS_PATH = "/_matrix/client/v3/rooms/"
@@ -102,7 +102,7 @@ class MatrixBotClient:
         device: str | None = self._nio.device_id or None
         return device
 
-    async def _call(self, awaitable: Awaitable[T], action: str) -> T:
+    async def _call(self, awaitable: Awaitable[_T], action: str) -> _T:
         response = await guard_transport(awaitable, action)
         _raise_for_error(response, action)
         return response

@@ -15,12 +15,12 @@ from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
 
 __all__ = ["JsonReply", "JsonTransport", "guard_transport", "quote_path"]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 _TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 
 
-async def guard_transport(awaitable: Awaitable[T], action: str) -> T:
+async def guard_transport(awaitable: Awaitable[_T], action: str) -> _T:
     """Await `awaitable`, turning connection failures and timeouts into `MatrixConnectionError`."""
     try:
         return await awaitable

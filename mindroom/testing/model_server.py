@@ -113,7 +113,7 @@ class ScriptedModelServer:
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, args=(_POLL_INTERVAL_S,), daemon=True)
         self._thread.start()
-        logger.debug("model_server.started", port=self._port)
+        logger.debug("model server started", port=self._port)
         return self
 
     def stop(self) -> None:
@@ -129,7 +129,7 @@ class ScriptedModelServer:
             thread.join(timeout=5)
         self._httpd = None
         self._thread = None
-        logger.debug("model_server.stopped", port=self._port)
+        logger.debug("model server stopped", port=self._port)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -222,7 +222,7 @@ class _Httpd(ThreadingHTTPServer):
         """Clients that hang up (timeouts, stops) are expected; anything else is logged."""
         error = sys.exc_info()[1]
         if not isinstance(error, (ConnectionError, TimeoutError)):
-            logger.warning("model_server.handler_failed", error=repr(error))
+            logger.warning("model server handler failed", error=str(error))
 
     def close_connections(self) -> None:
         with self._connections_lock:
