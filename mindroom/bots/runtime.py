@@ -27,6 +27,7 @@ from mindroom.matrix import MatrixBotClient
 from mindroom.plugins.loader import Plugin
 from mindroom.plugins.skills import SkillCatalog
 from mindroom.state.journal import TurnJournal
+from mindroom.state.rooms import RoomMemory
 from mindroom.tool_system.catalog import ToolCatalog
 
 __all__ = ["STOPPED_NOTE", "BotMetrics", "DaemonRuntime", "Entity", "LiveState", "StreamState"]
@@ -142,6 +143,7 @@ class DaemonRuntime:
     env: Mapping[str, str]
     server_name: str
     journal: TurnJournal
+    room_memory: RoomMemory
     coordinator: TurnCoordinator = field(default_factory=TurnCoordinator)
     bots: Mapping[str, Entity] = field(default_factory=dict)
     """Every running entity by name (filled and changed by the orchestrator only)."""

@@ -30,9 +30,11 @@ from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.daemon.watch import ConfigWatcher
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixBotClient, MatrixEventKind
+from mindroom.matrix import MatrixBotClient, MatrixEventKind, MatrixRequestError
+from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.state.journal import TurnJournal
+from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduleStore
 from mindroom.tool_system.runtime_context import set_registry_provider
 
@@ -91,6 +93,7 @@ class Orchestrator:
             env=paths.env_values,
             server_name=homeserver.server_name,
             journal=TurnJournal(paths.storage_root / "state" / "daemon.db"),
+            room_memory=RoomMemory(paths.storage_root / "state" / "rooms.db"),
             bots=self.bots,
         )
         self.runtime = runtime
@@ -156,23 +159,51 @@ class Orchestrator:
     async def _setup_rooms(
         self, runtime: DaemonRuntime, live: LiveState, keys: Iterable[str], joiners: Mapping[str, EntityBot]
     ) -> None:
-        """The router creates or joins these rooms and invites their agents and users; `joiners` among them join."""
+        """The router creates or joins these rooms and invites their agents and users; `joiners` among them join.
+
+        A room found under a configured alias is used only when the daemon made it before, or one of its
+        accounts created it or holds its top power level: anyone can create `#alerts` first, and the bots
+        must not follow the operator's config into a stranger's room.
+        """
         config = live.config
         router = self.bots[ROUTER_AGENT_NAME]
         for key in keys:
-            members = [name for name, agent in config.agents.items() if key in agent.rooms]
             room_config = config.rooms.get(key)
+            try:
+                entry = await router.client.open_room(
+                    key,
+                    name=(room_config.name if room_config and room_config.name else key),
+                    topic=(room_config.topic or room_config.description) if room_config else None,
+                )
+            except MatrixRequestError as exc:
+                logger.error("room cannot be joined; not using it", room=key, error=str(exc))
+                continue
+            room_id = entry.room_id
+            if not await self._room_is_ours(runtime, router, key, entry):
+                with contextlib.suppress(MindroomError):
+                    await router.client.leave(room_id)
+                continue
+            runtime.room_memory.remember(ROUTER_AGENT_NAME, room_id, "created" if entry.created else "verified", key)
+            members = [name for name, agent in config.agents.items() if key in agent.rooms]
             invite = [runtime.bot_user_ids[name] for name in members if name in runtime.bot_user_ids]
-            invite += list(config.room_defaults.invite_users)
-            room_id = await router.client.ensure_room(
-                key,
-                name=(room_config.name if room_config and room_config.name else key),
-                topic=(room_config.topic or room_config.description) if room_config else None,
-                invite=invite,
-            )
+            await router.client.invite_missing(room_id, [*invite, *config.room_defaults.invite_users])
             router.joined_rooms.add(room_id)
             runtime.room_ids[key] = room_id
             await asyncio.gather(*(joiners[name].join(room_id) for name in members if name in joiners))
+
+    @staticmethod
+    async def _room_is_ours(runtime: DaemonRuntime, router: EntityBot, key: str, entry: RoomEntry) -> bool:
+        if entry.created or key.startswith("!") or runtime.room_memory.known(entry.room_id):
+            return True
+        if await router.client.room_is_ours(entry.room_id, runtime.bot_user_ids.values()):
+            return True
+        logger.error(
+            "room alias belongs to an account outside this daemon; not using it",
+            room=key,
+            room_id=entry.room_id,
+            fix="remove the alias from that room, or name another room in config.yaml",
+        )
+        return False
 
     async def apply_entity_changes(self, old: LiveState, changes: EntityChanges, grace_s: float = 30.0) -> None:
         """After a reload's swap: removed agents leave their rooms and stop, added ones log in and join, new
@@ -255,6 +286,7 @@ class Orchestrator:
         if self.scheduler is not None:
             self.scheduler.store.close()
         runtime.journal.close()
+        runtime.room_memory.close()
         await close_caches()
         self.runtime = None
         self.bots = {}

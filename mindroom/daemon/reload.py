@@ -254,7 +254,7 @@ class ReloadCoordinator:
         if not key or router is None:
             return
         try:
-            room_id = runtime.room_ids.get(key) or await router.client.resolve_room(key)
+            room_id = runtime.room_ids.get(key)  # never resolved anew: the alias may point to a stranger's room
             if room_id is not None:
                 await router.client.send_message(room_id, text, msgtype="m.notice")
         except Exception as exc:  # a notice is best effort; the log already has the error

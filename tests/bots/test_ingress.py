@@ -33,6 +33,7 @@ from mindroom.constants import (
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
 from mindroom.state.journal import TurnJournal
+from mindroom.state.rooms import RoomMemory
 
 ROUTER = "@mindroom_router:localhost"
 HELPER = "@mindroom_helper:localhost"
@@ -367,6 +368,7 @@ def runtime(tmp_path: Path) -> Iterator[DaemonRuntime]:
         env={},
         server_name="localhost",
         journal=journal,
+        room_memory=RoomMemory(tmp_path / "rooms.db"),
         bot_user_ids=dict(BOTS),
         room_ids={"lobby": LOBBY},
         started_at_ms=START_MS,
