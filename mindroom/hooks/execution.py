@@ -19,6 +19,8 @@ from collections.abc import Generator, Iterable
 from contextvars import ContextVar
 from typing import Any
 
+import mindroom.hooks.breaker as breaker
+from mindroom.hooks.breaker import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD
 from mindroom.hooks.context import (
     BeforeResponseContext,
     HookContext,
@@ -43,15 +45,12 @@ __all__ = [
 
 logger = get_logger(__name__)
 
-BREAKER_THRESHOLD = 5
-BREAKER_COOLDOWN_S = 300.0
 COLLECTOR_CONCURRENCY = 10
 MAX_EMIT_DEPTH = 3
 _ERROR_TEXT_LIMIT = 300
 
 _emit_depth: ContextVar[int] = ContextVar("mindroom_hook_emit_depth", default=0)
 _perf = time.perf_counter
-_monotonic = time.monotonic
 
 # Outcome of one hook call.
 _OK = 0
@@ -108,9 +107,8 @@ def _describe(exc: BaseException) -> str:
 def _record_success(hook: RegisteredHook, elapsed_s: float) -> None:
     stats = hook.stats
     stats.durations_ms.append(elapsed_s * 1000.0)
-    if stats.consecutive_failures:
-        stats.consecutive_failures = 0
-        stats.open_until = 0.0
+    if stats.breaker.consecutive:
+        stats.breaker.success()
 
 
 def _record_failure(
@@ -121,7 +119,6 @@ def _record_failure(
     if elapsed_s is not None:
         stats.durations_ms.append(elapsed_s * 1000.0)
     stats.failures += 1
-    stats.consecutive_failures += 1
     stats.last_error = _describe(exc)
     if timed_out:
         stats.timeouts += 1
@@ -149,27 +146,24 @@ def _record_failure(
             hook_event=hook.event_name,
             error=stats.last_error,
         )
-    if stats.consecutive_failures >= BREAKER_THRESHOLD and stats.open_until <= _monotonic():
-        stats.open_until = _monotonic() + BREAKER_COOLDOWN_S
-        stats.trips += 1
+    if stats.breaker.failure(breaker.now()):
         log = logger.error if hook.fail_closed else logger.warning
         log(
             "hook circuit breaker opened",
             plugin=hook.plugin_name,
             hook=hook.hook_name,
             hook_event=hook.event_name,
-            consecutive_failures=stats.consecutive_failures,
+            consecutive_failures=stats.breaker.consecutive,
             cooldown_s=BREAKER_COOLDOWN_S,
             fail_closed=hook.fail_closed,
         )
 
 
 def _breaker_open(hook: RegisteredHook) -> bool:
-    until = hook.stats.open_until
-    if until and _monotonic() < until:
-        hook.stats.skipped += 1
-        return True
-    return False
+    if hook.stats.breaker.allows(breaker.now()):
+        return False
+    hook.stats.skipped += 1
+    return True
 
 
 def _outer_cancel_requested() -> bool:
@@ -189,11 +183,7 @@ def _first_step(hook: RegisteredHook, ctx: HookContext, threshold_s: float) -> t
         if elapsed > threshold_s:
             _record_failure(hook, _HookBlockedLoopError(f"ran {elapsed * 1000:.0f} ms without yielding"), elapsed)
             return _FAILED, None, None, start
-        stats = hook.stats
-        stats.durations_ms.append(elapsed * 1000.0)
-        if stats.consecutive_failures:
-            stats.consecutive_failures = 0
-            stats.open_until = 0.0
+        _record_success(hook, elapsed)
         return _OK, stop.value, None, start
     except BaseException as exc:  # the hook's own failure, whatever its type
         _record_failure(hook, exc, _perf() - start)
@@ -203,7 +193,7 @@ def _first_step(hook: RegisteredHook, ctx: HookContext, threshold_s: float) -> t
 
 async def _call(hook: RegisteredHook, ctx: HookContext, threshold_s: float) -> tuple[int, Any]:
     """Run one hook with timeout and isolation; returns (outcome, value)."""
-    if hook.stats.open_until and _breaker_open(hook):
+    if hook.stats.breaker.open_until and _breaker_open(hook):
         return _SKIPPED, None
     outcome, value, coro, start = _first_step(hook, ctx, threshold_s)
     if coro is None:
@@ -278,7 +268,7 @@ async def emit(registry: HookRegistry, event_name: str, ctx: HookContext) -> Non
     snapshot = type(ctx).SNAPSHOT
     try:
         for hook in hooks:
-            if hook.stats.open_until and _breaker_open(hook):
+            if hook.stats.breaker.open_until and _breaker_open(hook):
                 continue
             ctx.plugin_name = hook.plugin_name
             ctx.hook_name = hook.hook_name
@@ -353,7 +343,7 @@ async def emit_collect(registry: HookRegistry, event_name: str, ctx: MessageEnri
 
     try:
         for index, hook in enumerate(hooks):
-            if hook.stats.open_until and _breaker_open(hook):
+            if hook.stats.breaker.open_until and _breaker_open(hook):
                 continue
             if len(running) >= COLLECTOR_CONCURRENCY:
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mindroom.hooks import execution
-from mindroom.hooks.registry import HookRegistry, RegisteredHook
+import mindroom.hooks.breaker as breaker
+from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.types import execution_mode
 
 __all__ = ["HookTelemetry", "hook_telemetry"]
@@ -47,18 +47,9 @@ def _percentile(samples: list[float], fraction: float) -> float | None:
     return ordered[index]
 
 
-def _breaker_state(hook: RegisteredHook, now: float) -> str:
-    stats = hook.stats
-    if stats.open_until and now < stats.open_until:
-        return "open"
-    if stats.consecutive_failures:
-        return "half-open" if stats.trips and stats.open_until else "closed"
-    return "closed"
-
-
 def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
     """Every hook of the registry, per event in execution order, with its counters and p50/p95 duration."""
-    now = execution._monotonic()  # the breaker's own clock, so both always agree
+    now = breaker.now()
     rows = []
     for hook in registry.all_hooks():
         stats = hook.stats
@@ -75,7 +66,7 @@ def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
                 rooms=tuple(sorted(hook.rooms)) if hook.rooms is not None else None,
                 mode=hook.mode,
                 fail_closed=hook.fail_closed,
-                breaker_state=_breaker_state(hook, now),
+                breaker_state=stats.breaker.state(now),
                 calls=stats.calls,
                 failures=stats.failures,
                 timeouts=stats.timeouts,
@@ -83,7 +74,7 @@ def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
                 blocked_loop=stats.blocked_loop,
                 skipped=stats.skipped,
                 monitored_effects=stats.monitored_effects,
-                breaker_trips=stats.trips,
+                breaker_trips=stats.breaker.trips,
                 p50_ms=_percentile(samples, 0.5),
                 p95_ms=_percentile(samples, 0.95),
                 last_error=stats.last_error,

@@ -8,7 +8,7 @@ from structlog.testing import capture_logs
 
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import EVENT_TOOL_BEFORE_CALL, HookRegistry, ToolBeforeCallContext, hook, hook_telemetry
-from mindroom.hooks import execution as execution_module
+from mindroom.hooks import breaker as breaker_module
 from mindroom.hooks.execution import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD, emit_gate
 
 
@@ -40,7 +40,7 @@ def tool_ctx():
 @pytest.fixture
 def clock(monkeypatch):
     now = [5_000.0]
-    monkeypatch.setattr(execution_module, "_monotonic", lambda: now[0])
+    monkeypatch.setattr(breaker_module, "now", lambda: now[0])
     return now
 
 

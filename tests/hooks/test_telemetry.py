@@ -18,6 +18,7 @@ from mindroom.hooks import (
     hook,
     hook_telemetry,
 )
+from mindroom.hooks import breaker as breaker_module
 from mindroom.hooks import execution as execution_module
 from mindroom.hooks.execution import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD, emit, emit_gate
 
@@ -38,7 +39,7 @@ def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
 @pytest.fixture
 def clock(monkeypatch):
     now = [50_000.0]
-    monkeypatch.setattr(execution_module, "_monotonic", lambda: now[0])
+    monkeypatch.setattr(breaker_module, "now", lambda: now[0])
     return now
 
 
