@@ -1,14 +1,20 @@
-"""Per-hook telemetry as read-only rows: what `mindroom hooks list`, `!hooks` and metrics show."""
+"""Per-hook telemetry as read-only rows, in pipeline order, and the plain-text table `!hooks` shows.
+
+What `mindroom hooks list`, `!hooks` and the metrics endpoint show all comes from `hook_telemetry`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import mindroom.hooks.breaker as breaker
 from mindroom.hooks.registry import HookRegistry
-from mindroom.hooks.types import execution_mode
+from mindroom.hooks.types import PIPELINE_ORDER, execution_mode
 
-__all__ = ["HookTelemetry", "hook_telemetry"]
+__all__ = ["HookTelemetry", "format_hook_rows", "hook_telemetry", "hooks_report_text", "ordered_telemetry"]
+
+_RANK = {event: index for index, event in enumerate(PIPELINE_ORDER)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +87,37 @@ def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
             )
         )
     return rows
+
+
+def ordered_telemetry(rows: Iterable[HookTelemetry]) -> list[HookTelemetry]:
+    """Rows per event in pipeline order (custom events last, by name); hooks keep their execution order."""
+    return sorted(rows, key=lambda row: (_RANK.get(row.event_name, len(_RANK)), row.event_name))
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def format_hook_rows(rows: Iterable[HookTelemetry]) -> str:
+    """Plain text, one line per hook under a line per event, in the order given."""
+    lines: list[str] = []
+    event = None
+    for row in rows:
+        if row.event_name != event:
+            event = row.event_name
+            lines.append(f"{event} ({row.execution_mode})")
+        filters = [f"agents={','.join(row.agents)}"] if row.agents is not None else []
+        filters += [f"rooms={','.join(row.rooms)}"] if row.rooms is not None else []
+        lines.append(
+            f"  {row.plugin_name}:{row.hook_name} priority={row.priority} timeout={row.timeout_ms}ms"
+            f" mode={row.mode}{' fail-closed' if row.fail_closed else ''}"
+            f"{' ' + ' '.join(filters) if filters else ''} breaker={row.breaker_state}"
+            f" calls={row.calls} failures={row.failures} timeouts={row.timeouts} declines={row.declines}"
+            f" p95={_ms(row.p95_ms)}ms"
+        )
+    return "\n".join(lines) if lines else "No hooks are registered."
+
+
+def hooks_report_text(registry: HookRegistry) -> str:
+    """The plain-text hook table for `!hooks`: the rows of `mindroom hooks list`, in pipeline order."""
+    return format_hook_rows(ordered_telemetry(hook_telemetry(registry)))

@@ -22,6 +22,7 @@ __all__ = [
     "EVENT_SCHEDULE_FIRED",
     "EVENT_TOOL_AFTER_CALL",
     "EVENT_TOOL_BEFORE_CALL",
+    "PIPELINE_ORDER",
     "RESERVED_NAMESPACES",
     "HookExecutionMode",
     "default_timeout_ms",
@@ -83,6 +84,22 @@ DEFAULT_TIMEOUTS_MS: Final[dict[str, int]] = {
     EVENT_TOOL_AFTER_CALL: 300,
 }
 CUSTOM_EVENT_TIMEOUT_MS: Final = 1000
+
+PIPELINE_ORDER: Final[tuple[str, ...]] = (
+    EVENT_MESSAGE_RECEIVED,
+    EVENT_MESSAGE_ENRICH,
+    EVENT_MESSAGE_BEFORE_RESPONSE,
+    EVENT_MESSAGE_AFTER_RESPONSE,
+    EVENT_AGENT_STARTED,
+    EVENT_BOT_READY,
+    EVENT_AGENT_STOPPED,
+    EVENT_CONFIG_RELOADED,
+    EVENT_SCHEDULE_FIRED,
+    EVENT_REACTION_RECEIVED,
+    EVENT_TOOL_BEFORE_CALL,
+    EVENT_TOOL_AFTER_CALL,
+)
+"""Built-in events in the order a message meets them, then lifecycle, schedule, reaction and tool events."""
 
 BUILTIN_EVENTS: Final = frozenset(_MODES)
 RESERVED_NAMESPACES: Final = frozenset({"message", "agent", "bot", "schedule", "reaction", "config", "tool"})
