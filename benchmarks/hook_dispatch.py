@@ -69,7 +69,9 @@ MODES = {
     "transformer": (EVENT_MESSAGE_BEFORE_RESPONSE, "BeforeResponseContext", emit_transform),
     "gate": (EVENT_TOOL_BEFORE_CALL, "ToolBeforeCallContext", emit_gate),
 }
-TARGET_US = {"observer": 5.0, "collector": 8.0, "transformer": 5.0, "gate": 5.0}
+# Microseconds per hook: every mode at most 5 at 20 hooks; a lone collector hook may take 8.
+TARGET_US = {"observer": 5.0, "collector": 5.0, "transformer": 5.0, "gate": 5.0}
+TARGET_US_ONE_HOOK = {**TARGET_US, "collector": 8.0}
 
 
 async def main() -> int:
@@ -101,11 +103,12 @@ async def main() -> int:
             per_hook = t_engine / count * 1e6
             plain_per_hook = t_plain / count * 1e6
             overhead = per_hook - plain_per_hook
-            ok = per_hook <= TARGET_US[mode]
+            target = (TARGET_US_ONE_HOOK if count == 1 else TARGET_US)[mode]
+            ok = per_hook <= target
             worst_ok &= ok
             print(
                 f"{mode:<12}{count:>6}{per_hook:>16.2f}{plain_per_hook:>15.2f}{overhead:>18.2f}"
-                f"{t_engine / t_plain:>8.1f}{TARGET_US[mode]:>8.1f}  {'ok' if ok else 'MISS'}"
+                f"{t_engine / t_plain:>8.1f}{target:>8.1f}  {'ok' if ok else 'MISS'}"
             )
 
     sleepers = []

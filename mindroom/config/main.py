@@ -121,6 +121,9 @@ class DefaultsConfig(_Strict):
     num_history_runs: int = Field(default=10, ge=0)
     streaming_edit_interval_ms: int = Field(default=500, ge=50)
     max_concurrent_turns_per_agent: int = Field(default=4, ge=1)
+    # A hook step that holds the event loop longer than this is logged and counted (`blocked_loop`); it
+    # fails the hook only if the hook also runs past its timeout.
+    hooks_blocking_threshold_ms: int = Field(default=100, ge=1)
 
 
 class ShellToolConfig(_Strict):

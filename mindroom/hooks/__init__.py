@@ -9,18 +9,14 @@ from mindroom.hooks.context import (
     BeforeResponseContext,
     ConfigReloadedContext,
     CustomEventContext,
+    HookBindings,
     HookContext,
     MessageEnrichContext,
-    MessageEnvelope,
     MessageReceivedContext,
-    MessageTarget,
     ReactionReceivedContext,
-    ResponseDraft,
-    ResponseResult,
     ScheduleFiredContext,
     ToolAfterCallContext,
     ToolBeforeCallContext,
-    ToolTraceEntry,
 )
 from mindroom.hooks.decorators import HookMetadata, get_hook_metadata, hook
 from mindroom.hooks.enrichment import (
@@ -32,6 +28,13 @@ from mindroom.hooks.enrichment import (
 )
 from mindroom.hooks.registry import HookRegistry, HookStats, RegisteredHook
 from mindroom.hooks.telemetry import HookTelemetry, hook_telemetry
+from mindroom.hooks.transport import (
+    MessageEnvelope,
+    MessageTarget,
+    ResponseDraft,
+    ResponseResult,
+    ToolTraceEntry,
+)
 from mindroom.hooks.types import (
     BUILTIN_EVENTS,
     DEFAULT_TIMEOUTS_MS,
@@ -47,6 +50,7 @@ from mindroom.hooks.types import (
     EVENT_SCHEDULE_FIRED,
     EVENT_TOOL_AFTER_CALL,
     EVENT_TOOL_BEFORE_CALL,
+    PIPELINE_ORDER,
     RESERVED_NAMESPACES,
     HookExecutionMode,
     default_timeout_ms,
@@ -69,6 +73,7 @@ __all__ = [
     "EVENT_SCHEDULE_FIRED",
     "EVENT_TOOL_AFTER_CALL",
     "EVENT_TOOL_BEFORE_CALL",
+    "PIPELINE_ORDER",
     "RESERVED_NAMESPACES",
     "AfterResponseContext",
     "AgentLifecycleContext",
@@ -76,6 +81,7 @@ __all__ = [
     "ConfigReloadedContext",
     "CustomEventContext",
     "EnrichmentItem",
+    "HookBindings",
     "HookContext",
     "HookExecutionMode",
     "HookMetadata",

@@ -1,31 +1,27 @@
-"""Hook contexts (what a hook receives) and the transport objects they carry.
+"""Hook contexts: what a hook receives, with the capabilities the daemon binds to it.
 
 Every context is constructible with keywords only and has defaults for the base fields, so a plugin's
-own tests can build one directly (`ToolBeforeCallContext(tool_name=..., arguments=..., ...)`).
+own tests can build one directly (`ToolBeforeCallContext(tool_name=..., arguments=..., ...)`). The
+transport objects the contexts carry live in `transport.py` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import operator
-import os
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
+import copy
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
-from mindroom.constants import (
-    DEFAULT_STORAGE_DIRNAME,
-    HOOK_DISPATCH_KEY,
-    HOOK_ORIGIN_EVENT_KEY,
-    HOOK_SOURCE_KEY,
-    ORIGINAL_SENDER_KEY,
-    SYNTHETIC_DEPTH_KEY,
-    RuntimePaths,
-)
+from mindroom.constants import RuntimePaths
 from mindroom.hooks.enrichment import CachePolicy, EnrichmentItem
-from mindroom.hooks.state import plugin_state_dir
+from mindroom.hooks.hook_context import HookContext, MessageSender, RoomStatePutter, RoomStateQuerier
+from mindroom.hooks.transport import (
+    MessageEnvelope,
+    MessageTarget,
+    ResponseDraft,
+    ResponseResult,
+    ToolTraceEntry,
+    new_correlation_id,
+)
 from mindroom.hooks.types import (
     EVENT_AGENT_STARTED,
     EVENT_CONFIG_RELOADED,
@@ -38,7 +34,6 @@ from mindroom.hooks.types import (
     EVENT_TOOL_AFTER_CALL,
     EVENT_TOOL_BEFORE_CALL,
 )
-from mindroom.logging_config import get_logger
 
 __all__ = [
     "AfterResponseContext",
@@ -46,6 +41,7 @@ __all__ = [
     "BeforeResponseContext",
     "ConfigReloadedContext",
     "CustomEventContext",
+    "HookBindings",
     "HookContext",
     "MessageEnrichContext",
     "MessageEnvelope",
@@ -61,233 +57,25 @@ __all__ = [
     "ToolAfterCallContext",
     "ToolBeforeCallContext",
     "ToolTraceEntry",
+    "new_correlation_id",
 ]
 
-MessageSender = Callable[..., Awaitable[Any]]
-RoomStateQuerier = Callable[[str, str, str | None], Awaitable[dict[str, Any] | None]]
-RoomStatePutter = Callable[[str, str, str, dict[str, Any]], Awaitable[bool]]
-
-_UNSET: Any = object()
-_base_logger = get_logger("mindroom.plugins")
-
-
-def new_correlation_id() -> str:
-    """A fresh unique id for one inbound event."""
-    return uuid.uuid4().hex
+_BINDING_FIELDS = ("config", "runtime_paths", "message_sender", "room_state_querier", "room_state_putter")
 
 
 @dataclass(frozen=True, slots=True)
-class MessageTarget:
-    """Where a message lives: room, thread, and the thread it resolves to."""
+class HookBindings:
+    """The capabilities every context of one bot gets: config, paths, and its Matrix send/state helpers."""
 
-    room_id: str
-    thread_id: str | None
-    resolved_thread_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class MessageEnvelope:
-    """One inbound message, normalized, as every message hook sees it."""
-
-    source_event_id: str
-    room_id: str
-    thread_id: str | None
-    resolved_thread_id: str | None
-    requester_id: str
-    sender_id: str
-    body: str
-    attachment_ids: tuple[str, ...]
-    mentioned_agents: tuple[str, ...]
-    agent_name: str
-    source_kind: str
-    hook_source: str | None = None
-    message_received_depth: int = 0
-
-    @property
-    def target(self) -> MessageTarget:
-        """The room and thread this message belongs to."""
-        return MessageTarget(self.room_id, self.thread_id, self.resolved_thread_id)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolTraceEntry:
-    """One tool call made while generating a response."""
-
-    tool_name: str
-    args_preview: str = ""
-    result_preview: str | None = None
-    error: str | None = None
-    blocked: bool = False
-    duration_ms: float = 0.0
-
-
-@dataclass(slots=True)
-class ResponseDraft:
-    """A generated response before it is sent; `message:before_response` hooks may edit or replace it."""
-
-    response_text: str
-    response_kind: str
-    tool_trace: list[ToolTraceEntry] | None
-    extra_content: dict[str, Any] | None
-    envelope: MessageEnvelope
-    suppress: bool = False
-
-    def copy(self) -> ResponseDraft:
-        """A copy whose fields and top-level containers can be edited without touching this one."""
-        return ResponseDraft(
-            self.response_text,
-            self.response_kind,
-            None if self.tool_trace is None else list(self.tool_trace),
-            None if self.extra_content is None else dict(self.extra_content),
-            self.envelope,
-            self.suppress,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ResponseResult:
-    """What was delivered to Matrix, as `message:after_response` hooks see it."""
-
-    response_text: str
-    response_event_id: str
-    delivery_kind: str
-    response_kind: str
-    envelope: MessageEnvelope
-
-
-@dataclass(slots=True, kw_only=True)
-class HookContext:
-    """Base fields and helpers every hook context has."""
-
-    DEFAULT_EVENT: ClassVar[str] = ""
-    MUTABLE_FIELDS: ClassVar[tuple[str, ...]] = ()
-    SNAPSHOT: ClassVar[Callable[[Any], Any] | None] = None
-
-    event_name: str = ""
-    plugin_name: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
     config: Any = None
     runtime_paths: RuntimePaths | None = None
-    logger: Any = None
-    correlation_id: str = field(default_factory=new_correlation_id)
-    hook_name: str = ""
-    message_sender: MessageSender | None = field(default=None, repr=False, compare=False)
-    room_state_querier: RoomStateQuerier | None = field(default=None, repr=False, compare=False)
-    room_state_putter: RoomStatePutter | None = field(default=None, repr=False, compare=False)
+    message_sender: MessageSender | None = field(default=None, repr=False)
+    room_state_querier: RoomStateQuerier | None = field(default=None, repr=False)
+    room_state_putter: RoomStatePutter | None = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        if not self.event_name:
-            self.event_name = self.DEFAULT_EVENT
-        if self.logger is None:
-            self.logger = _base_logger.bind(event_name=self.event_name)
-
-    # -- storage -------------------------------------------------------------------------------
-    @property
-    def state_root(self) -> Path:
-        """This plugin's persistent state directory, `<data>/plugins/<plugin_name>/`, created on first access."""
-        if self.runtime_paths is not None:
-            storage_root = self.runtime_paths.storage_root
-        else:
-            storage_root = Path(os.environ.get("MINDROOM_STORAGE_PATH", DEFAULT_STORAGE_DIRNAME)).resolve()
-        path = plugin_state_dir(storage_root, self.plugin_name)
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
-    # -- scope used by agents=/rooms= filters ---------------------------------------------------
-    def hook_scope(self) -> tuple[str | None, str | None]:
-        """The (agent name, room id) this context concerns, for hook filters."""
-        return None, None
-
-    # -- Matrix helpers ------------------------------------------------------------------------
-    def _synthetic_depth(self) -> int:
-        return 1
-
-    def _original_sender(self) -> str | None:
-        return None
-
-    def _default_thread_id(self) -> str | None:
-        return None
-
-    async def send_message(
-        self,
-        room_id: str,
-        text: str,
-        *,
-        thread_id: str | None = _UNSET,
-        extra_content: Mapping[str, Any] | None = None,
-        trigger_dispatch: bool = False,
-    ) -> str | None:
-        """Send a hook-originated message; returns its event id, or None when no sender is bound."""
-        if self.message_sender is None:
-            return None
-        if thread_id is _UNSET:
-            thread_id = self._default_thread_id()
-        content: dict[str, Any] = dict(extra_content or {})
-        original_sender = self._original_sender()
-        if original_sender is not None:
-            content.setdefault(ORIGINAL_SENDER_KEY, original_sender)
-        content[SYNTHETIC_DEPTH_KEY] = self._synthetic_depth()
-        content[HOOK_SOURCE_KEY] = f"{self.plugin_name}:{self.hook_name}" if self.hook_name else self.plugin_name
-        if self.event_name == EVENT_MESSAGE_RECEIVED:
-            content[HOOK_ORIGIN_EVENT_KEY] = EVENT_MESSAGE_RECEIVED
-        if trigger_dispatch:
-            content[HOOK_DISPATCH_KEY] = True
-        result: str | None = await self.message_sender(room_id, text, thread_id=thread_id, extra_content=content)
-        return result
-
-    async def query_room_state(
-        self, room_id: str, event_type: str, state_key: str | None = None
-    ) -> dict[str, Any] | None:
-        """Read Matrix room state (one event's content, or `{state_key: content}`); None if unavailable."""
-        if self.room_state_querier is None:
-            return None
-        return await self.room_state_querier(room_id, event_type, state_key)
-
-    async def put_room_state(self, room_id: str, event_type: str, state_key: str, content: dict[str, Any]) -> bool:
-        """Write one Matrix room state event; False on Matrix error or when no putter is bound."""
-        if self.room_state_putter is None:
-            return False
-        return await self.room_state_putter(room_id, event_type, state_key, content)
-
-    # -- engine support --------------------------------------------------------------------------
-    def clone(self) -> HookContext:
-        """A shallow copy whose own attributes can be set without affecting this context."""
-        copy: HookContext = _cloner(type(self))(self)
-        return copy
-
-    def snapshot_mutable(self) -> Any:
-        """The current values of the fields hooks may change (for monitor mode and failure rollback)."""
-        snapshot = type(self).SNAPSHOT
-        return snapshot(self) if snapshot is not None else None
-
-    def restore_mutable(self, snapshot: Any) -> None:
-        """Put back values taken by `snapshot_mutable`."""
-        if len(self.MUTABLE_FIELDS) == 1:
-            setattr(self, self.MUTABLE_FIELDS[0], snapshot)
-            return
-        for name, value in zip(self.MUTABLE_FIELDS, snapshot, strict=True):
-            setattr(self, name, value)
-
-    def __init_subclass__(cls) -> None:
-        # Slotted dataclasses recreate the class, so zero-argument super() is unavailable here.
-        cls.SNAPSHOT = operator.attrgetter(*cls.MUTABLE_FIELDS) if cls.MUTABLE_FIELDS else None
-
-
-_CLONERS: dict[type, Callable[[Any], Any]] = {}
-
-
-def _cloner(cls: type) -> Callable[[Any], Any]:
-    """A per-class copy function with one assignment per field (compiled once, like dataclasses' own methods)."""
-    cloner = _CLONERS.get(cls)
-    if cloner is None:
-        lines = ["def clone(src):", "    new = _new(_cls)"]
-        lines += [f"    new.{f.name} = src.{f.name}" for f in dataclasses.fields(cls)]
-        lines.append("    return new")
-        namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-        exec("\n".join(lines), namespace)  # noqa: S102 - field names come from our own dataclasses
-        cloner = namespace["clone"]
-        _CLONERS[cls] = cloner
-    return cloner
+    def fields(self) -> dict[str, Any]:
+        """The five values as keywords for a context constructor: `MessageReceivedContext(**b.fields(), ...)`."""
+        return {name: getattr(self, name) for name in _BINDING_FIELDS}
 
 
 def _placeholder_envelope() -> MessageEnvelope:
@@ -368,6 +156,7 @@ class AfterResponseContext(_MessageContext):
     """`message:after_response`: the frozen `result` of what was delivered."""
 
     DEFAULT_EVENT: ClassVar[str] = EVENT_MESSAGE_AFTER_RESPONSE
+    FROZEN: ClassVar[bool] = True
 
     result: ResponseResult = field(default=None)  # type: ignore[assignment]
 
@@ -384,6 +173,7 @@ class AgentLifecycleContext(HookContext):
     """`agent:started`, `bot:ready`, `agent:stopped`: one entity's lifecycle."""
 
     DEFAULT_EVENT: ClassVar[str] = EVENT_AGENT_STARTED
+    FROZEN: ClassVar[bool] = True
 
     entity_name: str = ""
     entity_type: str = "agent"
@@ -433,6 +223,7 @@ class ReactionReceivedContext(HookContext):
     """`reaction:received`: a reaction on a message in an agent's room."""
 
     DEFAULT_EVENT: ClassVar[str] = EVENT_REACTION_RECEIVED
+    FROZEN: ClassVar[bool] = True
 
     room_id: str = ""
     thread_id: str | None = None
@@ -455,6 +246,7 @@ class ConfigReloadedContext(HookContext):
     """`config:reloaded`: after a new config was applied and affected entities restarted."""
 
     DEFAULT_EVENT: ClassVar[str] = EVENT_CONFIG_RELOADED
+    FROZEN: ClassVar[bool] = True
 
     old_config: Any = None
     new_config: Any = None
@@ -499,6 +291,7 @@ class ToolAfterCallContext(HookContext):
     """`tool:after_call`: a snapshot of one finished, failed or declined tool call."""
 
     DEFAULT_EVENT: ClassVar[str] = EVENT_TOOL_AFTER_CALL
+    FROZEN: ClassVar[bool] = True
 
     tool_name: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -518,6 +311,31 @@ class ToolAfterCallContext(HookContext):
 
     def _original_sender(self) -> str | None:
         return self.requester_id
+
+    def hook_copy(self) -> ToolAfterCallContext:
+        """A copy with its own `arguments` and `result`, so one observer's edits reach no other."""
+        view = self.clone()
+        assert isinstance(view, ToolAfterCallContext)
+        view.arguments = _snapshot(self.arguments)
+        view.result = _snapshot(self.result)
+        return view
+
+
+_ATOMS = (str, int, float, bool, bytes, type(None))
+
+
+def _snapshot(value: Any) -> Any:
+    """A deep copy; JSON-shaped data (what models send and most tools return) is copied without `deepcopy`."""
+    if isinstance(value, _ATOMS):
+        return value
+    if type(value) is dict:
+        return {key: _snapshot(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_snapshot(item) for item in value]
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # an uncopyable object (a lock, a socket): hooks share it, as they would share its text
+        return value
 
 
 @dataclass(slots=True, kw_only=True)

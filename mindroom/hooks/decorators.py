@@ -9,12 +9,12 @@ from typing import Any, TypeVar
 
 from mindroom.hooks.types import HookExecutionMode, execution_mode, validate_event_name
 
-__all__ = ["HOOK_METADATA_ATTR", "HookMetadata", "get_hook_metadata", "hook"]
+__all__ = ["DEFAULT_PRIORITY", "HOOK_METADATA_ATTR", "HookMetadata", "get_hook_metadata", "hook"]
 
 HOOK_METADATA_ATTR = "__mindroom_hook__"
 DEFAULT_PRIORITY = 100
 
-F = TypeVar("F", bound=Callable[..., Any])
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ def hook(
     agents: Iterable[str] | None = None,
     rooms: Iterable[str] | None = None,
     fail_closed: bool = False,
-) -> Callable[[F], F]:
+) -> Callable[[_F], _F]:
     """Mark an async function as a handler of `event`; returns the function unchanged."""
     validate_event_name(event)
     if isinstance(priority, bool) or not isinstance(priority, int):
@@ -66,7 +66,8 @@ def hook(
     agent_names = _name_set(agents, "agents")
     room_ids = _name_set(rooms, "rooms")
 
-    def decorate(func: F) -> F:
+    def decorate(func: _F) -> _F:
+        """Record the metadata on `func` and hand it back unchanged."""
         if not inspect.iscoroutinefunction(func):
             msg = f"hook {getattr(func, '__qualname__', func)!r} must be an async function (async def)"
             raise TypeError(msg)

@@ -1,32 +1,31 @@
 """Running hooks: one function per execution mode, each hook isolated at the plugin boundary.
 
-Every hook call is timed, bounded by its timeout, and contained: an exception (including
-`SystemExit` and `KeyboardInterrupt`), a timeout, or a synchronous block of the event loop counts
-as a failure of that hook alone. The caller's own cancellation always propagates.
+Every hook runs from its first step to its end in one task, in its own copy of the emitter's
+context: anyio cancel scopes (httpx), `ContextVar.set()`/`reset()` pairs and the hook's own
+`asyncio.timeout()` work inside it, and its context changes stay with it. Serial modes run hooks in
+the caller's task. A collector does too until a hook awaits; only then does it start a task for the
+next hook, so hooks that never wait (the common case) cost no task at all.
 
-A hook's first step runs inline: a hook that finishes without suspending (the common case) never
-pays for a timer. A hook that suspends continues under `asyncio.timeout` for what is left of its
-budget, and each of its steps is timed so that one blocking the loop is caught.
+A hook fails when it raises (anything, `SystemExit` and `KeyboardInterrupt` included) or when it
+ends after its timeout. A step that blocks the event loop longer than the registry's threshold is
+reported; it counts as a failure only past the timeout. The caller's cancellation always propagates,
+and a hook that goes on after a cancellation that is not its own is cut off. One call is
+`invocation.call_hook`; this module decides what each mode does with its outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-import types
-from collections.abc import Generator, Iterable
-from contextvars import ContextVar
+import sys
+from collections.abc import Iterable
+from contextvars import ContextVar, Token
 from typing import Any
 
-from mindroom.hooks.context import (
-    BeforeResponseContext,
-    HookContext,
-    MessageEnrichContext,
-    ResponseDraft,
-    ToolBeforeCallContext,
-)
+from mindroom.hooks.breaker import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD
+from mindroom.hooks.context import BeforeResponseContext, MessageEnrichContext, ResponseDraft, ToolBeforeCallContext
 from mindroom.hooks.enrichment import EnrichmentItem
+from mindroom.hooks.hook_context import HookContext
+from mindroom.hooks.invocation import OK, SKIPPED, Outcome, call_hook, record_failure
 from mindroom.hooks.registry import HookRegistry, RegisteredHook
 from mindroom.logging_config import get_logger
 
@@ -35,6 +34,7 @@ __all__ = [
     "BREAKER_THRESHOLD",
     "COLLECTOR_CONCURRENCY",
     "MAX_EMIT_DEPTH",
+    "Outcome",
     "emit",
     "emit_collect",
     "emit_gate",
@@ -43,199 +43,16 @@ __all__ = [
 
 logger = get_logger(__name__)
 
-BREAKER_THRESHOLD = 5
-BREAKER_COOLDOWN_S = 300.0
 COLLECTOR_CONCURRENCY = 10
 MAX_EMIT_DEPTH = 3
-_ERROR_TEXT_LIMIT = 300
+# Python 3.12+ starts a collector's extra task eagerly: its hook's first step runs at once.
+_EAGER_TASKS = sys.version_info >= (3, 12)
 
 _emit_depth: ContextVar[int] = ContextVar("mindroom_hook_emit_depth", default=0)
-_perf = time.perf_counter
-_monotonic = time.monotonic
-
-# Outcome of one hook call.
-_OK = 0
-_FAILED = 1
-_SKIPPED = 2
-_SUSPENDED = 3
-
-
-class _HookBlockedLoopError(Exception):
-    """A hook ran synchronously for longer than the blocking threshold."""
 
 
 class _InvalidHookResultError(Exception):
     """A hook returned something its mode cannot use."""
-
-
-@types.coroutine
-def _resume(coro: Any, yielded: Any, max_step: list[float]) -> Generator[Any, Any, Any]:
-    """Drive a hook coroutine that already ran its first step, timing each further step."""
-    while True:
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # delivered by the task: our timeout's cancellation or the caller's
-            # Whether the hook re-raises, returns or swallows the cancellation and goes on, the
-            # cancellation stands: a swallowing hook is no longer driven, so it is cut off all the same.
-            with contextlib.suppress(BaseException):
-                coro.throw(exc)
-                coro.close()
-            raise
-        else:
-            start = _perf()
-            try:
-                yielded = coro.send(sent)
-            except StopIteration as stop:
-                _note_step(max_step, start)
-                return stop.value
-            _note_step(max_step, start)
-
-
-def _note_step(max_step: list[float], start: float) -> None:
-    elapsed = _perf() - start
-    if elapsed > max_step[0]:
-        max_step[0] = elapsed
-
-
-def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 3] + "..."
-
-
-def _record_success(hook: RegisteredHook, elapsed_s: float) -> None:
-    stats = hook.stats
-    stats.durations_ms.append(elapsed_s * 1000.0)
-    if stats.consecutive_failures:
-        stats.consecutive_failures = 0
-        stats.open_until = 0.0
-
-
-def _record_failure(
-    hook: RegisteredHook, exc: BaseException, elapsed_s: float | None, *, timed_out: bool = False
-) -> None:
-    """Count one failure (a duration sample unless already taken) and open the breaker after 5 in a row."""
-    stats = hook.stats
-    if elapsed_s is not None:
-        stats.durations_ms.append(elapsed_s * 1000.0)
-    stats.failures += 1
-    stats.consecutive_failures += 1
-    stats.last_error = _describe(exc)
-    if timed_out:
-        stats.timeouts += 1
-        logger.warning(
-            "hook timed out",
-            plugin=hook.plugin_name,
-            hook=hook.hook_name,
-            hook_event=hook.event_name,
-            timeout_ms=hook.timeout_ms,
-        )
-    elif isinstance(exc, _HookBlockedLoopError):
-        stats.blocked_loop += 1
-        logger.error(
-            "hook blocked the event loop",
-            plugin=hook.plugin_name,
-            hook=hook.hook_name,
-            hook_event=hook.event_name,
-            blocked_ms=round((elapsed_s or 0.0) * 1000.0, 1),
-        )
-    else:
-        logger.warning(
-            "hook failed",
-            plugin=hook.plugin_name,
-            hook=hook.hook_name,
-            hook_event=hook.event_name,
-            error=stats.last_error,
-        )
-    if stats.consecutive_failures >= BREAKER_THRESHOLD and stats.open_until <= _monotonic():
-        stats.open_until = _monotonic() + BREAKER_COOLDOWN_S
-        stats.trips += 1
-        log = logger.error if hook.fail_closed else logger.warning
-        log(
-            "hook circuit breaker opened",
-            plugin=hook.plugin_name,
-            hook=hook.hook_name,
-            hook_event=hook.event_name,
-            consecutive_failures=stats.consecutive_failures,
-            cooldown_s=BREAKER_COOLDOWN_S,
-            fail_closed=hook.fail_closed,
-        )
-
-
-def _breaker_open(hook: RegisteredHook) -> bool:
-    until = hook.stats.open_until
-    if until and _monotonic() < until:
-        hook.stats.skipped += 1
-        return True
-    return False
-
-
-def _outer_cancel_requested() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-def _first_step(hook: RegisteredHook, ctx: HookContext, threshold_s: float) -> tuple[int, Any, Any, float]:
-    """Run a hook up to its first suspension: (outcome, value or yielded future, coroutine if suspended, start)."""
-    hook.stats.calls += 1
-    start = _perf()
-    try:
-        coro = hook.callback(ctx)
-        yielded = coro.send(None)
-    except StopIteration as stop:
-        elapsed = _perf() - start
-        if elapsed > threshold_s:
-            _record_failure(hook, _HookBlockedLoopError(f"ran {elapsed * 1000:.0f} ms without yielding"), elapsed)
-            return _FAILED, None, None, start
-        stats = hook.stats
-        stats.durations_ms.append(elapsed * 1000.0)
-        if stats.consecutive_failures:
-            stats.consecutive_failures = 0
-            stats.open_until = 0.0
-        return _OK, stop.value, None, start
-    except BaseException as exc:  # the hook's own failure, whatever its type
-        _record_failure(hook, exc, _perf() - start)
-        return _FAILED, None, None, start
-    return _SUSPENDED, yielded, coro, start
-
-
-async def _call(hook: RegisteredHook, ctx: HookContext, threshold_s: float) -> tuple[int, Any]:
-    """Run one hook with timeout and isolation; returns (outcome, value)."""
-    if hook.stats.open_until and _breaker_open(hook):
-        return _SKIPPED, None
-    outcome, value, coro, start = _first_step(hook, ctx, threshold_s)
-    if coro is None:
-        return outcome, value
-    return await _continue(hook, coro, value, start, threshold_s)
-
-
-async def _continue(hook: RegisteredHook, coro: Any, yielded: Any, start: float, threshold_s: float) -> tuple[int, Any]:
-    """The rest of a hook that suspended: bounded by what remains of its timeout."""
-    max_step = [_perf() - start]
-    remaining = hook.timeout_s - max_step[0]
-    timeout = asyncio.timeout(remaining if remaining > 0 else 0)
-    try:
-        async with timeout:
-            value = await _resume(coro, yielded, max_step)
-    except asyncio.CancelledError as exc:
-        if _outer_cancel_requested():
-            raise
-        _record_failure(hook, exc, _perf() - start)
-        return _FAILED, None
-    except TimeoutError as exc:
-        _record_failure(hook, exc, _perf() - start, timed_out=timeout.expired())
-        return _FAILED, None
-    except BaseException as exc:
-        _record_failure(hook, exc, _perf() - start)
-        return _FAILED, None
-    elapsed = _perf() - start
-    if max_step[0] > threshold_s:
-        _record_failure(hook, _HookBlockedLoopError(f"ran {max_step[0] * 1000:.0f} ms without yielding"), elapsed)
-        return _FAILED, None
-    _record_success(hook, elapsed)
-    return _OK, value
 
 
 def _bind(ctx: HookContext, hook: RegisteredHook) -> None:
@@ -257,45 +74,45 @@ def _note_monitored(hook: RegisteredHook, effect: str, **details: Any) -> None:
     )
 
 
-def _enter(event_name: str) -> Any:
+def _scope(
+    registry: HookRegistry, event_name: str, ctx: HookContext
+) -> tuple[tuple[RegisteredHook, ...], Token[int]] | None:
+    """The prologue of every emit: the hooks that fire here, and the nesting token; None when none run."""
+    agent_name, room_id = ctx.hook_scope()
+    hooks = registry.matching(event_name, agent_name, room_id)
+    if not hooks:
+        return None
     depth = _emit_depth.get()
     if depth >= MAX_EMIT_DEPTH:
         logger.warning("nested hook emission dropped", hook_event=event_name, depth=depth + 1, limit=MAX_EMIT_DEPTH)
         return None
-    return _emit_depth.set(depth + 1)
+    return hooks, _emit_depth.set(depth + 1)
 
 
 async def emit(registry: HookRegistry, event_name: str, ctx: HookContext) -> None:
     """Observer mode: hooks run one after another; a failure loses only that hook's effects."""
-    agent_name, room_id = ctx.hook_scope()
-    hooks = registry.matching(event_name, agent_name, room_id)
-    if not hooks:
+    scope = _scope(registry, event_name, ctx)
+    if scope is None:
         return
-    token = _enter(event_name)
-    if token is None:
-        return
+    hooks, token = scope
     threshold_s = registry.blocking_threshold_ms / 1000.0
+    frozen = type(ctx).FROZEN
     snapshot = type(ctx).SNAPSHOT
     try:
         for hook in hooks:
-            if hook.stats.open_until and _breaker_open(hook):
+            _bind(ctx, hook)
+            if frozen:  # each hook reads its own copy, so nothing it writes reaches anyone else
+                await call_hook(hook, ctx.hook_copy(), threshold_s)
                 continue
-            ctx.plugin_name = hook.plugin_name
-            ctx.hook_name = hook.hook_name
-            ctx.settings = hook.settings
-            ctx.logger = hook.logger
-            before = snapshot(ctx) if snapshot is not None else None
-            outcome, value, coro, start = _first_step(hook, ctx, threshold_s)
-            if coro is not None:
-                outcome, value = await _continue(hook, coro, value, start, threshold_s)
             if snapshot is None:
+                await call_hook(hook, ctx, threshold_s)
                 continue
-            if outcome == _OK:
-                if hook.monitor and snapshot(ctx) != before:
-                    changed = {name: getattr(ctx, name) for name in ctx.MUTABLE_FIELDS}
-                    _note_monitored(hook, "mutation", fields=changed)
-                    ctx.restore_mutable(before)
-            else:
+            before = snapshot(ctx)
+            outcome, _ = await call_hook(hook, ctx, threshold_s)
+            if outcome is not OK:
+                ctx.restore_mutable(before)
+            elif hook.monitor and snapshot(ctx) != before:
+                _note_monitored(hook, "mutation", fields={name: getattr(ctx, name) for name in ctx.MUTABLE_FIELDS})
                 ctx.restore_mutable(before)
     finally:
         _emit_depth.reset(token)
@@ -313,15 +130,13 @@ def _items_from(result: Any) -> list[EnrichmentItem]:
     raise _InvalidHookResultError(f"expected EnrichmentItem, a list of them, or None; got {type(result).__name__}")
 
 
-def _collect_one(
-    hook: RegisteredHook, hook_ctx: MessageEnrichContext, outcome: int, value: Any
-) -> list[EnrichmentItem]:
-    if outcome != _OK:
+def _collected(hook: RegisteredHook, hook_ctx: MessageEnrichContext, outcome: int, value: Any) -> list[EnrichmentItem]:
+    if outcome != OK:
         return []
     try:
         items = [*hook_ctx.items, *_items_from(value)]
     except _InvalidHookResultError as exc:
-        _record_failure(hook, exc, None)
+        record_failure(hook, exc, None)
         return []
     if hook.monitor and items:
         _note_monitored(hook, "items", keys=[item.key for item in items])
@@ -329,52 +144,90 @@ def _collect_one(
     return items
 
 
+class _Collection:
+    """One collector emission: hooks start in order, each on its own copy of the context.
+
+    The caller's task runs hooks until one awaits; then a new task takes the next hook, and so on, never
+    more than `COLLECTOR_CONCURRENCY` at once. Whichever task starts a hook runs it to its end.
+
+    Why not a task per hook: with 20 hooks that never await, this costs 2.3 us per hook against 7.6 us
+    for a plain task each (Python 3.11, min of 7 rounds on a shared 2-core machine), and the spec's
+    5 us budget rules the latter out. What it costs: a hook that awaits hands the next hook to a new
+    task, which starts one loop iteration later (on 3.12+ at once, eagerly); 10 hooks sleeping 100 ms
+    still finish in 101 ms.
+    """
+
+    __slots__ = ("ctx", "extra", "hooks", "next", "results", "threshold_s", "workers")
+
+    def __init__(self, hooks: tuple[RegisteredHook, ...], ctx: MessageEnrichContext, threshold_s: float) -> None:
+        self.hooks = hooks
+        self.ctx = ctx
+        self.threshold_s = threshold_s
+        self.results: list[list[EnrichmentItem]] = [[] for _ in hooks]
+        self.next = 0
+        self.extra = 0  # tasks started besides the caller's that are still running hooks
+        self.workers: list[asyncio.Task[None]] = []
+
+    async def run(self) -> list[list[EnrichmentItem]]:
+        """Run every hook; returns each hook's items in hook order."""
+        try:
+            await self._work()
+            if self.workers:
+                while pending := [task for task in self.workers if not task.done()]:
+                    await asyncio.wait(pending)
+                for task in self.workers:
+                    task.result()  # an error of the host itself is not contained
+        finally:
+            if running := [task for task in self.workers if not task.done()]:
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+        return self.results
+
+    async def _work(self) -> None:
+        hooks = self.hooks
+        while self.next < len(hooks):
+            index = self.next
+            self.next += 1
+            hook = hooks[index]
+            hook_ctx = self.ctx.clone()
+            assert isinstance(hook_ctx, MessageEnrichContext)
+            hook_ctx.items = []
+            _bind(hook_ctx, hook)
+            outcome, value = await call_hook(hook, hook_ctx, self.threshold_s, self._hook_waits)
+            self.results[index] = _collected(hook, hook_ctx, outcome, value)
+
+    async def _extra_worker(self) -> None:
+        try:
+            await self._work()
+        finally:
+            self.extra -= 1
+
+    def _hook_waits(self) -> None:
+        """A hook reached an await: let a new task start the next hook, within the concurrency bound."""
+        if self.next >= len(self.hooks) or self.extra + 1 >= COLLECTOR_CONCURRENCY:
+            return
+        self.extra += 1
+        loop = asyncio.get_running_loop()
+        if _EAGER_TASKS:
+            task = asyncio.Task(self._extra_worker(), loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+        else:
+            task = loop.create_task(self._extra_worker())
+        self.workers.append(task)
+
+
 async def emit_collect(registry: HookRegistry, event_name: str, ctx: MessageEnrichContext) -> list[EnrichmentItem]:
     """Collector mode: hooks run concurrently (at most 10 at once), each on its own copy of the context.
 
     A failing hook loses only its own items; the rest merge in hook order.
     """
-    agent_name, room_id = ctx.hook_scope()
-    hooks = registry.matching(event_name, agent_name, room_id)
-    if not hooks:
+    scope = _scope(registry, event_name, ctx)
+    if scope is None:
         return []
-    token = _enter(event_name)
-    if token is None:
-        return []
-    threshold_s = registry.blocking_threshold_ms / 1000.0
-    results: list[list[EnrichmentItem]] = [[] for _ in hooks]
-    running: set[asyncio.Task[None]] = set()
-
-    async def finish(
-        index: int, hook: RegisteredHook, hook_ctx: MessageEnrichContext, coro: Any, yielded: Any, start: float
-    ) -> None:
-        outcome, value = await _continue(hook, coro, yielded, start, threshold_s)
-        results[index] = _collect_one(hook, hook_ctx, outcome, value)
-
+    hooks, token = scope
     try:
-        for index, hook in enumerate(hooks):
-            if hook.stats.open_until and _breaker_open(hook):
-                continue
-            if len(running) >= COLLECTOR_CONCURRENCY:
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                running.difference_update(done)
-            hook_ctx = ctx.clone()
-            assert isinstance(hook_ctx, MessageEnrichContext)
-            hook_ctx.items = []
-            _bind(hook_ctx, hook)
-            outcome, value, coro, start = _first_step(hook, hook_ctx, threshold_s)
-            if coro is None:
-                results[index] = _collect_one(hook, hook_ctx, outcome, value)
-                continue
-            running.add(asyncio.ensure_future(finish(index, hook, hook_ctx, coro, value, start)))
-        if running:
-            await asyncio.wait(running)
-            running.clear()
+        results = await _Collection(hooks, ctx, registry.blocking_threshold_ms / 1000.0).run()
     finally:
-        if running:
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
         _emit_depth.reset(token)
     merged = [item for items in results for item in items]
     ctx.items = merged
@@ -384,37 +237,29 @@ async def emit_collect(registry: HookRegistry, event_name: str, ctx: MessageEnri
 async def emit_transform(registry: HookRegistry, event_name: str, ctx: BeforeResponseContext) -> ResponseDraft:
     """Transformer mode: hooks run in order on the draft; a failing hook's changes are discarded."""
     draft = ctx.draft
-    agent_name, room_id = ctx.hook_scope()
-    hooks = registry.matching(event_name, agent_name, room_id)
-    if not hooks:
+    scope = _scope(registry, event_name, ctx)
+    if scope is None:
         return draft
-    token = _enter(event_name)
-    if token is None:
-        return draft
+    hooks, token = scope
     threshold_s = registry.blocking_threshold_ms / 1000.0
     try:
         for hook in hooks:
             _bind(ctx, hook)
-            working = draft.copy()
-            ctx.draft = working
-            outcome, value = await _call(hook, ctx, threshold_s)
-            if outcome != _OK:
+            ctx.draft = draft.copy()
+            outcome, value = await call_hook(hook, ctx, threshold_s)
+            if outcome is not OK:
                 continue
             if value is not None and not isinstance(value, ResponseDraft):
                 invalid = _InvalidHookResultError(f"returned {type(value).__name__}, expected ResponseDraft or None")
-                _record_failure(hook, invalid, None)
+                record_failure(hook, invalid, None)
                 continue
             candidate = value if value is not None else ctx.draft
             if not isinstance(candidate, ResponseDraft):
                 continue
             if hook.monitor:
-                if candidate.response_text != draft.response_text or candidate.suppress != draft.suppress:
-                    _note_monitored(
-                        hook,
-                        "draft",
-                        suppress=candidate.suppress,
-                        text_changed=candidate.response_text != draft.response_text,
-                    )
+                text_changed = candidate.response_text != draft.response_text
+                if text_changed or candidate.suppress != draft.suppress:
+                    _note_monitored(hook, "draft", suppress=candidate.suppress, text_changed=text_changed)
                 continue
             draft = candidate
     finally:
@@ -429,23 +274,20 @@ async def emit_gate(registry: HookRegistry, event_name: str, ctx: ToolBeforeCall
     A failing gate fails open, unless it is fail-closed: then the call is declined, and stays
     declined while that hook's circuit breaker is open.
     """
-    agent_name, room_id = ctx.hook_scope()
-    hooks = registry.matching(event_name, agent_name, room_id)
-    if not hooks:
+    scope = _scope(registry, event_name, ctx)
+    if scope is None:
         return ctx
-    token = _enter(event_name)
-    if token is None:
-        return ctx
+    hooks, token = scope
     threshold_s = registry.blocking_threshold_ms / 1000.0
     try:
         for hook in hooks:
             _bind(ctx, hook)
             before = (ctx.declined, ctx.decline_reason)
-            outcome, _ = await _call(hook, ctx, threshold_s)
-            if outcome != _OK:
+            outcome, _ = await call_hook(hook, ctx, threshold_s)
+            if outcome is not OK:
                 ctx.declined, ctx.decline_reason = before
                 if hook.fail_closed and not hook.monitor:
-                    state = "circuit open" if outcome == _SKIPPED else "failed"
+                    state = "circuit open" if outcome is SKIPPED else "failed"
                     ctx.decline(f"Tool call blocked: safety check {hook.plugin_name}:{hook.hook_name} {state}.")
                     hook.stats.declines += 1
                     break

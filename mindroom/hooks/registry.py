@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
+from mindroom.hooks.breaker import CircuitBreaker
 from mindroom.hooks.decorators import HookMetadata, get_hook_metadata
 from mindroom.hooks.types import default_timeout_ms
 from mindroom.logging_config import get_logger
@@ -48,7 +49,7 @@ class PluginLike(Protocol):
 
 @dataclass(slots=True, eq=False)
 class HookStats:
-    """Mutable per-hook counters and circuit-breaker state, owned by the runtime."""
+    """Mutable per-hook counters, and the hook's circuit breaker, owned by the runtime."""
 
     calls: int = 0
     failures: int = 0
@@ -57,11 +58,29 @@ class HookStats:
     blocked_loop: int = 0
     skipped: int = 0
     monitored_effects: int = 0
-    consecutive_failures: int = 0
-    open_until: float = 0.0
-    trips: int = 0
     last_error: str | None = None
     durations_ms: deque[float] = field(default_factory=lambda: deque(maxlen=_DURATION_SAMPLES))
+    breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
+
+    # The breaker's numbers, under the names these counters had before the breaker was its own object.
+    @property
+    def consecutive_failures(self) -> int:
+        """Failures since the last success (`breaker.consecutive`)."""
+        return self.breaker.consecutive
+
+    @property
+    def open_until(self) -> float:
+        """Breaker clock time until which the hook is skipped; 0.0 when closed (`breaker.open_until`)."""
+        return self.breaker.open_until
+
+    @property
+    def trips(self) -> int:
+        """Times the breaker opened (`breaker.trips`)."""
+        return self.breaker.trips
+
+    @trips.setter
+    def trips(self, value: int) -> None:
+        self.breaker.trips = value
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -1,12 +1,15 @@
-"""Per-hook telemetry as read-only rows: what `mindroom hooks list`, `!hooks` and metrics show."""
+"""Per-hook telemetry as read-only rows, in pipeline order, and the plain-text table `!hooks` shows.
+
+What `mindroom hooks list`, `!hooks` and the metrics endpoint show all comes from `hook_telemetry`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mindroom.hooks import execution
-from mindroom.hooks.registry import HookRegistry, RegisteredHook
+import mindroom.hooks.breaker as breaker
+from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.types import PIPELINE_ORDER, execution_mode
 
 __all__ = ["HookTelemetry", "format_hook_rows", "hook_telemetry", "hooks_report_text", "ordered_telemetry"]
@@ -50,18 +53,9 @@ def _percentile(samples: list[float], fraction: float) -> float | None:
     return ordered[index]
 
 
-def _breaker_state(hook: RegisteredHook, now: float) -> str:
-    stats = hook.stats
-    if stats.open_until and now < stats.open_until:
-        return "open"
-    if stats.consecutive_failures:
-        return "half-open" if stats.trips and stats.open_until else "closed"
-    return "closed"
-
-
 def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
     """Every hook of the registry, per event in execution order, with its counters and p50/p95 duration."""
-    now = execution._monotonic()  # the breaker's own clock, so both always agree
+    now = breaker.now()
     rows = []
     for hook in registry.all_hooks():
         stats = hook.stats
@@ -78,7 +72,7 @@ def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
                 rooms=tuple(sorted(hook.rooms)) if hook.rooms is not None else None,
                 mode=hook.mode,
                 fail_closed=hook.fail_closed,
-                breaker_state=_breaker_state(hook, now),
+                breaker_state=stats.breaker.state(now),
                 calls=stats.calls,
                 failures=stats.failures,
                 timeouts=stats.timeouts,
@@ -86,7 +80,7 @@ def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
                 blocked_loop=stats.blocked_loop,
                 skipped=stats.skipped,
                 monitored_effects=stats.monitored_effects,
-                breaker_trips=stats.trips,
+                breaker_trips=stats.breaker.trips,
                 p50_ms=_percentile(samples, 0.5),
                 p95_ms=_percentile(samples, 0.95),
                 last_error=stats.last_error,

@@ -22,6 +22,7 @@ __all__ = [
     "EVENT_SCHEDULE_FIRED",
     "EVENT_TOOL_AFTER_CALL",
     "EVENT_TOOL_BEFORE_CALL",
+    "PIPELINE_ORDER",
     "RESERVED_NAMESPACES",
     "HookExecutionMode",
     "default_timeout_ms",
@@ -84,6 +85,22 @@ DEFAULT_TIMEOUTS_MS: Final[dict[str, int]] = {
 }
 CUSTOM_EVENT_TIMEOUT_MS: Final = 1000
 
+PIPELINE_ORDER: Final[tuple[str, ...]] = (
+    EVENT_MESSAGE_RECEIVED,
+    EVENT_MESSAGE_ENRICH,
+    EVENT_MESSAGE_BEFORE_RESPONSE,
+    EVENT_MESSAGE_AFTER_RESPONSE,
+    EVENT_AGENT_STARTED,
+    EVENT_BOT_READY,
+    EVENT_AGENT_STOPPED,
+    EVENT_CONFIG_RELOADED,
+    EVENT_SCHEDULE_FIRED,
+    EVENT_REACTION_RECEIVED,
+    EVENT_TOOL_BEFORE_CALL,
+    EVENT_TOOL_AFTER_CALL,
+)
+"""Built-in events in the order a message meets them, then lifecycle, schedule, reaction and tool events."""
+
 BUILTIN_EVENTS: Final = frozenset(_MODES)
 RESERVED_NAMESPACES: Final = frozenset({"message", "agent", "bot", "schedule", "reaction", "config", "tool"})
 _EVENT_NAME = re.compile(r"^[a-z0-9_.-]+(:[a-z0-9_.-]+)+$")
@@ -116,20 +133,3 @@ def execution_mode(event_name: str) -> HookExecutionMode:
 def default_timeout_ms(event_name: str) -> int:
     """The default per-hook timeout of an event, from the spec's table."""
     return DEFAULT_TIMEOUTS_MS.get(event_name, CUSTOM_EVENT_TIMEOUT_MS)
-
-
-PIPELINE_ORDER: tuple[str, ...] = (
-    EVENT_MESSAGE_RECEIVED,
-    EVENT_MESSAGE_ENRICH,
-    EVENT_MESSAGE_BEFORE_RESPONSE,
-    EVENT_MESSAGE_AFTER_RESPONSE,
-    EVENT_AGENT_STARTED,
-    EVENT_BOT_READY,
-    EVENT_AGENT_STOPPED,
-    EVENT_CONFIG_RELOADED,
-    EVENT_SCHEDULE_FIRED,
-    EVENT_REACTION_RECEIVED,
-    EVENT_TOOL_BEFORE_CALL,
-    EVENT_TOOL_AFTER_CALL,
-)
-"""Built-in events in the order a message meets them, then lifecycle, schedule, reaction and tool events."""

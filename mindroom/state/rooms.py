@@ -54,7 +54,8 @@ class RoomMemory:
         """Keep `room_id` as one of `entity`'s rooms (a later call updates how and under which key)."""
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO rooms (entity, room_id, origin, room_key, remembered_at) VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO rooms (entity, room_id, origin, room_key, remembered_at)"
+                " VALUES (?, ?, ?, ?, ?)",
                 (entity, room_id, origin, room_key, time.time()),
             )
 

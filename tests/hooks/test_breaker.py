@@ -12,11 +12,13 @@ from mindroom.hooks import (
     EVENT_MESSAGE_RECEIVED,
     BeforeResponseContext,
     HookRegistry,
+    HookStats,
     MessageEnrichContext,
     MessageReceivedContext,
     hook,
 )
-from mindroom.hooks import execution as execution_module
+from mindroom.hooks import breaker as breaker_module
+from mindroom.hooks.breaker import CircuitBreaker
 from mindroom.hooks.execution import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD, emit, emit_collect, emit_transform
 
 
@@ -37,7 +39,7 @@ def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
 def clock(monkeypatch):
     """A controllable monotonic clock for the hook runtime."""
     now = [10_000.0]
-    monkeypatch.setattr(execution_module, "_monotonic", lambda: now[0])
+    monkeypatch.setattr(breaker_module, "now", lambda: now[0])
     return now
 
 
@@ -258,3 +260,80 @@ async def test_breaker_no_retries_each_emit_calls_a_failing_hook_once(clock):
     for expected in range(1, BREAKER_THRESHOLD + 1):
         await fire(registry)
         assert switch.calls == expected
+
+
+# -- the CircuitBreaker object on its own ----------------------------------------------------------------
+
+
+def test_breaker_object_trips_on_the_fifth_failure_and_opens_for_the_cooldown():
+    cell = CircuitBreaker()
+
+    tripped = [cell.failure(100.0) for _ in range(BREAKER_THRESHOLD)]
+
+    assert tripped == [False] * (BREAKER_THRESHOLD - 1) + [True]
+    assert (cell.consecutive, cell.open_until, cell.trips) == (BREAKER_THRESHOLD, 100.0 + BREAKER_COOLDOWN_S, 1)
+    assert cell.allows(100.0 + BREAKER_COOLDOWN_S - 0.001) is False
+    assert cell.allows(100.0 + BREAKER_COOLDOWN_S) is True
+
+
+def test_breaker_object_failure_while_open_does_not_trip_again():
+    cell = CircuitBreaker()
+    for _ in range(BREAKER_THRESHOLD):
+        cell.failure(0.0)
+
+    assert cell.failure(1.0) is False
+    assert cell.trips == 1
+    assert cell.open_until == BREAKER_COOLDOWN_S
+
+
+def test_breaker_object_states_closed_open_half_open():
+    cell = CircuitBreaker()
+    assert cell.state(0.0) == "closed"
+    cell.failure(0.0)
+    assert cell.state(0.0) == "closed"
+    for _ in range(BREAKER_THRESHOLD - 1):
+        cell.failure(0.0)
+    assert cell.state(1.0) == "open"
+    assert cell.state(BREAKER_COOLDOWN_S) == "half-open"
+    cell.success()
+    assert cell.state(BREAKER_COOLDOWN_S) == "closed"
+    assert (cell.consecutive, cell.open_until, cell.trips) == (0, 0.0, 1)
+
+
+def test_breaker_object_reset_closes_and_keeps_the_trip_count():
+    cell = CircuitBreaker()
+    for _ in range(BREAKER_THRESHOLD):
+        cell.failure(0.0)
+
+    cell.reset()
+
+    assert cell.allows(1.0) is True
+    assert cell.state(1.0) == "closed"
+    assert (cell.consecutive, cell.trips) == (0, 1)
+
+
+@pytest.mark.asyncio
+async def test_breaker_reset_lets_a_skipped_hook_run_again(clock):
+    switch = Switch()
+    registry = HookRegistry.from_plugins([stub_plugin("p", [switch.callback])])
+    await fire(registry, BREAKER_THRESHOLD + 1)
+    assert switch.calls == BREAKER_THRESHOLD
+
+    registry.hooks_for(EVENT_MESSAGE_RECEIVED)[0].stats.breaker.reset()
+    await fire(registry)
+
+    assert switch.calls == BREAKER_THRESHOLD + 1
+
+
+def test_breaker_stats_keep_the_flat_names():
+    stats = HookStats()
+    for _ in range(BREAKER_THRESHOLD):
+        stats.breaker.failure(5.0)
+    stats.trips = 7
+
+    assert (stats.consecutive_failures, stats.open_until, stats.trips) == (
+        BREAKER_THRESHOLD,
+        5.0 + BREAKER_COOLDOWN_S,
+        7,
+    )
+    assert stats.breaker.trips == 7

@@ -17,6 +17,7 @@ from mindroom.hooks import (
     BeforeResponseContext,
     ConfigReloadedContext,
     CustomEventContext,
+    HookBindings,
     HookRegistry,
     MessageEnrichContext,
     MessageEnvelope,
@@ -92,12 +93,15 @@ def test_context_state_root_created_on_first_access(tmp_path):
     assert ctx.state_root == expected
 
 
-def test_context_state_root_uses_storage_env_without_runtime_paths(tmp_path, monkeypatch):
+def test_context_state_root_without_runtime_paths_ignores_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MINDROOM_STORAGE_PATH", str(tmp_path / "env-data"))
+    monkeypatch.chdir(tmp_path)
     ctx = AgentLifecycleContext(plugin_name="envy")
 
-    assert ctx.state_root == (tmp_path / "env-data" / "plugins" / "envy").resolve()
+    expected = RuntimePaths.for_directory(tmp_path).plugins_state_root / "envy"
+    assert ctx.state_root == expected.resolve()
     assert ctx.state_root.is_dir()
+    assert not (tmp_path / "env-data").exists()
 
 
 def test_context_state_root_default_data_dir_is_mindroom_data(tmp_path, monkeypatch):
@@ -551,3 +555,91 @@ def test_context_state_root_is_a_path(tmp_path):
     ctx = MessageReceivedContext(plugin_name="p", runtime_paths=RuntimePaths.for_directory(tmp_path))
 
     assert isinstance(ctx.state_root, Path)
+
+
+# -- HookBindings and the transport module -----------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_context_hook_bindings_fields_build_a_working_context(tmp_path):
+    sent = []
+
+    async def sender(room_id, text, *, thread_id=None, extra_content=None):
+        sent.append((room_id, text))
+        return "$sent"
+
+    async def querier(room_id, event_type, state_key):
+        return {"queried": event_type}
+
+    async def putter(room_id, event_type, state_key, content):
+        return True
+
+    paths = RuntimePaths.for_directory(tmp_path)
+    bindings = HookBindings(
+        config="the-config",
+        runtime_paths=paths,
+        message_sender=sender,
+        room_state_querier=querier,
+        room_state_putter=putter,
+    )
+
+    ctx = ReactionReceivedContext(**bindings.fields(), plugin_name="p", room_id="!r:l")
+
+    assert set(bindings.fields()) == {
+        "config",
+        "runtime_paths",
+        "message_sender",
+        "room_state_querier",
+        "room_state_putter",
+    }
+    assert ctx.config == "the-config"
+    assert ctx.state_root == (paths.plugins_state_root / "p").resolve()
+    assert await ctx.send_message("!r:l", "hi") == "$sent"
+    assert await ctx.query_room_state("!r:l", "m.topic", "") == {"queried": "m.topic"}
+    assert await ctx.put_room_state("!r:l", "m.topic", "", {}) is True
+    assert sent == [("!r:l", "hi")]
+
+
+def test_context_hook_bindings_is_a_frozen_value():
+    bindings = HookBindings()
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bindings.config = "other"
+    assert bindings == HookBindings()
+    assert bindings.fields() == dict.fromkeys(
+        ("config", "runtime_paths", "message_sender", "room_state_querier", "room_state_putter")
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["MessageEnvelope", "MessageTarget", "ResponseDraft", "ResponseResult", "ToolTraceEntry"]
+)
+def test_context_transport_objects_are_one_class_under_every_path(name):
+    import mindroom.hooks
+    from mindroom.hooks import context, transport
+
+    assert getattr(context, name) is getattr(transport, name) is getattr(mindroom.hooks, name)
+
+
+def test_context_kinds_outside_the_documented_sets_are_not_rejected():
+    envelope = MessageEnvelope(
+        source_event_id="$e",
+        room_id="!r",
+        thread_id=None,
+        resolved_thread_id=None,
+        requester_id="@u",
+        sender_id="@u",
+        body="b",
+        attachment_ids=(),
+        mentioned_agents=(),
+        agent_name="a",
+        source_kind="carrier-pigeon",
+    )
+    draft = ResponseDraft("t", "oracle", None, None, envelope)
+    result = ResponseResult("t", "$r", "telegraphed", "oracle", envelope)
+
+    assert (envelope.source_kind, draft.response_kind, result.delivery_kind) == (
+        "carrier-pigeon",
+        "oracle",
+        "telegraphed",
+    )

@@ -8,7 +8,7 @@ from structlog.testing import capture_logs
 
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import EVENT_TOOL_BEFORE_CALL, HookRegistry, ToolBeforeCallContext, hook, hook_telemetry
-from mindroom.hooks import execution as execution_module
+from mindroom.hooks import breaker as breaker_module
 from mindroom.hooks.execution import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD, emit_gate
 
 
@@ -40,7 +40,7 @@ def tool_ctx():
 @pytest.fixture
 def clock(monkeypatch):
     now = [5_000.0]
-    monkeypatch.setattr(execution_module, "_monotonic", lambda: now[0])
+    monkeypatch.setattr(breaker_module, "now", lambda: now[0])
     return now
 
 
@@ -78,8 +78,8 @@ async def test_fail_closed_timed_out_gate_declines():
 
 
 @pytest.mark.asyncio
-async def test_fail_closed_loop_blocking_gate_declines():
-    @hook(EVENT_TOOL_BEFORE_CALL, name="blocking-guard", fail_closed=True)
+async def test_fail_closed_gate_blocking_past_its_timeout_declines():
+    @hook(EVENT_TOOL_BEFORE_CALL, name="blocking-guard", fail_closed=True, timeout_ms=20)
     async def blocking_guard(ctx):
         time.sleep(0.04)
 
@@ -88,6 +88,20 @@ async def test_fail_closed_loop_blocking_gate_declines():
 
     assert ctx.declined is True
     assert "safety:blocking-guard" in ctx.decline_reason
+
+
+@pytest.mark.asyncio
+async def test_fail_closed_gate_blocking_within_its_timeout_is_only_reported():
+    @hook(EVENT_TOOL_BEFORE_CALL, name="blocking-guard", fail_closed=True, timeout_ms=2000)
+    async def blocking_guard(ctx):
+        time.sleep(0.04)
+
+    registry = HookRegistry.from_plugins([stub_plugin("safety", [blocking_guard])], blocking_threshold_ms=10)
+    ctx = await emit_gate(registry, EVENT_TOOL_BEFORE_CALL, tool_ctx())
+
+    assert ctx.declined is False
+    stats = registry.hooks_for(EVENT_TOOL_BEFORE_CALL)[0].stats
+    assert (stats.blocked_loop, stats.failures) == (1, 0)
 
 
 @pytest.mark.asyncio

@@ -1,5 +1,6 @@
 """Import surface: what plugins import exists, `__all__` is sorted and complete, and hooks stay light."""
 
+import ast
 import importlib
 import importlib.metadata
 import json
@@ -161,3 +162,67 @@ def test_imports_pytest_plugin_entry_point_registered():
 
 def test_imports_hook_context_factory_fixture_available(hook_context_factory):
     assert callable(hook_context_factory)
+
+
+HOOKS_DIR = Path(mindroom.__file__).parent / "hooks"
+
+
+@pytest.mark.parametrize("path", sorted(HOOKS_DIR.glob("*.py")), ids=lambda path: path.name)
+def test_imports_hooks_modules_never_import_their_own_package(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    offending = [
+        node.lineno
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.ImportFrom) and node.module == "mindroom.hooks")
+        or (isinstance(node, ast.Import) and any(alias.name == "mindroom.hooks" for alias in node.names))
+    ]
+
+    assert offending == []
+
+
+@pytest.mark.parametrize("path", sorted(HOOKS_DIR.glob("*.py")), ids=lambda path: path.name)
+def test_imports_hooks_modules_stay_under_400_lines(path):
+    assert len(path.read_text(encoding="utf-8").splitlines()) < 400
+
+
+@pytest.mark.parametrize("module_name", [m for m in PUBLIC_MODULES if m.startswith("mindroom.hooks.")])
+def test_imports_each_hooks_module_imports_first_in_a_fresh_interpreter(module_name):
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    code = f"import {module_name}, mindroom.hooks\nprint(len(mindroom.hooks.__all__))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+
+    assert out.returncode == 0, out.stderr
+
+
+def _defined_names(tree):
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.Assign):
+            yield from (name.id for target in node.targets for name in ast.walk(target) if isinstance(name, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            yield node.target.id
+
+
+@pytest.mark.parametrize("path", sorted(HOOKS_DIR.glob("*.py")), ids=lambda path: path.name)
+def test_imports_hooks_modules_export_every_public_name(path):
+    module = importlib.import_module("mindroom.hooks" if path.stem == "__init__" else f"mindroom.hooks.{path.stem}")
+    public = {name for name in _defined_names(ast.parse(path.read_text(encoding="utf-8"))) if not name.startswith("_")}
+
+    assert public - {"logger"} - set(module.__all__) == set()
+
+
+@pytest.mark.parametrize("path", sorted(HOOKS_DIR.glob("*.py")), ids=lambda path: path.name)
+def test_imports_hooks_public_objects_have_docstrings(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    undocumented = [
+        f"{node.name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and not node.name.startswith("_")
+        and not any(isinstance(d, ast.Attribute) and d.attr == "setter" for d in getattr(node, "decorator_list", []))
+        and ast.get_docstring(node) is None
+    ]
+
+    assert ast.get_docstring(tree) is not None
+    assert undocumented == []

@@ -417,3 +417,59 @@ def test_registry_stub_plugin_accepts_override_models():
     assert isinstance(entry.hooks["a"], HookOverrideConfig)
     assert entry.hooks["a"].enabled is True
     assert entry.hooks["a"].timeout_ms is None
+
+
+# -- the blocking threshold, from config to the registry to execution ----------------------------------------
+
+
+def test_registry_blocking_threshold_default_is_the_config_default():
+    from mindroom.config.main import Config
+    from mindroom.hooks.registry import DEFAULT_BLOCKING_THRESHOLD_MS
+
+    assert Config().defaults.hooks_blocking_threshold_ms == DEFAULT_BLOCKING_THRESHOLD_MS == 100
+    assert HookRegistry.empty().blocking_threshold_ms == 100
+    assert HookRegistry.from_plugins([]).blocking_threshold_ms == 100
+
+
+def test_registry_blocking_threshold_config_key_is_validated():
+    from pydantic import ValidationError
+
+    from mindroom.config.main import Config
+
+    config = Config.model_validate({"defaults": {"hooks_blocking_threshold_ms": 250}})
+
+    assert config.defaults.hooks_blocking_threshold_ms == 250
+    with pytest.raises(ValidationError, match="hooks_blocking_threshold_ms"):
+        Config.model_validate({"defaults": {"hooks_blocking_threshold_ms": 0}})
+
+
+@pytest.mark.parametrize(("threshold_ms", "reported"), [(10, 1), (500, 0)])
+@pytest.mark.asyncio
+async def test_registry_blocking_threshold_from_config_reaches_execution(threshold_ms, reported):
+    import time
+
+    from mindroom.config.main import Config
+
+    @hook(EVENT_MESSAGE_RECEIVED, name="busy")
+    async def busy(ctx):
+        time.sleep(0.03)
+        ctx.suppress = True
+
+    config = Config.model_validate({"defaults": {"hooks_blocking_threshold_ms": threshold_ms}})
+    registry = HookRegistry.from_plugins(
+        [stub_plugin("p", [busy])], blocking_threshold_ms=config.defaults.hooks_blocking_threshold_ms
+    )
+    ctx = MessageReceivedContext()
+    with capture_logs() as logs:
+        await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
+
+    stats = registry.hooks_for(EVENT_MESSAGE_RECEIVED)[0].stats
+    assert (stats.blocked_loop, stats.failures) == (reported, 0)
+    assert ctx.suppress is True
+    assert sum(entry["event"] == "hook blocked the event loop" for entry in logs) == reported
+
+
+def test_registry_blocking_threshold_survives_without_plugin():
+    registry = HookRegistry.from_plugins([stub_plugin("a", [make_hook("x")])], blocking_threshold_ms=42)
+
+    assert registry.without_plugin("a").blocking_threshold_ms == 42

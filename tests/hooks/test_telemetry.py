@@ -18,8 +18,11 @@ from mindroom.hooks import (
     hook,
     hook_telemetry,
 )
-from mindroom.hooks import execution as execution_module
+from mindroom.hooks import breaker as breaker_module
+from mindroom.hooks import invocation as invocation_module
 from mindroom.hooks.execution import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD, emit, emit_gate
+from mindroom.hooks.telemetry import format_hook_rows, hooks_report_text, ordered_telemetry
+from mindroom.hooks.types import BUILTIN_EVENTS, PIPELINE_ORDER
 
 
 def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
@@ -38,7 +41,7 @@ def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
 @pytest.fixture
 def clock(monkeypatch):
     now = [50_000.0]
-    monkeypatch.setattr(execution_module, "_monotonic", lambda: now[0])
+    monkeypatch.setattr(breaker_module, "now", lambda: now[0])
     return now
 
 
@@ -163,7 +166,7 @@ async def test_telemetry_counts_declines():
 @pytest.mark.asyncio
 async def test_telemetry_p50_and_p95_follow_durations(monkeypatch):
     fake = [0.0]
-    monkeypatch.setattr(execution_module, "_perf", lambda: fake[0])
+    monkeypatch.setattr(invocation_module, "_perf", lambda: fake[0])
     state = {"ms": 0}
 
     @hook(EVENT_MESSAGE_RECEIVED, name="timed")
@@ -218,7 +221,7 @@ async def test_telemetry_counts_blocked_loop():
     await emit(registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
 
     row = row_for(registry, "blocker")
-    assert (row.blocked_loop, row.failures) == (1, 1)
+    assert (row.blocked_loop, row.failures) == (1, 0)
 
 
 @pytest.mark.asyncio
@@ -263,3 +266,104 @@ async def test_telemetry_rows_are_snapshots():
 
 def test_telemetry_of_empty_registry_is_empty():
     assert hook_telemetry(HookRegistry.empty()) == []
+
+
+# -- pipeline order and the plain-text table -----------------------------------------------------------
+
+
+def _demo_registry():
+    @hook("tool:before_call", name="gate")
+    async def gate(ctx):
+        pass
+
+    @hook("demo:thing", name="custom")
+    async def custom(ctx):
+        pass
+
+    @hook("aaa:first", name="early_custom")
+    async def early_custom(ctx):
+        pass
+
+    @hook("message:after_response", name="after")
+    async def after(ctx):
+        pass
+
+    @hook("message:received", name="first", priority=5, agents=["assistant"])
+    async def first(ctx):
+        pass
+
+    @hook("message:received", name="second", priority=50, rooms=["!r:l"])
+    async def second(ctx):
+        pass
+
+    @hook("message:enrich", name="enrich")
+    async def enrich(ctx):
+        pass
+
+    return HookRegistry.from_plugins([stub_plugin("demo", [gate, custom, early_custom, after, first, second, enrich])])
+
+
+def test_telemetry_pipeline_order_lists_every_builtin_event_once():
+    assert sorted(PIPELINE_ORDER) == sorted(BUILTIN_EVENTS)
+    assert PIPELINE_ORDER[:4] == (
+        "message:received",
+        "message:enrich",
+        "message:before_response",
+        "message:after_response",
+    )
+
+
+def test_telemetry_ordered_rows_follow_the_pipeline_then_custom_events_by_name():
+    rows = ordered_telemetry(hook_telemetry(_demo_registry()))
+
+    assert [(row.event_name, row.hook_name) for row in rows] == [
+        ("message:received", "first"),
+        ("message:received", "second"),
+        ("message:enrich", "enrich"),
+        ("message:after_response", "after"),
+        ("tool:before_call", "gate"),
+        ("aaa:first", "early_custom"),
+        ("demo:thing", "custom"),
+    ]
+
+
+def test_telemetry_format_hook_rows_one_line_per_hook_under_its_event():
+    text = format_hook_rows(ordered_telemetry(hook_telemetry(_demo_registry())))
+    lines = text.splitlines()
+
+    assert lines[0] == "message:received (observer)"
+    assert lines[1] == (
+        "  demo:first priority=5 timeout=15000ms mode=enforce agents=assistant breaker=closed"
+        " calls=0 failures=0 timeouts=0 declines=0 p95=-ms"
+    )
+    assert lines[2].startswith("  demo:second priority=50 timeout=15000ms mode=enforce rooms=!r:l breaker=closed")
+    headers = [line.split(" ")[0] for line in lines if not line.startswith(" ")]
+    assert headers == [
+        "message:received",
+        "message:enrich",
+        "message:after_response",
+        "tool:before_call",
+        "aaa:first",
+        "demo:thing",
+    ]
+
+
+def test_telemetry_format_hook_rows_without_rows():
+    assert format_hook_rows([]) == "No hooks are registered."
+    assert hooks_report_text(HookRegistry.empty()) == "No hooks are registered."
+
+
+@pytest.mark.asyncio
+async def test_telemetry_report_text_shows_counters_and_fail_closed():
+    @hook(EVENT_TOOL_BEFORE_CALL, name="guard", fail_closed=True)
+    async def guard(ctx):
+        ctx.decline("no")
+
+    registry = HookRegistry.from_plugins([stub_plugin("p", [guard])])
+    await emit_gate(registry, EVENT_TOOL_BEFORE_CALL, ToolBeforeCallContext(tool_name="t"))
+
+    text = hooks_report_text(registry)
+
+    assert text.splitlines()[0] == "tool:before_call (gate)"
+    assert " mode=enforce fail-closed breaker=closed calls=1 failures=0 timeouts=0 declines=1 p95=" in text
+    assert text.endswith("ms")

@@ -110,7 +110,8 @@ def test_model_server_stream_delay_spaces_chunks(model_server: ScriptedModelServ
             arrivals.append(time.monotonic() - started)
 
     assert len(arrivals) == 3
-    assert arrivals[2] - arrivals[0] >= 0.18
+    # Two delays come before the last chunk; a busy client can receive the first one late, not the last one early.
+    assert arrivals[2] >= 0.18
 
 
 def test_model_server_tool_call_non_streaming(model_server: ScriptedModelServer, client: openai.OpenAI) -> None:

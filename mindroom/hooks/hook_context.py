@@ -1,0 +1,168 @@
+"""`HookContext`: the base fields and helpers every hook context has (the event contexts are in `context.py`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mindroom.constants import (
+    HOOK_DISPATCH_KEY,
+    HOOK_ORIGIN_EVENT_KEY,
+    HOOK_SOURCE_KEY,
+    ORIGINAL_SENDER_KEY,
+    SYNTHETIC_DEPTH_KEY,
+    RuntimePaths,
+)
+from mindroom.hooks.state import plugin_state_dir
+from mindroom.hooks.transport import new_correlation_id
+from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
+from mindroom.logging_config import get_logger
+
+__all__ = ["HookContext", "MessageSender", "RoomStatePutter", "RoomStateQuerier"]
+
+MessageSender = Callable[..., Awaitable[Any]]
+RoomStateQuerier = Callable[[str, str, str | None], Awaitable[dict[str, Any] | None]]
+RoomStatePutter = Callable[[str, str, str, dict[str, Any]], Awaitable[bool]]
+
+_UNSET: Any = object()
+_base_logger = get_logger("mindroom.plugins")
+
+
+@dataclass(slots=True, kw_only=True)
+class HookContext:
+    """Base fields and helpers every hook context has."""
+
+    DEFAULT_EVENT: ClassVar[str] = ""
+    MUTABLE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    SNAPSHOT: ClassVar[Callable[[Any], Any] | None] = None
+    # Events the spec calls frozen: every hook gets its own copy, so its writes reach no one else.
+    FROZEN: ClassVar[bool] = False
+
+    event_name: str = ""
+    plugin_name: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    config: Any = None
+    runtime_paths: RuntimePaths | None = None
+    logger: Any = None
+    correlation_id: str = field(default_factory=new_correlation_id)
+    hook_name: str = ""
+    message_sender: MessageSender | None = field(default=None, repr=False, compare=False)
+    room_state_querier: RoomStateQuerier | None = field(default=None, repr=False, compare=False)
+    room_state_putter: RoomStatePutter | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.event_name:
+            self.event_name = self.DEFAULT_EVENT
+        if self.logger is None:
+            self.logger = _base_logger.bind(event_name=self.event_name)
+
+    @property
+    def state_root(self) -> Path:
+        """This plugin's persistent state directory, `<data>/plugins/<plugin_name>/`, created on first access."""
+        # Without bound paths, the data directory sits beside a config in the working directory, as the
+        # daemon's default does; the environment is read by the daemon alone.
+        paths = self.runtime_paths if self.runtime_paths is not None else RuntimePaths.for_directory(Path.cwd())
+        path = plugin_state_dir(paths.storage_root, self.plugin_name)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def hook_scope(self) -> tuple[str | None, str | None]:
+        """The (agent name, room id) this context concerns, for hook filters."""
+        return None, None
+
+    def _synthetic_depth(self) -> int:
+        return 1
+
+    def _original_sender(self) -> str | None:
+        return None
+
+    def _default_thread_id(self) -> str | None:
+        return None
+
+    async def send_message(
+        self,
+        room_id: str,
+        text: str,
+        *,
+        thread_id: str | None = _UNSET,
+        extra_content: Mapping[str, Any] | None = None,
+        trigger_dispatch: bool = False,
+    ) -> str | None:
+        """Send a hook-originated message; returns its event id, or None when no sender is bound."""
+        if self.message_sender is None:
+            return None
+        if thread_id is _UNSET:
+            thread_id = self._default_thread_id()
+        content: dict[str, Any] = dict(extra_content or {})
+        original_sender = self._original_sender()
+        if original_sender is not None:
+            content.setdefault(ORIGINAL_SENDER_KEY, original_sender)
+        content[SYNTHETIC_DEPTH_KEY] = self._synthetic_depth()
+        content[HOOK_SOURCE_KEY] = f"{self.plugin_name}:{self.hook_name}" if self.hook_name else self.plugin_name
+        if self.event_name == EVENT_MESSAGE_RECEIVED:
+            content[HOOK_ORIGIN_EVENT_KEY] = EVENT_MESSAGE_RECEIVED
+        if trigger_dispatch:
+            content[HOOK_DISPATCH_KEY] = True
+        result: str | None = await self.message_sender(room_id, text, thread_id=thread_id, extra_content=content)
+        return result
+
+    async def query_room_state(
+        self, room_id: str, event_type: str, state_key: str | None = None
+    ) -> dict[str, Any] | None:
+        """Read Matrix room state (one event's content, or `{state_key: content}`); None if unavailable."""
+        if self.room_state_querier is None:
+            return None
+        return await self.room_state_querier(room_id, event_type, state_key)
+
+    async def put_room_state(self, room_id: str, event_type: str, state_key: str, content: dict[str, Any]) -> bool:
+        """Write one Matrix room state event; False on Matrix error or when no putter is bound."""
+        if self.room_state_putter is None:
+            return False
+        return await self.room_state_putter(room_id, event_type, state_key, content)
+
+    def clone(self) -> HookContext:
+        """A shallow copy whose own attributes can be set without affecting this context."""
+        clone: HookContext = _cloner(type(self))(self)
+        return clone
+
+    def hook_copy(self) -> HookContext:
+        """What one hook of a frozen event sees: a copy whose changes reach neither later hooks nor the caller."""
+        return self.clone()
+
+    def snapshot_mutable(self) -> Any:
+        """The current values of the fields hooks may change (for monitor mode and failure rollback)."""
+        snapshot = type(self).SNAPSHOT
+        return snapshot(self) if snapshot is not None else None
+
+    def restore_mutable(self, snapshot: Any) -> None:
+        """Put back values taken by `snapshot_mutable`."""
+        if len(self.MUTABLE_FIELDS) == 1:
+            setattr(self, self.MUTABLE_FIELDS[0], snapshot)
+            return
+        for name, value in zip(self.MUTABLE_FIELDS, snapshot, strict=True):
+            setattr(self, name, value)
+
+    def __init_subclass__(cls) -> None:
+        # Slotted dataclasses recreate the class, so zero-argument super() is unavailable here.
+        cls.SNAPSHOT = operator.attrgetter(*cls.MUTABLE_FIELDS) if cls.MUTABLE_FIELDS else None
+
+
+_CLONERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _cloner(cls: type) -> Callable[[Any], Any]:
+    """A per-class copy function with one assignment per field (compiled once, like dataclasses' own methods)."""
+    cloner = _CLONERS.get(cls)
+    if cloner is None:
+        lines = ["def clone(src):", "    new = _new(_cls)"]
+        lines += [f"    new.{f.name} = src.{f.name}" for f in dataclasses.fields(cls)]
+        lines.append("    return new")
+        namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+        exec("\n".join(lines), namespace)  # noqa: S102 - field names come from our own dataclasses
+        cloner = namespace["clone"]
+        _CLONERS[cls] = cloner
+    return cloner
