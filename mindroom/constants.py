@@ -15,6 +15,7 @@ __all__ = [
     "HOOK_DISPATCH_KEY",
     "HOOK_ORIGIN_EVENT_KEY",
     "HOOK_SOURCE_KEY",
+    "HOPS_KEY",
     "ORIGINAL_SENDER_KEY",
     "PLUGIN_MANIFEST_FILENAME",
     "ROUTER_AGENT_NAME",
@@ -33,6 +34,8 @@ HOOK_SOURCE_KEY = "com.mindroom.hook_source"
 HOOK_DISPATCH_KEY = "com.mindroom.hook_dispatch"
 HOOK_ORIGIN_EVENT_KEY = "com.mindroom.hook_origin_event"
 SCHEDULE_ID_KEY = "com.mindroom.schedule_id"
+HOPS_KEY = "com.mindroom.hops"
+"""On a bot's answer: how many bot answers led to it (1 for an answer to a person), to stop bots looping."""
 PLUGIN_MANIFEST_FILENAME = "mindroom.plugin.json"
 DEFAULT_CONFIG_FILENAME = "config.yaml"
 DEFAULT_STORAGE_DIRNAME = "mindroom_data"

@@ -7,14 +7,16 @@ own account first, then the router's (which is in every managed room and may hol
 
 from __future__ import annotations
 
-import time
-from collections import deque
+from collections import Counter
 from typing import Any
 
+from mindroom.bots.limits import SlidingWindow
 from mindroom.bots.runtime import DaemonRuntime, LiveState
 from mindroom.constants import HOOK_SOURCE_KEY, ROUTER_AGENT_NAME
+from mindroom.hooks.context import HookBindings
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient
+from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
 
 __all__ = ["HOOK_SEND_LIMIT", "HOOK_SEND_WINDOW_S", "BotBindings"]
 
@@ -24,6 +26,24 @@ HOOK_SEND_WINDOW_S = 10.0
 HOOK_SEND_LIMIT = 20
 
 
+class _TurnSender:
+    """Hook messages of one turn: each gets a transaction id derived from the turn, the hook and its count,
+    so a retried or replayed send is taken by the homeserver once."""
+
+    def __init__(self, bindings: BotBindings, turn: str) -> None:
+        self._bindings = bindings
+        self._turn = turn
+        self._sent: Counter[str] = Counter()
+
+    async def send(
+        self, room_id: str, text: str, thread_id: str | None = None, extra_content: dict[str, Any] | None = None
+    ) -> str | None:
+        source = str((extra_content or {}).get(HOOK_SOURCE_KEY, ""))
+        self._sent[source] += 1
+        txn_id = stable_txn_id(self._bindings.name, self._turn, f"hook\0{source}\0{self._sent[source]}")
+        return await self._bindings.send(room_id, text, thread_id, extra_content, txn_id=txn_id)
+
+
 class BotBindings:
     """The capabilities every hook context of one bot gets; `for_live` adds that generation's config."""
 
@@ -31,39 +51,45 @@ class BotBindings:
         self.name = name
         self.runtime = runtime
         self.client = client
-        self._hook_sends: dict[tuple[str, str], deque[float]] = {}
+        self._hook_sends = SlidingWindow(HOOK_SEND_LIMIT, HOOK_SEND_WINDOW_S)
 
-    def for_live(self, live: LiveState) -> dict[str, Any]:
-        """The capability fields of a hook context for a turn running on `live`."""
-        return {
-            "config": live.config,
-            "runtime_paths": self.runtime.runtime_paths,
-            "message_sender": self.send,
-            "room_state_querier": self.query_state,
-            "room_state_putter": self.put_state,
-        }
-
-    def _allowed(self, source: str, room_id: str) -> bool:
-        now = time.monotonic()
-        window = self._hook_sends.setdefault((source, room_id), deque())
-        while window and now - window[0] > HOOK_SEND_WINDOW_S:
-            window.popleft()
-        if len(window) >= HOOK_SEND_LIMIT:
-            return False
-        window.append(now)
-        return True
+    def for_live(self, live: LiveState, turn: str | None = None) -> HookBindings:
+        """The capabilities of a hook context running on `live`; with `turn`, hook messages get stable ids."""
+        sender = _TurnSender(self, turn).send if turn is not None else self.send
+        return HookBindings(
+            config=live.config,
+            runtime_paths=self.runtime.runtime_paths,
+            message_sender=sender,
+            room_state_querier=self.query_state,
+            room_state_putter=self.put_state,
+        )
 
     async def send(
-        self, room_id: str, text: str, thread_id: str | None = None, extra_content: dict[str, Any] | None = None
+        self,
+        room_id: str,
+        text: str,
+        thread_id: str | None = None,
+        extra_content: dict[str, Any] | None = None,
+        *,
+        txn_id: str | None = None,
     ) -> str | None:
-        """Send a hook-originated message through the router (the relay), rate limited per plugin and room."""
+        """Send a hook-originated message through the router (the relay), rate limited per plugin and room.
+
+        The send waits out a homeserver outage with one transaction id, so it is posted once.
+        """
         source = str((extra_content or {}).get(HOOK_SOURCE_KEY, "")).split(":", 1)[0]
-        if not self._allowed(source, room_id):
+        if not self._hook_sends.allow((source, room_id)):
             logger.warning("hook message rate limited", agent=self.name, plugin=source, room_id=room_id)
             return None
         relay = self.runtime.bots.get(ROUTER_AGENT_NAME)
         client = relay.client if relay is not None else self.client
-        return await client.send_message(room_id, text, thread_root=thread_id, extra_content=extra_content)
+        return await send_until_accepted(
+            lambda txn: client.send_message(
+                room_id, text, thread_root=thread_id, extra_content=extra_content, txn_id=txn
+            ),
+            "hook message",
+            txn_id,
+        )
 
     def _state_clients(self) -> list[MatrixBotClient]:
         clients = [self.client]

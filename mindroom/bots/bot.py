@@ -19,7 +19,7 @@ from mindroom.bots.fairness import FairSlots
 from mindroom.bots.runtime import STOPPED_NOTE, BotMetrics, DaemonRuntime, Entity, LiveState, StreamState
 from mindroom.bots.tasks import TaskOwner
 from mindroom.constants import ROUTER_AGENT_NAME
-from mindroom.hooks.context import AgentLifecycleContext
+from mindroom.hooks.context import AgentLifecycleContext, HookBindings
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_AGENT_STARTED, EVENT_AGENT_STOPPED, EVENT_BOT_READY
 from mindroom.logging_config import get_logger
@@ -159,7 +159,7 @@ class EntityBot:
             rooms=tuple(sorted(self.joined_rooms)),
             matrix_user_id=self.runtime.bot_user_ids.get(self.name),
             stop_reason=stop_reason,
-            **self.bindings(live),
+            **self.bindings(live).fields(),
         )
         await emit(live.registry, event_name, ctx)
 
@@ -286,6 +286,6 @@ class EntityBot:
         return functions
 
     # -- hook capabilities ----------------------------------------------------------------------------
-    def bindings(self, live: LiveState) -> dict[str, Any]:
+    def bindings(self, live: LiveState, turn: str | None = None) -> HookBindings:
         """What every hook context of this bot gets under `live`: config, paths, and the Matrix helpers."""
-        return self._bindings.for_live(live)
+        return self._bindings.for_live(live, turn)

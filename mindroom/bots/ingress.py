@@ -19,18 +19,21 @@ from mindroom.constants import (
     HOOK_DISPATCH_KEY,
     HOOK_ORIGIN_EVENT_KEY,
     HOOK_SOURCE_KEY,
+    HOPS_KEY,
     ORIGINAL_SENDER_KEY,
     SCHEDULE_ID_KEY,
     SYNTHETIC_DEPTH_KEY,
     VOICE_PREFIX,
 )
 from mindroom.hooks.context import MessageEnvelope
+from mindroom.hooks.transport import SourceKind
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
 
 __all__ = [
     "CLOCK_SKEW_MS",
     "MAX_BODY_CHARS",
+    "MAX_BOT_HOPS",
     "InboundMessage",
     "InboundReaction",
     "IngressDrop",
@@ -42,9 +45,11 @@ __all__ = [
 logger = get_logger(__name__)
 
 MAX_BODY_CHARS = 64_000
+MAX_BOT_HOPS = 2
+"""A bot's answer that is already the second in a chain of bot answers starts no further turn."""
 CLOCK_SKEW_MS = 2000
 """Events up to this much older than the daemon's start still count as new (homeserver clocks differ)."""
-_SOURCE_KINDS = {"m.audio": "voice", "m.image": "image", "m.file": "file", "m.video": "video"}
+_SOURCE_KINDS: dict[str, SourceKind] = {"m.audio": "voice", "m.image": "image", "m.file": "file", "m.video": "video"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,7 @@ class InboundMessage:
     synthetic_depth: int
     hook_dispatch: bool
     hook_origin_event: str | None
+    hops: int = 0
 
 
 def _int(value: Any) -> int:
@@ -97,16 +103,19 @@ def classify_message(
         return IngressDrop("no text body")
     if len(body) > MAX_BODY_CHARS:
         body = body[:MAX_BODY_CHARS]
+    hops = _int(content.get(HOPS_KEY)) if from_bot else 0
     if from_bot:
         if depth >= 2:
             return IngressDrop("deep synthetic hop")
+        if hops >= MAX_BOT_HOPS:
+            return IngressDrop("bot conversation too long")
         if not (hook_dispatch and depth == 1) and entity not in mentioned:
             return IngressDrop("other bot, not mentioning this entity")
     original = content.get(ORIGINAL_SENDER_KEY)
     requester = original if from_bot and isinstance(original, str) and original.startswith("@") else sender
     msgtype = content.get("msgtype")
     if depth >= 1:
-        source_kind = "hook_dispatch" if hook_dispatch else "hook"
+        source_kind: SourceKind = "hook_dispatch" if hook_dispatch else "hook"
     elif from_bot and isinstance(content.get(SCHEDULE_ID_KEY), str):
         source_kind = "scheduled"
     else:
@@ -130,7 +139,7 @@ def classify_message(
         hook_source=hook_source,
         message_received_depth=depth,
     )
-    return InboundMessage(envelope, from_bot, depth, hook_dispatch, origin_event)
+    return InboundMessage(envelope, from_bot, depth, hook_dispatch, origin_event, hops)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +197,11 @@ def message_ingress(
         # Every entity in the room sees the message; one of them says so.
         responsible = entity.is_router or not runtime.router_in_room(event.room_id)
         return _drop(entity, event, "unauthorized sender", notable=responsible)
+    if accepted.from_bot and not replay:
+        # The main timeline counts as one thread: every message there would otherwise start its own.
+        thread = accepted.envelope.thread_id
+        if not runtime.bot_turns.allow((entity.name, event.room_id, thread)):
+            return _drop(entity, event, "too many bot messages in this thread", notable=True)
     if not replay and not runtime.journal.claim(entity.name, event.event_id, dataclasses.asdict(event)):
         return _drop(entity, event, "already handled")
     return accepted

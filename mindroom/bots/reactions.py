@@ -41,6 +41,6 @@ async def handle_reaction_event(entity: Entity, event: MatrixEvent) -> None:
         sender_id=event.sender,
         agent_name=entity.name,
         reaction_event_id=event.event_id,
-        **entity.bindings(live),
+        **entity.bindings(live).fields(),
     )
     await emit(live.registry, EVENT_REACTION_RECEIVED, ctx)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from mindroom.bots.runtime import Entity
+from mindroom.constants import HOPS_KEY
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
@@ -23,9 +24,14 @@ SendKind = Literal["reply", "stream", "error"]
 class ReplyChannel:
     """The thread of one inbound message, as one entity answers in it."""
 
-    def __init__(self, entity: Entity, envelope: MessageEnvelope) -> None:
+    def __init__(self, entity: Entity, envelope: MessageEnvelope, *, hops: int = 1) -> None:
         self.entity = entity
         self.envelope = envelope
+        self.hops = hops
+
+    def _content(self, extra: dict[str, Any] | None) -> dict[str, Any]:
+        """`extra`, marked with the answer's hop count so another bot can tell how deep a bot chain is."""
+        return {**(extra or {}), HOPS_KEY: self.hops}
 
     def txn_id(self, kind: SendKind) -> str:
         """The transaction id of this entity's `kind` send for this message (the same after a restart)."""
@@ -35,13 +41,14 @@ class ReplyChannel:
         """Post `text` in the thread, as a reply to the message; returns the new event's id."""
         envelope = self.envelope
         client = self.entity.client
+        content = self._content(extra)
         return await send_until_accepted(
             lambda txn_id: client.send_message(
                 envelope.room_id,
                 text,
                 thread_root=envelope.resolved_thread_id,
                 reply_to=envelope.source_event_id,
-                extra_content=extra,
+                extra_content=content,
                 txn_id=txn_id,
             ),
             kind,

@@ -17,6 +17,7 @@ from mindroom.bots.streaming import stream_to_matrix
 from mindroom.hooks.context import (
     AfterResponseContext,
     BeforeResponseContext,
+    HookBindings,
     MessageEnrichContext,
     MessageEnvelope,
     ResponseDraft,
@@ -24,14 +25,25 @@ from mindroom.hooks.context import (
 )
 from mindroom.hooks.enrichment import EnrichmentItem, append_enrichment
 from mindroom.hooks.execution import emit, emit_collect, emit_transform
+from mindroom.hooks.transport import DeliveryKind
 from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_ENRICH
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 
-__all__ = ["respond"]
+__all__ = ["Turn", "respond"]
 
 logger = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What the pipeline hands to an answer: its correlation id, the turn's hook capabilities, and how many
+    bot answers the answer will be at the end of (1 for an answer to a person)."""
+
+    correlation_id: str
+    bindings: HookBindings
+    hops: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +54,7 @@ class _Turn:
     live: LiveState
     envelope: MessageEnvelope
     correlation_id: str
+    bindings: HookBindings
     channel: ReplyChannel
 
 
@@ -52,11 +65,12 @@ class _Generated:
     draft: ResponseDraft
 
 
-async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, correlation_id: str) -> None:
+async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
     """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
     if entity.name not in live.config.agents:
         return
-    turn = _Turn(entity, live, envelope, correlation_id, ReplyChannel(entity, envelope))
+    channel = ReplyChannel(entity, envelope, hops=given.hops)
+    turn = _Turn(entity, live, envelope, given.correlation_id, given.bindings, channel)
     try:
         # The exit stack closes first: a turn stored after its reply still finishes before the thread's next turn.
         async with (
@@ -83,7 +97,7 @@ async def _enrich(turn: _Turn) -> list[EnrichmentItem]:
         envelope=turn.envelope,
         target_entity_name=turn.entity.name,
         correlation_id=turn.correlation_id,
-        **turn.entity.bindings(turn.live),
+        **turn.bindings.fields(),
     )
     return await emit_collect(turn.live.registry, EVENT_MESSAGE_ENRICH, ctx)
 
@@ -122,7 +136,7 @@ async def _generate(
         requester_id=envelope.requester_id,
         session_id=request.session_id,
         correlation_id=turn.correlation_id,
-        **entity.bindings(live),
+        **turn.bindings.fields(),
     )
     stream_event_id: str | None = None
     try:
@@ -146,7 +160,7 @@ async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | None
         envelope=turn.envelope,
         draft=generated.draft,
         correlation_id=turn.correlation_id,
-        **turn.entity.bindings(turn.live),
+        **turn.bindings.fields(),
     )
     draft = await emit_transform(turn.live.registry, EVENT_MESSAGE_BEFORE_RESPONSE, ctx)
     if not draft.suppress:
@@ -161,6 +175,7 @@ async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | None
 async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> ResponseResult:
     """Send the final answer: the last edit of a streamed one, else a new reply."""
     text = draft.response_text if draft.response_text.strip() else "(empty response)"
+    delivery: DeliveryKind
     if generated.stream_event_id is not None:
         await turn.channel.edit(generated.stream_event_id, text, draft.extra_content)
         turn.entity.runtime.journal.end_answer(generated.stream_event_id)
@@ -177,6 +192,6 @@ async def _report(turn: _Turn, result: ResponseResult) -> None:
         envelope=turn.envelope,
         result=result,
         correlation_id=turn.correlation_id,
-        **turn.entity.bindings(turn.live),
+        **turn.bindings.fields(),
     )
     await emit(turn.live.registry, EVENT_MESSAGE_AFTER_RESPONSE, ctx)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["RouteDecision", "decide_route", "mentioned_agents"]
+__all__ = ["RouteDecision", "RouteKind", "decide_route", "mentioned_agents"]
+
+RouteKind = Literal["mentioned", "single", "router"]
 
 _PILL = re.compile(r"https://matrix\.to/#/(@[^\"'<>\s/?]+)")
 _PILL_LINK = re.compile(r"<a\s[^>]*href=[\"']https://matrix\.to/#/(@[^\"'<>\s/?]+)[^>]*>(.*?)</a>", re.DOTALL)
@@ -20,7 +22,7 @@ _NOT_IN_BODY = 10_000_000  # sorts after every position a real body can have
 class RouteDecision:
     """`mentioned`: these agents answer, in order; `single`: the room's only agent; `router`: the router picks one."""
 
-    kind: str
+    kind: RouteKind
     agents: tuple[str, ...]
 
 

@@ -20,8 +20,10 @@ from typing import Any, Protocol
 
 from mindroom.bots.authorization import room_keys_for
 from mindroom.bots.coordination import TurnCoordinator
+from mindroom.bots.limits import SlidingWindow
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
+from mindroom.hooks.context import HookBindings
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixBotClient
 from mindroom.plugins.loader import Plugin
@@ -30,9 +32,20 @@ from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.tool_system.catalog import ToolCatalog
 
-__all__ = ["STOPPED_NOTE", "BotMetrics", "DaemonRuntime", "Entity", "LiveState", "StreamState"]
+__all__ = [
+    "BOT_TURNS_PER_THREAD",
+    "BOT_TURN_WINDOW_S",
+    "STOPPED_NOTE",
+    "BotMetrics",
+    "DaemonRuntime",
+    "Entity",
+    "LiveState",
+    "StreamState",
+]
 
 STOPPED_NOTE = "(stopped)"
+BOT_TURNS_PER_THREAD = 10
+BOT_TURN_WINDOW_S = 60.0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -111,8 +124,8 @@ class Entity(Protocol):
     def joined_rooms(self) -> set[str]:
         """Rooms this account is in."""
 
-    def bindings(self, live: LiveState) -> dict[str, Any]:
-        """The hook capabilities of this account, for contexts of a turn running on `live`."""
+    def bindings(self, live: LiveState, turn: str | None = None) -> HookBindings:
+        """The hook capabilities of this account under `live`; `turn` gives its hook messages stable ids."""
 
     def turn_slot(self, room_id: str, thread_key: str) -> AbstractAsyncContextManager[None]:
         """One turn at a time per thread, a bounded number per agent, rooms served fairly."""
@@ -150,6 +163,8 @@ class DaemonRuntime:
     bot_user_ids: dict[str, str] = field(default_factory=dict)
     room_ids: dict[str, str] = field(default_factory=dict)
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    bot_turns: SlidingWindow = field(default_factory=lambda: SlidingWindow(BOT_TURNS_PER_THREAD, BOT_TURN_WINDOW_S))
+    """Turns started by other bots' messages, per entity and thread (two bots cannot talk without end)."""
 
     @property
     def agent_user_ids(self) -> dict[str, str]:

@@ -9,22 +9,23 @@ A turn reads the live state once, at its start, and runs on that one generation 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 import structlog
 
 from mindroom.ai import choose_agent
 from mindroom.bots.commands import CommandTable, handle_command, is_command
 from mindroom.bots.ingress import InboundMessage, IngressDrop, message_ingress
-from mindroom.bots.respond import respond
+from mindroom.bots.respond import Turn, respond
 from mindroom.bots.routing import decide_route
 from mindroom.bots.runtime import Entity, LiveState
-from mindroom.hooks.context import MessageEnvelope, MessageReceivedContext, new_correlation_id
+from mindroom.hooks.context import HookBindings, MessageEnvelope, MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
 
-__all__ = ["ASSIGNMENT_TIMEOUT_S", "ORDERED_ANSWER_TIMEOUT_S", "handle_message_event"]
+__all__ = ["ASSIGNMENT_TIMEOUT_S", "ORDERED_ANSWER_TIMEOUT_S", "handle_message_event", "stable_correlation_id"]
 
 logger = get_logger(__name__)
 
@@ -44,7 +45,7 @@ async def handle_message_event(
     inbound = message_ingress(entity, live, event, replay=replay)
     if isinstance(inbound, IngressDrop):
         return
-    correlation_id = new_correlation_id()
+    correlation_id = stable_correlation_id(event.event_id)
     try:
         with structlog.contextvars.bound_contextvars(
             agent=entity.name, room_id=event.room_id, correlation_id=correlation_id
@@ -59,7 +60,14 @@ async def handle_message_event(
     runtime.journal.complete(entity.name, event.event_id)
 
 
-async def _received(entity: Entity, live: LiveState, inbound: InboundMessage, correlation_id: str) -> bool:
+def stable_correlation_id(event_id: str) -> str:
+    """The correlation id of one inbound event: unique to it, and the same when a crashed turn is replayed."""
+    return hashlib.sha256(event_id.encode()).hexdigest()[:32]
+
+
+async def _received(
+    entity: Entity, live: LiveState, bindings: HookBindings, inbound: InboundMessage, correlation_id: str
+) -> bool:
     """`message:received`; True when a hook suppressed the message.
 
     A message a hook dispatched from `message:received` skips the plugin that sent it, so a plugin
@@ -70,7 +78,7 @@ async def _received(entity: Entity, live: LiveState, inbound: InboundMessage, co
     from_received_hook = envelope.message_received_depth == 1 and inbound.hook_origin_event == EVENT_MESSAGE_RECEIVED
     if from_received_hook and envelope.hook_source:
         registry = registry.without_plugin(envelope.hook_source.split(":", 1)[0])
-    ctx = MessageReceivedContext(envelope=envelope, correlation_id=correlation_id, **entity.bindings(live))
+    ctx = MessageReceivedContext(envelope=envelope, correlation_id=correlation_id, **bindings.fields())
     await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
     return ctx.suppress
 
@@ -81,7 +89,8 @@ async def _pipeline(
     runtime = entity.runtime
     envelope = inbound.envelope
     event_id = envelope.source_event_id
-    if await _received(entity, live, inbound, correlation_id):
+    bindings = entity.bindings(live, turn=correlation_id)
+    if await _received(entity, live, bindings, inbound, correlation_id):
         logger.debug("message suppressed by a hook", event_id=event_id)
         _release(entity, event_id)
         return
@@ -109,7 +118,7 @@ async def _pipeline(
             earlier = decision.agents[: decision.agents.index(entity.name)]
             if earlier:
                 await runtime.coordinator.wait_for(event_id, earlier, ORDERED_ANSWER_TIMEOUT_S)
-        await respond(entity, live, envelope, correlation_id)
+        await respond(entity, live, envelope, Turn(correlation_id, bindings, hops=inbound.hops + 1))
     finally:
         runtime.coordinator.finish(event_id, entity.name)
 

@@ -11,6 +11,7 @@ A config error fails the build either way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mindroom.ai.tools import foreign_tool_specs
@@ -18,11 +19,15 @@ from mindroom.bots.runtime import LiveState
 from mindroom.config.loading import load_config
 from mindroom.constants import RuntimePaths
 from mindroom.errors import PluginError
+from mindroom.hooks.registry import HookRegistry
+from mindroom.logging_config import get_logger
 from mindroom.plugins.discovery import build_registry, load_plugins, plugin_digest
 from mindroom.plugins.skills import build_skill_catalog
 from mindroom.tool_system.catalog import build_tool_catalog
 
 __all__ = ["LiveBuild", "build_live_state"]
+
+logger = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +50,33 @@ def build_live_state(runtime_paths: RuntimePaths, *, previous: LiveState | None,
         return LiveBuild(None, loaded.errors)
     # Names an agent lists may belong to a plugin that failed to load: tolerated only then.
     exact = strict or not loaded.errors
+    digests = {plugin.name: plugin_digest(plugin.path) for plugin in loaded.plugins}
+    registry = build_registry(config, loaded.plugins, previous=previous.registry if previous else None)
+    if previous is not None:
+        _close_breakers_of_changed_plugins(registry, previous.plugin_digests, digests)
     live = LiveState(
         config=config,
-        registry=build_registry(config, loaded.plugins, previous=previous.registry if previous else None),
+        registry=registry,
         plugins=loaded.plugins,
         tools=build_tool_catalog(config, loaded.plugins, adapt=foreign_tool_specs, strict=exact),
         skills=build_skill_catalog(config, loaded.plugins, strict=exact),
-        plugin_digests={plugin.name: plugin_digest(plugin.path) for plugin in loaded.plugins},
+        plugin_digests=digests,
     )
     return LiveBuild(live, loaded.errors)
+
+
+def _close_breakers_of_changed_plugins(
+    registry: HookRegistry, before: Mapping[str, str], after: Mapping[str, str]
+) -> None:
+    """A plugin whose code changed gets a fresh chance: its fix takes effect at once, not after the cooldown.
+
+    Counters carry over (telemetry stays continuous); only the breakers of that plugin's hooks close.
+    """
+    changed = {name for name, digest in after.items() if before.get(name) != digest}
+    for hook in registry.all_hooks():
+        if hook.plugin_name not in changed:
+            continue
+        breaker = hook.stats.breaker
+        if breaker.open_until:
+            logger.info("circuit breaker closed for a changed plugin", plugin=hook.plugin_name, hook=hook.hook_name)
+        breaker.reset()

@@ -231,7 +231,7 @@ class ReloadCoordinator:
 
     async def _fire_reloaded(self, old: Config, live: LiveState, outcome: ReloadOutcome) -> None:
         router = self.runtime.bots.get(ROUTER_AGENT_NAME)
-        bindings = router.bindings(live) if router is not None else {"config": live.config}
+        bindings = router.bindings(live).fields() if router is not None else {"config": live.config}
         ctx = ConfigReloadedContext(
             old_config=old,
             new_config=live.config,

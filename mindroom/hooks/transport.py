@@ -22,7 +22,7 @@ __all__ = [
     "new_correlation_id",
 ]
 
-SourceKind = Literal["message", "edit", "voice", "image", "scheduled", "hook", "hook_dispatch"]
+SourceKind = Literal["message", "edit", "voice", "image", "file", "video", "scheduled", "hook", "hook_dispatch"]
 ResponseKind = Literal["ai", "team", "router", "system"]
 DeliveryKind = Literal["sent", "edited"]
 
@@ -55,8 +55,7 @@ class MessageEnvelope:
     attachment_ids: tuple[str, ...]
     mentioned_agents: tuple[str, ...]
     agent_name: str
-    # `| str` until the daemon's ingress types its local as `SourceKind`; then this becomes `SourceKind`.
-    source_kind: SourceKind | str
+    source_kind: SourceKind
     hook_source: str | None = None
     message_received_depth: int = 0
 
@@ -107,7 +106,6 @@ class ResponseResult:
 
     response_text: str
     response_event_id: str
-    # `| str` until the daemon's delivery code types its local as `DeliveryKind`; then this becomes `DeliveryKind`.
-    delivery_kind: DeliveryKind | str
+    delivery_kind: DeliveryKind
     response_kind: ResponseKind
     envelope: MessageEnvelope

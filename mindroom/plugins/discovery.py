@@ -103,7 +103,12 @@ def build_registry(config: Config, plugins: tuple[Plugin, ...], previous: HookRe
     allow = {name: agent.plugins for name, agent in config.agents.items() if agent.plugins is not None}
     if config.router.plugins is not None:
         allow[ROUTER_AGENT_NAME] = config.router.plugins
-    return HookRegistry.from_plugins(plugins, agent_plugins=allow, previous=previous)
+    return HookRegistry.from_plugins(
+        plugins,
+        agent_plugins=allow,
+        previous=previous,
+        blocking_threshold_ms=config.defaults.hooks_blocking_threshold_ms,
+    )
 
 
 def plugin_digest(folder: Path) -> str:

@@ -18,12 +18,13 @@ from mindroom.bots.ingress import (
     message_ingress,
     reaction_ingress,
 )
-from mindroom.bots.runtime import DaemonRuntime, LiveState
+from mindroom.bots.runtime import BOT_TURNS_PER_THREAD, DaemonRuntime, LiveState
 from mindroom.config.main import Config
 from mindroom.constants import (
     HOOK_DISPATCH_KEY,
     HOOK_ORIGIN_EVENT_KEY,
     HOOK_SOURCE_KEY,
+    HOPS_KEY,
     ORIGINAL_SENDER_KEY,
     SCHEDULE_ID_KEY,
     SYNTHETIC_DEPTH_KEY,
@@ -608,3 +609,44 @@ def test_reaction_ingress_drops(runtime: DaemonRuntime, event: MatrixEvent, reas
 def test_reaction_ingress_skew_boundary_is_fresh(runtime: DaemonRuntime) -> None:
     event = reaction(annotation(), ts=START_MS - CLOCK_SKEW_MS)
     assert isinstance(reaction_ingress(entity(runtime), runtime.live, event), InboundReaction)
+
+
+# -- bot chains -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sender", "hops", "outcome"),
+    [
+        pytest.param(CODER, None, 0, id="bot-without-hops-is-a-first-hop"),
+        pytest.param(CODER, 1, 1, id="bot-answer-to-a-person"),
+        pytest.param(CODER, 2, "bot conversation too long", id="second-bot-answer-stops"),
+        pytest.param(CODER, 7, "bot conversation too long", id="deeper-stops"),
+        pytest.param(CODER, "2", 0, id="malformed-hops-count-as-none"),
+        pytest.param(ALICE, 9, 0, id="people-carry-no-hops"),
+    ],
+)
+def test_classify_message_bot_hops(sender: str, hops: Any, outcome: int | str) -> None:
+    content: dict[str, Any] = {"body": "@helper over to you"}
+    if hops is not None:
+        content[HOPS_KEY] = hops
+
+    result = classify(content, sender=sender, mentioned=("helper",))
+
+    if isinstance(outcome, str):
+        assert result == IngressDrop(outcome)
+    else:
+        assert accepted(result).hops == outcome
+
+
+def test_message_ingress_limits_bot_messages_per_thread(runtime: DaemonRuntime) -> None:
+    live = runtime.live
+    sent = [
+        message("@helper go on", sender=CODER, event_id=f"$b{i}", **{HOPS_KEY: 1})
+        for i in range(BOT_TURNS_PER_THREAD + 2)
+    ]
+
+    results = [message_ingress(entity(runtime), live, event) for event in sent]
+
+    assert all(isinstance(result, InboundMessage) for result in results[:BOT_TURNS_PER_THREAD])
+    assert results[BOT_TURNS_PER_THREAD:] == [IngressDrop("too many bot messages in this thread")] * 2
+    assert isinstance(message_ingress(entity(runtime), live, message("person", event_id="$p")), InboundMessage)

@@ -231,3 +231,34 @@ async def test_reload_watcher_reloads_after_a_save_within_a_second(tmp_path: Pat
         await watcher.stop()
     assert not watcher._tasks.running
     runtime.journal.close()
+
+
+FAILING = """
+from mindroom.hooks import hook
+
+@hook("message:received")
+async def mark(ctx):
+    raise RuntimeError("broken VERSION")
+"""
+
+
+@pytest.mark.asyncio
+async def test_reload_closes_the_breaker_of_a_plugin_whose_code_changed(tmp_path: Path) -> None:
+    runtime = _deploy(tmp_path)
+    (tmp_path / "plugins" / "marker" / "hooks.py").write_text(FAILING.replace("VERSION", "v1"))
+    coordinator = _coordinator(runtime, [])
+    assert (await coordinator.reload("broken code")).ok
+    for _ in range(6):
+        await emit(runtime.live.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+    (hook,) = runtime.live.registry.all_hooks()
+    assert hook.stats.breaker.state(time.monotonic()) == "open"
+
+    assert (await coordinator.reload("untouched plugin")).ok  # same code: the breaker stays open
+    assert runtime.live.registry.all_hooks()[0].stats.breaker.open_until
+    (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "fixed"))
+    assert (await coordinator.reload("fixed code")).ok
+
+    (hook,) = runtime.live.registry.all_hooks()
+    assert not hook.stats.breaker.open_until and hook.stats.failures >= 5
+    assert await _marker_version(runtime) == "fixed"
+    runtime.journal.close()

@@ -19,6 +19,7 @@ from mindroom.constants import ORIGINAL_SENDER_KEY, SCHEDULE_ID_KEY
 from mindroom.daemon.scheduling.parse import ScheduleParseError, next_run_after, parse_schedule
 from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.hooks import EVENT_SCHEDULE_FIRED, HookRegistry, hook
+from mindroom.hooks.context import HookBindings
 from mindroom.state.schedules import ScheduledTask, ScheduleStore
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -109,7 +110,7 @@ class _Client:
 
 def _runtime(registry: HookRegistry) -> tuple[Any, _Client]:
     client = _Client()
-    poster = SimpleNamespace(client=client, bindings=lambda live: {"config": live.config})
+    poster = SimpleNamespace(client=client, bindings=lambda live: HookBindings(config=live.config))
     runtime = SimpleNamespace(
         live=LiveState(config=Config(timezone="Europe/Berlin"), registry=registry),
         bots={"router": poster},

@@ -130,3 +130,49 @@ async def test_hook_room_state_put_then_query(e2e: E2E):
     event_id = await human.send(room_id, "note this")
     reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
     assert reply["content"]["body"] == "put=True got=note this keys=['last'] missing=None"
+
+
+RELAY = """
+import json
+from pathlib import Path
+from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.hooks import hook
+
+@hook("message:received", agents=(ROUTER_AGENT_NAME,))
+async def relay(ctx):
+    with Path(ctx.settings["log"]).open("a") as fh:
+        fh.write(json.dumps({"plugin": "relay", "body": ctx.envelope.body}) + "\\n")
+    if ctx.envelope.body == "!relay-me":
+        await ctx.send_message(ctx.envelope.room_id, "relayed by a hook", trigger_dispatch=True)
+"""
+
+WATCH = """
+import json
+from pathlib import Path
+from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.hooks import hook
+
+@hook("message:received", agents=(ROUTER_AGENT_NAME,))
+async def watch(ctx):
+    with Path(ctx.settings["log"]).open("a") as fh:
+        fh.write(json.dumps({"plugin": "watch", "body": ctx.envelope.body}) + "\\n")
+"""
+
+
+async def test_hook_dispatch_from_message_received_skips_the_plugin_that_sent_it(e2e: E2E, tmp_path):
+    log = tmp_path / "received.jsonl"
+    e2e.plugin("relay", RELAY)
+    e2e.plugin("watch", WATCH)
+    settings = {"log": str(log)}
+    human, _, room_id = await _world(
+        e2e, [{"path": "plugins/relay", "settings": settings}, {"path": "plugins/watch", "settings": settings}]
+    )
+
+    await human.send(room_id, "!relay-me")
+    await human.wait_for(lambda ev: ev["content"].get("body") == "relayed by a hook")
+    await asyncio.sleep(1.5)
+
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {"plugin": "watch", "body": "relayed by a hook"} in seen
+    assert {"plugin": "relay", "body": "relayed by a hook"} not in seen
+    assert seen.count({"plugin": "relay", "body": "!relay-me"}) == 1

@@ -169,7 +169,7 @@ class Scheduler:
             schedule=task.description,
             message_text=task.message,
             correlation_id=new_correlation_id(),
-            **poster.bindings(live),
+            **poster.bindings(live).fields(),
         )
         await emit(live.registry, EVENT_SCHEDULE_FIRED, ctx)
         self.fired += 1
