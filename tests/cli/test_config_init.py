@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from mindroom.cli import app
 from mindroom.cli.config_init import env_template
 from mindroom.config.loading import load_config
-from mindroom.config.providers import detect_provider, provider_env_defaults
+from mindroom.config.providers import detect_provider
 
 runner = CliRunner()
 PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "MINDROOM_MODEL_PROVIDER", "MINDROOM_MODEL_ID")
@@ -56,24 +56,6 @@ def test_config_init_refuses_to_overwrite_without_force(tmp_path):
     assert refused.exit_code == 2 and "--force" in refused.output
     assert forced.exit_code == 0
     assert "assistant" in (tmp_path / "config.yaml").read_text()
-
-
-def test_detect_provider_skips_a_provider_whose_package_is_missing(monkeypatch):
-    monkeypatch.setattr("mindroom.config.providers._installed", lambda package: package is None)
-
-    choice = detect_provider({"ANTHROPIC_API_KEY": "x" * 20})
-
-    assert choice.is_offline
-    assert choice.skipped == (("ANTHROPIC_API_KEY", "anthropic"),)
-
-
-def test_provider_env_defaults_respect_an_explicit_choice():
-    assert provider_env_defaults({}) == {}
-    assert provider_env_defaults({"OPENAI_API_KEY": "k"}) == {
-        "MINDROOM_MODEL_PROVIDER": "openai",
-        "MINDROOM_MODEL_ID": "gpt-4o-mini",
-    }
-    assert provider_env_defaults({"OPENAI_API_KEY": "k", "MINDROOM_MODEL_PROVIDER": "offline"}) == {}
 
 
 def test_env_template_lists_every_variable_commented_out():
