@@ -146,7 +146,9 @@ async def start_metrics(
     def reloads() -> tuple[ReloadOutcome, ...]:
         return tuple(orchestrator.reloader.history) if orchestrator.reloader is not None else ()
 
-    server = MetricsServer(MetricsCollector(lambda: orchestrator.runtime, reloads), host=host, port=port)
+    collector = MetricsCollector(lambda: orchestrator.runtime, reloads)
+    token = orchestrator.environment.values.get("MINDROOM_METRICS_TOKEN") or None
+    server = MetricsServer(collector, host=host, port=port, token=token)
     await stack.enter_async_context(server)
     return server
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
+import ipaddress
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -26,6 +28,7 @@ __all__ = [
     "AGENT_LATENCY_BUCKETS_S",
     "CONTENT_TYPE",
     "HOOK_DURATION_BUCKETS_S",
+    "MAX_CONNECTIONS",
     "Labels",
     "MetricsCollector",
     "MetricsServer",
@@ -38,6 +41,7 @@ AGENT_LATENCY_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _REQUEST_TIMEOUT_S = 5.0
 _MAX_REQUEST_BYTES = 8192
+MAX_CONNECTIONS = 16
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -264,10 +268,20 @@ def _gauge(out: list[str], name: str, help_text: str, samples: Iterable[tuple[La
 class MetricsServer:
     """`GET /metrics` on `host:port` (loopback by default); `async with` it, or `start()` then `stop()`."""
 
-    def __init__(self, collector: MetricsCollector, *, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        collector: MetricsCollector,
+        *,
+        port: int,
+        host: str = "127.0.0.1",
+        token: str | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
         self.collector = collector
         self.host = host
         self._port = port
+        self._token = token.encode() if token else None
+        self._max_connections = max_connections
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
 
@@ -286,9 +300,16 @@ class MetricsServer:
         return f"http://{host}:{self.port}/metrics"
 
     async def start(self) -> None:
-        """Start listening."""
+        """Start listening; warn when anyone on the network could read the metrics."""
         self._server = await asyncio.start_server(self._handle, self.host, self._port)
-        logger.info("metrics endpoint listening", url=self.url)
+        logger.info("metrics endpoint listening", url=self.url, token_required=self._token is not None)
+        if not _is_loopback(self.host):
+            logger.warning(
+                "metrics endpoint reachable beyond this machine",
+                host=self.host,
+                token_required=self._token is not None,
+                fix="bind to 127.0.0.1, or set MINDROOM_METRICS_TOKEN and put TLS in front",
+            )
 
     async def stop(self) -> None:
         """Stop listening and end open connections."""
@@ -309,6 +330,10 @@ class MetricsServer:
         await self.stop()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= self._max_connections:
+            # Too many open at once (slow or idle clients): refuse at once rather than queue without end.
+            writer.close()
+            return
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
@@ -340,6 +365,8 @@ class MetricsServer:
         method, target = parts[0], parts[1].split("?", 1)[0]
         if method not in ("GET", "HEAD"):
             return "405 Method Not Allowed", b"only GET\n", "text/plain"
+        if self._token is not None and not self._authorized(head):
+            return "401 Unauthorized", b"bearer token required\n", "text/plain"
         if target == "/metrics":
             started = time.perf_counter()
             text = self.collector.render()
@@ -348,3 +375,21 @@ class MetricsServer:
         if target == "/":
             return "200 OK", b"MindRoom metrics: /metrics\n", "text/plain"
         return "404 Not Found", b"not found\n", "text/plain"
+
+    def _authorized(self, head: bytes) -> bool:
+        assert self._token is not None
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"authorization":
+                scheme, _, presented = value.strip().partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(presented.strip(), self._token)
+        return False
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

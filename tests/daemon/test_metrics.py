@@ -7,8 +7,9 @@ import re
 from types import SimpleNamespace
 
 import pytest
+from structlog.testing import capture_logs
 
-from mindroom.bots.bot import BotMetrics
+from mindroom.bots.runtime import BotMetrics
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.daemon.metrics import HOOK_DURATION_BUCKETS_S, MetricsCollector, MetricsServer
 from mindroom.hooks import HookRegistry, hook
@@ -183,3 +184,61 @@ async def test_metrics_server_serves_metrics_on_loopback_and_refuses_the_rest():
     assert head.startswith(b"HTTP/1.1 200 OK") and b"mindroom_up" not in head
     assert missing.startswith(b"HTTP/1.1 404")
     assert post.startswith(b"HTTP/1.1 405")
+
+
+async def _get(port: int, raw: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(raw)
+    await writer.drain()
+    data = await reader.read()
+    writer.close()
+    await writer.wait_closed()
+    return data
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        (b"", b"401"),
+        (b"Authorization: Bearer wrong\r\n", b"401"),
+        (b"Authorization: Basic s3cret-metrics\r\n", b"401"),
+        (b"Authorization: Bearer s3cret-metrics\r\n", b"200"),
+        (b"authorization: bearer s3cret-metrics\r\n", b"200"),
+    ],
+)
+async def test_metrics_server_with_a_token_answers_only_bearers_of_it(headers, status):
+    server = MetricsServer(MetricsCollector(lambda: _runtime(_registry())), port=0, token="s3cret-metrics")
+    async with server:
+        answer = await _get(server.port, b"GET /metrics HTTP/1.1\r\n" + headers + b"\r\n")
+
+    assert answer.split(b" ", 2)[1] == status
+    assert (b"mindroom_up" in answer) is (status == b"200")
+
+
+@pytest.mark.asyncio
+async def test_metrics_server_caps_open_connections():
+    server = MetricsServer(MetricsCollector(lambda: _runtime(_registry())), port=0, max_connections=2)
+    async with server:
+        idle = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(2)]
+        await asyncio.sleep(0.1)
+        extra_reader, extra_writer = await asyncio.open_connection("127.0.0.1", server.port)
+        refused = await asyncio.wait_for(extra_reader.read(), 2)
+        for _, writer in idle:
+            writer.close()
+        extra_writer.close()
+        await asyncio.sleep(0.1)
+        served = await _get(server.port, b"GET /metrics HTTP/1.1\r\n\r\n")
+
+    assert refused == b""
+    assert served.startswith(b"HTTP/1.1 200 OK")
+
+
+@pytest.mark.asyncio
+async def test_metrics_server_warns_when_bound_beyond_loopback():
+    server = MetricsServer(MetricsCollector(lambda: None), port=0, host="0.0.0.0")
+    with capture_logs() as logs:
+        async with server:
+            pass
+
+    assert "metrics endpoint reachable beyond this machine" in [entry["event"] for entry in logs]
