@@ -254,3 +254,23 @@ def test_plugins_list_redacts_a_plugins_import_error(deployment):
     assert result.exit_code == 1
     assert "broken" in result.output and "ImportError" in result.output
     assert TOKEN not in result.output
+
+
+@pytest.mark.parametrize(
+    ("folder", "manifest"),
+    [
+        ("invalid-utf8", b'{"name": "caf\xe9"}'),
+        ("deep-nesting", b"[" * 20_000 + b"]" * 20_000),
+        ("nul-in-manifest", b'{"name": "nul-in-manifest", "hooks_module": "x\\u0000.py"}'),
+    ],
+)
+def test_plugins_list_reports_a_bad_manifest_and_lists_the_others(deployment, folder, manifest):
+    bad = deployment.parent / "plugins" / folder
+    bad.mkdir()
+    (bad / "mindroom.plugin.json").write_bytes(manifest)
+
+    result = runner.invoke(app, ["plugins", "list", "-c", str(deployment)])
+
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert folder in result.output and "ERROR" in result.output
+    assert "demo" in result.output and "loaded" in result.output

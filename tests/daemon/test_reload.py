@@ -315,3 +315,17 @@ async def test_reload_builds_in_a_worker_thread_so_the_loop_keeps_running(tmp_pa
     assert ticks >= 10, "the event loop was blocked while the build ran"
     assert json.loads(seen.read_text()) == {"main": False, "on_loop": False}
     runtime.journal.close()
+
+
+@pytest.mark.parametrize("manifest", [b'{"name": "caf\xe9"}', b"[" * 20_000 + b"]" * 20_000, b'{"name": "x\\u0000"}'])
+def test_start_build_leaves_out_a_plugin_with_a_bad_manifest_and_runs_the_rest(tmp_path: Path, manifest: bytes) -> None:
+    runtime = _deploy(tmp_path)
+    bad = tmp_path / "plugins" / "unreadable"
+    bad.mkdir()
+    (bad / "mindroom.plugin.json").write_bytes(manifest)
+
+    built = build_live_state(runtime.runtime_paths, previous=None, strict=False)
+
+    assert built.live is not None and [plugin.name for plugin in built.live.plugins] == ["marker"]
+    assert [error.plugin for error in built.plugin_errors] == ["unreadable"]
+    runtime.journal.close()
