@@ -102,7 +102,12 @@ def run(
     from mindroom.cli.run import run_daemon  # imports the libraries whose logging is set up next
     from mindroom.homeserver.embedded import EmbeddedHomeserverError
     from mindroom.matrix import MatrixError
+    from mindroom.private_files import use_private_umask
 
+    # Before anything is created: the data directory holds every conversation and credential, and much of
+    # it is written by code that picks no mode (agno's and SQLite's files, Synapse, plugins, shell tools).
+    # Only the umask makes all of that private from the first byte.
+    use_private_umask()
     configure_logging(log_level, json=json_logs)
     try:
         environment = _environment(config, storage_path)

@@ -170,3 +170,14 @@ def test_doctor_checks_a_model_answers_and_a_stored_session_works(
 
     skipped = _lines(_doctor(config, "--no-model-call").output)
     assert "not called" in skipped["model default"]
+
+
+def test_doctor_warns_when_other_users_may_read_the_data_dir(tmp_path):
+    config = _write(tmp_path, {"default": {"provider": "offline", "id": "offline"}})
+    data = config.parent / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+
+    lines = _lines(_doctor(config, "--no-model-call").output)
+
+    assert lines["data dir"].startswith("warn") and f"chmod 700 {data}" in lines["data dir"]
