@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 _SECRET_KEYS = re.compile(
-    r"(token(?!s)|secret|password|passwd|api_?key|authorization|cookie|credential|private_key)", re.IGNORECASE
+    r"(token|secret|password|passwd|api_?key|authorization|cookie|credential|private_key)", re.IGNORECASE
 )
 # Environment names whose values are secrets wherever they show up later (`*_KEY`, `*_PASS`, `*TOKEN*`, ...).
 _SECRET_ENV = re.compile(
