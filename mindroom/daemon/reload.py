@@ -118,11 +118,11 @@ def _plugin_changes(old: dict[str, str], new: dict[str, str]) -> tuple[str, ...]
 def _failed_parts(exc: MindroomError | tuple[PluginError, ...]) -> tuple[str, ...]:
     """What failed, in words safe for a room: plugin names and file names, no exception text."""
     if isinstance(exc, tuple):
-        return tuple(dict.fromkeys(f"plugin {error.plugin}" for error in exc))
+        return tuple(dict.fromkeys(redact_text(f"plugin {error.plugin}") for error in exc))
     if isinstance(exc, ConfigError):
         return (exc.path.name,)
     if isinstance(exc, PluginError):
-        return (f"plugin {exc.plugin}",)
+        return (redact_text(f"plugin {exc.plugin}"),)
     if isinstance(exc, SkillError):
         return ("plugin skills",)
     if isinstance(exc, ToolCatalogError):
