@@ -7,6 +7,7 @@ carry the `agent`, `room_id` and `correlation_id` the pipeline binds with struct
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import sys
@@ -21,19 +22,61 @@ __all__ = [
     "get_logger",
     "redact_secrets",
     "redact_text",
+    "redact_value",
     "register_secret_env",
     "register_secret_values",
     "wants_json",
 ]
 
-_SECRET_KEYS = re.compile(r"(token|secret|password|passwd|api_key|apikey|authorization|cookie)", re.IGNORECASE)
-_NOT_SECRET_KEYS = frozenset({"event", "logger", "level", "timestamp", "log_level"})
-_SECRET_VALUES = re.compile(
-    r"(syt_[A-Za-z0-9_=-]{8,}|sk-ant-[A-Za-z0-9_-]{12,}|sk-[A-Za-z0-9_-]{12,}|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{12,}"
-    r"|(?i:access_token)=[^&\s\"']+)"
+_SECRET_KEYS = re.compile(
+    r"(token|secret|password|passwd|api_?key|authorization|cookie|credential|private_key)", re.IGNORECASE
 )
+# Environment names whose values are secrets wherever they show up later (`*_KEY`, `*_PASS`, `*TOKEN*`, ...).
+_SECRET_ENV = re.compile(
+    r"(_KEY|_PASS)$|PASSWORD|PASSWD|CREDENTIAL|TOKEN|SECRET|API_?KEY|AUTHORIZATION|COOKIE", re.IGNORECASE
+)
+_NOT_SECRET_KEYS = frozenset({"event", "logger", "level", "timestamp", "log_level"})
 _REDACTED = "[redacted]"
+_NOT_ALREADY = r"(?!\[redacted\])"
+# Applied in order; each keeps what names the secret (scheme, host, header or key) and blanks the secret.
+# Quantifiers are bounded and keys start after a separator, so a long line costs linear time.
+_TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Token shapes: Matrix access tokens, OpenAI/Anthropic keys, GitHub tokens, JWTs, bearer credentials.
+    (
+        re.compile(
+            r"syt_[A-Za-z0-9_=-]{8,}|sk-ant-[A-Za-z0-9_-]{12,}|sk-[A-Za-z0-9_-]{12,}"
+            r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+            r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+            r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{12,}"
+        ),
+        _REDACTED,
+    ),
+    # Credentials in URLs: `scheme://user:password@host` keeps the scheme and the host.
+    (re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,31}://)[^\s/?#@\"'<>]{1,512}@"), rf"\1{_REDACTED}@"),
+    # Authorization headers, any scheme: `Authorization: Basic dXNlcjpwYXNz`.
+    (
+        re.compile(
+            r"(?i)\b((?:proxy-)?authorization|x-api-key|x-auth-token)([\"']?\s*[:=]\s*[\"']?)"
+            + _NOT_ALREADY
+            + r"(?:(?:bearer|basic|digest|token|negotiate)\s+)?[^\s\"',;&]+"
+        ),
+        rf"\1\2{_REDACTED}",
+    ),
+    (re.compile(r"(?i)\b((?:set-)?cookie)(\s*:\s*)" + _NOT_ALREADY + r"[^\r\n\"']+"), rf"\1\2{_REDACTED}"),
+    # `password=...`, `"api_key": "..."`, `?access_token=...`, `DB_PASS=...`: key-value pairs named like secrets.
+    (
+        re.compile(
+            r"(?i)(?<![\w.-])([\w.-]{0,48}(?:token(?!s)|secret|password|passwd|api_?key|credential|private_key|_pass)[\w.-]{0,48})"
+            r"([\"']?\s*[=:]\s*[\"']?)" + _NOT_ALREADY + r"[^\s\"'&,;})\]]+"
+        ),
+        rf"\1\2{_REDACTED}",
+    ),
+    (re.compile(r"(?i)([?&;](?:key|sig|signature|auth)=)" + _NOT_ALREADY + r"[^&\s\"'#]+"), rf"\1{_REDACTED}"),
+)
 _MIN_REGISTERED_LENGTH = 6
+# Deeper than this, a value is replaced whole: walking further costs time, and passing it unread could leak.
+_MAX_DEPTH = 8
+_PLAIN_TYPES = (bool, int, float, type(None))
 _OWN_HANDLER_LOGGERS = ("agno", "agno-team", "agno-workflow")
 _QUIET_LIBRARY_LOGGERS = {"nio.responses": logging.ERROR, "nio.rooms": logging.WARNING, "peewee": logging.WARNING}
 
@@ -51,35 +94,87 @@ def register_secret_values(values: Iterable[str | None]) -> None:
 
 
 def register_secret_env(env: Mapping[str, str]) -> None:
-    """Register the values of environment variables named like secrets (`*_API_KEY`, `*_SECRET`, ...)."""
-    register_secret_values(value for key, value in env.items() if _SECRET_KEYS.search(key))
+    """Register the values of environment variables named like secrets (`*_KEY`, `*_PASS`, `*TOKEN*`, ...)."""
+    register_secret_values(value for key, value in env.items() if _SECRET_ENV.search(key))
 
 
 def redact_text(text: str) -> str:
-    """`text` with token-shaped and registered secret strings replaced by `[redacted]`."""
-    text = _SECRET_VALUES.sub(_REDACTED, text)
+    """`text` with registered secrets, token shapes, URL credentials and secret-named values replaced."""
+    # Registered values first: a rule below could otherwise cut one in two and leave a half behind.
     for value in _registered:
         if value in text:
             text = text.replace(value, _REDACTED)
+    for pattern, replacement in _TEXT_RULES:
+        text = pattern.sub(replacement, text)
     return text
 
 
-def _redact_value(value: Any, depth: int = 0) -> Any:
+def redact_value(value: Any) -> Any:
+    """A copy of `value` safe to write out: strings redacted, containers and dataclasses walked, exceptions as text.
+
+    Fields named like secrets are blanked whatever they hold; anything nested deeper than the cap is
+    replaced whole; other objects keep their type unless their text holds a secret.
+    """
+    return _redact_value(value, 0)
+
+
+def _redact_value(value: Any, depth: int) -> Any:
+    if isinstance(value, _PLAIN_TYPES):
+        return value
     if isinstance(value, str):
         return redact_text(value)
-    if depth >= 4:
-        return value
-    if isinstance(value, dict):
-        return {key: _redact_field(str(key), item, depth + 1) for key, item in value.items()}
+    if depth >= _MAX_DEPTH:
+        return _REDACTED
+    if isinstance(value, BaseException):
+        return _redact_exception(value, depth)
+    if isinstance(value, bytes | bytearray):
+        return redact_text(bytes(value).decode("utf-8", errors="replace"))
+    if isinstance(value, Mapping):
+        return {_redact_key(key): _redact_field(str(key), item, depth + 1) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_redact_value(item, depth + 1) for item in value)
-    return value
+        items = [_redact_value(item, depth + 1) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, set | frozenset):
+        return {_redact_value(item, depth + 1) for item in value}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            field.name: _redact_field(field.name, getattr(value, field.name, None), depth + 1)
+            for field in dataclasses.fields(value)
+        }
+    text = _text_of(value)
+    cleaned = redact_text(text)
+    return value if cleaned == text else cleaned
+
+
+def _redact_exception(exc: BaseException, depth: int) -> str:
+    """`Type: message`, redacted; with the default message, built from the redacted arguments."""
+    if type(exc).__str__ is BaseException.__str__:
+        args = [_redact_value(arg, depth + 1) for arg in exc.args]
+        text = str(args[0]) if len(args) == 1 else repr(tuple(args)) if args else ""
+    else:
+        text = redact_text(_text_of(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _text_of(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:  # an object whose __str__ fails still gets a line, not a crash in the logger
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _redact_key(key: Any) -> Any:
+    return redact_text(key) if isinstance(key, str) else key
 
 
 def _redact_field(key: str, value: Any, depth: int) -> Any:
-    if key not in _NOT_SECRET_KEYS and _SECRET_KEYS.search(key) and value not in (None, "", False):
+    if key not in _NOT_SECRET_KEYS and _SECRET_KEYS.search(key) and not _is_blank(value):
         return _REDACTED
     return _redact_value(value, depth)
+
+
+def _is_blank(value: Any) -> bool:
+    return value is None or value is False or (isinstance(value, str) and not value)
 
 
 def redact_secrets(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +16,7 @@ from mindroom.logging_config import (
     get_logger,
     redact_secrets,
     redact_text,
+    redact_value,
     register_secret_env,
     register_secret_values,
 )
@@ -72,6 +75,132 @@ def test_register_secret_env_takes_values_of_secret_named_variables():
 
     assert redact_text("the key is value-of-the-openai-key") == "the key is [redacted]"
     assert redact_text("@user:localhost") == "@user:localhost"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["STRIPE_KEY", "DB_PASS", "POSTGRES_PASSWORD", "MY_PASSWORD_FILE", "GCP_CREDENTIALS", "HF_TOKEN", "APP_SECRET"],
+)
+def test_register_secret_env_covers_every_secret_name_shape(name):
+    value = f"value-of-{name.lower()}-0042"
+    register_secret_env({name: value, "MINDROOM_LOG_LEVEL": "value-of-the-log-level"})
+
+    assert redact_text(f"connecting with {value}") == "connecting with [redacted]"
+    assert redact_text("value-of-the-log-level") == "value-of-the-log-level"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("postgres://admin:hunter2-db@db.example:5432/app", "hunter2-db", "postgres://[redacted]@db.example:5432/app"),
+        ("clone https://ghtoken-abc@github.com/o/r.git", "ghtoken-abc", "https://[redacted]@github.com/o/r.git"),
+        ("GET http://u:p4ss-word@127.0.0.1:8008/x failed", "p4ss-word", "@127.0.0.1:8008/x failed"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA==", "Authorization: [redacted]"),
+        ('{"authorization": "Bearer abc.def.ghi-jkl"}', "abc.def.ghi-jkl", '{"authorization": "[redacted]"}'),
+        ("proxy-authorization=Digest zzzzzz", "zzzzzz", "proxy-authorization=[redacted]"),
+        ("Cookie: session=abcdef; theme=dark", "abcdef", "Cookie: [redacted]"),
+        ("login failed password=hunter2 for @a:b", "hunter2", "password=[redacted] for @a:b"),
+        ('{"api_key": "k-123", "model": "gpt"}', "k-123", '"model": "gpt"'),
+        ("DB_PASS=swordfish ./run", "swordfish", "DB_PASS=[redacted] ./run"),
+        ("url /media?sig=abcdef123&w=1", "abcdef123", "sig=[redacted]&w=1"),
+        ("token syt_abcdefghijklmnopqrst_0123", "syt_abcdefghij", "token [redacted]"),
+        ("key ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghij", "key [redacted]"),
+    ],
+)
+def test_redact_text_table(text, secret, kept):
+    scrubbed = redact_text(text)
+
+    assert secret not in scrubbed
+    assert kept in scrubbed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "user @user:localhost joined !room:localhost",
+        "see https://matrix.to/#/@bob:example.org",
+        "http://127.0.0.1:8008/_matrix/client/versions",
+        "used 42 max_tokens: 100",
+    ],
+)
+def test_redact_text_leaves_ordinary_text_alone(text):
+    assert redact_text(text) == text
+
+
+def test_redact_text_takes_linear_time_on_long_lines():
+    started = time.monotonic()
+    for text in ("a-" * 200_000, "a " * 200_000, "://" * 100_000, "token=" * 50_000):
+        redact_text(text)
+
+    assert time.monotonic() - started < 5
+
+
+@dataclasses.dataclass(frozen=True)
+class _Login:
+    user: str
+    password: str
+    note: object
+
+
+SYT = "syt_abcdefghijklmnop_0123456789"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"outer": {"inner": [{"deep": ("x", {f"a {SYT}"})}]}},
+        [[[[f"Bearer {SYT}"]]]],
+        ({"k": frozenset({SYT})},),
+        _Login("@a:b", "pw-0000", note={"url": f"https://x:{SYT}@h/"}),
+        {"error": RuntimeError(f"token {SYT}")},
+        [ValueError("failed", {"password": "short"})],
+        KeyError(SYT),
+        OSError(13, "denied", f"/tmp/{SYT}"),
+        {"raw": SYT.encode()},
+        {f"key {SYT}": 1},
+    ],
+)
+def test_redact_value_table(value):
+    out = redact_value(value)
+
+    text = repr(out)
+    assert "syt_abcdefghijklmnop" not in text and "pw-0000" not in text and "short" not in text
+    assert "[redacted]" in text
+
+
+def test_redact_value_renders_exceptions_as_type_and_redacted_message():
+    assert redact_value(RuntimeError(f"token {SYT}")) == "RuntimeError: token [redacted]"
+    assert redact_value(ValueError()) == "ValueError"
+
+
+def test_redact_value_replaces_what_is_nested_too_deep_instead_of_passing_it():
+    deep: list = []
+    cursor = deep
+    for _ in range(50):
+        cursor.append([])
+        cursor = cursor[0]
+    cursor.append("value-never-inspected")
+    cyclic: list = []
+    cyclic.append(cyclic)
+
+    assert "value-never-inspected" not in repr(redact_value(deep))
+    assert "[redacted]" in repr(redact_value(deep))
+    assert "[redacted]" in repr(redact_value(cyclic))
+
+
+def test_redact_value_keeps_plain_values_and_types():
+    value = {"count": 3, "ratio": 0.5, "ok": True, "none": None, "names": ("a", "b"), "items": ["x"]}
+
+    assert redact_value(value) == value
+    assert redact_value(("a",)) == ("a",)
+
+
+def test_redact_secrets_covers_exceptions_and_deep_values_in_log_fields():
+    event = {"event": "failed", "error": RuntimeError(f"token {SYT}"), "data": [[[[[[[[[[SYT]]]]]]]]]]}
+
+    out = redact_secrets(None, "error", event)
+
+    assert SYT not in repr(out)
 
 
 def test_json_lines_carry_logger_context_and_no_secrets(capsys):

@@ -1,5 +1,8 @@
 """Conversation history in agno's SQLite session store: one database per agent, one session per thread.
 
+Every prompt, answer and tool result of an agent is in its database, so the file is created 0600 in a
+0700 folder before agno opens it (agno would create both with the process umask, normally world-readable).
+
 Enrichment blocks are rendered into the user turn the model sees, but they describe the moment of that
 turn; they are stripped from the run's user messages before it is stored (or right after, for runs that
 failed), so later turns see the user's own words in their history.
@@ -19,6 +22,7 @@ from agno.run.base import HISTORY_SKIP_STATUSES
 
 from mindroom.hooks.enrichment import strip_enrichment_blocks
 from mindroom.logging_config import get_logger
+from mindroom.private_files import prepare_private_sqlite
 
 __all__ = [
     "SESSIONS_DIRNAME",
@@ -60,6 +64,7 @@ class _SessionDbs:
         dbs = self._by_loop.setdefault(asyncio.get_running_loop(), {})
         db = dbs.get(path)
         if db is None:
+            prepare_private_sqlite(path)
             db = SessionStore(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
             dbs[path] = db
         return db

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.errors import ConfigError, MindroomError
-from mindroom.logging_config import configure_logging, get_logger, register_secret_env
+from mindroom.logging_config import configure_logging, get_logger, redact_text, redact_value, register_secret_env
 
 if TYPE_CHECKING:
     from mindroom.config.environment import DaemonEnvironment
@@ -64,7 +64,7 @@ def _console() -> Console:
 
 
 def _fail(message: str, code: int = 2) -> None:
-    typer.echo(message, err=True)
+    typer.echo(redact_text(message), err=True)
     raise typer.Exit(code=code)
 
 
@@ -102,7 +102,12 @@ def run(
     from mindroom.cli.run import run_daemon  # imports the libraries whose logging is set up next
     from mindroom.homeserver.embedded import EmbeddedHomeserverError
     from mindroom.matrix import MatrixError
+    from mindroom.private_files import use_private_umask
 
+    # Before anything is created: the data directory holds every conversation and credential, and much of
+    # it is written by code that picks no mode (agno's and SQLite's files, Synapse, plugins, shell tools).
+    # Only the umask makes all of that private from the first byte.
+    use_private_umask()
     configure_logging(log_level, json=json_logs)
     try:
         environment = _environment(config, storage_path)
@@ -221,9 +226,11 @@ def plugins_list(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_p
     table = Table("plugin", "folder", "hooks", "status", box=None, pad_edge=False)
     for plugin in loaded.plugins:
         hooks = sum(1 for hook in registry.all_hooks() if hook.plugin_name == plugin.name)
-        table.add_row(plugin.name, str(plugin.path), str(hooks), Text("loaded", style="green"))
+        table.add_row(Text(plugin.name), Text(str(plugin.path)), str(hooks), Text("loaded", style="green"))
     for error in loaded.errors:
-        table.add_row(error.plugin, str(error.path), "-", Text(f"ERROR: {error.cause}", style="red"))
+        # Text, not markup: a folder name or an exception text must print as it is, and redacted.
+        cause = Text(f"ERROR: {redact_text(error.cause)}", style="red")
+        table.add_row(Text(redact_text(error.plugin)), Text(redact_text(str(error.path))), "-", cause)
     _console().print(table if loaded.plugins or loaded.errors else "No plugins are configured.")
     if loaded.errors:
         raise typer.Exit(code=1)
@@ -256,7 +263,7 @@ def hooks_list(
         rows = ordered_telemetry(hook_telemetry(registry))
         source = "No daemon is running for this data dir: hooks from the config, counters at zero."
     if as_json:
-        typer.echo(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
+        typer.echo(json.dumps(redact_value([dataclasses.asdict(row) for row in rows]), indent=2))
         return
     console = _console()
     console.print(hooks_table(rows) if rows else "No hooks are registered.")

@@ -28,6 +28,7 @@ from mindroom.errors import ConfigError
 from mindroom.homeserver.embedded import embedded_connection, synapse_installed
 from mindroom.logging_config import redact_text, register_secret_env
 from mindroom.matrix.credentials import CredentialStore
+from mindroom.private_files import open_to_others
 
 __all__ = [
     "CheckResult",
@@ -88,7 +89,7 @@ def _get_json(url: str, token: str | None = None) -> tuple[int, dict[str, Any]]:
 
 
 def check_data_dir(storage_root: Path) -> CheckResult:
-    """The data dir exists (or can be created) and takes a file."""
+    """The data dir exists (or can be created), takes a file, and is its owner's alone."""
     name = "data dir"
     try:
         storage_root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -97,6 +98,12 @@ def check_data_dir(storage_root: Path) -> CheckResult:
     except OSError as exc:
         return _fail(
             name, f"{storage_root} is not writable ({exc.strerror})", "fix its permissions or set MINDROOM_STORAGE_PATH"
+        )
+    if open_to_others(storage_root):
+        return _warn(
+            name,
+            f"{storage_root} is writable but other users may read it (it holds credentials and conversations)",
+            f"chmod 700 {storage_root}",
         )
     return _ok(name, f"{storage_root} is writable")
 

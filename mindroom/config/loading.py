@@ -2,6 +2,10 @@
 
 Every failure becomes one `ConfigError` naming the file, the key path, the problem and, where known,
 the line, so an operator never sees a bare traceback.
+
+The file is capped in size, and its YAML in how far anchors and aliases expand and how deeply it nests,
+before anything walks it: a "billion laughs" file composes in microseconds (aliases share one node), but
+every later walk (line index, `${VAR}` substitution, validation) would visit each use of each alias.
 """
 
 from __future__ import annotations
@@ -18,7 +22,24 @@ from mindroom.config.environment import process_environ
 from mindroom.config.main import Config
 from mindroom.errors import ConfigError
 
-__all__ = ["KeyPath", "format_key_path", "load_config", "parse_config_text", "substitute_env"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_CONFIG_DEPTH",
+    "MAX_CONFIG_NODES",
+    "MAX_CONFIG_SCALAR_CHARS",
+    "KeyPath",
+    "format_key_path",
+    "load_config",
+    "parse_config_text",
+    "substitute_env",
+]
+
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_CONFIG_NODES = 200_000
+"""Nodes after alias expansion: every use of an alias counts all the nodes it stands for."""
+MAX_CONFIG_SCALAR_CHARS = 8 * 1024 * 1024
+"""Characters of all scalars after alias expansion."""
+MAX_CONFIG_DEPTH = 64
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -98,19 +119,85 @@ def _clean_loc(loc: tuple[Any, ...]) -> KeyPath:
     )
 
 
-def parse_config_text(text: str, source: Path | str, env: Mapping[str, str] | None = None) -> Config:
-    """Parse and validate config text; `source` only names the file in errors."""
-    source = Path(source)
-    environment = process_environ() if env is None else dict(env)
+_TOO_LARGE = f"the file is larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB"
+
+
+def _compose(text: str, source: Path) -> tuple[yaml.Node | None, Any]:
+    """The YAML node tree (for line numbers) and the Python value built from it, after the expansion check."""
+    loader = yaml.SafeLoader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        raw = yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        _check_expansion(node, source)
+        return node, loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ConfigError(source, [f"{where}YAML syntax error: {exc.problem or exc}"]) from None
     except yaml.YAMLError as exc:
         raise ConfigError(source, [f"YAML error: {exc}"]) from None
+    except RecursionError:
+        raise ConfigError(source, [f"YAML nests deeper than {MAX_CONFIG_DEPTH} levels"]) from None
+    finally:
+        loader.dispose()
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expansion(root: yaml.Node, source: Path) -> None:
+    """`ConfigError` when aliases expand beyond the caps, nesting is too deep, or an alias refers to itself.
+
+    Each distinct node is measured once (iteratively, so the check itself cannot exhaust the stack).
+    """
+    sizes: dict[int, tuple[int, int, int]] = {}  # id -> (expanded nodes, expanded scalar chars, depth)
+    visiting: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children = _children(node)
+        if not children_done:
+            if key in visiting:
+                raise ConfigError(source, ["an alias refers to the node that contains it"])
+            visiting.add(key)
+            stack.append((node, True))
+            for child in children:
+                if id(child) in visiting:
+                    raise ConfigError(source, ["an alias refers to the node that contains it"])
+                stack.append((child, False))
+            continue
+        visiting.discard(key)
+        nodes = 1 + sum(sizes[id(child)][0] for child in children)
+        chars = sum(sizes[id(child)][1] for child in children)
+        chars += len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+        depth = 1 + max((sizes[id(child)][2] for child in children), default=0)
+        if nodes > MAX_CONFIG_NODES or chars > MAX_CONFIG_SCALAR_CHARS:
+            problem = (
+                f"anchors and aliases expand to more than {MAX_CONFIG_NODES} values"
+                f" or {MAX_CONFIG_SCALAR_CHARS} characters"
+            )
+            raise ConfigError(source, [f"line {node.start_mark.line + 1}: {problem}"])
+        if depth > MAX_CONFIG_DEPTH:
+            raise ConfigError(source, [f"YAML nests deeper than {MAX_CONFIG_DEPTH} levels"])
+        sizes[key] = (nodes, chars, depth)
+
+
+def parse_config_text(text: str, source: Path | str, env: Mapping[str, str] | None = None) -> Config:
+    """Parse and validate config text; `source` only names the file in errors."""
+    source = Path(source)
+    environment = process_environ() if env is None else dict(env)
+    if len(text) > MAX_CONFIG_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
+        raise ConfigError(source, [_TOO_LARGE])
+    node, raw = _compose(text, source)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -138,9 +225,16 @@ def parse_config_text(text: str, source: Path | str, env: Mapping[str, str] | No
 def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
     """Load and validate `path`; raises `ConfigError` naming the file, key path and problem."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(path, ["file not found"]) from None
     except OSError as exc:
         raise ConfigError(path, [f"cannot read: {exc.strerror}"]) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(path, [_TOO_LARGE])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, [f"not UTF-8 text (invalid byte at offset {exc.start})"]) from None
     return parse_config_text(text, path, env)

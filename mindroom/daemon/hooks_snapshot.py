@@ -3,6 +3,8 @@
 `mindroom hooks list` runs in another process than the daemon, so it cannot read live counters. The
 daemon writes `<data>/state/hooks.json` every few seconds and once more when it stops; the CLI shows
 those counters when the file belongs to a running daemon (and says so), else the config's hooks at zero.
+A hook's `last_error` is an exception text, which can hold a token: it is redacted on the way into the
+file and again on the way out (a file an older daemon wrote may still hold one).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.telemetry import HookTelemetry, hook_telemetry, ordered_telemetry
-from mindroom.logging_config import get_logger
+from mindroom.logging_config import get_logger, redact_value
 from mindroom.private_files import write_private_file
 
 __all__ = [
@@ -72,7 +74,7 @@ class HooksSnapshot:
 
 
 def _snapshot_text(registry: HookRegistry, *, running: bool) -> str:
-    rows = [dataclasses.asdict(row) for row in ordered_telemetry(hook_telemetry(registry))]
+    rows = redact_value([dataclasses.asdict(row) for row in ordered_telemetry(hook_telemetry(registry))])
     payload = {"pid": os.getpid(), "written_at": time.time(), "running": running, "hooks": rows}
     return json.dumps(payload, indent=1) + "\n"
 
@@ -84,7 +86,7 @@ def write_hooks_snapshot(path: Path, registry: HookRegistry, *, running: bool) -
 
 def _row(data: dict[str, Any]) -> HookTelemetry:
     names = {f.name for f in dataclasses.fields(HookTelemetry)}
-    values = {key: value for key, value in data.items() if key in names}
+    values = {key: redact_value(value) for key, value in data.items() if key in names}
     for key in ("agents", "rooms"):
         if isinstance(values.get(key), list):
             values[key] = tuple(values[key])

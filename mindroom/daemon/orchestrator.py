@@ -33,6 +33,7 @@ from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient, MatrixEventKind, MatrixRequestError
 from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
+from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduleStore
@@ -83,10 +84,12 @@ class Orchestrator:
         """Log every bot in, create and join rooms, start syncing, wait until all bots are ready, then schedule."""
         paths = self.runtime_paths
         homeserver = self._homeserver()
-        built = build_live_state(paths, previous=None, strict=False)
+        # Plugin imports and config parsing run off the loop, as on reload.
+        built = await asyncio.to_thread(build_live_state, paths, previous=None, strict=False)
         assert built.live is not None  # a tolerant build always yields a state
         live = built.live
-        paths.storage_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        warn_if_shared(paths.storage_root)
+        private_dir(paths.storage_root)
         runtime = DaemonRuntime(
             live=live,
             runtime_paths=paths,

@@ -7,8 +7,12 @@ that started on the old state finishes on it and every later event sees the new 
 restarts the entities whose config changed and `config:reloaded` fires.
 
 Anything invalid keeps the last good state: the error (file and cause) is logged and the admin room
-gets a short notice; the next save reloads normally. The coordinator knows nothing of the orchestrator:
-it is given `build` and `apply` as functions.
+gets a short notice; the next save reloads normally. Rooms are told only which plugin or file failed,
+never the cause: an exception text can hold a token or a path, and every room member reads the notice.
+The coordinator knows nothing of the orchestrator: it is given `build` and `apply` as functions.
+
+The build runs in a worker thread: parsing YAML and importing plugins may take a while, and the loop
+keeps serving turns meanwhile. Nothing in a build touches the event loop; the swap happens back on it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from mindroom.errors import ConfigError, MindroomError, PluginError
 from mindroom.hooks.context import ConfigReloadedContext, MessageEnvelope
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_CONFIG_RELOADED
-from mindroom.logging_config import get_logger
+from mindroom.logging_config import get_logger, redact_text
+from mindroom.plugins.skills import SkillError
+from mindroom.tool_system.catalog import ToolCatalogError
 
 __all__ = ["ApplyChanges", "BuildLive", "EntityChanges", "ReloadCoordinator", "ReloadOutcome", "reload_command"]
 
@@ -74,15 +80,17 @@ class ReloadOutcome:
     activated_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
+    failed: tuple[str, ...] = ()
     entities: EntityChanges = EntityChanges()
     plugin_changes: tuple[str, ...] = ()
     hooks_before: int = 0
     hooks_after: int = 0
 
     def summary(self) -> str:
-        """A short human-readable account, as `!reload-plugins` answers."""
+        """A short account for a room, as `!reload-plugins` answers: what changed, or what failed (never why)."""
         if not self.ok:
-            return f"⚠️ Reload failed; keeping the last good config and plugins.\n{self.error}"
+            what = f": {', '.join(self.failed)}" if self.failed else ""
+            return f"⚠️ Reload failed{what}. Keeping the last good config and plugins; the cause is in the daemon log."
         parts = []
         if self.plugin_changes:
             parts.append("plugins " + ", ".join(self.plugin_changes))
@@ -105,6 +113,21 @@ def _plugin_changes(old: dict[str, str], new: dict[str, str]) -> tuple[str, ...]
     changes += [f"updated {name}" for name in new if name in old and old[name] != new[name]]
     changes += [f"removed {name}" for name in old if name not in new]
     return tuple(changes)
+
+
+def _failed_parts(exc: MindroomError | tuple[PluginError, ...]) -> tuple[str, ...]:
+    """What failed, in words safe for a room: plugin names and file names, no exception text."""
+    if isinstance(exc, tuple):
+        return tuple(dict.fromkeys(redact_text(f"plugin {error.plugin}") for error in exc))
+    if isinstance(exc, ConfigError):
+        return (exc.path.name,)
+    if isinstance(exc, PluginError):
+        return (redact_text(f"plugin {exc.plugin}"),)
+    if isinstance(exc, SkillError):
+        return ("plugin skills",)
+    if isinstance(exc, ToolCatalogError):
+        return ("plugin tools",)
+    return ()
 
 
 def _describe_error(exc: MindroomError | tuple[PluginError, ...]) -> str:
@@ -186,17 +209,19 @@ class ReloadCoordinator:
         old = runtime.live
         new: LiveState | None = None
         try:
-            built = self._build(old)
+            built = await asyncio.to_thread(self._build, old)
         except MindroomError as exc:
-            error = _describe_error(exc)
+            error, parts = _describe_error(exc), _failed_parts(exc)
         else:
             new = built.live
-            error = _describe_error(built.plugin_errors)
+            error, parts = _describe_error(built.plugin_errors), _failed_parts(built.plugin_errors)
         if new is None:
             logger.error("reload failed; keeping the last good config and plugins", reason=reason, error=error)
-            failed = ReloadOutcome(False, reason, started, finished_at=time.time(), error=error)
+            failed = ReloadOutcome(
+                False, reason, started, finished_at=time.time(), error=redact_text(error), failed=parts
+            )
             on_decided(failed)
-            await self._notify_admin(f"⚠️ Reload failed; keeping the last good config and plugins.\n{error}", error)
+            await self._notify_admin(failed.summary(), error)
             return failed
         entities = EntityChanges.between(old.config, new.config, runtime.room_ids)
         runtime.live = new  # the swap: one reference, so no event can see a half-new state

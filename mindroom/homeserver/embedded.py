@@ -27,7 +27,7 @@ from mindroom.homeserver.synapse import (
 )
 from mindroom.logging_config import get_logger, register_secret_values
 from mindroom.matrix.registration import registration_mac
-from mindroom.private_files import write_private_file
+from mindroom.private_files import make_private, private_dir, write_private_file
 
 __all__ = [
     "DEFAULT_EMBEDDED_PORT",
@@ -163,8 +163,7 @@ class EmbeddedHomeserver:
         if self._synapse is not None and self._synapse.running:
             msg = "the embedded homeserver is running; stop it before preparing it again"
             raise EmbeddedHomeserverError(msg)
-        self.base_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.base_dir.chmod(0o700)
+        private_dir(self.base_dir)
         state_path = self.base_dir / _STATE_FILE
         state = _read_json(state_path)
         self.created = not state
@@ -177,6 +176,10 @@ class EmbeddedHomeserver:
             raise EmbeddedHomeserverError(msg)
         # A Synapse left over from a daemon that was killed would hold the database and the port.
         stop_leftover(self.base_dir, timeout_s=_STOP_TIMEOUT_S)
+        # Synapse's database, media and logs, as an older version left them (written with the default umask).
+        tightened = make_private(self.base_dir)
+        if tightened:
+            logger.info("embedded homeserver files made private", files=len(tightened))
         state["port"] = self._choose_port(state.get("port"))
         self._state = state
         write_private_file(state_path, json.dumps(state, indent=2, sort_keys=True) + "\n")

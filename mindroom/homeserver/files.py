@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from mindroom.private_files import write_private_file
+from mindroom.private_files import private_dir, write_private_file
 
 __all__ = ["LIMITER_KEYS", "LOG_FILENAME", "LimiterLevel", "LimiterRate", "rate_limits", "write_synapse_files"]
 
@@ -134,14 +134,15 @@ def write_synapse_files(
     """Write (or refresh) Synapse's files for a loopback listener on `port`; returns `homeserver.yaml`'s path.
 
     `state` holds `server_name`, `registration_shared_secret`, `macaroon_secret_key` and `form_secret`.
-    The signing key is created once and kept; it and `homeserver.yaml` (which holds the secrets) are
-    mode 0600. `extra` settings go into the config as given (the test homeserver makes hashing cheap).
+    The signing key is created once and kept; every file is mode 0600 in 0700 folders (what Synapse writes
+    itself, its database, media and logs, is private by the umask it is started with). `extra` settings
+    go into the config as given (the test homeserver makes hashing cheap).
     """
-    base.mkdir(parents=True, exist_ok=True)
-    (base / "media_store").mkdir(exist_ok=True)
+    private_dir(base)
+    private_dir(base / "media_store")
     signing_key = base / "signing.key"
     _ensure_signing_key(signing_key)
-    (base / "log.config").write_text(yaml.safe_dump(_log_config(base / LOG_FILENAME)), encoding="utf-8")
+    write_private_file(base / "log.config", yaml.safe_dump(_log_config(base / LOG_FILENAME)))
     config: dict[str, Any] = {
         "server_name": state["server_name"],
         "public_baseurl": f"http://127.0.0.1:{port}/",

@@ -25,6 +25,7 @@ from typing import Any
 from mindroom.errors import MindroomError
 from mindroom.homeserver.files import LOG_FILENAME
 from mindroom.logging_config import get_logger
+from mindroom.private_files import PRIVATE_UMASK, write_private_file
 
 __all__ = [
     "STDERR_FILENAME",
@@ -219,7 +220,8 @@ class SynapseProcess:
         if self.running:
             msg = f"Synapse in {self.base_dir} is already running (pid {self.pid})"
             raise SynapseError(msg)
-        with self.stderr_path.open("ab") as stderr:
+        stderr_fd = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        with os.fdopen(stderr_fd, "ab") as stderr:
             self._popen = subprocess.Popen(
                 [sys.executable, "-m", "synapse.app.homeserver", "-c", str(self.config_path)],
                 cwd=self.base_dir,
@@ -228,9 +230,12 @@ class SynapseProcess:
                 stderr=stderr,
                 start_new_session=daemon,
                 preexec_fn=_die_with_parent if daemon else None,  # only calls prctl, safe between fork and exec
+                # Synapse creates its database (with its -wal/-shm files), media and logs itself: only its
+                # umask keeps them private, whatever the umask of the process that started it.
+                umask=PRIVATE_UMASK,
             )
         # Synapse writes its `pid_file` only when it daemonizes itself; `stop_leftover` needs it in the foreground too.
-        (self.base_dir / _PID_FILENAME).write_text(f"{self._popen.pid}\n", encoding="utf-8")
+        write_private_file(self.base_dir / _PID_FILENAME, f"{self._popen.pid}\n", durable=False)
 
     def wait_ready(self, deadline: float) -> None:
         """Block until the client API answers; raise `failure(...)` if Synapse exits or `deadline` passes.

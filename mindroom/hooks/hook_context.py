@@ -21,6 +21,7 @@ from mindroom.hooks.state import plugin_state_dir
 from mindroom.hooks.transport import new_correlation_id
 from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
 from mindroom.logging_config import get_logger
+from mindroom.private_files import private_dir
 
 __all__ = ["HookContext", "MessageSender", "RoomStatePutter", "RoomStateQuerier"]
 
@@ -67,7 +68,7 @@ class HookContext:
         # daemon's default does; the environment is read by the daemon alone.
         paths = self.runtime_paths if self.runtime_paths is not None else RuntimePaths.for_directory(Path.cwd())
         path = plugin_state_dir(paths.storage_root, self.plugin_name)
-        path.mkdir(parents=True, exist_ok=True)
+        private_dir(path)
         return path
 
     def hook_scope(self) -> tuple[str | None, str | None]:

@@ -23,7 +23,7 @@ import mindroom.hooks.breaker as breaker
 from mindroom.hooks.breaker import BREAKER_COOLDOWN_S
 from mindroom.hooks.hook_context import HookContext
 from mindroom.hooks.registry import RegisteredHook
-from mindroom.logging_config import get_logger
+from mindroom.logging_config import get_logger, redact_text
 
 __all__ = ["FAILED", "OK", "SKIPPED", "SUSPENDED", "Outcome", "call_hook", "record_failure"]
 
@@ -76,7 +76,8 @@ class _Run:
 
 
 def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    # Redacted here too, so no secret an exception carries sits in memory for `!hooks` or telemetry.
+    text = redact_text(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
     return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 3] + "..."
 
 

@@ -85,17 +85,24 @@ def load_plugins(config: Config, runtime_paths: RuntimePaths) -> LoadedPlugins:
         try:
             plugin = load_plugin_dir(path, plugin_order=order, entry_config=entry)
         except PluginError as exc:
-            errors.append(exc)
-            logger.error("plugin failed to load", plugin=exc.plugin, path=str(exc.path), cause=exc.cause)
+            errors.append(_logged(exc))
+            continue
+        except (OSError, ValueError) as exc:
+            # A plugin folder is foreign input: whatever its files make the loader raise fails that plugin alone.
+            errors.append(_logged(PluginError(path.name, path, f"{type(exc).__name__}: {exc}")))
             continue
         if plugin.name in names:
-            error = PluginError(plugin.name, path, f"duplicate plugin name (also used by {names[plugin.name]})")
-            errors.append(error)
-            logger.error("plugin failed to load", plugin=plugin.name, path=str(path), cause=error.cause)
+            duplicate = f"duplicate plugin name (also used by {names[plugin.name]})"
+            errors.append(_logged(PluginError(plugin.name, path, duplicate)))
             continue
         names[plugin.name] = path
         plugins.append(plugin)
     return LoadedPlugins(tuple(plugins), tuple(errors))
+
+
+def _logged(error: PluginError) -> PluginError:
+    logger.error("plugin failed to load", plugin=error.plugin, path=str(error.path), cause=error.cause)
+    return error
 
 
 def build_registry(config: Config, plugins: tuple[Plugin, ...], previous: HookRegistry | None = None) -> HookRegistry:

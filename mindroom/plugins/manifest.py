@@ -1,17 +1,27 @@
-"""`mindroom.plugin.json`: the plugin manifest."""
+"""`mindroom.plugin.json`: the plugin manifest.
+
+A manifest is foreign input: whatever its bytes are, reading it either yields a valid manifest or raises
+`ManifestError` naming the plugin (its folder, when the manifest cannot be read) and the cause. Size and
+nesting are capped before the JSON parser sees the text, so no file can exhaust memory or the stack.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mindroom.constants import PLUGIN_MANIFEST_FILENAME
 from mindroom.errors import ManifestError, PluginStateError
-from mindroom.hooks.state import validate_plugin_name
+from mindroom.hooks.state import PLUGIN_NAME_PATTERN, validate_plugin_name
 
-__all__ = ["PluginManifest", "read_manifest"]
+__all__ = ["MAX_MANIFEST_BYTES", "MAX_MANIFEST_DEPTH", "PluginManifest", "read_manifest"]
+
+MAX_MANIFEST_BYTES = 64 * 1024
+MAX_MANIFEST_DEPTH = 16
+_MAX_PATH_CHARS = 255
 
 
 class PluginManifest(BaseModel):
@@ -20,11 +30,11 @@ class PluginManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    tools_module: str | None = None
-    hooks_module: str | None = None
-    skills: list[str] = Field(default_factory=list)
-    description: str = ""
-    version: str | None = None
+    tools_module: str | None = Field(default=None, max_length=_MAX_PATH_CHARS)
+    hooks_module: str | None = Field(default=None, max_length=_MAX_PATH_CHARS)
+    skills: list[str] = Field(default_factory=list, max_length=64)
+    description: str = Field(default="", max_length=4096)
+    version: str | None = Field(default=None, max_length=64)
 
     @field_validator("name")
     @classmethod
@@ -42,20 +52,92 @@ class PluginManifest(BaseModel):
             raise ValueError(msg)
         return value
 
+    @field_validator("skills")
+    @classmethod
+    def _short_skill_paths(cls, value: list[str]) -> list[str]:
+        if any(len(skill) > _MAX_PATH_CHARS for skill in value):
+            msg = f"skill folder paths must be at most {_MAX_PATH_CHARS} characters"
+            raise ValueError(msg)
+        return value
+
+
+def _nesting_depth(text: str) -> int:
+    """How deeply the JSON text nests arrays and objects (brackets inside strings ignored), without parsing it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _bad_string(value: Any) -> str | None:
+    """Why a string in the parsed manifest cannot be used as a name or a path (NUL, lone surrogate), or None."""
+    texts: list[Any] = [value]
+    while texts:
+        item = texts.pop()
+        if isinstance(item, dict):
+            texts.extend(item.keys())
+            texts.extend(item.values())
+        elif isinstance(item, list):
+            texts.extend(item)
+        elif isinstance(item, str):
+            if "\x00" in item:
+                return "a string holds a NUL character"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "a string holds an unpaired surrogate escape"
+    return None
+
+
+def _read_text(path: Path, label: str) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as exc:
+        raise ManifestError(label, path, f"cannot read manifest: {exc.strerror}") from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(label, path, f"manifest is larger than {MAX_MANIFEST_BYTES // 1024} KiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(label, path, f"manifest is not UTF-8 text (invalid byte at offset {exc.start})") from None
+    if "\x00" in text:
+        raise ManifestError(label, path, "manifest holds a NUL character")
+    if _nesting_depth(text) > MAX_MANIFEST_DEPTH:
+        raise ManifestError(label, path, f"manifest nests deeper than {MAX_MANIFEST_DEPTH} levels")
+    return text
+
 
 def read_manifest(folder: Path) -> PluginManifest:
-    """Read and validate `<folder>/mindroom.plugin.json`; raises `ManifestError` naming the folder."""
+    """Read and validate `<folder>/mindroom.plugin.json`; raises `ManifestError` naming the plugin or folder."""
     path = folder / PLUGIN_MANIFEST_FILENAME
     label = folder.name
     if not path.is_file():
         raise ManifestError(label, folder, f"no {PLUGIN_MANIFEST_FILENAME} in the plugin folder")
+    text = _read_text(path, label)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ManifestError(label, path, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except OSError as exc:
-        raise ManifestError(label, path, f"cannot read manifest: {exc.strerror}") from None
-    if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+    problem = _bad_string(raw)
+    if problem is not None:
+        raise ManifestError(label, path, problem)
+    # The manifest's own name labels its errors only when it is a valid name: anything else could be huge or odd.
+    if isinstance(raw, dict) and isinstance(raw.get("name"), str) and PLUGIN_NAME_PATTERN.fullmatch(raw["name"]):
         label = raw["name"]
     try:
         return PluginManifest.model_validate(raw)

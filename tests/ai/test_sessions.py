@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from mindroom.ai import (
 from mindroom.ai.sessions import session_db
 from mindroom.config.main import ModelConfig
 from mindroom.hooks.enrichment import ENRICHMENT_TAG, EnrichmentItem, append_enrichment
+from mindroom.private_files import shared_paths
 from mindroom.testing.model_server import HttpError, ScriptedModelServer, Text
 
 
@@ -51,6 +53,38 @@ async def test_generate_creates_agent_database(
     await generate(request_for(scripted_model, "hi"), storage_root=storage_root, env={})
 
     assert (storage_root / "sessions" / "scribe.db").is_file()
+
+
+@pytest.mark.asyncio
+async def test_session_database_is_private_whatever_the_umask(
+    model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
+) -> None:
+    model_server.script(Text("first"), Text("second"))
+    previous = os.umask(0o022)  # the usual default: files 0644, folders 0755
+    try:
+        await generate(request_for(scripted_model, "my private question"), storage_root=storage_root, env={})
+        await generate(request_for(scripted_model, "and another"), storage_root=storage_root, env={})
+    finally:
+        os.umask(previous)
+
+    sessions = storage_root / "sessions"
+    assert (sessions / "scribe.db").is_file()
+    assert shared_paths(sessions) == []
+
+
+@pytest.mark.asyncio
+async def test_session_database_an_older_version_left_open_is_tightened(
+    model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
+) -> None:
+    model_server.script(Text("first"))
+    sessions = storage_root / "sessions"
+    sessions.mkdir(mode=0o755)
+    (sessions / "scribe.db").touch(mode=0o644)
+    (sessions / "scribe.db").chmod(0o644)
+
+    await generate(request_for(scripted_model, "hello"), storage_root=storage_root, env={})
+
+    assert shared_paths(sessions) == []
 
 
 @pytest.mark.asyncio

@@ -60,3 +60,26 @@ def test_dockerfile_runs_the_daemon_as_a_user_with_data_in_a_volume():
     assert 'ENTRYPOINT ["mindroom"]' in text and 'CMD ["run"]' in text
     for copied in re.findall(r"^COPY (?!--from)(\S+)", text, re.MULTILINE):
         assert (DOCKER.parent / copied).exists(), copied
+
+
+def _setup_commands() -> dict[str, str]:
+    """The secret-file setup lines of the README's Docker section and of the compose file's header."""
+    readme = (DOCKER.parent / "README.md").read_text()
+    section = readme.split("## Docker", 1)[1].split("\n## ", 1)[0]
+    header = "\n".join(
+        line for line in (DOCKER / "docker-compose.yml").read_text().splitlines() if line.startswith("#")
+    )
+    return {"README.md": section, "docker-compose.yml": header}
+
+
+def test_docs_keep_the_registration_secret_from_other_users_but_readable_by_both_containers():
+    compose = _compose()
+    synapse_uid = compose["services"]["synapse-init"]["entrypoint"][-2].split(":")[0]
+    daemon_gid = re.search(r"groupadd --system --gid (\d+) mindroom", (DOCKER / "Dockerfile").read_text())
+    assert daemon_gid is not None
+
+    for where, text in _setup_commands().items():
+        assert not re.search(r"chmod 0?6[0-7]4|chmod 0?644|chmod [ago]*\+r", text), where
+        assert "chmod 0640 secrets/registration_shared_secret" in text, where
+        assert f"chown {synapse_uid}:{daemon_gid.group(1)} secrets/registration_shared_secret" in text, where
+        assert "umask 077" in text, where  # never world-readable, not even before the chmod

@@ -109,6 +109,31 @@ def test_doctor_reports_a_missing_key_and_a_broken_plugin(tmp_path):
     assert lines["plugin broken"].startswith("FAIL") and "not_a_module_anywhere" in lines["plugin broken"]
 
 
+BAD_MANIFESTS = {
+    "invalid-utf8": b'{"name": "caf\xe9", "hooks_module": "hooks.py"}',
+    "deep-nesting": b'{"skills": ' + b"[" * 20_000 + b"]" * 20_000 + b"}",
+    "nul-in-manifest": b'{"name": "nul-in-manifest", "hooks_module": "hooks\\u0000.py"}',
+}
+
+
+@pytest.mark.parametrize("folder", sorted(BAD_MANIFESTS))
+def test_doctor_reports_a_bad_manifest_as_that_plugins_failure(tmp_path, folder):
+    bad = tmp_path / "plugins" / folder
+    bad.mkdir(parents=True)
+    (bad / "mindroom.plugin.json").write_bytes(BAD_MANIFESTS[folder])
+    good = tmp_path / "plugins" / "good"
+    good.mkdir()
+    (good / "mindroom.plugin.json").write_text(json.dumps({"name": "good"}))
+    config = _write(tmp_path, {"default": {"provider": "offline", "id": "offline"}})
+
+    result = _doctor(config, "--no-model-call")
+
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    lines = _lines(result.output)
+    assert lines[f"plugin {folder}"].startswith("FAIL") and "fix:" in lines[f"plugin {folder}"]
+    assert lines["plugin good"].startswith("ok")
+
+
 def test_doctor_reports_an_invalid_config_with_its_path(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("agents:\n  Bad Name: {display_name: x}\n")
@@ -145,3 +170,14 @@ def test_doctor_checks_a_model_answers_and_a_stored_session_works(
 
     skipped = _lines(_doctor(config, "--no-model-call").output)
     assert "not called" in skipped["model default"]
+
+
+def test_doctor_warns_when_other_users_may_read_the_data_dir(tmp_path):
+    config = _write(tmp_path, {"default": {"provider": "offline", "id": "offline"}})
+    data = config.parent / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+
+    lines = _lines(_doctor(config, "--no-model-call").output)
+
+    assert lines["data dir"].startswith("warn") and f"chmod 700 {data}" in lines["data dir"]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -188,3 +190,91 @@ def test_chat_hooks_table_lists_events_in_pipeline_order(deployment):
     present = [event for event in headers if event in pipeline]
     assert len(present) >= 2
     assert present == sorted(present, key=pipeline.index)
+
+
+TOKEN = "syt_bWFsbG9yeQ_abcdefghijklmnopqrst_0a1b2c"
+LEAKY = f"""
+from mindroom.hooks import hook
+
+@hook("message:received")
+async def leak(ctx):
+    raise RuntimeError("sync failed with token {TOKEN}")
+"""
+
+
+def _leaky_registry(tmp_path: Path) -> HookRegistry:
+    from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
+    from mindroom.hooks.execution import emit
+
+    plugin = tmp_path / "plugins" / "leaky"
+    plugin.mkdir(parents=True)
+    (plugin / "mindroom.plugin.json").write_text(json.dumps({"name": "leaky", "hooks_module": "hooks.py"}))
+    (plugin / "hooks.py").write_text(LEAKY)
+    registry = HookRegistry.from_plugins([load_plugin_dir(plugin)])
+    asyncio.run(emit(registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext()))
+    stats = registry.all_hooks()[0].stats
+    assert stats.failures == 1 and TOKEN not in (stats.last_error or "")  # failed; redacted even in memory
+    return registry
+
+
+def test_hooks_snapshot_and_hooks_list_never_hold_a_hooks_error_token(deployment):
+    path = snapshot_path(deployment.parent / "mindroom_data")
+    write_hooks_snapshot(path, _leaky_registry(deployment.parent / "leaky"), running=True)
+
+    listed = _invoke(deployment, "--json")
+    table = _invoke(deployment)
+
+    assert TOKEN not in path.read_text()
+    assert TOKEN not in listed.stdout and TOKEN not in table.output
+    (row,) = json.loads(listed.stdout)
+    assert row["plugin_name"] == "leaky" and row["last_error"].startswith("RuntimeError: sync failed with token")
+
+
+def test_hooks_list_redacts_a_snapshot_an_older_daemon_wrote(deployment):
+    registry = _leaky_registry(deployment.parent / "leaky")
+    path = snapshot_path(deployment.parent / "mindroom_data")
+    rows = [
+        {**dataclasses.asdict(row), "last_error": f"RuntimeError: sync failed with token {TOKEN}"}
+        for row in hook_telemetry(registry)
+    ]
+    payload = {"pid": os.getpid(), "written_at": time.time(), "running": True, "hooks": rows}
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(payload))
+
+    listed = _invoke(deployment, "--json")
+
+    assert listed.exit_code == 0, listed.output
+    assert TOKEN not in listed.stdout and "leaky" in listed.stdout
+
+
+def test_plugins_list_redacts_a_plugins_import_error(deployment):
+    broken = deployment.parent / "plugins" / "broken"
+    broken.mkdir()
+    (broken / "mindroom.plugin.json").write_text(json.dumps({"name": "broken", "hooks_module": "hooks.py"}))
+    (broken / "hooks.py").write_text(f"raise ImportError('cannot log in with token {TOKEN}')\n")
+
+    result = runner.invoke(app, ["plugins", "list", "-c", str(deployment)])
+
+    assert result.exit_code == 1
+    assert "broken" in result.output and "ImportError" in result.output
+    assert TOKEN not in result.output
+
+
+@pytest.mark.parametrize(
+    ("folder", "manifest"),
+    [
+        ("invalid-utf8", b'{"name": "caf\xe9"}'),
+        ("deep-nesting", b"[" * 20_000 + b"]" * 20_000),
+        ("nul-in-manifest", b'{"name": "nul-in-manifest", "hooks_module": "x\\u0000.py"}'),
+    ],
+)
+def test_plugins_list_reports_a_bad_manifest_and_lists_the_others(deployment, folder, manifest):
+    bad = deployment.parent / "plugins" / folder
+    bad.mkdir()
+    (bad / "mindroom.plugin.json").write_bytes(manifest)
+
+    result = runner.invoke(app, ["plugins", "list", "-c", str(deployment)])
+
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert folder in result.output and "ERROR" in result.output
+    assert "demo" in result.output and "loaded" in result.output

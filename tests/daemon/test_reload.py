@@ -87,8 +87,9 @@ def test_reload_outcome_summary_says_what_changed() -> None:
     )
     assert ok.summary() == "🔄 Reloaded: plugins updated marker; added critic; removed scribe; hooks 1 -> 2."
     assert ReloadOutcome(True, "test", 0.0).summary() == "🔄 Reloaded: nothing changed."
-    failed = ReloadOutcome(False, "test", 0.0, error="config.yaml: agents.x: bad")
-    assert failed.summary().startswith("⚠️ Reload failed") and "agents.x: bad" in failed.summary()
+    failed = ReloadOutcome(False, "test", 0.0, error="config.yaml: agents.x: bad", failed=("config.yaml",))
+    assert failed.summary().startswith("⚠️ Reload failed: config.yaml.") and "agents.x" not in failed.summary()
+    assert "daemon log" in failed.summary()
 
 
 def _deploy(tmp_path: Path, version: str = "v1") -> DaemonRuntime:
@@ -261,4 +262,101 @@ async def test_reload_closes_the_breaker_of_a_plugin_whose_code_changed(tmp_path
     (hook,) = runtime.live.registry.all_hooks()
     assert not hook.stats.breaker.open_until and hook.stats.failures >= 5
     assert await _marker_version(runtime) == "fixed"
+    runtime.journal.close()
+
+
+TOKEN = "syt_bWFsbG9yeQ_abcdefghijklmnopqrst_0a1b2c"
+
+
+class _RecordingRouter:
+    """The router as the coordinator sees it: its Matrix client records notices instead of sending them."""
+
+    def __init__(self) -> None:
+        self.client = self
+        self.sent: list[tuple[str, str, str]] = []
+
+    async def send_message(self, room_id: str, text: str, msgtype: str = "m.text") -> None:
+        self.sent.append((room_id, text, msgtype))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("broken_file", "content", "named"),
+    [
+        ("plugins/marker/hooks.py", f"raise RuntimeError('token {TOKEN}')\n", "plugin marker"),
+        ("plugins/marker/hooks.py", "password = 'hunter2-x'\nraise ValueError(f'password={password}')\n", "marker"),
+        ("config.yaml", CONFIG + f"admin_room: ops\nagents_typo: {{token: {TOKEN}}}\n", "config.yaml"),
+    ],
+)
+async def test_reload_failure_tells_rooms_what_failed_but_never_the_cause(
+    tmp_path: Path, broken_file: str, content: str, named: str
+) -> None:
+    runtime = _deploy(tmp_path)
+    (tmp_path / "config.yaml").write_text(CONFIG + "admin_room: ops\n")
+    assert (await _coordinator(runtime, []).reload("admin room")).ok
+    router = _RecordingRouter()
+    runtime.bots["router"] = router  # type: ignore[index]
+    runtime.room_ids["ops"] = "!ops:localhost"  # the admin room the daemon set up
+    coordinator = _coordinator(runtime, [])
+    (tmp_path / broken_file).write_text(content)
+
+    with capture_logs() as logs:
+        outcome = await coordinator.reload("test")
+
+    assert not outcome.ok
+    ((room_id, notice, msgtype),) = router.sent
+    assert (room_id, msgtype) == ("!ops:localhost", "m.notice")
+    for text in (outcome.summary(), notice):
+        assert named in text and "daemon log" in text
+        assert TOKEN not in text and "hunter2" not in text
+        assert "RuntimeError" not in text and "ValueError" not in text and "agents_typo" not in text
+    assert outcome.error is not None and TOKEN not in outcome.error and "hunter2" not in outcome.error
+    failure = next(e for e in logs if e["event"] == "reload failed; keeping the last good config and plugins")
+    assert Path(broken_file).name in failure["error"]  # the log keeps the cause (redacted when it is written)
+    runtime.journal.close()
+
+
+@pytest.mark.asyncio
+async def test_reload_builds_in_a_worker_thread_so_the_loop_keeps_running(tmp_path: Path) -> None:
+    runtime = _deploy(tmp_path)
+    coordinator = _coordinator(runtime, [])
+    seen = tmp_path / "import-thread.json"
+    slow = MARKER.replace("VERSION", "slow") + (
+        "\nimport asyncio, json, threading, time\n"
+        "try:\n    asyncio.get_running_loop()\n    on_loop = True\nexcept RuntimeError:\n    on_loop = False\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps({{'main': threading.current_thread() is threading.main_thread(),"
+        " 'on_loop': on_loop}))\n"
+        "time.sleep(0.6)\n"
+    )
+    (tmp_path / "plugins" / "marker" / "hooks.py").write_text(slow)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.02)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        outcome = await coordinator.reload("test")
+    finally:
+        ticker.cancel()
+    assert outcome.ok and await _marker_version(runtime) == "slow"
+    assert ticks >= 10, "the event loop was blocked while the build ran"
+    assert json.loads(seen.read_text()) == {"main": False, "on_loop": False}
+    runtime.journal.close()
+
+
+@pytest.mark.parametrize("manifest", [b'{"name": "caf\xe9"}', b"[" * 20_000 + b"]" * 20_000, b'{"name": "x\\u0000"}'])
+def test_start_build_leaves_out_a_plugin_with_a_bad_manifest_and_runs_the_rest(tmp_path: Path, manifest: bytes) -> None:
+    runtime = _deploy(tmp_path)
+    bad = tmp_path / "plugins" / "unreadable"
+    bad.mkdir()
+    (bad / "mindroom.plugin.json").write_bytes(manifest)
+
+    built = build_live_state(runtime.runtime_paths, previous=None, strict=False)
+
+    assert built.live is not None and [plugin.name for plugin in built.live.plugins] == ["marker"]
+    assert [error.plugin for error in built.plugin_errors] == ["unreadable"]
     runtime.journal.close()

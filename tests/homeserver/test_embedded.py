@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import stat
 
@@ -18,6 +19,7 @@ from mindroom.homeserver.embedded import (
 )
 from mindroom.homeserver.files import LimiterLevel
 from mindroom.homeserver.synapse import SynapseError, client_api_answers, free_port, http_json, port_available
+from mindroom.private_files import shared_paths
 
 
 def _mode(path) -> int:
@@ -159,3 +161,31 @@ def _password_login(account) -> dict:
         "identifier": {"type": "m.id.user", "user": account.user_id},
         "password": account.password,
     }
+
+
+def test_prepare_makes_what_an_older_version_left_open_private(tmp_path):
+    base = tmp_path / "homeserver"
+    (base / "media_store" / "local_content").mkdir(parents=True, mode=0o755)
+    (base / "homeserver.db").write_text("rooms and messages")
+    (base / "homeserver.db").chmod(0o644)
+    base.chmod(0o755)
+
+    EmbeddedHomeserver(tmp_path, port=free_port()).prepare()
+
+    assert shared_paths(base) == []
+    assert (base / "homeserver.db").read_text() == "rooms and messages"
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio
+async def test_everything_synapse_writes_is_private_whatever_the_umask(tmp_path):
+    previous = os.umask(0o022)  # the usual default: files 0644, folders 0755
+    try:
+        async with EmbeddedHomeserver(tmp_path, port=free_port()) as server:
+            await server.ensure_user("@me:localhost")
+    finally:
+        os.umask(previous)
+    written = {path.name for path in (tmp_path / "homeserver").iterdir()}
+
+    assert {"homeserver.db", "homeserver.log", "media_store", "homeserver.stderr.log", "log.config"} <= written
+    assert shared_paths(tmp_path / "homeserver") == []

@@ -91,7 +91,9 @@ async def test_reload_hook_edit_applies_to_next_message_and_syntax_error_keeps_l
         lambda ev: ev.get("room_id") == admin_id and "Reload failed" in str(ev.get("content", {}).get("body")),
         timeout=10,
     )
-    assert "SyntaxError" in notice["content"]["body"]
+    body = notice["content"]["body"]
+    assert "plugin stamp" in body and "daemon log" in body
+    assert "SyntaxError" not in body and "hooks.py" not in body  # every member reads the notice: no cause, no path
     assert await _ask(human, room_id, agent_user, "three") == "answer [v2]"
 
     saved = _edit(hooks_file, _stamp("v4"))

@@ -302,3 +302,36 @@ def test_discovery_loaded_hooks_keep_manifest_name(tmp_path):
     assert registry.plugin_names == ("manifest-name",)
     assert get_hook_metadata(plugin.discovered_hooks[0]).hook_name == "record"
     assert registry.hooks_for(EVENT_MESSAGE_RECEIVED)[0].plugin_name == "manifest-name"
+
+
+BAD_MANIFESTS = {
+    "invalid-utf8": (b'{"name": "caf\xe9", "hooks_module": "hooks.py"}', "not UTF-8"),
+    "deep-nesting": (b'{"name": "x", "skills": ' + b"[" * 20_000 + b"]" * 20_000 + b"}", "nests deeper"),
+    "nul-byte": (b'{"name": "nul-byte",\x00 "hooks_module": "hooks.py"}', "NUL"),
+    "nul-escape": (b'{"name": "nul-escape", "hooks_module": "hooks\\u0000.py"}', "NUL"),
+    "lone-surrogate": (b'{"name": "lone-surrogate", "skills": ["\\ud800"]}', "surrogate"),
+    "too-large": (b'{"name": "too-large", "description": "' + b"x" * 70_000 + b'"}', "larger than 64 KiB"),
+    "long-module-path": (b'{"name": "long-module-path", "hooks_module": "' + b"a" * 5000 + b'.py"}', "255"),
+    "not-an-object": (b"[]", "<root>"),
+    "name-is-garbage": (b'{"name": "\\u001b[31m' + b"x" * 300 + b'"}', "invalid plugin name"),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(BAD_MANIFESTS))
+def test_discovery_each_bad_manifest_fails_alone_named_by_its_folder(tmp_path, folder):
+    content, cause_part = BAD_MANIFESTS[folder]
+    make_plugin(tmp_path / "plugins", "a-good")
+    bad = tmp_path / "plugins" / folder
+    bad.mkdir()
+    (bad / "mindroom.plugin.json").write_bytes(content)
+    (bad / "hooks.py").write_text(RECORDING_HOOK)
+    make_plugin(tmp_path / "plugins", "z-good")
+    config, paths = setup(tmp_path)
+
+    loaded = load_plugins(config, paths)
+
+    assert names(loaded) == ["a-good", "z-good"]
+    (error,) = loaded.errors
+    assert error.plugin == folder and error.path.parent == bad.resolve()
+    assert cause_part in error.cause
+    assert len(error.cause) < 500
