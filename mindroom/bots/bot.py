@@ -85,6 +85,8 @@ class EntityBot:
         live = self.runtime.live
         user_id = await self.client.login()
         self.runtime.bot_user_ids[self.name] = user_id
+        # The homeserver knows every room this account is in, DMs and rooms it was invited into included.
+        self.joined_rooms |= set(await self.client.joined_rooms())
         await self.client.ensure_display_name(self.display_name(live))
         await self._lifecycle(live, EVENT_AGENT_STARTED)
         return user_id
@@ -171,17 +173,21 @@ class EntityBot:
         return room_id
 
     async def leave(self, room_id: str) -> None:
-        """Leave a room."""
+        """Leave a room (and forget it, if it was one this bot was invited into)."""
         await self.client.leave(room_id)
         self.joined_rooms.discard(room_id)
+        self.runtime.room_memory.forget(self.name, room_id)
 
     async def _on_invite(self, room_id: str, inviter: str) -> bool:
         runtime = self.runtime
-        allowed = may_invite(
-            runtime.live.config, inviter, runtime.room_keys(room_id), bot_user_ids=runtime.bot_user_ids.values()
+        config = runtime.live.config
+        agent = config.agents.get(self.name)
+        allowed = (agent is None or agent.accept_invites == "authorized") and may_invite(
+            config, inviter, runtime.room_keys(room_id), bot_user_ids=runtime.bot_user_ids.values()
         )
         if allowed:
             self.joined_rooms.add(room_id)
+            runtime.room_memory.remember(self.name, room_id, "invited")
             logger.info("invite accepted", agent=self.name, room_id=room_id, inviter=inviter)
         else:
             logger.info("invite declined", agent=self.name, room_id=room_id, inviter=inviter)

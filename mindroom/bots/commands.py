@@ -6,6 +6,7 @@ the orchestrator. Dispatching a command imports none of them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
@@ -14,9 +15,11 @@ from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.telemetry import hooks_report_text
 from mindroom.logging_config import get_logger
 
-__all__ = ["Command", "CommandHandler", "CommandTable", "handle_command", "is_command"]
+__all__ = ["LEAVE_DELAY_S", "Command", "CommandHandler", "CommandTable", "handle_command", "is_command"]
 
 logger = get_logger(__name__)
+
+LEAVE_DELAY_S = 0.5
 
 CommandHandler = Callable[[Entity, LiveState, MessageEnvelope, str], Awaitable[str]]
 """Answer one command: the entity answering, the live state of the turn, the message, the text after the name."""
@@ -24,11 +27,16 @@ CommandHandler = Callable[[Entity, LiveState, MessageEnvelope, str], Awaitable[s
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """A chat command: its name (without `!`), a one-line description for `!help`, and its handler."""
+    """A chat command: its name (without `!`), a one-line description for `!help`, and its handler.
+
+    In a room the router does not manage, one agent answers a command, unless `every_agent` is set
+    (`!leave`: each agent there acts on it).
+    """
 
     name: str
     description: str
     run: CommandHandler
+    every_agent: bool = False
 
 
 def is_command(body: str) -> bool:
@@ -50,6 +58,9 @@ class CommandTable:
         table.register(Command("help", "this help", table._help))
         table.register(Command("hooks", "the hook table: order, settings, calls, failures, breaker state", _hooks))
         table.register(Command("plugins", "the loaded plugins", _plugins))
+        table.register(
+            Command("leave", "agents leave this room (rooms they were invited into)", _leave, every_agent=True)
+        )
         return table
 
     def register(self, command: Command) -> None:
@@ -87,6 +98,19 @@ async def _plugins(entity: Entity, live: LiveState, envelope: MessageEnvelope, a
         count = sum(1 for hook in live.registry.all_hooks() if hook.plugin_name == plugin.name)
         lines.append(f"- {plugin.name} ({plugin.path.name}): {count} hooks")
     return "Plugins:\n" + "\n".join(lines)
+
+
+async def _leave(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
+    if entity.runtime.is_managed(envelope.room_id):
+        return "This room is set up by the daemon's config; remove it from config.yaml to close it."
+    entity.spawn(_leave_after_answer(entity, envelope.room_id), "leave")
+    return "Leaving this room. Invite me again any time."
+
+
+async def _leave_after_answer(entity: Entity, room_id: str) -> None:
+    await asyncio.sleep(LEAVE_DELAY_S)  # the goodbye is sent first
+    await entity.leave(room_id)
+    logger.info("left a room on request", agent=entity.name, room_id=room_id)
 
 
 async def handle_command(entity: Entity, live: LiveState, envelope: MessageEnvelope, table: CommandTable) -> None:

@@ -86,8 +86,12 @@ def classify_message(
     is_edit: bool,
     bot_user_ids: Mapping[str, str],
     mentioned: tuple[str, ...],
+    room_mode: bool = False,
 ) -> InboundMessage | IngressDrop:
-    """Accept or drop one message for `entity` (authorization and dedup are the caller's next steps)."""
+    """Accept or drop one message for `entity` (authorization and dedup are the caller's next steps).
+
+    In `room_mode` a message of the main timeline is answered there (no thread); one in a thread still is.
+    """
     own_user_id = bot_user_ids.get(entity)
     from_bot = sender in bot_user_ids.values()
     depth = _int(content.get(SYNTHETIC_DEPTH_KEY)) if from_bot else 0
@@ -128,7 +132,7 @@ def classify_message(
         source_event_id=event_id,
         room_id=room_id,
         thread_id=thread_root,
-        resolved_thread_id=thread_root or event_id,
+        resolved_thread_id=thread_root if room_mode else thread_root or event_id,
         requester_id=requester,
         sender_id=sender,
         body=body,
@@ -190,6 +194,7 @@ def message_ingress(
         is_edit=event.relation_type == "m.replace",
         bot_user_ids=runtime.bot_user_ids,
         mentioned=mentioned_agents(event.content, runtime.agent_user_ids, live.display_names),
+        room_mode=live.config.thread_mode(entity.name, runtime.room_keys(event.room_id)) == "room",
     )
     if isinstance(accepted, IngressDrop):
         return _drop(entity, event, accepted.reason)

@@ -1,53 +1,70 @@
 """`ReplyChannel`: how one entity answers one message (reply, edit, error), bound once per turn.
 
 Every send waits out homeserver outages and has a transaction id derived from the entity, the message
-and the kind of send, so a turn replayed after a crash gets back the message it already posted.
+and the kind of send, so a turn replayed after a crash gets back the message it already posted. Text
+is sent with its Markdown rendered as HTML (when the agent writes Markdown), and an answer longer than
+one Matrix event holds continues in further messages of the same thread.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from mindroom.bots.formatting import split_message, to_html
 from mindroom.bots.runtime import Entity
 from mindroom.constants import HOPS_KEY
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
 
-__all__ = ["ReplyChannel", "SendKind"]
+__all__ = ["CONTINUED_NOTE", "ReplyChannel", "SendKind"]
 
 logger = get_logger(__name__)
 
 SendKind = Literal["reply", "stream", "error"]
+CONTINUED_NOTE = " …"
+"""Ends a streaming preview that is longer than one message; the final answer continues below it."""
 
 
 class ReplyChannel:
-    """The thread of one inbound message, as one entity answers in it."""
+    """The thread (or, in room mode, the room) of one inbound message, as one entity answers in it."""
 
-    def __init__(self, entity: Entity, envelope: MessageEnvelope, *, hops: int = 1) -> None:
+    def __init__(self, entity: Entity, envelope: MessageEnvelope, *, hops: int = 1, markdown: bool = True) -> None:
         self.entity = entity
         self.envelope = envelope
         self.hops = hops
+        self.markdown = markdown
 
     def _content(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         """`extra`, marked with the answer's hop count so another bot can tell how deep a bot chain is."""
         return {**(extra or {}), HOPS_KEY: self.hops}
 
-    def txn_id(self, kind: SendKind) -> str:
+    def _html(self, text: str) -> str | None:
+        return to_html(text) if self.markdown else None
+
+    def txn_id(self, kind: str) -> str:
         """The transaction id of this entity's `kind` send for this message (the same after a restart)."""
         return stable_txn_id(self.entity.name, self.envelope.source_event_id, kind)
 
     async def reply(self, text: str, extra: dict[str, Any] | None = None, kind: SendKind = "reply") -> str:
-        """Post `text` in the thread, as a reply to the message; returns the new event's id."""
+        """Post `text` as the answer to the message (more messages if it is long); returns the first one's id."""
+        first, *rest = split_message(text)
+        event_id = await self._send(first, extra, kind, reply=True)
+        await self._continue(rest, kind)
+        return event_id
+
+    async def _send(self, text: str, extra: dict[str, Any] | None, kind: str, *, reply: bool) -> str:
         envelope = self.envelope
         client = self.entity.client
         content = self._content(extra)
+        html = self._html(text)
         return await send_until_accepted(
             lambda txn_id: client.send_message(
                 envelope.room_id,
                 text,
                 thread_root=envelope.resolved_thread_id,
-                reply_to=envelope.source_event_id,
+                reply_to=envelope.source_event_id if reply else None,
+                formatted_body=html,
                 extra_content=content,
                 txn_id=txn_id,
             ),
@@ -55,26 +72,47 @@ class ReplyChannel:
             self.txn_id(kind),
         )
 
+    async def _continue(self, parts: list[str], kind: str) -> None:
+        for index, part in enumerate(parts, start=2):
+            await self._send(part, None, f"{kind}-part-{index}", reply=False)
+
     async def edit(self, event_id: str, text: str, extra: dict[str, Any] | None = None) -> str:
-        """Replace the text of this entity's message `event_id` (waiting out outages)."""
+        """Replace the text of this entity's message `event_id` (waiting out outages); a long text continues
+        in new messages after it."""
         envelope = self.envelope
         client = self.entity.client
-        return await send_until_accepted(
+        first, *rest = split_message(text)
+        html = self._html(first)
+        edited = await send_until_accepted(
             lambda txn_id: client.edit_message(
                 envelope.room_id,
                 event_id,
-                text,
+                first,
                 thread_root=envelope.resolved_thread_id,
+                formatted_body=html,
                 extra_content=extra,
                 txn_id=txn_id,
             ),
             "edit",
         )
+        await self._continue(rest, "edit")
+        return edited
 
     async def edit_now(self, event_id: str, text: str) -> None:
-        """One edit, not retried (a streaming update: the next one or the final edit carries the text)."""
+        """One edit, not retried (a streaming update: the next one or the final edit carries the text).
+
+        Only what fits in one message is shown while streaming; the final edit sends the rest.
+        """
         envelope = self.envelope
-        await self.entity.client.edit_message(envelope.room_id, event_id, text, thread_root=envelope.resolved_thread_id)
+        parts = split_message(text)
+        shown = parts[0] + CONTINUED_NOTE if len(parts) > 1 else text
+        await self.entity.client.edit_message(
+            envelope.room_id,
+            event_id,
+            shown,
+            thread_root=envelope.resolved_thread_id,
+            formatted_body=self._html(shown),
+        )
 
     async def error(self, message: str, *, edit_event_id: str | None = None) -> None:
         """Answer with `⚠️ message`, in place of a streamed answer when there is one."""
@@ -89,3 +127,10 @@ class ReplyChannel:
     async def redact(self, event_id: str, reason: str) -> None:
         """Remove this entity's message `event_id` from the thread."""
         await self.entity.client.redact(self.envelope.room_id, event_id, reason=reason)
+
+    async def typing(self, on: bool) -> None:
+        """Show (or stop showing) that this entity is writing, as Element shows it under the timeline."""
+        try:
+            await self.entity.client.set_typing(self.envelope.room_id, on)
+        except Exception as exc:  # a typing notice is decoration: never let it fail the answer
+            logger.debug("typing notice failed", agent=self.entity.name, error=str(exc))

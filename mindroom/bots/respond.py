@@ -5,8 +5,10 @@ Every stage runs on the one `LiveState` the turn took at its start.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from mindroom.ai import GenerationError, GenerationRequest, ModelConfigError, generate_early
@@ -31,9 +33,12 @@ from mindroom.logging_config import get_logger
 from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 
-__all__ = ["Turn", "respond"]
+__all__ = ["TYPING_RENEW_S", "Turn", "respond", "session_id"]
 
 logger = get_logger(__name__)
+
+TYPING_RENEW_S = 20.0
+"""A typing notice lasts 30 s; it is renewed before that while the model is still working."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,21 +70,30 @@ class _Generated:
     draft: ResponseDraft
 
 
+def session_id(envelope: MessageEnvelope) -> str:
+    """The conversation a message belongs to: its thread, or the room when answers go to the main timeline."""
+    thread = envelope.resolved_thread_id
+    return envelope.room_id if thread is None else f"{envelope.room_id}:{thread}"
+
+
 async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
     """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
     if entity.name not in live.config.agents:
         return
-    channel = ReplyChannel(entity, envelope, hops=given.hops)
+    agent = live.config.agents[entity.name]
+    markdown = agent.resolved(live.config.defaults).markdown
+    channel = ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown)
     turn = _Turn(entity, live, envelope, given.correlation_id, given.bindings, channel)
     try:
         # The exit stack closes first: a turn stored after its reply still finishes before the thread's next turn.
         async with (
-            entity.turn_slot(envelope.room_id, envelope.resolved_thread_id or envelope.source_event_id),
+            entity.turn_slot(envelope.room_id, envelope.resolved_thread_id or envelope.room_id),
             contextlib.AsyncExitStack() as after_reply,
         ):
             started = time.perf_counter()
             items = await _enrich(turn)
-            generated = await _generate(turn, items, after_reply)
+            async with _typing(channel):
+                generated = await _generate(turn, items, after_reply)
             if generated is None:
                 return
             draft = await _transform(turn, generated)
@@ -90,6 +104,24 @@ async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, gi
             await _report(turn, result)
     except QueueFullError:
         logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
+
+
+@contextlib.asynccontextmanager
+async def _typing(channel: ReplyChannel) -> AsyncIterator[None]:
+    """A typing notice while the model works, renewed before it lapses, cleared at the end."""
+
+    async def renew() -> None:
+        while True:
+            await channel.typing(True)
+            await asyncio.sleep(TYPING_RENEW_S)
+
+    task = asyncio.create_task(renew(), name=f"typing-{channel.entity.name}")
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await channel.typing(False)
 
 
 async def _enrich(turn: _Turn) -> list[EnrichmentItem]:
@@ -122,7 +154,7 @@ async def _generate(
         instructions=(*agent.instructions, *live.skills.instructions(agent.skills)),
         model=model,
         user_message=append_enrichment(envelope.body, items),
-        session_id=f"{envelope.room_id}:{envelope.resolved_thread_id}",
+        session_id=session_id(envelope),
         num_history_runs=settings.num_history_runs,
         markdown=settings.markdown,
         tools=entity.tools(live),

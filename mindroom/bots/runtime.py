@@ -142,6 +142,9 @@ class Entity(Protocol):
     def spawn(self, work: Awaitable[None], what: str) -> None:
         """Run `work` as a task this account owns (cancelled on stop); its errors are logged."""
 
+    async def leave(self, room_id: str) -> None:
+        """Leave a room."""
+
     @property
     def in_flight(self) -> int:
         """Events being handled right now."""

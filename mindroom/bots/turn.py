@@ -95,7 +95,7 @@ async def _pipeline(
         _release(entity, event_id)
         return
     if is_command(envelope.body):
-        if entity.is_router or not runtime.router_in_room(envelope.room_id):
+        if _answers_command(entity, live, envelope, commands):
             await handle_command(entity, live, envelope, commands)
         _release(entity, event_id)
         return
@@ -121,6 +121,18 @@ async def _pipeline(
         await respond(entity, live, envelope, Turn(correlation_id, bindings, hops=inbound.hops + 1))
     finally:
         runtime.coordinator.finish(event_id, entity.name)
+
+
+def _answers_command(entity: Entity, live: LiveState, envelope: MessageEnvelope, commands: CommandTable) -> bool:
+    """The router answers commands in its rooms; elsewhere the room's first agent, or each for some commands."""
+    runtime = entity.runtime
+    if runtime.router_in_room(envelope.room_id):
+        return entity.is_router
+    command = commands.get(envelope.body.lstrip()[1:].partition(" ")[0])
+    if command is not None and command.every_agent:
+        return True
+    present = runtime.agents_in_room(envelope.room_id, live.config)
+    return not present or present[0] == entity.name
 
 
 def _release(entity: Entity, event_id: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,15 +18,22 @@ __all__ = [
     "Config",
     "DefaultsConfig",
     "FileToolConfig",
+    "InvitePolicy",
     "ModelConfig",
     "RoomConfig",
     "RoomDefaultsConfig",
     "RouterConfig",
     "ShellToolConfig",
+    "ThreadMode",
     "ToolsConfig",
 ]
 
 _NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+
+ThreadMode = Literal["thread", "room"]
+"""`thread`: answers go into a thread under the message; `room`: into the main timeline as replies."""
+InvitePolicy = Literal["authorized", "never"]
+"""Whose invites an agent accepts: authorized users' (the default), or nobody's."""
 
 
 class _Strict(BaseModel):
@@ -67,6 +75,8 @@ class AgentConfig(_Strict):
     num_history_runs: int | None = Field(default=None, ge=0)
     markdown: bool | None = None
     password: str | None = None
+    thread_mode: ThreadMode | None = None
+    accept_invites: InvitePolicy = "authorized"
 
     @field_validator("instructions", mode="before")
     @classmethod
@@ -97,6 +107,7 @@ class RoomConfig(_Strict):
     name: str | None = None
     description: str = ""
     topic: str | None = None
+    thread_mode: ThreadMode | None = None
 
 
 class AuthorizationConfig(_Strict):
@@ -121,6 +132,7 @@ class DefaultsConfig(_Strict):
     num_history_runs: int = Field(default=10, ge=0)
     streaming_edit_interval_ms: int = Field(default=500, ge=50)
     max_concurrent_turns_per_agent: int = Field(default=4, ge=1)
+    thread_mode: ThreadMode = "thread"
     # A hook step that holds the event loop longer than this is logged and counted (`blocked_loop`); it
     # fails the hook only if the hook also runs past its timeout.
     hooks_blocking_threshold_ms: int = Field(default=100, ge=1)
@@ -196,6 +208,18 @@ class Config(_Strict):
     def agent_rooms(self, agent_name: str) -> list[str]:
         """The room keys or ids an agent belongs to."""
         return list(self.agents[agent_name].rooms)
+
+    def thread_mode(self, agent_name: str, room_keys: Iterable[str]) -> ThreadMode:
+        """How `agent_name` answers in the room known by `room_keys`: the room's setting, else the agent's,
+        else the default."""
+        for key in room_keys:
+            room = self.rooms.get(key)
+            if room is not None and room.thread_mode is not None:
+                return room.thread_mode
+        agent = self.agents.get(agent_name)
+        if agent is not None and agent.thread_mode is not None:
+            return agent.thread_mode
+        return self.defaults.thread_mode
 
     def managed_room_keys(self) -> list[str]:
         """Every room the daemon manages: the config's rooms, then the admin room."""

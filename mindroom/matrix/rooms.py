@@ -18,7 +18,7 @@ from mindroom.logging_config import get_logger
 from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path
 
-__all__ = ["RoomEntry", "RoomMethods", "raise_for_error", "room_owned_by"]
+__all__ = ["TYPING_TIMEOUT_MS", "RoomEntry", "RoomMethods", "raise_for_error", "room_owned_by"]
 
 logger = get_logger(__name__)
 
@@ -26,6 +26,7 @@ _T = TypeVar("_T")
 _ROOMS_PATH = "/_matrix/client/v3/rooms/"
 _RACE_JOIN_ATTEMPTS = 20
 _RACE_JOIN_DELAY_S = 0.25
+TYPING_TIMEOUT_MS = 30_000
 
 
 def raise_for_error(response: Any, action: str) -> None:
@@ -189,6 +190,10 @@ class RoomMethods:
         if isinstance(response, nio.ErrorResponse) and "already in the room" in str(response.message):
             return
         raise_for_error(response, "invite")
+
+    async def set_typing(self, room_id: str, on: bool, timeout_ms: int = TYPING_TIMEOUT_MS) -> None:
+        """Show (or stop) this bot's typing notice in a room; it ends by itself after `timeout_ms`."""
+        await self._call(self._nio.room_typing(room_id, on, timeout=timeout_ms), "typing")
 
     async def leave(self, room_id: str) -> None:
         """Leave a room, or reject an invite to it."""

@@ -60,16 +60,28 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _events_after_own_join(events: list[Any], user_id: str) -> tuple[list[Any], bool]:
-    """Drop history before the bot's own join in this batch (it was not a member then); True if it joined here."""
+    """Drop history from before the bot was asked in: events before its invite (or, with none in this batch,
+    before its join) are not for it. True if it joined in this batch.
+
+    Messages sent between the invite and the join stay: in a new DM people often write before the bot
+    has accepted, and those messages are meant for it.
+    """
+    joined_at: int | None = None
     for index in range(len(events) - 1, -1, -1):
         raw = _as_dict(events[index])
         if raw.get("type") != "m.room.member" or raw.get("state_key") != user_id:
             continue
-        if _as_dict(raw.get("content")).get("membership") != "join":
-            continue
+        membership = _as_dict(raw.get("content")).get("membership")
         previous = _as_dict(_as_dict(raw.get("unsigned")).get("prev_content")).get("membership")
-        if previous != "join":
+        if joined_at is None and membership == "join" and previous != "join":
+            joined_at = index
+            if previous == "invite":
+                continue  # look further back for the invite itself
             return events[index:], True
+        if joined_at is not None and membership == "invite":
+            return events[index:], True
+    if joined_at is not None:
+        return events[joined_at:], True
     return events, False
 
 

@@ -128,7 +128,7 @@ def test_command_table_iterates_sorted_by_name(registered: list[str]) -> None:
 
 
 def test_command_table_with_builtins() -> None:
-    assert names(CommandTable.with_builtins()) == ["help", "hooks", "plugins"]
+    assert names(CommandTable.with_builtins()) == ["help", "hooks", "leave", "plugins"]
 
 
 def test_command_table_with_builtins_tables_are_independent() -> None:
@@ -177,7 +177,7 @@ async def test_command_help_lists_every_registered_command() -> None:
     text = await run_command(table, "help", make_live())
     listed = [line for line in text.splitlines() if line.startswith("- !")]
     assert listed == [f"- !{entry.name}: {entry.description}" for entry in table]
-    assert len(listed) == 5
+    assert len(listed) == 6
     assert "- !schedule: post a message later" in listed
 
 

@@ -55,7 +55,7 @@ async def follow_up(ctx):
 STATE = """
 from mindroom.hooks import hook
 
-@hook("message:before_response")
+@hook("message:before_response", timeout_ms=10000)  # four homeserver round trips: not a timing test
 async def remember(ctx):
     ok = await ctx.put_room_state(ctx.envelope.room_id, "com.example.note", "last", {"body": ctx.envelope.body})
     got = await ctx.query_room_state(ctx.envelope.room_id, "com.example.note", "last")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import nio
 import pytest
 from structlog.testing import capture_logs
 
+from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -45,3 +48,102 @@ async def test_rooms_a_squatted_alias_is_refused_and_nobody_is_invited_there(e2e
     await e2e.stop()
     daemon = await e2e.start(config, watch=False)  # a restart keeps using the room the daemon made
     assert daemon.runtime is not None and daemon.runtime.room_ids[room] == own
+
+
+async def _dm(human, agent_user: str) -> str:
+    created = await human.client.room_create(is_direct=True, invite=[agent_user], preset=nio.RoomPreset.private_chat)
+    assert isinstance(created, nio.RoomCreateResponse), created
+    return str(created.room_id)
+
+
+def _answers(event: dict, event_id: str) -> bool:
+    relation = event["content"].get("m.relates_to") or {}
+    return event_id in (relation.get("event_id"), (relation.get("m.in_reply_to") or {}).get("event_id"))
+
+
+async def _answer(human, room_id: str, agent_user: str, text: str, timeout: float = 30.0) -> dict:
+    event_id = await human.send(room_id, text)
+    return await human.wait_for(
+        lambda ev: ev.get("room_id") == room_id and ev.get("sender") == agent_user and _answers(ev, event_id),
+        timeout=timeout,
+    )
+
+
+async def test_rooms_an_agent_answers_in_a_dm_without_a_mention_even_after_a_restart_and_leaves_on_request(e2e: E2E):
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config([human.user_id], {agent: {"display_name": "Helper", "rooms": [room]}})
+    await e2e.start(config, watch=False)
+    agent_user = e2e.user_id(agent)
+    dm = await _dm(human, agent_user)
+
+    first = await _answer(human, dm, agent_user, "hello in private")
+    await e2e.stop()
+    await e2e.start(config, watch=False)
+    second = await _answer(human, dm, agent_user, "still there after a restart?")
+
+    assert "hello in private" in first["content"]["body"]
+    assert "still there" in second["content"]["body"]
+    await human.send(dm, "!leave")
+    deadline = asyncio.get_running_loop().time() + 20
+    while agent_user in {m.user_id for m in (await human.client.joined_members(dm)).members}:
+        assert asyncio.get_running_loop().time() < deadline, "the agent did not leave"
+        await asyncio.sleep(0.2)
+
+
+async def test_rooms_an_agent_that_accepts_no_invites_declines_them(e2e: E2E):
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [human.user_id], {agent: {"display_name": "Helper", "rooms": [room], "accept_invites": "never"}}
+    )
+    await e2e.start(config, watch=False)
+    agent_user = e2e.user_id(agent)
+    dm = await _dm(human, agent_user)
+
+    deadline = asyncio.get_running_loop().time() + 5
+    while asyncio.get_running_loop().time() < deadline:
+        state = await human.client.room_get_state(dm)
+        memberships = {
+            e["state_key"]: e["content"].get("membership") for e in state.events if e["type"] == "m.room.member"
+        }
+        if memberships.get(agent_user) == "leave":
+            break
+        await asyncio.sleep(0.2)
+    assert memberships.get(agent_user) == "leave"
+
+
+async def test_rooms_room_mode_answers_in_the_main_timeline_with_html_and_splits_long_answers(e2e: E2E):
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {"display_name": "Helper", "rooms": [room]}},
+        rooms={room: {"thread_mode": "room"}},
+    )
+    long_answer = "\n\n".join(f"Paragraph {i}: " + "x" * 900 for i in range(40))
+    e2e.model_server.when(lambda r: "long please" in str(r["messages"][-1]), Text(long_answer))
+    e2e.model_server.set_default(Text("**bold** and `code`"))
+    await e2e.start(config, watch=False)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+    agent_user = e2e.user_id(agent)
+
+    reply = await _answer(human, room_id, agent_user, "format please")
+    relation = reply["content"]["m.relates_to"]
+    assert "rel_type" not in relation and "m.in_reply_to" in relation  # a plain reply, not a thread
+    assert reply["content"]["body"] == "**bold** and `code`"
+    assert reply["content"]["formatted_body"] == "<strong>bold</strong> and <code>code</code>"
+    assert not reply["content"]["body"].startswith(">")  # no quoted fallback of the question
+
+    first = await _answer(human, room_id, agent_user, "long please")
+    await asyncio.sleep(3)
+    parts = [
+        ev["content"]["body"]
+        for ev in human.events
+        if ev.get("room_id") == room_id
+        and ev.get("sender") == agent_user
+        and "Paragraph" in ev["content"].get("body", "")
+    ]
+    assert len(parts) >= 2 and parts[0] == first["content"]["body"]
+    assert "\n\n".join(parts) == long_answer
