@@ -15,7 +15,7 @@ from mindroom.ai.generation import (
 from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
 from mindroom.ai.offline import OfflineModel
 from mindroom.ai.routing_model import choose_agent
-from mindroom.ai.sessions import load_history, session_db_path, strip_session_enrichment
+from mindroom.ai.sessions import forget_turn, load_history, session_db_path, strip_session_enrichment
 
 __all__ = [
     "PLACEHOLDER_API_KEY",
@@ -28,6 +28,7 @@ __all__ = [
     "build_model",
     "choose_agent",
     "close_caches",
+    "forget_turn",
     "generate",
     "generate_early",
     "load_history",

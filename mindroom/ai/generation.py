@@ -25,7 +25,7 @@ from mindroom.ai.agents import agent_cache
 from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.ai.failures import failure_log, generation_error
 from mindroom.ai.models import model_env_fingerprint
-from mindroom.ai.sessions import session_db, strip_run_enrichment, strip_run_output_enrichment
+from mindroom.ai.sessions import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
 from mindroom.config.main import ModelConfig
 from mindroom.logging_config import get_logger
 
@@ -56,6 +56,8 @@ class GenerationRequest:
     markdown: bool
     tools: tuple[Any, ...] = ()
     user_id: str | None = None
+    source_event_id: str | None = None
+    """The Matrix message this turn answers; stored with the run, so an edit of it can replace the run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,8 @@ def _agent_for(request: GenerationRequest, storage_root: Path, env: Mapping[str,
 
 
 def _run_metadata(request: GenerationRequest) -> dict[str, Any] | None:
-    return {"sender": request.user_id} if request.user_id else None
+    metadata = {"sender": request.user_id, RUN_EVENT_KEY: request.source_event_id}
+    return {key: value for key, value in metadata.items() if value} or None
 
 
 async def _strip_enrichment(db: AsyncSqliteDb, run_id: str, request: GenerationRequest) -> None:

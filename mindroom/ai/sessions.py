@@ -25,9 +25,11 @@ from mindroom.logging_config import get_logger
 from mindroom.private_files import prepare_private_sqlite
 
 __all__ = [
+    "RUN_EVENT_KEY",
     "SESSIONS_DIRNAME",
     "SessionStore",
     "close_session_dbs",
+    "forget_turn",
     "load_history",
     "session_db",
     "session_db_path",
@@ -39,6 +41,8 @@ __all__ = [
 logger = get_logger(__name__)
 
 SESSIONS_DIRNAME = "sessions"
+RUN_EVENT_KEY = "event"
+"""In a stored run's metadata: the Matrix message the run answered."""
 _AGENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _SKIPPED_STATUSES = frozenset(status.value for status in HISTORY_SKIP_STATUSES)
 _HISTORY_ROLES = frozenset({"user", "assistant"})
@@ -191,3 +195,17 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
     return ""
+
+
+async def forget_turn(agent_name: str, session_id: str, source_event_id: str, *, storage_root: Path) -> int:
+    """Remove the stored runs that answered `source_event_id` (an edited question takes their place)."""
+    db = session_db(storage_root, agent_name)
+    run_ids = [
+        str(row["run_id"])
+        for row in await _run_rows(db, session_id)
+        if (row["run_data"].get("metadata") or {}).get(RUN_EVENT_KEY) == source_event_id and row.get("run_id")
+    ]
+    if run_ids:
+        await db.delete_runs(run_ids)
+        logger.info("stored turn replaced by an edit", agent=agent_name, session=session_id, runs=len(run_ids))
+    return len(run_ids)

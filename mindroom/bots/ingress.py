@@ -29,14 +29,17 @@ from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.transport import SourceKind
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
+from mindroom.state.answers import AnswerRecord
 
 __all__ = [
     "CLOCK_SKEW_MS",
     "MAX_BODY_CHARS",
     "MAX_BOT_HOPS",
+    "EditRequest",
     "InboundMessage",
     "InboundReaction",
     "IngressDrop",
+    "classify_edit",
     "classify_message",
     "message_ingress",
     "reaction_ingress",
@@ -69,6 +72,16 @@ class InboundMessage:
     hook_dispatch: bool
     hook_origin_event: str | None
     hops: int = 0
+    replaces: AnswerRecord | None = None
+    """For an edit of a question: the answer the new answer takes the place of."""
+
+
+@dataclass(frozen=True, slots=True)
+class EditRequest:
+    """An edit of a message: which message, and its new text."""
+
+    target_event_id: str
+    body: str
 
 
 def _int(value: Any) -> int:
@@ -173,6 +186,52 @@ def _authorized(entity: Entity, live: LiveState, event: MatrixEvent, user_id: st
     )
 
 
+def classify_edit(
+    *, sender: str, content: Mapping[str, Any], bot_user_ids: Mapping[str, str]
+) -> EditRequest | IngressDrop:
+    """Read an `m.replace` edit: the message it changes and the new text (bots' edits are streaming, not questions)."""
+    if sender in bot_user_ids.values():
+        return IngressDrop("a bot's edit")
+    relation = content.get("m.relates_to")
+    target = relation.get("event_id") if isinstance(relation, dict) else None
+    new_content = content.get("m.new_content")
+    body = new_content.get("body") if isinstance(new_content, dict) else None
+    if not isinstance(target, str) or not isinstance(body, str) or not body.strip():
+        return IngressDrop("edit without a target or new text")
+    return EditRequest(target, body[:MAX_BODY_CHARS])
+
+
+def _edit_ingress(entity: Entity, live: LiveState, event: MatrixEvent) -> InboundMessage | IngressDrop:
+    """An edit is a new question only for the agent that answered the edited message, and only if that was
+    its latest answer in the conversation (editing an older question would rewrite history mid-way)."""
+    runtime = entity.runtime
+    edit = classify_edit(sender=event.sender, content=event.content, bot_user_ids=runtime.bot_user_ids)
+    if isinstance(edit, IngressDrop):
+        return _drop(entity, event, edit.reason)
+    answer = runtime.answers.for_question(entity.name, edit.target_event_id)
+    if answer is None or answer.requester_id != event.sender:
+        return _drop(entity, event, "edit of a message this entity did not answer")
+    latest = runtime.answers.latest(entity.name, answer.conversation)
+    if latest is None or latest.source_event_id != answer.source_event_id:
+        return _drop(
+            entity, event, "edit of an older message; only the latest question can be asked again", notable=True
+        )
+    envelope = MessageEnvelope(
+        source_event_id=event.event_id,
+        room_id=event.room_id,
+        thread_id=answer.thread_root,
+        resolved_thread_id=answer.thread_root,
+        requester_id=event.sender,
+        sender_id=event.sender,
+        body=edit.body,
+        attachment_ids=(),
+        mentioned_agents=(),
+        agent_name=entity.name,
+        source_kind="edit",
+    )
+    return InboundMessage(envelope, False, 0, False, None, replaces=answer)
+
+
 def message_ingress(
     entity: Entity, live: LiveState, event: MatrixEvent, *, replay: bool = False
 ) -> InboundMessage | IngressDrop:
@@ -184,6 +243,11 @@ def message_ingress(
     runtime = entity.runtime
     if not replay and event.origin_server_ts < runtime.started_at_ms - CLOCK_SKEW_MS:
         return _drop(entity, event, "older than this run")
+    if event.relation_type == "m.replace":
+        accepted = _edit_ingress(entity, live, event)
+        if isinstance(accepted, IngressDrop):
+            return accepted
+        return _claimed(entity, live, event, accepted, replay=replay)
     accepted = classify_message(
         entity=entity.name,
         event_id=event.event_id,
@@ -198,6 +262,15 @@ def message_ingress(
     )
     if isinstance(accepted, IngressDrop):
         return _drop(entity, event, accepted.reason)
+    return _claimed(entity, live, event, accepted, replay=replay)
+
+
+def _claimed(
+    entity: Entity, live: LiveState, event: MatrixEvent, accepted: InboundMessage, *, replay: bool
+) -> InboundMessage | IngressDrop:
+    """Authorize, limit bot chatter, and claim the event in the journal (in that order: nothing is stored
+    of a message that will not be answered)."""
+    runtime = entity.runtime
     if not _authorized(entity, live, event, accepted.envelope.requester_id):
         # Every entity in the room sees the message; one of them says so.
         responsible = entity.is_router or not runtime.router_in_room(event.room_id)

@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from mindroom.ai import GenerationError, GenerationRequest, ModelConfigError, generate_early
+from mindroom.ai import GenerationError, GenerationRequest, ModelConfigError, forget_turn, generate_early
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import Entity, LiveState
@@ -30,6 +30,7 @@ from mindroom.hooks.execution import emit, emit_collect, emit_transform
 from mindroom.hooks.transport import DeliveryKind
 from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_ENRICH
 from mindroom.logging_config import get_logger
+from mindroom.state.answers import AnswerRecord
 from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 
@@ -49,6 +50,8 @@ class Turn:
     correlation_id: str
     bindings: HookBindings
     hops: int = 1
+    replaces: AnswerRecord | None = None
+    """For an edited question: the earlier answer, edited in place instead of a new one sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,7 @@ class _Turn:
     correlation_id: str
     bindings: HookBindings
     channel: ReplyChannel
+    replaces: AnswerRecord | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +87,10 @@ async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, gi
     agent = live.config.agents[entity.name]
     markdown = agent.resolved(live.config.defaults).markdown
     channel = ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown)
-    turn = _Turn(entity, live, envelope, given.correlation_id, given.bindings, channel)
+    turn = _Turn(entity, live, envelope, given.correlation_id, given.bindings, channel, given.replaces)
+    if given.replaces is not None:
+        # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
+        entity.request_stop(given.replaces.response_event_id)
     try:
         # The exit stack closes first: a turn stored after its reply still finishes before the thread's next turn.
         async with (
@@ -147,6 +154,9 @@ async def _generate(
         return None
     settings = agent.resolved(config.defaults)
     runtime = entity.runtime
+    question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
+    if turn.replaces is not None:
+        await forget_turn(entity.name, session_id(envelope), question, storage_root=runtime.runtime_paths.storage_root)
     request = GenerationRequest(
         agent_name=entity.name,
         display_name=agent.display_name,
@@ -159,6 +169,7 @@ async def _generate(
         markdown=settings.markdown,
         tools=entity.tools(live),
         user_id=envelope.requester_id,
+        source_event_id=question,
     )
     tool_context = ToolRuntimeContext(
         registry=live.registry,
@@ -174,7 +185,8 @@ async def _generate(
     try:
         with bind_runtime_context(tool_context):
             if settings.enable_streaming:
-                text, stream_event_id = await stream_to_matrix(turn.channel, live, request, runtime.env)
+                existing = turn.replaces.response_event_id if turn.replaces is not None else None
+                text, stream_event_id = await stream_to_matrix(turn.channel, live, request, runtime.env, existing)
             else:
                 answer = await generate_early(request, storage_root=runtime.runtime_paths.storage_root, env=runtime.env)
                 after_reply.push_async_callback(answer.stored)
@@ -208,13 +220,30 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> 
     """Send the final answer: the last edit of a streamed one, else a new reply."""
     text = draft.response_text if draft.response_text.strip() else "(empty response)"
     delivery: DeliveryKind
+    replaced = turn.replaces.response_event_id if turn.replaces is not None else None
     if generated.stream_event_id is not None:
         await turn.channel.edit(generated.stream_event_id, text, draft.extra_content)
         turn.entity.runtime.journal.end_answer(generated.stream_event_id)
         event_id, delivery = generated.stream_event_id, "edited"
+    elif replaced is not None:
+        await turn.channel.edit(replaced, text, draft.extra_content)
+        event_id, delivery = replaced, "edited"
     else:
         event_id = await turn.channel.reply(text, draft.extra_content)
         delivery = "sent"
+    envelope = turn.envelope
+    question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
+    turn.entity.runtime.answers.record(
+        AnswerRecord(
+            turn.entity.name,
+            question,
+            envelope.room_id,
+            session_id(envelope),
+            envelope.resolved_thread_id,
+            envelope.requester_id,
+            event_id,
+        )
+    )
     logger.info("answered", event_id=turn.envelope.source_event_id, response_event_id=event_id, delivery=delivery)
     return ResponseResult(text, event_id, delivery, draft.response_kind, turn.envelope)
 

@@ -28,6 +28,7 @@ from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixBotClient
 from mindroom.plugins.loader import Plugin
 from mindroom.plugins.skills import SkillCatalog
+from mindroom.state.answers import AnswerLog
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.tool_system.catalog import ToolCatalog
@@ -160,6 +161,7 @@ class DaemonRuntime:
     server_name: str
     journal: TurnJournal
     room_memory: RoomMemory
+    answers: AnswerLog
     coordinator: TurnCoordinator = field(default_factory=TurnCoordinator)
     bots: Mapping[str, Entity] = field(default_factory=dict)
     """Every running entity by name (filled and changed by the orchestrator only)."""

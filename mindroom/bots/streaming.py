@@ -18,9 +18,15 @@ logger = get_logger(__name__)
 
 
 async def stream_to_matrix(
-    channel: ReplyChannel, live: LiveState, request: GenerationRequest, env: Mapping[str, str]
+    channel: ReplyChannel,
+    live: LiveState,
+    request: GenerationRequest,
+    env: Mapping[str, str],
+    existing_event_id: str | None = None,
 ) -> tuple[str, str | None]:
     """Stream the answer into one message, edited as text arrives; returns (full text, message id).
+
+    With `existing_event_id` (a question was edited) the earlier answer is edited instead of a new one sent.
 
     The model stream is read by a task of its own, so a stop (a 🛑 reaction, or shutdown at the end of
     its grace) ends the answer at once even while the model is silent: the reader is cancelled, which
@@ -60,7 +66,11 @@ async def stream_to_matrix(
                     break
                 text += delta
                 now = time.monotonic()
-                if event_id is None:
+                if event_id is None and existing_event_id is not None:
+                    event_id = stream_state.event_id = existing_event_id
+                    await channel.edit_now(event_id, text + STREAM_CURSOR)
+                    shown, last_edit = text, now
+                elif event_id is None:
                     # Recorded before sending, so a crash mid-send still leaves the answer to be marked.
                     txn_id = channel.txn_id("stream")
                     journal.begin_answer(

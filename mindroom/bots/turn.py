@@ -94,6 +94,9 @@ async def _pipeline(
         logger.debug("message suppressed by a hook", event_id=event_id)
         _release(entity, event_id)
         return
+    if inbound.replaces is not None:  # an edited question: only the agent that answered it sees it here
+        await respond(entity, live, envelope, Turn(correlation_id, bindings, replaces=inbound.replaces))
+        return
     if is_command(envelope.body):
         if _answers_command(entity, live, envelope, commands):
             await handle_command(entity, live, envelope, commands)

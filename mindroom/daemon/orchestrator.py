@@ -34,6 +34,7 @@ from mindroom.matrix import MatrixBotClient, MatrixEventKind, MatrixRequestError
 from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
+from mindroom.state.answers import AnswerLog
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduleStore
@@ -97,6 +98,7 @@ class Orchestrator:
             server_name=homeserver.server_name,
             journal=TurnJournal(paths.storage_root / "state" / "daemon.db"),
             room_memory=RoomMemory(paths.storage_root / "state" / "rooms.db"),
+            answers=AnswerLog(paths.storage_root / "state" / "answers.db"),
             bots=self.bots,
         )
         self.runtime = runtime
@@ -290,6 +292,7 @@ class Orchestrator:
             self.scheduler.store.close()
         runtime.journal.close()
         runtime.room_memory.close()
+        runtime.answers.close()
         await close_caches()
         self.runtime = None
         self.bots = {}

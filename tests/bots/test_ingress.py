@@ -33,6 +33,7 @@ from mindroom.constants import (
 )
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
+from mindroom.state.answers import AnswerLog
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 
@@ -370,6 +371,7 @@ def runtime(tmp_path: Path) -> Iterator[DaemonRuntime]:
         server_name="localhost",
         journal=journal,
         room_memory=RoomMemory(tmp_path / "rooms.db"),
+        answers=AnswerLog(tmp_path / "answers.db"),
         bot_user_ids=dict(BOTS),
         room_ids={"lobby": LOBBY},
         started_at_ms=START_MS,
@@ -467,7 +469,16 @@ def test_message_ingress_claims_per_entity(runtime: DaemonRuntime) -> None:
     [
         pytest.param(message(sender=HELPER), "own message", id="own-message"),
         pytest.param(message(sender=CODER), "other bot, not mentioning this entity", id="other-bot"),
-        pytest.param(message(**{"m.relates_to": {"rel_type": "m.replace", "event_id": "$x"}}), "edit", id="edit"),
+        pytest.param(
+            message(**{"m.relates_to": {"rel_type": "m.replace", "event_id": "$x"}, "m.new_content": {"body": "x"}}),
+            "edit of a message this entity did not answer",
+            id="edit-of-an-unanswered-message",
+        ),
+        pytest.param(
+            message(**{"m.relates_to": {"rel_type": "m.replace", "event_id": "$x"}}),
+            "edit without a target or new text",
+            id="edit-without-new-content",
+        ),
         pytest.param(message(""), "no text body", id="empty-body"),
     ],
 )

@@ -20,6 +20,7 @@ from mindroom.daemon.watch import ConfigWatcher
 from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.plugins.discovery import plugin_digest, plugin_watch_paths
+from mindroom.state.answers import AnswerLog
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 
@@ -110,6 +111,7 @@ def _deploy(tmp_path: Path, version: str = "v1") -> DaemonRuntime:
         server_name="localhost",
         journal=TurnJournal(tmp_path / "data" / "daemon.db"),
         room_memory=RoomMemory(tmp_path / "data" / "rooms.db"),
+        answers=AnswerLog(tmp_path / "data" / "answers.db"),
         room_ids={"lobby": "!lobby:localhost", "notes": "!notes:localhost"},
     )
 
