@@ -24,6 +24,7 @@ from mindroom.hooks.execution import emit, emit_gate
 from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.types import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.isolation import run_isolated
 from mindroom.tool_system.runtime_context import (
     ToolCallRecord,
     ToolRuntimeContext,
@@ -121,6 +122,8 @@ def _scope(bound: ToolRuntimeContext | None, agent_name: str) -> dict[str, Any]:
 
 async def _invoke(spec: ToolSpec, arguments: dict[str, Any]) -> Any:
     function = spec.function
+    if spec.isolated:
+        return await run_isolated(spec, arguments)
     if spec.in_thread and not inspect.iscoroutinefunction(function):
         result = await asyncio.to_thread(function, **arguments)
     else:
