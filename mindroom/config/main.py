@@ -132,10 +132,11 @@ class ShellToolConfig(_Strict):
 
 
 class FileToolConfig(_Strict):
-    """The built-in `file` tool: size limits for reads and writes in an agent's workspace."""
+    """The built-in `file` tool: size limits for reads and writes, and the size quota of an agent's workspace."""
 
     max_read_bytes: int = Field(default=256 * 1024, ge=1)
     max_write_bytes: int = Field(default=1024 * 1024, ge=1)
+    workspace_quota_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
 
 
 class ToolsConfig(_Strict):
