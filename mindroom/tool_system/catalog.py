@@ -25,7 +25,7 @@ from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_tools
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
-from mindroom.tool_system.isolation import function_reference, isolation_limits
+from mindroom.tool_system.isolation import function_reference, isolation_limits, shared_pool
 from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
 from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools
 from mindroom.tool_system.spec import RESERVED_PARAMETERS, AgentToolEnvironment, ToolSpec
@@ -155,7 +155,10 @@ class ToolCatalog:
         built: dict[str, ToolSpec] = {}
         for provider_name in dict.fromkeys(self.owners[name] for name in names):
             built.update((spec.name, spec) for spec in self.providers[provider_name].build(env))
-        return tuple(built[name] for name in names if name in built)
+        specs = tuple(built[name] for name in names if name in built)
+        if any(spec.isolated for spec in specs):
+            shared_pool().warm()  # the worker starts now, so the agent's first isolated call does not wait for it
+        return specs
 
 
 def _parameter_names(spec: ToolSpec) -> set[str]:

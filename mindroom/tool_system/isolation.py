@@ -238,9 +238,12 @@ class IsolatedWorkerPool:
         worker.kill()
         self._alive.discard(worker)
         self._dying.append(worker)
-        self._dying = [dying for dying in self._dying if not dying.reaped()]
+        self._reap()
         if replace and len(self._alive) < self.size:
             self._idle.append(self._spawn())
+
+    def _reap(self) -> None:
+        self._dying = [dying for dying in self._dying if not dying.reaped()]
 
     def warm(self) -> None:
         """Start one worker now, so the first call does not wait for a process to start."""
@@ -260,11 +263,12 @@ class IsolatedWorkerPool:
         except (TypeError, ValueError) as exc:
             raise ToolError(f"the arguments are not plain JSON values: {exc}") from None
         self._preload.setdefault(reference.module)
+        self._reap()
         async with self._semaphore():
             worker = self._idle.pop() if self._idle else self._spawn()
             try:
                 async with asyncio.timeout(limits.timeout_s):
-                    text = await worker.exchange(line)
+                    answer = json.loads(await worker.exchange(line))
             except TimeoutError:
                 self._discard(worker, replace=True)
                 logger.warning("isolated tool call stopped at its timeout", function=reference.qualname)
@@ -274,10 +278,9 @@ class IsolatedWorkerPool:
                 returncode = await asyncio.to_thread(worker.process.wait)
                 logger.warning("isolated tool worker died", function=reference.qualname, returncode=returncode)
                 raise _death(returncode, limits) from None
-            except BaseException:  # cancelled, or an answer too large: the worker is mid-call, never reuse it
+            except BaseException:  # cancelled, or an answer too large or garbled: never reuse that worker
                 self._discard(worker, replace=False)
                 raise
-            answer = json.loads(text)
             if answer.get("kind") == "memory":
                 self._discard(worker, replace=True)
             else:
@@ -294,7 +297,7 @@ class IsolatedWorkerPool:
         for worker in self._dying:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 worker.process.wait(timeout=1.0)
-        self._dying = [dying for dying in self._dying if not dying.reaped()]
+        self._reap()
 
 
 class _Shared:
