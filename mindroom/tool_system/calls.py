@@ -2,6 +2,8 @@
 
 The model always gets text back. A declined call becomes a declined result that names the reason (the
 tool never runs); a tool that raises becomes an error result; either way `tool:after_call` still fires.
+An `isolated` tool runs in a worker process under its limits (`mindroom.tool_system.isolation`), an
+`in_thread` one in a worker thread, anything else on the event loop.
 Hooks see deep copies of the arguments and of the result, and the model's text is fixed before any
 observer runs, so a hook cannot change what the tool receives or what the model reads.
 
