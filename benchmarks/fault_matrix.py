@@ -1,7 +1,8 @@
 """Fault matrix on a real Synapse: every hook mode x every fault kind, plus a homeserver outage and kill -9.
 
 One daemon runs one agent per cell, each allowed only its cell's faulty plugin (per-agent plugin
-allowlist), and a baseline agent with no plugins. Each cell gets a few messages in turn; the table
+allowlist), and a baseline agent with no plugins; one more row is a tool call that would burn minutes of
+CPU (`round(1, -10**8)` to the calculator). Each cell gets a few messages in turn; the table
 shows answers delivered, crashes (a bot's sync loop or the daemon died) and extra p50 latency against
 the baseline. Then: Synapse stopped for 10 s with answers in flight, and a daemon subprocess killed
 with SIGKILL mid-work and restarted. Target: every cell answered, 0 crashes, 0 lost, 0 doubled.
@@ -111,8 +112,20 @@ async def matrix_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
             "rooms": [f"fm{tag}c{index}"],
         }
     agents["baseline"] = {"display_name": "Baseline", "model": "default", "plugins": [], "rooms": [f"fm{tag}base"]}
+    # A tool call whose arguments would cost minutes of CPU (10**(10**8)): it must be refused, not stall the bots.
+    agents["bomb"] = {
+        "display_name": "Calculator bomb",
+        "model": "bomb",
+        "tools": ["calculator"],
+        "plugins": [],
+        "rooms": [f"fm{tag}bomb"],
+    }
     config = {
-        "models": {"default": _model(model.base_url, "plain"), "tools": _model(model.base_url, "tool-user")},
+        "models": {
+            "default": _model(model.base_url, "plain"),
+            "tools": _model(model.base_url, "tool-user"),
+            "bomb": _model(model.base_url, "bomb"),
+        },
         "agents": agents,
         "router": {"model": "default", "plugins": []},
         "authorization": {"global_users": [human.user_id]},
@@ -124,6 +137,8 @@ async def matrix_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
     model.set_default(Text("answer"), model="plain")
     model.set_default(ToolCall("calculate", {"expression": "6*7"}), model="tool-user")
     model.when(lambda r: r.get("model") == "tool-user" and r["messages"][-1].get("role") == "tool", Text("42"))
+    model.set_default(ToolCall("calculate", {"expression": "round(1, -10**8)"}), model="bomb")
+    model.when(lambda r: r.get("model") == "bomb" and r["messages"][-1].get("role") == "tool", Text("refused"))
     homeserver = HomeserverSettings(hs.url, hs.server_name, hs.registration_shared_secret, f"fm{tag}_")
     daemon = Orchestrator(
         DaemonEnvironment((root / "config.yaml").resolve(), (root / "data").resolve(), {}, homeserver)
@@ -149,6 +164,10 @@ async def matrix_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
             crashed = 0 if _sync_alive(daemon) else 1
             extra = statistics.median(latencies) - base_p50 if latencies else float("nan")
             rows.append(f"{mode:<12}{fault:<10}{answered:>7}/{PER_CELL:<2}{crashed:>9}{extra:>14.0f}")
+        answered, latencies = await cell("bomb")
+        crashed = 0 if _sync_alive(daemon) else 1
+        extra = statistics.median(latencies) - base_p50 if latencies else float("nan")
+        rows.append(f"{'tool call':<12}{'calc bomb':<10}{answered:>7}/{PER_CELL:<2}{crashed:>9}{extra:>14.0f}")
         rows.append(f"(baseline p50 {base_p50:.0f} ms; daemon alive at the end: {_sync_alive(daemon)})")
     finally:
         await daemon.stop()

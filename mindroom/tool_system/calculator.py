@@ -1,4 +1,9 @@
-"""The built-in `calculator` tool: arithmetic and common math functions, evaluated without `eval`."""
+"""The built-in `calculator` tool: arithmetic and common math functions, evaluated without `eval`.
+
+Every operation is bounded before it runs (integer sizes, exponents, `round` digits, factorials, nesting),
+so no expression the model writes costs more than milliseconds. The tool also runs isolated (a worker
+process with a time and memory limit) in case a bound is ever missed.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,19 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
+from mindroom.tool_system.spec import AgentToolEnvironment, IsolationLimits, ToolError, ToolSpec
 
 __all__ = [
+    "CALCULATOR_LIMITS",
     "CALCULATOR_TOOL_NAMES",
+    "MAX_DEPTH",
     "MAX_EXPONENT",
     "MAX_EXPRESSION_CHARS",
     "MAX_FACTORIAL",
     "MAX_INT_BITS",
+    "MAX_ROUND_DIGITS",
     "Number",
+    "calculate",
     "calculator_tools",
     "evaluate",
 ]
@@ -27,6 +36,11 @@ MAX_EXPRESSION_CHARS = 1000
 MAX_INT_BITS = 4096
 MAX_EXPONENT = 10000
 MAX_FACTORIAL = 500
+# An int of MAX_INT_BITS has about 1233 decimal digits; rounding to more digits than that is a no-op.
+MAX_ROUND_DIGITS = 1300
+# Deep enough for any sum that fits in MAX_EXPRESSION_CHARS, shallow enough for the recursive evaluator.
+MAX_DEPTH = 600
+CALCULATOR_LIMITS = IsolationLimits(timeout_s=5.0, memory_bytes=256 * 1024 * 1024)
 
 Number = int | float
 
@@ -49,9 +63,18 @@ def _factorial(value: Number) -> int:
     return math.factorial(int(value))
 
 
+def _round(value: Number, ndigits: Number | None = None) -> Number:
+    # round(1, -10**8) would compute 10**(10**8) first: bound the digits before rounding.
+    if ndigits is None:
+        return round(value)
+    if not isinstance(ndigits, int) or abs(ndigits) > MAX_ROUND_DIGITS:
+        raise ToolError(f"round needs a whole number of digits from -{MAX_ROUND_DIGITS} to {MAX_ROUND_DIGITS}")
+    return round(value, ndigits)
+
+
 _FUNCTIONS: dict[str, Callable[..., Number]] = {
     "abs": abs,
-    "round": round,
+    "round": _round,
     "min": min,
     "max": max,
     "sqrt": math.sqrt,
@@ -119,18 +142,35 @@ def _eval(node: ast.AST) -> Number:
     raise ToolError(f"unsupported syntax: {type(node).__name__}")
 
 
+def _depth(node: ast.AST) -> int:
+    deepest, level = 0, [(node, 1)]
+    while level:
+        current, depth = level.pop()
+        deepest = max(deepest, depth)
+        level.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
+    return deepest
+
+
 def evaluate(expression: str) -> Number:
     """The value of an arithmetic expression; `ToolError` for anything that is not plain math."""
+    if not isinstance(expression, str):
+        raise ToolError("the expression must be text")
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ToolError(f"the expression is longer than {MAX_EXPRESSION_CHARS} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ToolError(f"not a valid expression: {exc.msg}") from None
+    except (SyntaxError, ValueError) as exc:
+        raise ToolError(f"not a valid expression: {getattr(exc, 'msg', exc)}") from None
+    except (MemoryError, RecursionError):
+        raise ToolError("the expression is nested too deeply") from None
+    if _depth(tree) > MAX_DEPTH:
+        raise ToolError(f"the expression is nested more than {MAX_DEPTH} levels deep")
     try:
         return _eval(tree)
     except ToolError:
         raise
+    except RecursionError:
+        raise ToolError("the expression is nested too deeply") from None
     except (ArithmeticError, ValueError, TypeError) as exc:
         raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
@@ -141,19 +181,19 @@ def _format(value: Number) -> str:
     return str(value)
 
 
+def calculate(expression: str) -> str:
+    """Evaluate an arithmetic expression and return the result.
+
+    Supports + - * / // % ** and parentheses, the constants pi, e and tau, and the functions
+    abs, round, min, max, sqrt, exp, log, log10, log2, sin, cos, tan, asin, acos, atan, atan2,
+    hypot, floor, ceil, degrees, radians and factorial.
+
+    Args:
+        expression: The expression, for example "2 * (3 + 4) ** 2" or "sqrt(2) / 2".
+    """
+    return _format(evaluate(expression))
+
+
 def calculator_tools(_env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
-    """The `calculator` group: `calculate(expression)`."""
-
-    def calculate(expression: str) -> str:
-        """Evaluate an arithmetic expression and return the result.
-
-        Supports + - * / // % ** and parentheses, the constants pi, e and tau, and the functions
-        abs, round, min, max, sqrt, exp, log, log10, log2, sin, cos, tan, asin, acos, atan, atan2,
-        hypot, floor, ceil, degrees, radians and factorial.
-
-        Args:
-            expression: The expression, for example "2 * (3 + 4) ** 2" or "sqrt(2) / 2".
-        """
-        return _format(evaluate(expression))
-
-    return (ToolSpec(name="calculate", function=calculate),)
+    """The `calculator` group: `calculate(expression)`, run isolated (module-level, so a worker can import it)."""
+    return (ToolSpec(name="calculate", function=calculate, isolated=True, limits=CALCULATOR_LIMITS),)

@@ -2,6 +2,8 @@
 
 The model always gets text back. A declined call becomes a declined result that names the reason (the
 tool never runs); a tool that raises becomes an error result; either way `tool:after_call` still fires.
+An `isolated` tool runs in a worker process under its limits (`mindroom.tool_system.isolation`), an
+`in_thread` one in a worker thread, anything else on the event loop.
 Hooks see deep copies of the arguments and of the result, and the model's text is fixed before any
 observer runs, so a hook cannot change what the tool receives or what the model reads.
 
@@ -24,6 +26,7 @@ from mindroom.hooks.execution import emit, emit_gate
 from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.types import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.isolation import run_isolated
 from mindroom.tool_system.runtime_context import (
     ToolCallRecord,
     ToolRuntimeContext,
@@ -121,6 +124,8 @@ def _scope(bound: ToolRuntimeContext | None, agent_name: str) -> dict[str, Any]:
 
 async def _invoke(spec: ToolSpec, arguments: dict[str, Any]) -> Any:
     function = spec.function
+    if spec.isolated:
+        return await run_isolated(spec, arguments)
     if spec.in_thread and not inspect.iscoroutinefunction(function):
         result = await asyncio.to_thread(function, **arguments)
     else:

@@ -25,6 +25,7 @@ from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_tools
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
+from mindroom.tool_system.isolation import function_reference, isolation_limits, shared_pool
 from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
 from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools
 from mindroom.tool_system.spec import RESERVED_PARAMETERS, AgentToolEnvironment, ToolSpec
@@ -91,9 +92,9 @@ def plugin_tool_specs(plugin: Plugin, adapt: ForeignToolAdapter | None = None) -
 
     The module's public values (those in `__all__` when it defines one, else names not starting with `_`)
     that are plain functions defined in the module itself, other than `@hook` callbacks, are one tool each,
-    named after the function and described by its docstring (synchronous ones run in a worker thread).
-    Values `adapt` recognises (agno toolkits and `Function`s) give their functions. Anything else (classes,
-    imported functions, constants) is not a tool.
+    named after the function and described by its docstring (synchronous ones run in a worker thread,
+    those marked `@isolated` in a worker process). Values `adapt` recognises (agno toolkits and
+    `Function`s) give their functions. Anything else (classes, imported functions, constants) is not a tool.
     """
     module = plugin.tools_module
     if module is None:
@@ -106,10 +107,16 @@ def plugin_tool_specs(plugin: Plugin, adapt: ForeignToolAdapter | None = None) -
         if foreign is not None:
             specs.extend(foreign)
         elif inspect.isfunction(value) and value.__module__ == module.__name__:
-            specs.append(
-                ToolSpec(name=value.__name__, function=value, in_thread=not inspect.iscoroutinefunction(value))
-            )
+            specs.append(_plugin_function_spec(value))
     return tuple(specs)
+
+
+def _plugin_function_spec(function: Callable[..., Any]) -> ToolSpec:
+    limits = isolation_limits(function)
+    if limits is None:
+        return ToolSpec(name=function.__name__, function=function, in_thread=not inspect.iscoroutinefunction(function))
+    function_reference(function)  # a worker must be able to import it: fail at load time, not at the first call
+    return ToolSpec(name=function.__name__, function=function, isolated=True, limits=limits)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -148,7 +155,10 @@ class ToolCatalog:
         built: dict[str, ToolSpec] = {}
         for provider_name in dict.fromkeys(self.owners[name] for name in names):
             built.update((spec.name, spec) for spec in self.providers[provider_name].build(env))
-        return tuple(built[name] for name in names if name in built)
+        specs = tuple(built[name] for name in names if name in built)
+        if any(spec.isolated for spec in specs):
+            shared_pool().warm()  # the worker starts now, so the agent's first isolated call does not wait for it
+        return specs
 
 
 def _parameter_names(spec: ToolSpec) -> set[str]:

@@ -1,15 +1,22 @@
 """The built-in `file` tool: read, write and list files inside the agent's own workspace, and nowhere else.
 
-Every path is relative to `<storage_root>/workspaces/<agent>/`. A path is resolved (following `..` and
-symlinks) before use and refused unless the result is still inside the workspace, so neither `../x`,
-an absolute path, nor a symlink pointing out of the workspace reaches another file. Writes open the
-final path with `O_NOFOLLOW`, so a symlink swapped in after the check is not followed either.
+Every path is relative to `<storage_root>/workspaces/<agent>/`. `..` is resolved by name and may not climb
+out of the workspace. A path is then opened one folder at a time from a descriptor of the workspace
+(`openat` with `O_NOFOLLOW | O_DIRECTORY`), so checking and opening are one step: a link at any level is
+refused, and a folder swapped for a link between two calls (or during one) is never followed.
+Files are opened with `O_NONBLOCK` and must be regular files with one link (`st_nlink == 1`), so a FIFO
+cannot hang a call and a hard link cannot reach a file elsewhere. Writes are held to a workspace quota.
+The tools are synchronous and run in a worker thread (`in_thread`), never on the event loop.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mindroom.config.main import FileToolConfig
@@ -19,6 +26,16 @@ __all__ = ["FILE_TOOL_NAMES", "MAX_LISTED_ENTRIES", "Workspace", "file_tools"]
 
 FILE_TOOL_NAMES = ("read_file", "write_file", "list_files")
 MAX_LISTED_ENTRIES = 500
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+@contextmanager
+def _closing(fd: int) -> Iterator[int]:
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 class Workspace:
@@ -28,86 +45,200 @@ class Workspace:
         self.root = root
         self.settings = settings or FileToolConfig()
 
-    def _real_root(self) -> Path:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return self.root.resolve()
-
-    def resolve(self, raw_path: str) -> Path:
-        """The real path `raw_path` names inside the workspace; `ToolError` if it is absolute or escapes."""
+    def parts(self, raw_path: str) -> tuple[str, ...]:
+        """The names `raw_path` walks through from the workspace; `ToolError` if it is absolute or climbs out."""
         if not raw_path or "\x00" in raw_path:
             raise ToolError("a non-empty path is required")
-        relative = Path(raw_path)
-        if relative.is_absolute() or raw_path.startswith("~"):
+        if raw_path.startswith(("/", "~")):
             raise ToolError(f"{raw_path!r} is not relative; paths are relative to your workspace folder")
-        root = self._real_root()
-        resolved = (root / relative).resolve()
-        if resolved != root and root not in resolved.parents:
-            raise ToolError(f"{raw_path!r} is outside your workspace folder")
-        return resolved
+        parts: list[str] = []
+        for part in raw_path.split("/"):
+            if part in {"", "."}:
+                continue
+            if part == "..":
+                if not parts:
+                    raise ToolError(f"{raw_path!r} is outside your workspace folder")
+                parts.pop()
+            else:
+                parts.append(part)
+        return tuple(parts)
 
-    def display(self, path: Path) -> str:
-        """`path` as the model should name it: relative to the workspace."""
-        relative = path.relative_to(self._real_root()).as_posix()
-        return relative or "."
+    @staticmethod
+    def display(parts: tuple[str, ...]) -> str:
+        """A path as the model should name it: relative to the workspace."""
+        return "/".join(parts) or "."
+
+    def _open_root(self) -> int:
+        # The workspace folder itself is the operator's to place (it may be a link); only what is inside is walked.
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def _folder(self, raw_path: str, parts: tuple[str, ...], *, create: bool = False, missing: str = "file") -> int:
+        """A descriptor of the folder `parts` names, reached without following any link (created if asked)."""
+        fd = self._open_root()
+        try:
+            for index, part in enumerate(parts):
+                try:
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise ToolError(f"no {missing} named {raw_path!r} in your workspace") from None
+                    # Made by someone else meanwhile: it is opened with the same checks either way.
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o700, dir_fd=fd)
+                    child = self._open_child(raw_path, parts[: index + 1], fd)
+                except OSError as exc:
+                    raise self._refusal(raw_path, parts[: index + 1], exc, fd) from None
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _open_child(self, raw_path: str, parts: tuple[str, ...], fd: int) -> int:
+        try:
+            return os.open(parts[-1], _DIR_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            raise self._refusal(raw_path, parts, exc, fd) from None
+
+    def _refusal(self, raw_path: str, parts: tuple[str, ...], error: OSError, folder: int | None = None) -> ToolError:
+        where = self.display(parts)
+        if error.errno == errno.ENOTDIR and folder is not None and self._is_link(parts[-1], folder):
+            error = OSError(errno.ELOOP, os.strerror(errno.ELOOP))  # Linux says ENOTDIR for O_DIRECTORY on a link
+        if error.errno == errno.ELOOP:
+            return ToolError(f"{raw_path!r}: {where!r} is a link, and the file tools do not follow links")
+        if error.errno == errno.ENOTDIR:
+            return ToolError(f"{raw_path!r}: {where!r} is not a folder")
+        if error.errno == errno.ENOENT:
+            return ToolError(f"no file named {raw_path!r} in your workspace")
+        if error.errno == errno.EISDIR:
+            return ToolError(f"{raw_path!r} is a folder")
+        if error.errno == errno.ENXIO:  # a FIFO nobody reads: opening it to write would block
+            return ToolError(f"{raw_path!r} is not a regular file")
+        return ToolError(f"cannot use {raw_path!r}: {error.strerror}")
+
+    @staticmethod
+    def _is_link(name: str, folder: int) -> bool:
+        try:
+            return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+        except OSError:
+            return False
+
+    def _check_file(self, raw_path: str, fd: int) -> os.stat_result:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"{raw_path!r} is a folder")
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{raw_path!r} is not a regular file")
+        if info.st_nlink != 1:
+            raise ToolError(f"{raw_path!r} has other hard links, and the file tools only open files with one")
+        return info
 
     def read(self, raw_path: str) -> str:
         """The text of a file (truncated to the configured size)."""
-        path = self.resolve(raw_path)
-        if not path.is_file():
-            raise ToolError(f"no file named {raw_path!r} in your workspace")
+        parts = self.parts(raw_path)
+        if not parts:
+            raise ToolError(f"{raw_path!r} is a folder")
+        with _closing(self._folder(raw_path, parts[:-1])) as folder:
+            try:
+                fd = os.open(parts[-1], os.O_RDONLY | _FILE_FLAGS, dir_fd=folder)
+            except OSError as exc:
+                raise self._refusal(raw_path, parts, exc) from None
         limit = self.settings.max_read_bytes
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError as exc:
-            raise ToolError(f"cannot read {raw_path!r}: {exc.strerror}") from None
         with os.fdopen(fd, "rb") as handle:
+            info = self._check_file(raw_path, fd)
             data = handle.read(limit + 1)
         if b"\x00" in data[:8192]:
-            raise ToolError(f"{raw_path!r} is a binary file ({path.stat().st_size} bytes)")
+            raise ToolError(f"{raw_path!r} is a binary file ({info.st_size} bytes)")
         text = data[:limit].decode("utf-8", errors="replace")
         if len(data) > limit:
-            text += f"\n[truncated: showing the first {limit} of {path.stat().st_size} bytes]"
+            text += f"\n[truncated: showing the first {limit} of {info.st_size} bytes]"
         return text
+
+    def usage(self) -> int:
+        """The bytes the regular files in the workspace hold (links are not followed)."""
+        total = 0
+        with _closing(self._open_root()) as root:
+            for _path, _dirs, files, folder in os.fwalk(".", dir_fd=root):
+                for name in files:
+                    try:
+                        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    if stat.S_ISREG(info.st_mode):
+                        total += info.st_size
+        return total
 
     def write(self, raw_path: str, content: str, *, append: bool = False) -> str:
         """Write (or append) text to a file, creating folders on the way."""
         data = content.encode("utf-8")
         if len(data) > self.settings.max_write_bytes:
             raise ToolError(f"content is larger than the {self.settings.max_write_bytes} byte limit")
-        path = self.resolve(raw_path)
-        if path == self._real_root() or path.is_dir():
+        parts = self.parts(raw_path)
+        if not parts:
             raise ToolError(f"{raw_path!r} is a folder")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if self.resolve(self.display(path.parent)) != path.parent:  # a folder on the way was swapped for a link
-            raise ToolError(f"{raw_path!r} is outside your workspace folder")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except OSError as exc:
-            raise ToolError(f"cannot write {raw_path!r}: {exc.strerror}") from None
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        with _closing(self._folder(raw_path, parts[:-1], create=True)) as folder:
+            fd, created = self._open_for_writing(raw_path, parts, folder)
+            with _closing(fd):
+                try:
+                    info = self._check_file(raw_path, fd)
+                    self._check_quota(raw_path, info.st_size, len(data) + (info.st_size if append else 0))
+                except ToolError:
+                    if created:
+                        os.unlink(parts[-1], dir_fd=folder)
+                    raise
+                # Truncate only now: an O_TRUNC open would have emptied a hard-linked file before the checks.
+                if append:
+                    os.lseek(fd, 0, os.SEEK_END)
+                else:
+                    os.ftruncate(fd, 0)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
         verb = "appended" if append else "wrote"
-        return f"{verb} {len(data)} bytes to {self.display(path)}"
+        return f"{verb} {len(data)} bytes to {self.display(parts)}"
+
+    def _open_for_writing(self, raw_path: str, parts: tuple[str, ...], folder: int) -> tuple[int, bool]:
+        try:
+            return os.open(parts[-1], os.O_WRONLY | _FILE_FLAGS, dir_fd=folder), False
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self._refusal(raw_path, parts, exc) from None
+        try:
+            return os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE_FLAGS, 0o600, dir_fd=folder), True
+        except OSError as exc:
+            raise self._refusal(raw_path, parts, exc) from None
+
+    def _check_quota(self, raw_path: str, old_size: int, new_size: int) -> None:
+        quota = self.settings.workspace_quota_bytes
+        total = self.usage() - old_size + new_size
+        if total > quota:
+            raise ToolError(
+                f"writing {raw_path!r} would bring your workspace to {total} bytes, over its quota of {quota} bytes; "
+                "delete or shorten files first"
+            )
 
     def listing(self, raw_path: str = ".") -> str:
         """One line per entry of a folder: `name/` for folders, `name (N bytes)` for files."""
-        path = self.resolve(raw_path or ".")
-        if not path.is_dir():
-            raise ToolError(f"no folder named {raw_path!r} in your workspace")
-        lines = []
-        entries = sorted(path.iterdir(), key=lambda entry: entry.name)
-        for entry in entries[:MAX_LISTED_ENTRIES]:
-            info = entry.lstat()
-            if stat.S_ISLNK(info.st_mode):
-                lines.append(f"{entry.name} (link)")
-            elif stat.S_ISDIR(info.st_mode):
-                lines.append(f"{entry.name}/")
-            else:
-                lines.append(f"{entry.name} ({info.st_size} bytes)")
+        parts = self.parts(raw_path or ".")
+        with _closing(self._folder(raw_path, parts, missing="folder")) as folder, os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+            lines = []
+            for entry in entries[:MAX_LISTED_ENTRIES]:
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISLNK(info.st_mode):
+                    lines.append(f"{entry.name} (link)")
+                elif stat.S_ISDIR(info.st_mode):
+                    lines.append(f"{entry.name}/")
+                elif stat.S_ISREG(info.st_mode):
+                    lines.append(f"{entry.name} ({info.st_size} bytes)")
+                else:
+                    lines.append(f"{entry.name} (not a regular file)")
         if len(entries) > MAX_LISTED_ENTRIES:
             lines.append(f"[{len(entries) - MAX_LISTED_ENTRIES} more entries not shown]")
-        return "\n".join(lines) if lines else f"{self.display(path)} is empty"
+        return "\n".join(lines) if lines else f"{self.display(parts)} is empty"
 
 
 def file_tools(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
@@ -141,7 +272,7 @@ def file_tools(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
         return workspace.listing(path)
 
     return (
-        ToolSpec(name="read_file", function=read_file),
-        ToolSpec(name="write_file", function=write_file),
-        ToolSpec(name="list_files", function=list_files),
+        ToolSpec(name="read_file", function=read_file, in_thread=True),
+        ToolSpec(name="write_file", function=write_file, in_thread=True),
+        ToolSpec(name="list_files", function=list_files, in_thread=True),
     )

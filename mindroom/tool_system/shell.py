@@ -1,10 +1,12 @@
-"""The built-in `shell` tool: run one allowlisted executable in the agent's workspace, with a timeout.
+"""The built-in `shell` tool: run one allowlisted executable in the agent's workspace, sandboxed, with a timeout.
 
 The command line is split with `shlex` and executed directly (no shell: no pipes, globs, `$VARS` or
-`;`). Only executables named in `tools.shell.allowed_commands` run; a bare name there is looked up on
-`PATH`, an absolute path allows exactly that file. The process starts in the agent's workspace with a
-minimal environment (the daemon's secrets are not passed on), and its whole process group is killed
-when the timeout passes. Arguments are not confined: allow only executables that are safe with any.
+`;`). Only executables named in `tools.shell.allowed_commands` run; a bare name is looked up on the PATH
+commands get, an absolute path allows exactly that file. The allowlist confines which program starts,
+not what it does: many programs run anything they are told to (see docs/configuration.md), so the
+command runs in a sandbox (`mindroom.tool_system.sandbox`): a clean environment, a private empty HOME,
+and with bubblewrap no view of the data directory or the daemon's processes. When the timeout passes,
+the command and everything it started are killed.
 """
 
 from __future__ import annotations
@@ -15,26 +17,33 @@ import os
 import shlex
 import shutil
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
-from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
+from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, Sandbox, choose_sandbox, prepare_launch
+from mindroom.tool_system.spec import WORKSPACES_DIRNAME, AgentToolEnvironment, ToolError, ToolSpec
 
-__all__ = ["SHELL_TOOL_NAMES", "run_command", "shell_tools"]
+__all__ = ["SHELL_TOOL_NAMES", "STOP_GRACE_S", "run_command", "shell_tools"]
 
 SHELL_TOOL_NAMES = ("run_shell_command",)
-_DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+STOP_GRACE_S = 2.0
 _READ_CHUNK = 65536
 
 
-def _executable(program: str, settings: ShellToolConfig, search_path: str) -> str:
+def _check_allowed(program: str, settings: ShellToolConfig) -> None:
     allowed = settings.allowed_commands
     if not allowed:
         raise ToolError("no commands are allowed (the operator lists them under tools.shell.allowed_commands)")
     if program not in allowed:
         raise ToolError(f"{program!r} is not an allowed command (allowed: {', '.join(allowed)})")
+
+
+def _executable(program: str, settings: ShellToolConfig, sandbox: Sandbox, search_path: str) -> str:
     if os.sep in program:
+        if not sandbox.shows(program, settings):
+            raise ToolError(f"{program!r} is allowed but not inside the sandbox (see tools.shell.readonly_paths)")
         return program
     found = shutil.which(program, path=search_path)
     if found is None:
@@ -50,36 +59,69 @@ async def _read_capped(stream: asyncio.StreamReader, limit: int, sink: bytearray
             sink.extend(chunk[:room])
 
 
-def _kill_group(process: asyncio.subprocess.Process) -> None:
+def _signal_group(process: asyncio.subprocess.Process, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+        os.killpg(process.pid, signum)
 
 
-async def run_command(command: str, workspace: Path, settings: ShellToolConfig) -> str:
-    """Run one command line and return its exit code and combined output; `ToolError` if refused or timed out."""
+async def _exited(process: asyncio.subprocess.Process) -> int:
+    # Not process.wait(): that also waits for the output pipe to close, which anything left holding it
+    # (a detached grandchild, before this change) could put off forever.
+    while process.returncode is None:  # noqa: ASYNC110 - no public exit event but wait()
+        await asyncio.sleep(0.02)
+    return process.returncode
+
+
+async def _stop(process: asyncio.subprocess.Process, launch: Launch) -> None:
+    """Stop the command and all it started: the launcher's stop signal, then SIGKILL for the group if it lingers."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(launch.stop_signal)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STOP_GRACE_S):
+                await _exited(process)
+    _signal_group(process, signal.SIGKILL)
+    await _exited(process)
+
+
+async def run_command(command: str, workspace: Path, settings: ShellToolConfig, *, hidden: Sequence[Path] = ()) -> str:
+    """Run one command line and return its exit code and combined output; `ToolError` if refused or timed out.
+
+    `hidden` are host folders (the data directory) the sandbox must not show even below a visible folder.
+    """
     try:
         argv = shlex.split(command)
     except ValueError as exc:
         raise ToolError(f"cannot parse the command: {exc}") from None
     if not argv:
         raise ToolError("the command is empty")
-    search_path = process_environ().get("PATH") or _DEFAULT_PATH
-    executable = _executable(argv[0], settings, search_path)
+    _check_allowed(argv[0], settings)
+    host_path = process_environ().get("PATH") or DEFAULT_PATH
+    sandbox = await choose_sandbox(settings, host_path)
+    search_path = sandbox.search_path(host_path, settings)
+    executable = _executable(argv[0], settings, sandbox, search_path)
     os.makedirs(workspace, mode=0o700, exist_ok=True)
-    env = {"PATH": search_path, "HOME": str(workspace), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    launch = prepare_launch(sandbox, settings, [executable, *argv[1:]], workspace, hidden, search_path)
+    try:
+        return await _run(launch, argv[0], settings)
+    finally:
+        if launch.private_home is not None:
+            await asyncio.to_thread(shutil.rmtree, launch.private_home, True)
+
+
+async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
     try:
         process = await asyncio.create_subprocess_exec(
-            executable,
-            *argv[1:],
-            cwd=workspace,
-            env=env,
+            *launch.argv,
+            cwd=launch.cwd,
+            env=dict(launch.env),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
         )
     except OSError as exc:
-        raise ToolError(f"cannot run {argv[0]!r}: {exc.strerror}") from None
+        raise ToolError(f"cannot run {program!r}: {exc.strerror}") from None
     assert process.stdout is not None
     limit = settings.max_output_chars * 4
     output = bytearray()
@@ -89,19 +131,17 @@ async def run_command(command: str, workspace: Path, settings: ShellToolConfig) 
             await asyncio.shield(reader)
             code = await process.wait()
     except TimeoutError:
-        _kill_group(process)
-        await process.wait()
+        await _stop(process, launch)
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
         shown = _shown(output, settings.max_output_chars)
-        raise ToolError(f"{argv[0]!r} timed out after {settings.timeout_s:g} s and was stopped\n{shown}") from None
+        raise ToolError(f"{program!r} timed out after {settings.timeout_s:g} s and was stopped\n{shown}") from None
     except BaseException:
-        _kill_group(process)
-        await asyncio.shield(process.wait())
+        await asyncio.shield(_stop(process, launch))
         reader.cancel()
         raise
     finally:
-        _kill_group(process)  # children left behind in the group
+        _signal_group(process, signal.SIGKILL)  # children left behind in the group
     return f"exit code: {code}\n{_shown(output, settings.max_output_chars)}"
 
 
@@ -116,6 +156,8 @@ def shell_tools(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
     """The `shell` group: `run_shell_command(command)` in the agent's workspace."""
     settings = env.settings.shell
     workspace = env.workspace
+    # The workspace is <data>/workspaces/<agent>: the sandbox hides the rest of the data directory.
+    hidden = (workspace.parent.parent,) if workspace.parent.name == WORKSPACES_DIRNAME else ()
     allowed = ", ".join(settings.allowed_commands) or "none"
 
     async def run_shell_command(command: str) -> str:
@@ -126,7 +168,7 @@ def shell_tools(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
         Args:
             command: The program and its arguments, for example "ls -la notes".
         """
-        return await run_command(command, workspace, settings)
+        return await run_command(command, workspace, settings, hidden=hidden)
 
     description = (
         "Run one command in your workspace folder and return its exit code and output. "

@@ -17,6 +17,7 @@ __all__ = [
     "RESERVED_PARAMETERS",
     "WORKSPACES_DIRNAME",
     "AgentToolEnvironment",
+    "IsolationLimits",
     "MessageSendFunction",
     "ToolError",
     "ToolSpec",
@@ -35,12 +36,34 @@ class ToolError(MindroomError):
 
 
 @dataclass(frozen=True, slots=True)
+class IsolationLimits:
+    """What one call of an isolated tool may use before its worker process is stopped.
+
+    `timeout_s` is wall-clock time (the worker is killed then); `memory_bytes` caps the worker's address
+    space (`RLIMIT_AS`) and `cpu_s` its CPU time (`RLIMIT_CPU`, at least `timeout_s` when left `None`).
+    """
+
+    timeout_s: float = 10.0
+    memory_bytes: int = 512 * 1024 * 1024
+    cpu_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0 or self.memory_bytes < 64 * 1024 * 1024:
+            msg = "isolation limits need timeout_s > 0 and memory_bytes >= 64 MiB"
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     """One tool as the model sees it: its name, what it does, and the callable that runs it.
 
     `description` and `parameters` (a JSON schema object) are derived from the callable's signature and
     docstring when left `None`. A synchronous callable with `in_thread` runs in a worker thread, so a slow
     plugin tool cannot stall every bot; built-in synchronous tools are quick and run inline.
+
+    An `isolated` tool runs in a separate worker process under `limits` (see `mindroom.tool_system.isolation`):
+    a call that loops or eats memory is killed, not the daemon. Its callable must be a module-level
+    function, it gets the arguments as JSON values and its result comes back as JSON.
     """
 
     name: str
@@ -48,6 +71,8 @@ class ToolSpec:
     description: str | None = None
     parameters: Mapping[str, Any] | None = None
     in_thread: bool = False
+    isolated: bool = False
+    limits: IsolationLimits = IsolationLimits()
 
 
 @dataclass(frozen=True, slots=True)

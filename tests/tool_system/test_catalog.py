@@ -1,7 +1,9 @@
 """The tool catalogue: built-in and plugin tools by name, per-agent filtering, and clashes as startup errors."""
 
+import asyncio
 import json
 import textwrap
+import time
 
 import pytest
 
@@ -9,6 +11,8 @@ from mindroom.ai.tools import foreign_tool_specs
 from mindroom.config.main import Config
 from mindroom.plugins.loader import load_plugin_dir
 from mindroom.plugins.skills import SkillError, build_skill_catalog
+from mindroom.tool_system import isolation
+from mindroom.tool_system.calls import call_tool
 from mindroom.tool_system.catalog import ToolCatalog, ToolCatalogError, build_tool_catalog, plugin_tool_specs
 from mindroom.tool_system.spec import AgentToolEnvironment
 
@@ -238,3 +242,18 @@ def test_tools_config_rejects_unknown_keys():
         Config.model_validate({"tools": {"browser": {}}})
     parsed = Config.model_validate({"tools": {"shell": {"allowed_commands": ["ls"], "timeout_s": 5}}})
     assert parsed.tools.shell.allowed_commands == ["ls"] and parsed.tools.file.max_read_bytes == 256 * 1024
+
+
+@pytest.mark.asyncio
+async def test_catalog_warms_an_isolation_worker_for_agents_with_isolated_tools(tmp_path, monkeypatch):
+    monkeypatch.setattr(isolation._Shared, "pool", None)  # a pool of this test's own, not one warmed earlier
+    (calculate,) = ToolCatalog.builtin().tools_for(["calculator"], env(tmp_path))
+    await asyncio.sleep(2.0)  # the worker starts in the background while the agent waits for its model
+
+    started = time.perf_counter()
+    answer = await call_tool(calculate, "helper", {"expression": "6 * 7"})
+    first_call_ms = (time.perf_counter() - started) * 1000
+    isolation.shared_pool().close()
+
+    assert answer == "42"
+    assert first_call_ms < 150, f"the first isolated call took {first_call_ms:.0f} ms"

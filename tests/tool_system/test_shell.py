@@ -12,8 +12,12 @@ from mindroom.tool_system.spec import AgentToolEnvironment, ToolError
 pytestmark = pytest.mark.asyncio
 
 
+# The test interpreter lives outside the system folders: show it inside the sandbox.
+PYTHON_PATHS = sorted({sys.prefix, sys.base_prefix})
+
+
 def settings(*allowed, **extra):
-    return ShellToolConfig(allowed_commands=list(allowed), **extra)
+    return ShellToolConfig(allowed_commands=list(allowed), readonly_paths=PYTHON_PATHS, **extra)
 
 
 async def test_shell_runs_an_allowed_command_in_the_workspace(tmp_path):
@@ -58,7 +62,8 @@ async def test_shell_gives_the_child_no_daemon_secrets(tmp_path, monkeypatch):
     output = await run_command("env", tmp_path, settings("env"))
 
     assert "sk-should-not-leak" not in output
-    assert f"HOME={tmp_path}" in output
+    assert "HOME=" in output
+    assert f"HOME={tmp_path}\n" not in output
 
 
 async def test_shell_kills_commands_at_the_timeout(tmp_path):

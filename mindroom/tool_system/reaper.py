@@ -1,0 +1,123 @@
+"""Run one command so that nothing it starts outlives it: a child subreaper that kills every descendant.
+
+The shell tool starts this when no sandbox is available, as `python -I -S reaper.py PARENT_PID PROGRAM
+ARG...`. `PR_SET_CHILD_SUBREAPER` makes orphaned descendants (a `setsid` or double-forked daemon included)
+children of this process instead of init's, so when the command exits, or SIGTERM arrives (the shell
+tool's timeout, or the daemon dying: `PR_SET_PDEATHSIG`), every one of them can be found and killed.
+Standard library only: it runs without site-packages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+
+__all__ = ["descendants", "kill_descendants", "main"]
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class _StopError(Exception):
+    """A stop signal arrived: end the command and everything it started."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` in the process tree (read from `/proc`)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        # The command name in parentheses may hold spaces and parentheses; the fields after the last ')' do not.
+        parent = int(data[data.rindex(b")") + 2 :].split()[1])
+        children.setdefault(parent, []).append(int(entry))
+    found: set[int] = set()
+    frontier = [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), ()):
+            if child not in found:
+                found.add(child)
+                frontier.append(child)
+    return found
+
+
+def kill_descendants(limit_s: float = 5.0) -> None:
+    """SIGKILL every descendant and reap them, until this process has no child left (or `limit_s` passed)."""
+    me = os.getpid()
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            return  # no child left, so no descendant either: orphans are re-parented to us
+        for pid in descendants(me):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise _StopError(signum)
+
+
+def _exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def main(argv: list[str]) -> int:
+    """Become a subreaper bound to the parent's life, run the command, then kill what it left behind."""
+    parent, program, args = int(argv[0]), argv[1], argv[1:]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # the daemon died before prctl took effect
+        return 1
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _stop)
+    code = 1
+    try:
+        # Blocked across fork, so a stop signal never runs our handler inside the child.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        child = os.fork()
+        if child == 0:
+            for signum in _STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            try:
+                os.execv(program, args)  # noqa: S606 - the allowlisted program itself, never a shell
+            except OSError as exc:
+                os.write(2, f"cannot run {program}: {exc.strerror}\n".encode())
+            os._exit(127)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        while True:
+            pid, status = os.wait()
+            if pid == child:
+                code = _exit_code(status)
+                break
+    except _StopError as stop:
+        code = 128 + stop.signum
+    finally:
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+        kill_descendants()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

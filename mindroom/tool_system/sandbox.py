@@ -1,0 +1,210 @@
+"""Where shell commands run: a bubblewrap sandbox when it works here, else a weaker fallback that says so.
+
+bwrap: new user, pid, ipc, uts, cgroup and network namespaces (`--unshare-all`; the network is shared only
+with `tools.shell.network`), `--die-with-parent`, `--new-session`, no capabilities, a clean environment
+(PATH, LANG, HOME). The system folders and `tools.shell.readonly_paths` are mounted read-only, the agent's
+workspace read-write at its own path, and HOME, /tmp and /proc are the sandbox's own. Nothing else of the
+host is there: not the data directory (a tmpfs covers it even below a visible folder), not the daemon's
+process, its environment or its other children.
+
+Fallback (`sandbox: none`, or `auto` without a working bwrap): the same clean environment and a fresh empty
+HOME outside the workspace, and the command runs under `reaper.py`, which kills every descendant when the
+command ends or is stopped. Whatever the daemon's user can read or signal stays reachable; a warning says
+so once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from mindroom.config.main import ShellToolConfig
+from mindroom.logging_config import get_logger
+from mindroom.tool_system.spec import ToolError
+
+__all__ = [
+    "DEFAULT_PATH",
+    "SANDBOX_HOME",
+    "SYSTEM_DIRS",
+    "WEAKER_WITHOUT_SANDBOX",
+    "Launch",
+    "Sandbox",
+    "choose_sandbox",
+    "prepare_launch",
+]
+
+logger = get_logger(__name__)
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+SANDBOX_HOME = "/home/agent"
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+WEAKER_WITHOUT_SANDBOX = (
+    "commands can read every file the daemon's user can (the data directory and the homeserver's secrets too), "
+    "read the daemon's /proc entries (its environment), signal its processes and use the network; they still "
+    "get a clean environment and an empty private HOME, and everything they start is killed when they end"
+)
+_LANG = "C.UTF-8"
+_PROBE_TIMEOUT_S = 10.0
+_REAPER = Path(__file__).with_name("reaper.py")
+
+
+class _Seen:
+    """What this process learnt once: bwrap test runs by path, and the notices already logged."""
+
+    probes: ClassVar[dict[str, str | None]] = {}
+    logged: ClassVar[set[str]] = set()
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """The confinement chosen for shell commands: bubblewrap at `bwrap`, or none (`reason` says why)."""
+
+    bwrap: str | None
+    reason: str = ""
+
+    def roots(self, settings: ShellToolConfig) -> tuple[Path, ...]:
+        """The host folders a command can see besides its workspace (everything, without a sandbox)."""
+        if self.bwrap is None:
+            return (Path("/"),)
+        return tuple(Path(p) for p in (*SYSTEM_DIRS, *settings.readonly_paths))
+
+    def search_path(self, host_path: str, settings: ShellToolConfig) -> str:
+        """The PATH commands get: the daemon's, less the folders the sandbox does not show."""
+        roots = self.roots(settings)
+        shown = [
+            entry for entry in host_path.split(os.pathsep) if entry.startswith("/") and _inside(Path(entry), roots)
+        ]
+        return os.pathsep.join(dict.fromkeys(shown)) or DEFAULT_PATH
+
+    def shows(self, executable: str, settings: ShellToolConfig) -> bool:
+        """Whether an executable at this host path exists at the same path inside the sandbox."""
+        return _inside(Path(executable), self.roots(settings))
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """One command ready to start: its argv, environment and folder, how to stop it, and what to remove after."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+    stop_signal: int
+    private_home: Path | None = None
+
+
+def _bwrap_argv(bwrap: str, settings: ShellToolConfig, workspace: Path, hidden: Sequence[Path], path: str) -> list[str]:
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if settings.network:
+        argv.append("--share-net")
+    argv += ["--clearenv", "--setenv", "PATH", path, "--setenv", "LANG", _LANG, "--setenv", "HOME", SANDBOX_HOME]
+    for system_dir in SYSTEM_DIRS:
+        if os.path.islink(system_dir):  # merged /usr: /bin -> usr/bin
+            argv += ["--symlink", os.readlink(system_dir), system_dir]
+        elif os.path.isdir(system_dir):
+            argv += ["--ro-bind", system_dir, system_dir]
+    # The sandbox's own /tmp and /home: fresh, empty tmpfs mounts nobody else sees.
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/home", "--dir", SANDBOX_HOME]  # noqa: S108
+    for extra in settings.readonly_paths:
+        argv += ["--ro-bind-try", extra, extra]
+    # After the read-only mounts, so a data directory below one of them is covered; before the workspace,
+    # which lives inside the data directory and is mounted back on top.
+    for secret in hidden:
+        argv += ["--tmpfs", str(Path(secret).resolve())]
+    return [*argv, "--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
+
+
+async def _probe(bwrap: str) -> str | None:
+    """None if a bwrap sandbox like the real one starts and runs `true` here, else what went wrong."""
+    true = shutil.which("true", path=DEFAULT_PATH) or "/bin/true"
+    with tempfile.TemporaryDirectory(prefix="mindroom-probe-") as folder:
+        argv = [*_bwrap_argv(bwrap, ShellToolConfig(), Path(folder), (), DEFAULT_PATH), "--", true]
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                env={"PATH": DEFAULT_PATH, "LANG": _LANG},
+            )
+        except OSError as exc:
+            return f"cannot start {bwrap}: {exc.strerror}"
+        try:
+            async with asyncio.timeout(_PROBE_TIMEOUT_S):
+                output, _ = await process.communicate()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            return f"a test run of {bwrap} did not finish within {_PROBE_TIMEOUT_S:g} s"
+    if process.returncode != 0:
+        return f"a test run of {bwrap} failed: {output.decode('utf-8', errors='replace').strip()[:300]}"
+    return None
+
+
+def _once(key: str) -> bool:
+    if key in _Seen.logged:
+        return False
+    _Seen.logged.add(key)
+    return True
+
+
+async def choose_sandbox(settings: ShellToolConfig, host_path: str) -> Sandbox:
+    """The sandbox `tools.shell.sandbox` asks for, tested once per process; `ToolError` if `bwrap` cannot run."""
+    if settings.sandbox == "none":
+        reason = "tools.shell.sandbox is none"
+        if _once(reason):
+            logger.warning("shell commands run without a sandbox", reason=reason, weaker=WEAKER_WITHOUT_SANDBOX)
+        return Sandbox(None, reason)
+    bwrap = shutil.which("bwrap", path=host_path)
+    if bwrap is None:
+        problem: str | None = "bwrap (bubblewrap) is not installed"
+    else:
+        if bwrap not in _Seen.probes:
+            _Seen.probes[bwrap] = await _probe(bwrap)
+        problem = _Seen.probes[bwrap]
+    if problem is None:
+        assert bwrap is not None
+        if _once(f"bwrap:{bwrap}"):
+            logger.info("shell commands run in a bubblewrap sandbox", bwrap=bwrap)
+        return Sandbox(bwrap)
+    if settings.sandbox == "bwrap":
+        if _once(f"refused:{problem}"):
+            logger.error("shell commands refused: the configured sandbox is not available", reason=problem)
+        raise ToolError(f"commands are not run: tools.shell.sandbox is bwrap, but {problem}")
+    if _once(f"auto:{problem}"):
+        logger.warning("shell commands run without a sandbox", reason=problem, weaker=WEAKER_WITHOUT_SANDBOX)
+    return Sandbox(None, problem)
+
+
+def prepare_launch(
+    sandbox: Sandbox,
+    settings: ShellToolConfig,
+    argv: Sequence[str],
+    workspace: Path,
+    hidden: Sequence[Path],
+    search_path: str,
+) -> Launch:
+    """How to start `argv` (its executable already resolved) in `workspace` under `sandbox`.
+
+    Without a sandbox this makes a private HOME folder: the caller removes `Launch.private_home` afterwards.
+    """
+    workspace = workspace.resolve()
+    if sandbox.bwrap is not None:
+        command = [*_bwrap_argv(sandbox.bwrap, settings, workspace, hidden, search_path), "--", *argv]
+        return Launch(tuple(command), {"PATH": search_path, "LANG": _LANG}, workspace, signal.SIGKILL)
+    home = Path(tempfile.mkdtemp(prefix="mindroom-home-"))
+    command = [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), *argv]
+    env = {"PATH": search_path, "LANG": _LANG, "HOME": str(home)}
+    # SIGTERM, not SIGKILL: the reaper needs the moment to kill what the command started.
+    return Launch(tuple(command), env, workspace, signal.SIGTERM, home)

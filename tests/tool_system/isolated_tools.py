@@ -1,0 +1,56 @@
+"""Module-level tools for the isolation tests: a worker process imports them by name."""
+
+import os
+import time
+
+from mindroom.tool_system.spec import ToolError
+
+
+def worker_pid() -> int:
+    """The process the call ran in."""
+    return os.getpid()
+
+
+def echo(text: str, times: int = 1) -> str:
+    """`text` repeated."""
+    return text * times
+
+
+async def async_echo(text: str) -> str:
+    """`text`, from a coroutine function."""
+    return text
+
+
+def burn() -> None:
+    """Spin forever on the CPU."""
+    while True:
+        pass
+
+
+def hog() -> int:
+    """Allocate until memory runs out."""
+    chunks = []
+    while True:
+        chunks.append(bytearray(16 * 1024 * 1024))
+
+
+def crash() -> None:
+    """Die without answering."""
+    os._exit(3)
+
+
+def refuse() -> None:
+    """Refuse like a tool does."""
+    raise ToolError("not today")
+
+
+def nap(seconds: float) -> str:
+    """Sleep, then answer."""
+    time.sleep(seconds)
+    return "rested"
+
+
+def shout() -> str:
+    """Print to stdout (which must not reach the answer pipe), then answer."""
+    print("noise on stdout", flush=True)
+    return "answered"
