@@ -38,6 +38,7 @@ from mindroom.state.answers import AnswerLog
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduleStore
+from mindroom.tool_system.isolation import shared_pool
 from mindroom.tool_system.runtime_context import set_registry_provider
 
 __all__ = ["Orchestrator"]
@@ -290,6 +291,7 @@ class Orchestrator:
         set_registry_provider(None)
         if self.scheduler is not None:
             self.scheduler.store.close()
+        shared_pool().close()
         runtime.journal.close()
         runtime.room_memory.close()
         runtime.answers.close()

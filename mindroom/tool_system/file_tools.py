@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mindroom.config.main import FileToolConfig
+from mindroom.private_files import private_dir
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
 __all__ = ["FILE_TOOL_NAMES", "MAX_LISTED_ENTRIES", "Workspace", "file_tools"]
@@ -70,7 +71,7 @@ class Workspace:
 
     def _open_root(self) -> int:
         # The workspace folder itself is the operator's to place (it may be a link); only what is inside is walked.
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.root)
         return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
     def _folder(self, raw_path: str, parts: tuple[str, ...], *, create: bool = False, missing: str = "file") -> int:

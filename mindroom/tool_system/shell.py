@@ -119,6 +119,7 @@ async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            umask=0o077,  # what a command writes into the workspace is private to the daemon's user
         )
     except OSError as exc:
         raise ToolError(f"cannot run {program!r}: {exc.strerror}") from None
