@@ -89,8 +89,8 @@ def prepare_private_sqlite(path: Path) -> Path:
     return path
 
 
-def write_private_file(path: Path, text: str, *, durable: bool = True) -> None:
-    """Atomically replace `path` with `text`: temp file (0600) in the same 0700 dir, rename.
+def write_private_file(path: Path, text: str | bytes, *, durable: bool = True) -> None:
+    """Atomically replace `path` with `text` (or bytes): temp file (0600) in the same 0700 dir, rename.
 
     `durable` also fsyncs file and folder (survives power loss). Without it the rename is still atomic,
     which is all a process crash needs: used for the sync token and telemetry snapshots, whose loss only
@@ -99,8 +99,8 @@ def write_private_file(path: Path, text: str, *, durable: bool = True) -> None:
     private_dir(path.parent)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
-            tmp.write(text)
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(text.encode() if isinstance(text, str) else text)
             if durable:
                 tmp.flush()
                 os.fsync(tmp.fileno())

@@ -12,6 +12,7 @@ from mindroom.ai.generation import (
     generate_early,
     stream_generate,
 )
+from mindroom.ai.media import ImageInput, TranscriptionError, supports_vision, transcribe
 from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
 from mindroom.ai.offline import OfflineModel
 from mindroom.ai.routing_model import choose_agent
@@ -23,8 +24,10 @@ __all__ = [
     "GenerationError",
     "GenerationRequest",
     "GenerationResult",
+    "ImageInput",
     "ModelConfigError",
     "OfflineModel",
+    "TranscriptionError",
     "build_model",
     "choose_agent",
     "close_caches",
@@ -35,4 +38,6 @@ __all__ = [
     "session_db_path",
     "stream_generate",
     "strip_session_enrichment",
+    "supports_vision",
+    "transcribe",
 ]

@@ -12,6 +12,7 @@ from uuid import uuid4
 
 from agno.agent import Agent
 from agno.db.sqlite import AsyncSqliteDb
+from agno.media import Image
 from agno.run.agent import (
     RunCancelledEvent,
     RunContentCompletedEvent,
@@ -24,6 +25,7 @@ from agno.run.base import RunStatus
 from mindroom.ai.agents import agent_cache
 from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.ai.failures import failure_log, generation_error
+from mindroom.ai.media import ImageInput
 from mindroom.ai.models import model_env_fingerprint
 from mindroom.ai.sessions import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
 from mindroom.config.main import ModelConfig
@@ -58,6 +60,7 @@ class GenerationRequest:
     user_id: str | None = None
     source_event_id: str | None = None
     """The Matrix message this turn answers; stored with the run, so an edit of it can replace the run."""
+    images: tuple[ImageInput, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,10 @@ def _agent_for(request: GenerationRequest, storage_root: Path, env: Mapping[str,
     return agent, db
 
 
+def _images(request: GenerationRequest) -> list[Image] | None:
+    return [Image(content=image.data, mime_type=image.mimetype) for image in request.images] or None
+
+
 def _run_metadata(request: GenerationRequest) -> dict[str, Any] | None:
     metadata = {"sender": request.user_id, RUN_EVENT_KEY: request.source_event_id}
     return {key: value for key, value in metadata.items() if value} or None
@@ -160,6 +167,7 @@ async def generate(request: GenerationRequest, *, storage_root: Path, env: Mappi
             session_id=request.session_id,
             run_id=run_id,
             metadata=_run_metadata(request),
+            images=_images(request),
         )
     except Exception as caught:
         error = caught
@@ -207,6 +215,7 @@ async def _turn_events(
                 session_id=request.session_id,
                 run_id=run_id,
                 metadata=_run_metadata(request),
+                images=_images(request),
             ),
         )
         async with contextlib.aclosing(events):

@@ -74,6 +74,8 @@ class InboundMessage:
     hops: int = 0
     replaces: AnswerRecord | None = None
     """For an edit of a question: the answer the new answer takes the place of."""
+    image_ids: tuple[str, ...] = ()
+    """Attachments of the message that are images (filled in by the media stage)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,20 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from mindroom.ai import GenerationError, GenerationRequest, ModelConfigError, forget_turn, generate_early
+from mindroom.ai import (
+    GenerationError,
+    GenerationRequest,
+    ImageInput,
+    ModelConfigError,
+    forget_turn,
+    generate_early,
+    supports_vision,
+)
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.bots.streaming import stream_to_matrix
+from mindroom.config.main import ModelConfig
 from mindroom.hooks.context import (
     AfterResponseContext,
     BeforeResponseContext,
@@ -52,6 +61,7 @@ class Turn:
     hops: int = 1
     replaces: AnswerRecord | None = None
     """For an edited question: the earlier answer, edited in place instead of a new one sent."""
+    image_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +75,7 @@ class _Turn:
     bindings: HookBindings
     channel: ReplyChannel
     replaces: AnswerRecord | None
+    image_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +98,7 @@ async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, gi
     agent = live.config.agents[entity.name]
     markdown = agent.resolved(live.config.defaults).markdown
     channel = ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown)
-    turn = _Turn(entity, live, envelope, given.correlation_id, given.bindings, channel, given.replaces)
+    turn = _Turn(entity, live, envelope, given.correlation_id, given.bindings, channel, given.replaces, given.image_ids)
     if given.replaces is not None:
         # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
         entity.request_stop(given.replaces.response_event_id)
@@ -157,19 +168,21 @@ async def _generate(
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
     if turn.replaces is not None:
         await forget_turn(entity.name, session_id(envelope), question, storage_root=runtime.runtime_paths.storage_root)
+    images, image_notes = await _images(turn, model)
     request = GenerationRequest(
         agent_name=entity.name,
         display_name=agent.display_name,
         role=agent.role,
         instructions=(*agent.instructions, *live.skills.instructions(agent.skills)),
         model=model,
-        user_message=append_enrichment(envelope.body, items),
+        user_message=append_enrichment(envelope.body + image_notes, items),
         session_id=session_id(envelope),
         num_history_runs=settings.num_history_runs,
         markdown=settings.markdown,
         tools=entity.tools(live),
         user_id=envelope.requester_id,
         source_event_id=question,
+        images=images,
     )
     tool_context = ToolRuntimeContext(
         registry=live.registry,
@@ -196,6 +209,18 @@ async def _generate(
         return None
     draft = ResponseDraft(text, "ai", tool_trace(tool_context.calls), None, envelope)
     return _Generated(text, stream_event_id, draft)
+
+
+async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ImageInput, ...], str]:
+    """The message's images for a model that takes them; for one that does not, a note on what arrived."""
+    if not turn.image_ids:
+        return (), ""
+    store = turn.entity.runtime.attachments
+    found = [item for item in [await asyncio.to_thread(store.read, i) for i in turn.image_ids] if item is not None]
+    if supports_vision(model):
+        return tuple(ImageInput(item.data, item.info.mimetype) for item in found), ""
+    notes = [f"{item.info.name} ({item.info.mimetype or 'image'}, {item.info.size} bytes)" for item in found]
+    return (), "\n[The sender attached images this model cannot see: " + "; ".join(notes) + ".]"
 
 
 async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | None:

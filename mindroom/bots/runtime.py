@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from mindroom.bots.authorization import room_keys_for
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.limits import SlidingWindow
+from mindroom.bots.sharing import SharedWork
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.hooks.context import HookBindings
@@ -29,6 +30,7 @@ from mindroom.matrix import MatrixBotClient
 from mindroom.plugins.loader import Plugin
 from mindroom.plugins.skills import SkillCatalog
 from mindroom.state.answers import AnswerLog
+from mindroom.state.attachments import AttachmentStore
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.tool_system.catalog import ToolCatalog
@@ -162,12 +164,15 @@ class DaemonRuntime:
     journal: TurnJournal
     room_memory: RoomMemory
     answers: AnswerLog
+    attachments: AttachmentStore
     coordinator: TurnCoordinator = field(default_factory=TurnCoordinator)
     bots: Mapping[str, Entity] = field(default_factory=dict)
     """Every running entity by name (filled and changed by the orchestrator only)."""
     bot_user_ids: dict[str, str] = field(default_factory=dict)
     room_ids: dict[str, str] = field(default_factory=dict)
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    media: SharedWork = field(default_factory=SharedWork)
+    """Each event's attachment, downloaded and transcribed once for every entity that handles it."""
     bot_turns: SlidingWindow = field(default_factory=lambda: SlidingWindow(BOT_TURNS_PER_THREAD, BOT_TURN_WINDOW_S))
     """Turns started by other bots' messages, per entity and thread (two bots cannot talk without end)."""
 

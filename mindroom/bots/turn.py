@@ -16,6 +16,7 @@ import structlog
 from mindroom.ai import choose_agent
 from mindroom.bots.commands import CommandTable, handle_command, is_command
 from mindroom.bots.ingress import InboundMessage, IngressDrop, message_ingress
+from mindroom.bots.media import prepare_media
 from mindroom.bots.respond import Turn, respond
 from mindroom.bots.routing import decide_route
 from mindroom.bots.runtime import Entity, LiveState
@@ -45,6 +46,7 @@ async def handle_message_event(
     inbound = message_ingress(entity, live, event, replay=replay)
     if isinstance(inbound, IngressDrop):
         return
+    inbound = await prepare_media(entity, live, inbound, event)
     correlation_id = stable_correlation_id(event.event_id)
     try:
         with structlog.contextvars.bound_contextvars(
@@ -121,7 +123,8 @@ async def _pipeline(
             earlier = decision.agents[: decision.agents.index(entity.name)]
             if earlier:
                 await runtime.coordinator.wait_for(event_id, earlier, ORDERED_ANSWER_TIMEOUT_S)
-        await respond(entity, live, envelope, Turn(correlation_id, bindings, hops=inbound.hops + 1))
+        turn = Turn(correlation_id, bindings, hops=inbound.hops + 1, image_ids=inbound.image_ids)
+        await respond(entity, live, envelope, turn)
     finally:
         runtime.coordinator.finish(event_id, entity.name)
 

@@ -26,6 +26,7 @@ __all__ = [
     "ShellToolConfig",
     "ThreadMode",
     "ToolsConfig",
+    "VoiceConfig",
 ]
 
 _NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
@@ -49,6 +50,8 @@ class ModelConfig(_Strict):
     api_key: str | None = None
     temperature: float | None = None
     extra_kwargs: dict[str, Any] = Field(default_factory=dict)
+    vision: bool | None = None
+    """Whether the model takes images; unset: guessed from provider and model id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +136,18 @@ class DefaultsConfig(_Strict):
     streaming_edit_interval_ms: int = Field(default=500, ge=50)
     max_concurrent_turns_per_agent: int = Field(default=4, ge=1)
     thread_mode: ThreadMode = "thread"
+    max_attachment_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
     # A hook step that holds the event loop longer than this is logged and counted (`blocked_loop`); it
     # fails the hook only if the hook also runs past its timeout.
     hooks_blocking_threshold_ms: int = Field(default=100, ge=1)
+
+
+class VoiceConfig(_Strict):
+    """Speech to text for voice messages, through an OpenAI-compatible transcription endpoint."""
+
+    model: str | None = None
+    """The entry under `models:` whose endpoint and key are used (unset: the `default` model)."""
+    transcription_id: str = "whisper-1"
 
 
 class ShellToolConfig(_Strict):
@@ -192,6 +204,7 @@ class Config(_Strict):
     plugins: list[str | PluginEntryConfig] = Field(default_factory=list)
     admin_room: str | None = None
     timezone: str = "UTC"
+    voice: VoiceConfig = Field(default_factory=VoiceConfig)
 
     @field_validator("agents")
     @classmethod

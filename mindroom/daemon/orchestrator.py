@@ -35,6 +35,7 @@ from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.answers import AnswerLog
+from mindroom.state.attachments import AttachmentStore
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduleStore
@@ -100,6 +101,7 @@ class Orchestrator:
             journal=TurnJournal(paths.storage_root / "state" / "daemon.db"),
             room_memory=RoomMemory(paths.storage_root / "state" / "rooms.db"),
             answers=AnswerLog(paths.storage_root / "state" / "answers.db"),
+            attachments=AttachmentStore(paths.storage_root),
             bots=self.bots,
         )
         self.runtime = runtime

@@ -15,6 +15,7 @@ from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX, CredentialStore,
 from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
 from mindroom.matrix.login import BotAccount, obtain_session
+from mindroom.matrix.media import MediaMethods
 from mindroom.matrix.rooms import RoomMethods
 from mindroom.matrix.sync import EventHandler, InviteHandler, SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path
@@ -31,7 +32,7 @@ _RACE_JOIN_ATTEMPTS = 20
 _RACE_JOIN_DELAY_S = 0.25
 
 
-class MatrixBotClient(RoomMethods):
+class MatrixBotClient(RoomMethods, MediaMethods):
     """One bot's Matrix account: call `login()` first, `close()` last; run `run_sync()` in a task you own."""
 
     def __init__(

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import email.policy
+import json
+import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from email.parser import BytesParser
 from typing import Any
 
 __all__ = [
@@ -16,8 +21,15 @@ __all__ = [
     "Stream",
     "Text",
     "ToolCall",
+    "Transcription",
+    "completion_id",
     "content_text",
+    "envelope",
     "last_user_message",
+    "parse_transcription",
+    "text_chunks",
+    "tool_call",
+    "usage",
 ]
 
 
@@ -95,3 +107,64 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Transcription:
+    """One request to the scripted `/audio/transcriptions`: which model, which file, and its bytes."""
+
+    model: str
+    filename: str
+    audio: bytes
+
+
+def parse_transcription(content_type: str, raw: bytes) -> Transcription:
+    """Read the multipart form an OpenAI client sends to `/audio/transcriptions`."""
+    message = BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
+    )
+    fields: dict[str, Any] = {}
+    filename = ""
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if part.get_filename():
+            filename = part.get_filename() or ""
+        fields[str(name)] = part.get_payload(decode=True)
+    model = fields.get("model", b"")
+    return Transcription(model.decode() if isinstance(model, bytes) else "", filename, fields.get("file") or b"")
+
+
+def completion_id() -> str:
+    """A fresh chat-completion id."""
+    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+
+def envelope(completion_id: str, request: dict[str, Any], kind: str, choices: list[Any]) -> dict[str, Any]:
+    """The common fields of a chat-completion answer around `choices`."""
+    model = str(request.get("model") or "scripted")
+    return {"id": completion_id, "object": kind, "created": int(time.time()), "model": model, "choices": choices}
+
+
+def text_chunks(reply: Echo | Text | Stream, request: dict[str, Any]) -> Sequence[str]:
+    """The text pieces a reply answers with."""
+    if isinstance(reply, Stream):
+        return reply.chunks
+    if isinstance(reply, Text):
+        return (reply.text,)
+    return (reply.prefix + last_user_message(request),)
+
+
+def tool_call(reply: ToolCall) -> dict[str, Any]:
+    """The `tool_calls` entry of a scripted tool call."""
+    return {
+        "id": reply.call_id or f"call_{uuid.uuid4().hex[:24]}",
+        "type": "function",
+        "function": {"name": reply.name, "arguments": json.dumps(dict(reply.arguments))},
+    }
+
+
+def usage(request: dict[str, Any], text: str) -> dict[str, int]:
+    """Token counts for an answer (approximate: whitespace-separated words)."""
+    prompt = sum(len(content_text(message.get("content")).split()) for message in request.get("messages") or [])
+    completion = len(text.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

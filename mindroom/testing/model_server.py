@@ -8,10 +8,8 @@ import json
 import socket
 import sys
 import threading
-import time
-import uuid
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -29,8 +27,14 @@ from mindroom.testing.model_replies import (
     Stream,
     Text,
     ToolCall,
-    content_text,
+    Transcription,
+    completion_id,
+    envelope,
     last_user_message,
+    parse_transcription,
+    text_chunks,
+    tool_call,
+    usage,
 )
 
 __all__ = [
@@ -44,6 +48,7 @@ __all__ = [
     "Stream",
     "Text",
     "ToolCall",
+    "Transcription",
     "last_user_message",
     "model_server",
     "model_server_session",
@@ -84,6 +89,8 @@ class ScriptedModelServer:
         self._lock = threading.Condition()
         self._script = _Script()
         self._requests: list[dict[str, Any]] = []
+        self._transcriptions: list[Transcription] = []
+        self._transcript: str | None = None
         self._stopping = threading.Event()
         self._httpd: _Httpd | None = None
         self._thread: threading.Thread | None = None
@@ -163,6 +170,25 @@ class ScriptedModelServer:
         with self._lock:
             self._script = _Script()
             self._requests.clear()
+            self._transcriptions.clear()
+            self._transcript = None
+
+    def set_transcript(self, text: str | None) -> None:
+        """What `/audio/transcriptions` answers (None: a text naming the audio's size)."""
+        with self._lock:
+            self._transcript = text
+
+    @property
+    def transcriptions(self) -> list[Transcription]:
+        """Every transcription request received, oldest first."""
+        with self._lock:
+            return list(self._transcriptions)
+
+    def _transcribe(self, content_type: str, raw: bytes) -> str:
+        received = parse_transcription(content_type, raw)
+        with self._lock:
+            self._transcriptions.append(received)
+            return self._transcript if self._transcript is not None else f"transcript of {len(received.audio)} bytes"
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -250,6 +276,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.rstrip("/") in ("/v1/audio/transcriptions", "/audio/transcriptions"):
+            text = self.server.owner._transcribe(self.headers.get("Content-Type", ""), raw)
+            self._send_json(HTTPStatus.OK, {"text": text})
+            return
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_error(HTTPStatus.NOT_FOUND, f"no route for POST {self.path}")
             return
@@ -279,19 +309,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _complete(self, request: dict[str, Any], reply: Echo | Text | Stream | ToolCall) -> None:
         if isinstance(reply, ToolCall):
-            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [_tool_call(reply)]}
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [tool_call(reply)]}
             finish, text = "tool_calls", ""
         else:
-            text = "".join(_text_chunks(reply, request))
+            text = "".join(text_chunks(reply, request))
             message, finish = {"role": "assistant", "content": text}, "stop"
         choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-        body = _envelope(_completion_id(), request, "chat.completion", [choice])
-        self._send_json(HTTPStatus.OK, {**body, "usage": _usage(request, text)})
+        body = envelope(completion_id(), request, "chat.completion", [choice])
+        self._send_json(HTTPStatus.OK, {**body, "usage": usage(request, text)})
 
     def _stream(self, request: dict[str, Any], reply: Echo | Text | Stream | ToolCall) -> None:
         delay = 0.0
         if isinstance(reply, ToolCall):
-            call = _tool_call(reply)
+            call = tool_call(reply)
             arguments = call["function"]["arguments"]
             head = {"index": 0, **call, "function": {"name": reply.name, "arguments": ""}}
             deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None, "tool_calls": [head]}]
@@ -301,15 +331,15 @@ class _Handler(BaseHTTPRequestHandler):
             )
             finish, text = "tool_calls", ""
         else:
-            chunks = _text_chunks(reply, request)
+            chunks = text_chunks(reply, request)
             deltas = [{"role": "assistant", "content": ""}, *({"content": chunk} for chunk in chunks)]
             finish, text = "stop", "".join(chunks)
             delay = reply.delay_s if isinstance(reply, Stream) else 0.0
-        completion_id = _completion_id()
+        stream_id = completion_id()
 
         def event(delta: dict[str, Any] | None, finish_reason: str | None = None) -> dict[str, Any]:
             choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
-            return _envelope(completion_id, request, "chat.completion.chunk", choices)
+            return envelope(stream_id, request, "chat.completion.chunk", choices)
 
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream")
@@ -323,7 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_event(event(delta))
         self._write_event(event({}, finish))
         if (request.get("stream_options") or {}).get("include_usage"):
-            self._write_event({**event(None), "usage": _usage(request, text)})
+            self._write_event({**event(None), "usage": usage(request, text)})
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
 
@@ -345,37 +375,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_error(self, status: int, message: str) -> None:
         self._send_json(status, {"error": {"message": message, "type": "scripted_error", "param": None, "code": None}})
-
-
-def _completion_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
-
-
-def _envelope(completion_id: str, request: dict[str, Any], kind: str, choices: list[Any]) -> dict[str, Any]:
-    model = str(request.get("model") or "scripted")
-    return {"id": completion_id, "object": kind, "created": int(time.time()), "model": model, "choices": choices}
-
-
-def _text_chunks(reply: Echo | Text | Stream, request: dict[str, Any]) -> Sequence[str]:
-    if isinstance(reply, Stream):
-        return reply.chunks
-    if isinstance(reply, Text):
-        return (reply.text,)
-    return (reply.prefix + last_user_message(request),)
-
-
-def _tool_call(reply: ToolCall) -> dict[str, Any]:
-    return {
-        "id": reply.call_id or f"call_{uuid.uuid4().hex[:24]}",
-        "type": "function",
-        "function": {"name": reply.name, "arguments": json.dumps(dict(reply.arguments))},
-    }
-
-
-def _usage(request: dict[str, Any], text: str) -> dict[str, int]:
-    prompt = sum(len(content_text(message.get("content")).split()) for message in request.get("messages") or [])
-    completion = len(text.split())
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from mindroom.constants import (
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
 from mindroom.state.answers import AnswerLog
+from mindroom.state.attachments import AttachmentStore
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 
@@ -372,6 +373,7 @@ def runtime(tmp_path: Path) -> Iterator[DaemonRuntime]:
         journal=journal,
         room_memory=RoomMemory(tmp_path / "rooms.db"),
         answers=AnswerLog(tmp_path / "answers.db"),
+        attachments=AttachmentStore(tmp_path),
         bot_user_ids=dict(BOTS),
         room_ids={"lobby": LOBBY},
         started_at_ms=START_MS,

@@ -21,6 +21,7 @@ from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.plugins.discovery import plugin_digest, plugin_watch_paths
 from mindroom.state.answers import AnswerLog
+from mindroom.state.attachments import AttachmentStore
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 
@@ -112,6 +113,7 @@ def _deploy(tmp_path: Path, version: str = "v1") -> DaemonRuntime:
         journal=TurnJournal(tmp_path / "data" / "daemon.db"),
         room_memory=RoomMemory(tmp_path / "data" / "rooms.db"),
         answers=AnswerLog(tmp_path / "data" / "answers.db"),
+        attachments=AttachmentStore(tmp_path),
         room_ids={"lobby": "!lobby:localhost", "notes": "!notes:localhost"},
     )
 

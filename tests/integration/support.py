@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import time
 from collections.abc import Callable
 from typing import Any
@@ -81,6 +82,26 @@ class HumanClient:
                 "is_falling_back": True,
                 "m.in_reply_to": {"event_id": thread_root},
             }
+        response = await self.client.room_send(room_id, "m.room.message", content)
+        assert isinstance(response, nio.RoomSendResponse), response
+        return str(response.event_id)
+
+    async def send_media(
+        self, room_id: str, msgtype: str, data: bytes, *, name: str, mimetype: str, caption: str | None = None
+    ) -> str:
+        """Upload `data` and post it as an `m.audio`/`m.image`/`m.file` message."""
+        uploaded, _ = await self.client.upload(
+            io.BytesIO(data), content_type=mimetype, filename=name, filesize=len(data)
+        )
+        assert isinstance(uploaded, nio.UploadResponse), uploaded
+        content: dict[str, Any] = {
+            "msgtype": msgtype,
+            "body": caption or name,
+            "url": uploaded.content_uri,
+            "info": {"mimetype": mimetype, "size": len(data)},
+        }
+        if caption:
+            content["filename"] = name
         response = await self.client.room_send(room_id, "m.room.message", content)
         assert isinstance(response, nio.RoomSendResponse), response
         return str(response.event_id)
