@@ -286,6 +286,7 @@ class EntityBot:
             send_message=send,
             joined_rooms=lambda: self.joined_rooms,
             room_aliases=lambda: runtime.room_ids,
+            attachments=runtime.attachments,
         )
         functions: tuple[Any, ...] = agno_tools(live.tools.tools_for(agent.tools, env), self.name)
         self._tools = (key, functions)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mindroom.errors import MindroomError
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.attachment_tools import ATTACHMENT_TOOL_NAMES, attachment_tools
 from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_tools
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
 from mindroom.tool_system.isolation import function_reference, isolation_limits, shared_pool
@@ -78,6 +79,7 @@ BUILTIN_PROVIDERS: tuple[ToolProvider, ...] = (
     ToolProvider("file", "built-in group", FILE_TOOL_NAMES, file_tools),
     ToolProvider("shell", "built-in group", SHELL_TOOL_NAMES, shell_tools),
     ToolProvider("matrix", "built-in group", MATRIX_TOOL_NAMES, matrix_tools),
+    ToolProvider("attachments", "built-in group", ATTACHMENT_TOOL_NAMES, attachment_tools),
 )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from mindroom.config.main import ToolsConfig
 from mindroom.errors import MindroomError
+from mindroom.state.attachments import AttachmentStore
 
 __all__ = [
     "RESERVED_PARAMETERS",
@@ -85,6 +86,7 @@ class AgentToolEnvironment:
     send_message: MessageSendFunction | None = None
     joined_rooms: Callable[[], Collection[str]] = frozenset
     room_aliases: Callable[[], Mapping[str, str]] = dict
+    attachments: AttachmentStore | None = None
 
 
 def workspace_dir(storage_root: Path, agent_name: str) -> Path:

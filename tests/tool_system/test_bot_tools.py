@@ -16,7 +16,9 @@ def bot_for(tmp_path, tools, name="helper", **config_extra):
         {"agents": {name: {"display_name": "Helper", "tools": tools}, "other": {"display_name": "O"}}, **config_extra}
     )
     live = LiveState(config=config, registry=HookRegistry.empty())
-    runtime = SimpleNamespace(live=live, runtime_paths=RuntimePaths.for_directory(tmp_path), room_ids={})
+    runtime = SimpleNamespace(
+        live=live, runtime_paths=RuntimePaths.for_directory(tmp_path), room_ids={}, attachments=None
+    )
     return EntityBot(name, runtime, client=None, handlers={})  # type: ignore[arg-type]
 
 

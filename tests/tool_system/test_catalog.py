@@ -154,7 +154,7 @@ def test_catalog_filters_each_agent_to_exactly_its_list(tmp_path):
 def test_catalog_builtin_has_every_builtin_group():
     catalog = ToolCatalog.builtin()
 
-    assert list(catalog.providers) == ["calculator", "file", "shell", "matrix"]
+    assert list(catalog.providers) == ["calculator", "file", "shell", "matrix", "attachments"]
     assert catalog.unknown(["file", "nope", "calculate"]) == ["nope"]
 
 
