@@ -22,7 +22,7 @@ def put(store, data, *, name="notes.txt", mimetype="text/plain", room="!mine:loc
 
 def test_read_attachment_gives_the_text_of_a_text_file(tmp_path):
     store, read = tool(tmp_path)
-    attachment = put(store, "hello from a file\n".encode())
+    attachment = put(store, b"hello from a file\n")
 
     assert read(attachment) == "notes.txt (text/plain, 18 bytes):\nhello from a file\n"
 
