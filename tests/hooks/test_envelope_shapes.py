@@ -224,7 +224,10 @@ def test_envelope_older_shape_stays_cheap_to_build():
         agent_name: str
         source_kind: str
 
-    plain = min(timeit.repeat(lambda: Plain(**OLDER), number=2000, repeat=5))
-    ours = min(timeit.repeat(lambda: MessageEnvelope(**OLDER), number=2000, repeat=5))
+    # Interleaved rounds, best of each: a load spike on a shared machine hits one round, not the minimum.
+    plain, ours = [], []
+    for _ in range(15):
+        plain.append(timeit.timeit(lambda: Plain(**OLDER), number=1000))
+        ours.append(timeit.timeit(lambda: MessageEnvelope(**OLDER), number=1000))
 
-    assert ours < plain * 4
+    assert min(ours) < min(plain) * 4
