@@ -9,6 +9,7 @@ working; warnings are things a plugin author should know; `ok` lines say what wa
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -113,6 +114,13 @@ def _skill_findings(plugin: Plugin) -> list[Finding]:
     return [Finding("ok", f"skills: {', '.join(sorted(catalog.skills))}")]
 
 
+def _guarded(stage: str, check: Callable[[Plugin], list[Finding]], plugin: Plugin) -> list[Finding]:
+    try:
+        return check(plugin)
+    except Exception as exc:  # the plugin's code may break a check in ways the daemon would also meet
+        return [Finding("error", f"{plugin.name}: cannot check its {stage}: {type(exc).__name__}: {exc}")]
+
+
 def check_plugin(path: Path | str) -> list[Finding]:
     """Every finding about the plugin folder at `path`, in the order manifest, hooks, tools, skills."""
     folder = Path(path)
@@ -121,9 +129,9 @@ def check_plugin(path: Path | str) -> list[Finding]:
     plugin, findings = _load(folder)
     if plugin is None:
         return findings
-    findings += _hook_findings(plugin)
-    findings += _tool_findings(plugin)
-    findings += _skill_findings(plugin)
+    findings += _guarded("hooks", _hook_findings, plugin)
+    findings += _guarded("tools", _tool_findings, plugin)
+    findings += _guarded("skills", _skill_findings, plugin)
     if not plugin.discovered_hooks and plugin.tools_module is None and not plugin.skill_dirs:
         findings.append(Finding("warning", "the plugin has no hooks, tools or skills"))
     return findings

@@ -97,5 +97,8 @@ def hook(
 
 def get_hook_metadata(func: object) -> HookMetadata | None:
     """The metadata `@hook` stored on `func`, or None for undecorated callables."""
-    metadata = getattr(func, HOOK_METADATA_ATTR, None)
+    try:
+        metadata = getattr(func, HOOK_METADATA_ATTR, None)
+    except Exception:  # a plugin's object whose attribute lookup raises is no hook
+        return None
     return metadata if isinstance(metadata, HookMetadata) else None

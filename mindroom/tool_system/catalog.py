@@ -123,7 +123,9 @@ def registered_toolkits(plugin: Plugin) -> tuple[ToolRegistration, ...]:
     if module is None:
         return ()
     found = (get_tool_registration(value) for value in vars(module).values())
-    return tuple(dict.fromkeys(registration for registration in found if registration is not None))
+    # By identity: a factory bound to two names is one toolkit.
+    unique = {id(registration): registration for registration in found if registration is not None}
+    return tuple(unique.values())
 
 
 # The managed constructor values that differ per agent: a toolkit listing one is built once per agent.

@@ -83,7 +83,7 @@ class ToolMetadata:
     supports_toolkit_filters: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ToolRegistration:
     """A registered toolkit: what it declared, the factory that returns its class, and the defining module."""
 
@@ -214,7 +214,10 @@ def register_tool_with_metadata(
 
 def get_tool_registration(value: object) -> ToolRegistration | None:
     """The registration `register_tool_with_metadata` put on a factory, or None."""
-    registration = getattr(value, TOOL_REGISTRATION_ATTR, None)
+    try:
+        registration = getattr(value, TOOL_REGISTRATION_ATTR, None)
+    except Exception:  # a plugin's object whose attribute lookup raises is no registered factory
+        return None
     return registration if isinstance(registration, ToolRegistration) else None
 
 

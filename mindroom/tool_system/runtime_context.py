@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
@@ -17,9 +18,11 @@ from mindroom.hooks.capabilities import HookMatrixAdmin, RelaySender
 from mindroom.hooks.context import CustomEventContext, MessageSender, RoomStatePutter, RoomStateQuerier
 from mindroom.hooks.execution import emit
 from mindroom.hooks.registry import HookRegistry
+from mindroom.hooks.state import plugin_state_dir
 from mindroom.hooks.target import MessageTarget, session_id_for
 from mindroom.hooks.types import is_custom_event, validate_event_name
 from mindroom.logging_config import get_logger
+from mindroom.private_files import private_dir
 
 __all__ = [
     "ResolvedWorkerTarget",
@@ -30,6 +33,7 @@ __all__ = [
     "bind_runtime_context",
     "build_execution_identity_from_runtime_context",
     "emit_custom_event",
+    "get_plugin_state_root",
     "get_runtime_context",
     "get_tool_runtime_context",
     "provided_registry",
@@ -162,6 +166,23 @@ def get_runtime_context() -> ToolRuntimeContext | None:
 def get_tool_runtime_context() -> ToolRuntimeContext | None:
     """The 2026 API's name for `get_runtime_context`."""
     return _current.get()
+
+
+def get_plugin_state_root(plugin_name: str, *, runtime_paths: RuntimePaths | None = None) -> Path:
+    """`<data>/plugins/<plugin_name>/` (created), as `ctx.state_root` is: the older plugins' helper for tool code.
+
+    Without `runtime_paths`, the bound tool runtime context's are used; `RuntimeError` when there are none.
+    """
+    paths = runtime_paths
+    if paths is None:
+        bound = _current.get()
+        paths = bound.runtime_paths if bound is not None else None
+    if paths is None:
+        msg = "no runtime paths: pass runtime_paths= or call this from a running tool"
+        raise RuntimeError(msg)
+    path = plugin_state_dir(paths.storage_root, plugin_name)
+    private_dir(path)
+    return path
 
 
 def resolve_tool_runtime_hook_bindings(context: ToolRuntimeContext) -> ToolRuntimeHookBindings:

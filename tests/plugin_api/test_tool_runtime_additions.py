@@ -135,3 +135,19 @@ async def test_collect_tool_environment_without_listeners_builds_nothing():
     environment = await collect_tool_environment("calculate", None, {}, "code")
 
     assert environment.is_empty
+
+
+def test_get_plugin_state_root_for_older_plugins_tool_code(tmp_path):
+    from mindroom.constants import RuntimePaths
+    from mindroom.tool_system.runtime_context import get_plugin_state_root
+
+    paths = RuntimePaths.for_directory(tmp_path)
+
+    explicit = get_plugin_state_root("workloop", runtime_paths=paths)
+    with bind_runtime_context(runtime(runtime_paths=paths)):
+        bound = get_plugin_state_root("workloop")
+
+    assert explicit == bound == paths.storage_root.resolve() / "plugins" / "workloop"
+    assert explicit.is_dir()
+    with pytest.raises(RuntimeError, match="runtime_paths"):
+        get_plugin_state_root("workloop")

@@ -337,3 +337,49 @@ def test_get_tool_by_name_needs_worker_target_and_names_available_tools(tmp_path
     with pytest.raises(ToolMetadataValidationError, match="ledger") as info:
         get_tool_by_name("no_such_tool", None, worker_target=None)
     assert isinstance(info.value, ValueError)
+
+
+def test_a_module_value_whose_attribute_lookup_raises_is_neither_hook_nor_tool(tmp_path):
+    source = """
+    class Weird:
+        def __getattr__(self, name):
+            raise RuntimeError("no attributes here")
+
+    weird = Weird()
+    """
+    plugin = make_plugin(tmp_path, "weird-plugin", source)
+
+    catalog = build_tool_catalog(config(), [plugin], adapt=foreign_tool_specs)
+
+    assert plugin.discovered_hooks == ()
+    assert catalog.providers["weird-plugin"].tool_names == ()
+
+
+def test_registered_toolkits_with_unhashable_declarations_are_found(tmp_path):
+    source = """
+    from agno.tools import Toolkit
+    from mindroom.tool_system.declarations import ConfigField, ToolCategory
+    from mindroom.tool_system.registration import register_tool_with_metadata
+
+    class Search(Toolkit):
+        def __init__(self, depth="1"):
+            super().__init__(name="search", tools=[self.search])
+
+        def search(self, query: str) -> str:
+            \"\"\"Search.\"\"\"
+            return query
+
+    @register_tool_with_metadata(
+        name="searcher", display_name="S", description="d", category=ToolCategory.RESEARCH, file_access="none",
+        config_fields=[ConfigField("depth", "Depth", type="select", options=[{"label": "1", "value": "1"}])],
+    )
+    def search_factory():
+        return Search
+
+    alias_factory = search_factory
+    """
+    plugin = make_plugin(tmp_path, "search-plugin", source)
+
+    catalog = build_tool_catalog(config(helper=["searcher"]), [plugin], adapt=foreign_tool_specs)
+
+    assert catalog.selection(["searcher"]) == ("search",)
