@@ -156,6 +156,7 @@ def _toolkit_provider(
     listed = {arg.kwarg for arg in registration.metadata.managed_init_args}
 
     def build(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
+        """The toolkit's tools for one agent (one shared instance unless it asks for per-agent values)."""
         if not listed & _PER_AGENT:
             return probe
         values = {**shared, "agent_name": env.agent_name, "tool_output_workspace_root": env.workspace}
@@ -245,6 +246,7 @@ def _plugin_providers(
 
 def _joined(own: ToolProvider, toolkit: ToolProvider) -> ToolProvider:
     def build(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
+        """The plugin's own tools, then the toolkit's."""
         return (*own.build(env), *toolkit.build(env))
 
     return ToolProvider(own.name, own.kind, tuple(dict.fromkeys((*own.tool_names, *toolkit.tool_names))), build)
