@@ -34,6 +34,7 @@ __all__ = [
     "hooks_list",
     "main",
     "plugins_app",
+    "plugins_check",
     "plugins_list",
     "run",
 ]
@@ -233,6 +234,21 @@ def plugins_list(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_p
         table.add_row(Text(redact_text(error.plugin)), Text(redact_text(str(error.path))), "-", cause)
     _console().print(table if loaded.plugins or loaded.errors else "No plugins are configured.")
     if loaded.errors:
+        raise typer.Exit(code=1)
+
+
+@plugins_app.command("check")
+def plugins_check(
+    path: Annotated[Path, typer.Argument(help="The plugin folder (holding mindroom.plugin.json).")],
+) -> None:
+    """Check a plugin folder without a homeserver: manifest, API version, imports, hooks, tools, skills."""
+    from mindroom.cli.plugin_check import check_plugin, format_finding, has_errors
+
+    configure_logging("CRITICAL")
+    findings = check_plugin(path)
+    for finding in findings:
+        typer.echo(redact_text(format_finding(finding)))
+    if has_errors(findings):
         raise typer.Exit(code=1)
 
 

@@ -7,13 +7,39 @@ transport objects the contexts carry live in `transport.py` and are re-exported 
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mindroom.constants import RuntimePaths
+from mindroom.hooks.capabilities import AgentMessageSnapshotReader, HookMatrixAdmin, RelaySender
 from mindroom.hooks.enrichment import CachePolicy, EnrichmentItem
-from mindroom.hooks.hook_context import HookContext, MessageSender, RoomStatePutter, RoomStateQuerier
+from mindroom.hooks.hook_context import (
+    HookContext,
+    MessageSender,
+    RoomStatePutter,
+    RoomStateQuerier,
+    _MessageContext,
+)
+from mindroom.hooks.response_contexts import (
+    CancelledResponseContext,
+    CancelledResponseInfo,
+    FinalResponseDraft,
+    FinalResponseTransformContext,
+    SystemEnrichContext,
+)
+from mindroom.hooks.session_contexts import (
+    CompactionHookContext,
+    HistoryScope,
+    RoomMemberJoinedContext,
+    RoomMemberLeftContext,
+    SessionHookContext,
+)
+from mindroom.hooks.tool_contexts import (
+    ToolAfterCallContext,
+    ToolBeforeCallContext,
+    ToolEnvironment,
+    ToolEnvironmentContext,
+)
 from mindroom.hooks.transport import (
     MessageEnvelope,
     MessageTarget,
@@ -31,16 +57,20 @@ from mindroom.hooks.types import (
     EVENT_MESSAGE_RECEIVED,
     EVENT_REACTION_RECEIVED,
     EVENT_SCHEDULE_FIRED,
-    EVENT_TOOL_AFTER_CALL,
-    EVENT_TOOL_BEFORE_CALL,
 )
 
 __all__ = [
     "AfterResponseContext",
     "AgentLifecycleContext",
     "BeforeResponseContext",
+    "CancelledResponseContext",
+    "CancelledResponseInfo",
+    "CompactionHookContext",
     "ConfigReloadedContext",
     "CustomEventContext",
+    "FinalResponseDraft",
+    "FinalResponseTransformContext",
+    "HistoryScope",
     "HookBindings",
     "HookContext",
     "MessageEnrichContext",
@@ -51,11 +81,17 @@ __all__ = [
     "ReactionReceivedContext",
     "ResponseDraft",
     "ResponseResult",
+    "RoomMemberJoinedContext",
+    "RoomMemberLeftContext",
     "RoomStatePutter",
     "RoomStateQuerier",
     "ScheduleFiredContext",
+    "SessionHookContext",
+    "SystemEnrichContext",
     "ToolAfterCallContext",
     "ToolBeforeCallContext",
+    "ToolEnvironment",
+    "ToolEnvironmentContext",
     "ToolTraceEntry",
     "new_correlation_id",
 ]
@@ -65,50 +101,39 @@ _BINDING_FIELDS = ("config", "runtime_paths", "message_sender", "room_state_quer
 
 @dataclass(frozen=True, slots=True)
 class HookBindings:
-    """The capabilities every context of one bot gets: config, paths, and its Matrix send/state helpers."""
+    """The capabilities every context of one bot gets: config, paths, and its Matrix send/state/admin helpers.
+
+    The message sender is wrapped in a `RelaySender`, so a plugin calling it raw in the 2026 shape works.
+    """
 
     config: Any = None
     runtime_paths: RuntimePaths | None = None
     message_sender: MessageSender | None = field(default=None, repr=False)
     room_state_querier: RoomStateQuerier | None = field(default=None, repr=False)
     room_state_putter: RoomStatePutter | None = field(default=None, repr=False)
+    matrix_admin: HookMatrixAdmin | None = field(default=None, repr=False)
+    runtime_started_at: float | None = None
+    agent_message_snapshot_reader: AgentMessageSnapshotReader | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        sender = self.message_sender
+        if sender is not None and type(sender) is not RelaySender:
+            object.__setattr__(self, "message_sender", RelaySender(sender))
 
     def fields(self) -> dict[str, Any]:
-        """The five values as keywords for a context constructor: `MessageReceivedContext(**b.fields(), ...)`."""
-        return {name: getattr(self, name) for name in _BINDING_FIELDS}
+        """Keywords for any context and for `ToolRuntimeContext`: the five, and `matrix_admin` when bound."""
+        values = {name: getattr(self, name) for name in _BINDING_FIELDS}
+        if self.matrix_admin is not None:
+            values["matrix_admin"] = self.matrix_admin
+        return values
 
-
-def _placeholder_envelope() -> MessageEnvelope:
-    return MessageEnvelope(
-        source_event_id="",
-        room_id="",
-        thread_id=None,
-        resolved_thread_id=None,
-        requester_id="",
-        sender_id="",
-        body="",
-        attachment_ids=(),
-        mentioned_agents=(),
-        agent_name="",
-        source_kind="message",
-    )
-
-
-@dataclass(slots=True, kw_only=True)
-class _MessageContext(HookContext):
-    """A context derived from one inbound message."""
-
-    envelope: MessageEnvelope = field(default_factory=_placeholder_envelope)
-
-    def hook_scope(self) -> tuple[str | None, str | None]:
-        """The envelope's agent and room."""
-        return self.envelope.agent_name, self.envelope.room_id
-
-    def _synthetic_depth(self) -> int:
-        return self.envelope.message_received_depth + 1
-
-    def _original_sender(self) -> str | None:
-        return self.envelope.requester_id or None
+    def context_fields(self) -> dict[str, Any]:
+        """`fields()` plus the start time and snapshot reader, for contexts the bot builds around a message."""
+        return {
+            **self.fields(),
+            "runtime_started_at": self.runtime_started_at,
+            "agent_message_snapshot_reader": self.agent_message_snapshot_reader,
+        }
 
 
 @dataclass(slots=True, kw_only=True)
@@ -119,6 +144,7 @@ class MessageReceivedContext(_MessageContext):
     MUTABLE_FIELDS: ClassVar[tuple[str, ...]] = ("suppress",)
 
     suppress: bool = False
+    skip_plugin_names: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -130,9 +156,22 @@ class MessageEnrichContext(_MessageContext):
     target_entity_name: str = ""
     items: list[EnrichmentItem] = field(default_factory=list, repr=False)
 
-    def add_metadata(self, key: str, text: str, *, cache_policy: CachePolicy = "volatile") -> None:
-        """Add one enrichment item for the model's view of this turn."""
-        self.items.append(EnrichmentItem(key=key, text=text, cache_policy=cache_policy))
+    def add_metadata(
+        self, key: str, text: str, *, cache_policy: CachePolicy = "volatile", persist: bool | None = None
+    ) -> None:
+        """Add one enrichment item for the model's view of this turn.
+
+        `persist`: None (default) strips it from stored history after the answer, as the hooks spec does;
+        True keeps it in history; False sends it with this request only and never stores it.
+        """
+        self.items.append(EnrichmentItem(key=key, text=text, cache_policy=cache_policy, persist=persist))
+
+    def collector_copy(self) -> MessageEnrichContext:
+        """One hook's copy, with its own empty item list."""
+        copy = self.clone()
+        assert isinstance(copy, MessageEnrichContext)
+        copy.items = []
+        return copy
 
 
 @dataclass(slots=True, kw_only=True)
@@ -180,6 +219,7 @@ class AgentLifecycleContext(HookContext):
     rooms: tuple[str, ...] = ()
     matrix_user_id: str | None = None
     stop_reason: str | None = None
+    joined_room_ids: tuple[str, ...] = ()
 
     @property
     def agent_name(self) -> str:
@@ -257,88 +297,6 @@ class ConfigReloadedContext(HookContext):
 
 
 @dataclass(slots=True, kw_only=True)
-class ToolBeforeCallContext(HookContext):
-    """`tool:before_call`: call `decline(reason)` to replace the tool call with a declined result."""
-
-    DEFAULT_EVENT: ClassVar[str] = EVENT_TOOL_BEFORE_CALL
-    MUTABLE_FIELDS: ClassVar[tuple[str, ...]] = ("declined", "decline_reason")
-
-    tool_name: str = ""
-    arguments: dict[str, Any] = field(default_factory=dict)
-    agent_name: str = ""
-    room_id: str | None = None
-    thread_id: str | None = None
-    requester_id: str | None = None
-    session_id: str | None = None
-    declined: bool = False
-    decline_reason: str = ""
-
-    def decline(self, reason: str) -> None:
-        """Refuse this tool call; the model sees `reason` instead of the tool's result."""
-        self.declined = True
-        self.decline_reason = str(reason)
-
-    def hook_scope(self) -> tuple[str | None, str | None]:
-        """The calling agent and its room."""
-        return self.agent_name, self.room_id
-
-    def _original_sender(self) -> str | None:
-        return self.requester_id
-
-
-@dataclass(slots=True, kw_only=True)
-class ToolAfterCallContext(HookContext):
-    """`tool:after_call`: a snapshot of one finished, failed or declined tool call."""
-
-    DEFAULT_EVENT: ClassVar[str] = EVENT_TOOL_AFTER_CALL
-    FROZEN: ClassVar[bool] = True
-
-    tool_name: str = ""
-    arguments: dict[str, Any] = field(default_factory=dict)
-    agent_name: str = ""
-    room_id: str | None = None
-    thread_id: str | None = None
-    requester_id: str | None = None
-    session_id: str | None = None
-    result: object | None = None
-    error: BaseException | None = None
-    blocked: bool = False
-    duration_ms: float = 0.0
-
-    def hook_scope(self) -> tuple[str | None, str | None]:
-        """The calling agent and its room."""
-        return self.agent_name, self.room_id
-
-    def _original_sender(self) -> str | None:
-        return self.requester_id
-
-    def hook_copy(self) -> ToolAfterCallContext:
-        """A copy with its own `arguments` and `result`, so one observer's edits reach no other."""
-        view = self.clone()
-        assert isinstance(view, ToolAfterCallContext)
-        view.arguments = _snapshot(self.arguments)
-        view.result = _snapshot(self.result)
-        return view
-
-
-_ATOMS = (str, int, float, bool, bytes, type(None))
-
-
-def _snapshot(value: Any) -> Any:
-    """A deep copy; JSON-shaped data (what models send and most tools return) is copied without `deepcopy`."""
-    if isinstance(value, _ATOMS):
-        return value
-    if type(value) is dict:
-        return {key: _snapshot(item) for key, item in value.items()}
-    if type(value) is list:
-        return [_snapshot(item) for item in value]
-    try:
-        return copy.deepcopy(value)
-    except Exception:  # an uncopyable object (a lock, a socket): hooks share it, as they would share its text
-        return value
-
-
-@dataclass(slots=True, kw_only=True)
 class CustomEventContext(HookContext):
     """A plugin-defined event: `payload` is what the emitter passed."""
 
@@ -346,7 +304,11 @@ class CustomEventContext(HookContext):
     source_plugin: str = ""
     agent_name: str | None = None
     room_id: str | None = None
+    message_received_depth: int = 0
 
     def hook_scope(self) -> tuple[str | None, str | None]:
         """The agent and room the emitting tool ran for, when known."""
         return self.agent_name, self.room_id
+
+    def _synthetic_depth(self) -> int:
+        return self.message_received_depth + 1

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mindroom.hooks.types import HookExecutionMode, execution_mode, validate_event_name
+from mindroom.hooks.types import REQUIRED_HOOK_EVENTS, HookExecutionMode, execution_mode, validate_event_name
 
 __all__ = ["DEFAULT_PRIORITY", "HOOK_METADATA_ATTR", "HookMetadata", "get_hook_metadata", "hook"]
 
@@ -28,18 +28,19 @@ class HookMetadata:
     agents: frozenset[str] | None = None
     rooms: frozenset[str] | None = None
     fail_closed: bool = False
+    required: bool = False
 
 
 def _name_set(values: Iterable[str] | None, what: str) -> frozenset[str] | None:
+    """The filter as a set; blank names are dropped, and a filter left empty is no filter (it fires everywhere)."""
     if values is None:
         return None
-    if isinstance(values, str):
-        return frozenset({values})
-    result = frozenset(values)
-    if not all(isinstance(value, str) for value in result):
+    given = [values] if isinstance(values, str) else list(values)
+    if not all(isinstance(value, str) for value in given):
         msg = f"{what} must be strings"
         raise TypeError(msg)
-    return result
+    result = frozenset(value for value in given if value.strip())
+    return result or None
 
 
 def hook(
@@ -51,8 +52,12 @@ def hook(
     agents: Iterable[str] | None = None,
     rooms: Iterable[str] | None = None,
     fail_closed: bool = False,
+    required: bool = False,
 ) -> Callable[[_F], _F]:
-    """Mark an async function as a handler of `event`; returns the function unchanged."""
+    """Mark an async function as a handler of `event`; returns the function unchanged.
+
+    `required=True` (only on `agent:started`) makes a failure of the hook fail the bot's start.
+    """
     validate_event_name(event)
     if isinstance(priority, bool) or not isinstance(priority, int):
         msg = f"priority must be an int, got {priority!r}"
@@ -62,6 +67,9 @@ def hook(
         raise ValueError(msg)
     if fail_closed and execution_mode(event) is not HookExecutionMode.GATE:
         msg = f"fail_closed applies to gate events only, not {event!r}"
+        raise ValueError(msg)
+    if required and event not in REQUIRED_HOOK_EVENTS:
+        msg = f"required=True is allowed only on {', '.join(sorted(REQUIRED_HOOK_EVENTS))}, not on {event!r}"
         raise ValueError(msg)
     agent_names = _name_set(agents, "agents")
     room_ids = _name_set(rooms, "rooms")
@@ -79,6 +87,7 @@ def hook(
             agents=agent_names,
             rooms=room_ids,
             fail_closed=fail_closed,
+            required=bool(required),
         )
         setattr(func, HOOK_METADATA_ATTR, metadata)
         return func
@@ -88,5 +97,8 @@ def hook(
 
 def get_hook_metadata(func: object) -> HookMetadata | None:
     """The metadata `@hook` stored on `func`, or None for undecorated callables."""
-    metadata = getattr(func, HOOK_METADATA_ATTR, None)
+    try:
+        metadata = getattr(func, HOOK_METADATA_ATTR, None)
+    except Exception:  # a plugin's object whose attribute lookup raises is no hook
+        return None
     return metadata if isinstance(metadata, HookMetadata) else None

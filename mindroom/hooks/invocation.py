@@ -21,7 +21,7 @@ from typing import Any
 
 import mindroom.hooks.breaker as breaker
 from mindroom.hooks.breaker import BREAKER_COOLDOWN_S
-from mindroom.hooks.hook_context import HookContext
+from mindroom.hooks.hook_context import HookContextBase
 from mindroom.hooks.registry import RegisteredHook
 from mindroom.logging_config import get_logger, redact_text
 
@@ -140,7 +140,7 @@ def _skipped(hook: RegisteredHook) -> bool:
     return True
 
 
-def _start(hook: RegisteredHook, ctx: HookContext, threshold_s: float) -> tuple[Outcome, Any, _Run | None]:
+def _start(hook: RegisteredHook, ctx: HookContextBase, threshold_s: float) -> tuple[Outcome, Any, _Run | None]:
     """Run a hook up to its first await, in a copy of the emitter's context: (outcome, value, the rest)."""
     stats = hook.stats
     stats.calls += 1
@@ -250,10 +250,11 @@ async def _finish(hook: RegisteredHook, run: _Run, yielded: Any, threshold_s: fl
 
 
 async def call_hook(
-    hook: RegisteredHook, ctx: HookContext, threshold_s: float, on_suspend: Callable[[], None] | None = None
+    hook: RegisteredHook, ctx: HookContextBase, threshold_s: float, on_suspend: Callable[[], None] | None = None
 ) -> tuple[Outcome, Any]:
     """Run one hook, isolated and bounded by its timeout, from its first step to its end in this task."""
-    if hook.stats.breaker.open_until and _skipped(hook):
+    # A required startup hook is never skipped: its failure must fail the start, not pass unnoticed.
+    if hook.stats.breaker.open_until and not hook.required and _skipped(hook):
         return SKIPPED, None
     outcome, value, run = _start(hook, ctx, threshold_s)
     if run is None:

@@ -1,7 +1,8 @@
 """`HookRegistry`: plugins compiled into an immutable, ordered snapshot of hooks per event.
 
 Reload builds a new registry and swaps one reference; per-hook telemetry and breaker state carry
-over from the previous registry so a reload neither forgets failures nor resets counters.
+over from the previous registry so a reload neither forgets failures nor resets counters. After the
+swap the reload calls `mark_superseded()` on the old one, so its hooks' `ctx.is_active()` turns False.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Protocol
 from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
 from mindroom.hooks.breaker import CircuitBreaker
 from mindroom.hooks.decorators import HookMetadata, get_hook_metadata
+from mindroom.hooks.hook_context import RegistryGeneration
 from mindroom.hooks.types import default_timeout_ms
 from mindroom.logging_config import get_logger
 
@@ -103,6 +105,7 @@ class RegisteredHook:
     order_key: tuple[int, int, int, int]
     logger: Any
     stats: HookStats
+    required: bool = False
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -143,6 +146,7 @@ class HookRegistry:
         "_scoped",
         "_without",
         "blocking_threshold_ms",
+        "generation",
         "plugin_names",
     )
 
@@ -153,6 +157,7 @@ class HookRegistry:
         agent_plugins: Mapping[str, frozenset[str]] | None = None,
         plugin_names: tuple[str, ...] = (),
         blocking_threshold_ms: float = DEFAULT_BLOCKING_THRESHOLD_MS,
+        generation: RegistryGeneration | None = None,
     ) -> None:
         self._by_event = MappingProxyType(dict(by_event))
         self._agent_plugins = MappingProxyType(dict(agent_plugins or {}))
@@ -165,6 +170,16 @@ class HookRegistry:
         self._without: dict[str, HookRegistry] = {}
         self.plugin_names = plugin_names
         self.blocking_threshold_ms = blocking_threshold_ms
+        self.generation = generation if generation is not None else RegistryGeneration()
+
+    @property
+    def superseded(self) -> bool:
+        """True once `mark_superseded()` was called: a newer registry is live, and `ctx.is_active()` is False."""
+        return not self.generation.live
+
+    def mark_superseded(self) -> None:
+        """Record that a reload swapped a newer registry in (call it on the old one, after the swap)."""
+        self.generation.live = False
 
     @classmethod
     def empty(cls) -> HookRegistry:
@@ -223,6 +238,7 @@ class HookRegistry:
                         order_key=(priority, plugin_order, position, index),
                         logger=get_logger("mindroom.plugins", plugin=name, hook=meta.hook_name),
                         stats=old_stats.get(key) or HookStats(),
+                        required=meta.required,
                     )
                 )
             for unknown in sorted(set(overrides) - seen):
@@ -230,7 +246,10 @@ class HookRegistry:
         by_event = {event: tuple(sorted(hooks, key=lambda h: h.order_key)) for event, hooks in compiled.items()}
         allow = {agent: frozenset(plugin_names) for agent, plugin_names in (agent_plugins or {}).items()}
         return cls(
-            by_event, agent_plugins=allow, plugin_names=tuple(names), blocking_threshold_ms=blocking_threshold_ms
+            by_event,
+            agent_plugins=allow,
+            plugin_names=tuple(names),
+            blocking_threshold_ms=blocking_threshold_ms,
         )
 
     def hooks_for(self, event_name: str) -> tuple[RegisteredHook, ...]:
@@ -277,6 +296,7 @@ class HookRegistry:
                 agent_plugins=self._agent_plugins,
                 plugin_names=tuple(name for name in self.plugin_names if name != plugin_name),
                 blocking_threshold_ms=self.blocking_threshold_ms,
+                generation=self.generation,
             )
             self._without[plugin_name] = cached
         return cached

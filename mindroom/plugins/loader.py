@@ -22,9 +22,12 @@ from typing import Any
 from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
 from mindroom.errors import PluginError, PluginImportError
 from mindroom.hooks.decorators import get_hook_metadata
-from mindroom.plugins.manifest import PluginManifest, read_manifest
+from mindroom.logging_config import get_logger
+from mindroom.plugins.manifest import PluginManifest, check_api_version, read_manifest
 
 __all__ = ["Plugin", "load_plugin_dir"]
+
+logger = get_logger(__name__)
 
 _generation = itertools.count(1)
 _generation_lock = threading.Lock()
@@ -156,6 +159,9 @@ def load_plugin_dir(
     if not folder.is_dir():
         raise PluginError(folder.name, folder, "plugin folder not found")
     manifest = read_manifest(folder)
+    check_api_version(manifest, folder)
+    if manifest.oauth_module is not None:
+        logger.warning("plugin oauth_module ignored: this daemon runs no OAuth providers", plugin=manifest.name)
     if entry_config is None:
         entry_config = PluginEntryConfig.model_validate(
             {"path": str(folder), "settings": dict(settings or {}), "hooks": dict(hooks or {})}

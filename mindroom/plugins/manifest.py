@@ -3,6 +3,10 @@
 A manifest is foreign input: whatever its bytes are, reading it either yields a valid manifest or raises
 `ManifestError` naming the plugin (its folder, when the manifest cannot be read) and the cause. Size and
 nesting are capped before the JSON parser sees the text, so no file can exhaust memory or the stack.
+
+`api_version` (optional, `YYYY.MM`) is the plugin API the plugin needs; a plugin needing a newer one than
+`PLUGIN_API_VERSION` fails to load with `PluginApiVersionError` naming both. `oauth_module` (a 2026 API
+key) is accepted so such manifests load, and ignored: this daemon runs no OAuth providers.
 """
 
 from __future__ import annotations
@@ -16,8 +20,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mindroom.constants import PLUGIN_MANIFEST_FILENAME
 from mindroom.errors import ManifestError, PluginStateError
 from mindroom.hooks.state import PLUGIN_NAME_PATTERN, validate_plugin_name
+from mindroom.plugin_api.version import PLUGIN_API_VERSION, api_version_key, supports_api_version
 
-__all__ = ["MAX_MANIFEST_BYTES", "MAX_MANIFEST_DEPTH", "PluginManifest", "read_manifest"]
+__all__ = [
+    "MAX_MANIFEST_BYTES",
+    "MAX_MANIFEST_DEPTH",
+    "PluginApiVersionError",
+    "PluginManifest",
+    "check_api_version",
+    "read_manifest",
+]
+
+
+class PluginApiVersionError(ManifestError):
+    """The plugin needs a newer plugin API than this daemon provides."""
+
 
 MAX_MANIFEST_BYTES = 64 * 1024
 MAX_MANIFEST_DEPTH = 16
@@ -35,6 +52,15 @@ class PluginManifest(BaseModel):
     skills: list[str] = Field(default_factory=list, max_length=64)
     description: str = Field(default="", max_length=4096)
     version: str | None = Field(default=None, max_length=64)
+    api_version: str | None = Field(default=None, max_length=32)
+    oauth_module: str | None = Field(default=None, max_length=_MAX_PATH_CHARS)
+
+    @field_validator("api_version")
+    @classmethod
+    def _version_format(cls, value: str | None) -> str | None:
+        if value is not None:
+            api_version_key(value)
+        return value
 
     @field_validator("name")
     @classmethod
@@ -44,7 +70,7 @@ class PluginManifest(BaseModel):
         except PluginStateError as exc:
             raise ValueError(str(exc)) from None
 
-    @field_validator("tools_module", "hooks_module")
+    @field_validator("tools_module", "hooks_module", "oauth_module")
     @classmethod
     def _inside_plugin(cls, value: str | None) -> str | None:
         if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
@@ -147,3 +173,11 @@ def read_manifest(folder: Path) -> PluginManifest:
             for error in exc.errors()
         )
         raise ManifestError(label, path, problems) from None
+
+
+def check_api_version(manifest: PluginManifest, folder: Path) -> None:
+    """Raise `PluginApiVersionError` when the plugin needs a newer plugin API than `PLUGIN_API_VERSION`."""
+    required = manifest.api_version
+    if required is not None and not supports_api_version(required):
+        cause = f"needs plugin API {required}, but this daemon provides plugin API {PLUGIN_API_VERSION}"
+        raise PluginApiVersionError(manifest.name, folder / PLUGIN_MANIFEST_FILENAME, cause)

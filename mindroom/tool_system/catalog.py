@@ -4,7 +4,9 @@ Naming and per-agent filtering (an agent's `tools:` list):
 
 - a built-in group name (`calculator`, `file`, `shell`, `matrix`) gives every tool of that group;
 - a plugin's name gives every tool of that plugin;
-- a tool's own name (`read_file`, a plugin function's name) gives just that tool.
+- a tool's own name (`read_file`, a plugin function's name) gives just that tool;
+- a toolkit a plugin registered with `register_tool_with_metadata` gives its functions under the
+  registered name (`thread_goal`); one registered under its plugin's own name joins the plugin's tools.
 
 An agent gets exactly the tools its list names, in list order, nothing else. Tool names are the names the
 model calls; they are unique across the built-ins and every plugin, and a tool may not be named like a
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from mindroom.constants import RuntimePaths
 from mindroom.errors import MindroomError
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.logging_config import get_logger
@@ -28,6 +31,7 @@ from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_to
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
 from mindroom.tool_system.isolation import function_reference, isolation_limits, shared_pool
 from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
+from mindroom.tool_system.registration import ToolRegistration, get_tool_registration, managed_init_kwargs
 from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools
 from mindroom.tool_system.spec import RESERVED_PARAMETERS, AgentToolEnvironment, ToolSpec
 
@@ -43,6 +47,7 @@ __all__ = [
     "ToolProvider",
     "build_tool_catalog",
     "plugin_tool_specs",
+    "registered_toolkits",
 ]
 
 logger = get_logger(__name__)
@@ -96,14 +101,15 @@ def plugin_tool_specs(plugin: Plugin, adapt: ForeignToolAdapter | None = None) -
     that are plain functions defined in the module itself, other than `@hook` callbacks, are one tool each,
     named after the function and described by its docstring (synchronous ones run in a worker thread,
     those marked `@isolated` in a worker process). Values `adapt` recognises (agno toolkits and
-    `Function`s) give their functions. Anything else (classes, imported functions, constants) is not a tool.
+    `Function`s) give their functions. Anything else (classes, imported functions, constants, factories
+    marked by `register_tool_with_metadata`) is not a tool here.
     """
     module = plugin.tools_module
     if module is None:
         return ()
     specs: list[ToolSpec] = []
     for _name, value in _public_values(module):
-        if get_hook_metadata(value) is not None:
+        if get_hook_metadata(value) is not None or get_tool_registration(value) is not None:
             continue
         foreign = adapt(value) if adapt is not None else None
         if foreign is not None:
@@ -119,6 +125,64 @@ def _plugin_function_spec(function: Callable[..., Any]) -> ToolSpec:
         return ToolSpec(name=function.__name__, function=function, in_thread=not inspect.iscoroutinefunction(function))
     function_reference(function)  # a worker must be able to import it: fail at load time, not at the first call
     return ToolSpec(name=function.__name__, function=function, isolated=True, limits=limits)
+
+
+def registered_toolkits(plugin: Plugin) -> tuple[ToolRegistration, ...]:
+    """The toolkits a plugin's tools module registered with `register_tool_with_metadata`, in module order."""
+    module = plugin.tools_module
+    if module is None:
+        return ()
+    found = (get_tool_registration(value) for value in vars(module).values())
+    # By identity: a factory bound to two names is one toolkit.
+    unique = {id(registration): registration for registration in found if registration is not None}
+    return tuple(unique.values())
+
+
+# The managed constructor values that differ per agent: a toolkit listing one is built once per agent.
+_PER_AGENT = frozenset({"agent_name", "tool_output_workspace_root", "agent_state_root", "current_room_id"})
+
+
+def _toolkit_specs(
+    registration: ToolRegistration, adapt: ForeignToolAdapter | None, values: Mapping[str, Any]
+) -> tuple[ToolSpec, ...]:
+    """Build the registered toolkit with its managed constructor values and turn it into our tools."""
+    toolkit_class = registration.factory()
+    instance = toolkit_class(**managed_init_kwargs(registration.metadata, values))
+    specs = adapt(instance) if adapt is not None else None
+    if specs is None:
+        msg = f"its factory must return a toolkit class, got {toolkit_class!r}"
+        raise TypeError(msg)
+    return tuple(specs)
+
+
+def _toolkit_provider(
+    plugin: Plugin,
+    registration: ToolRegistration,
+    adapt: ForeignToolAdapter | None,
+    shared: Mapping[str, Any],
+) -> ToolProvider:
+    """A provider named by the registration, whose tools are the toolkit's functions."""
+    probe = _toolkit_specs(registration, adapt, shared)
+    listed = {arg.kwarg for arg in registration.metadata.managed_init_args}
+
+    def build(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
+        """The toolkit's tools for one agent (one shared instance unless it asks for per-agent values)."""
+        if not listed & _PER_AGENT:
+            return probe
+        values = {**shared, "agent_name": env.agent_name, "tool_output_workspace_root": env.workspace}
+        try:
+            return _toolkit_specs(registration, adapt, values)
+        except Exception as exc:  # plugin constructor code: the agent goes without this toolkit
+            logger.error(
+                "plugin toolkit could not be built for an agent",
+                plugin=plugin.name,
+                tool=registration.name,
+                agent=env.agent_name,
+                error=repr(exc),
+            )
+            return ()
+
+    return ToolProvider(registration.name, "plugin toolkit", tuple(dict.fromkeys(s.name for s in probe)), build)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -172,6 +236,35 @@ def _parameter_names(spec: ToolSpec) -> set[str]:
         return set()
 
 
+def _plugin_providers(
+    plugin: Plugin, adapt: ForeignToolAdapter | None, problems: list[str], shared: Mapping[str, Any]
+) -> list[ToolProvider]:
+    """The plugin's own provider (functions and toolkit values) and one per registered toolkit."""
+    providers: list[ToolProvider] = []
+    own = _plugin_provider(plugin, adapt, problems)
+    for registration in registered_toolkits(plugin):
+        try:
+            toolkit = _toolkit_provider(plugin, registration, adapt, shared)
+        except Exception as exc:  # plugin code (factory, constructor, functions) may fail in any way
+            problems.append(f"plugin {plugin.name!r}: cannot use its tool {registration.name!r}: {exc}")
+            continue
+        if own is not None and toolkit.name == own.name:
+            own = _joined(own, toolkit)  # a toolkit named like its plugin is the plugin's tool set
+        else:
+            providers.append(toolkit)
+    if own is not None:
+        providers.insert(0, own)
+    return providers
+
+
+def _joined(own: ToolProvider, toolkit: ToolProvider) -> ToolProvider:
+    def build(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
+        """The plugin's own tools, then the toolkit's."""
+        return (*own.build(env), *toolkit.build(env))
+
+    return ToolProvider(own.name, own.kind, tuple(dict.fromkeys((*own.tool_names, *toolkit.tool_names))), build)
+
+
 def _plugin_provider(plugin: Plugin, adapt: ForeignToolAdapter | None, problems: list[str]) -> ToolProvider | None:
     try:
         specs = plugin_tool_specs(plugin, adapt)
@@ -215,19 +308,24 @@ def _catalog(providers: Sequence[ToolProvider], problems: list[str]) -> tuple[di
 
 
 def build_tool_catalog(
-    config: Config, plugins: Sequence[Plugin], *, adapt: ForeignToolAdapter | None = None, strict: bool = True
+    config: Config,
+    plugins: Sequence[Plugin],
+    *,
+    adapt: ForeignToolAdapter | None = None,
+    strict: bool = True,
+    runtime_paths: RuntimePaths | None = None,
 ) -> ToolCatalog:
     """The catalogue of built-in and plugin tools, checked against every agent's `tools:` list.
 
     Clashes are always errors. An agent naming an unknown tool is an error when `strict`, else
     (some plugin failed to load, and the name may be one of its tools) a warning, and the name is skipped.
+    `runtime_paths` and `config` are what registered toolkits asking for them get in their constructor.
     """
     problems: list[str] = []
     providers = list(BUILTIN_PROVIDERS)
+    shared = {"runtime_paths": runtime_paths, "runtime_config": config}
     for plugin in plugins:
-        provider = _plugin_provider(plugin, adapt, problems)
-        if provider is not None:
-            providers.append(provider)
+        providers.extend(_plugin_providers(plugin, adapt, problems, shared))
     by_name, owners = _catalog(providers, problems)
     catalog = ToolCatalog(by_name, owners)
     missing = [

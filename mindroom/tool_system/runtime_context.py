@@ -1,4 +1,8 @@
-"""The context tool code runs in, and `emit_custom_event` for tools to raise plugin-defined events."""
+"""The context tool code runs in, and `emit_custom_event` for tools to raise plugin-defined events.
+
+Also the names the 2026 plugin API imports from here: `get_tool_runtime_context`, the frozen hook
+bindings a tool can use (`resolve_tool_runtime_hook_bindings`), and the identity a tool call runs as.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +10,34 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from mindroom.constants import RuntimePaths
+from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
+from mindroom.hooks.capabilities import HookMatrixAdmin, RelaySender
 from mindroom.hooks.context import CustomEventContext, MessageSender, RoomStatePutter, RoomStateQuerier
 from mindroom.hooks.execution import emit
 from mindroom.hooks.registry import HookRegistry
+from mindroom.hooks.state import plugin_state_dir
+from mindroom.hooks.target import MessageTarget, session_id_for
 from mindroom.hooks.types import is_custom_event, validate_event_name
 from mindroom.logging_config import get_logger
+from mindroom.private_files import private_dir
 
 __all__ = [
+    "ResolvedWorkerTarget",
     "ToolCallRecord",
+    "ToolExecutionIdentity",
     "ToolRuntimeContext",
+    "ToolRuntimeHookBindings",
     "bind_runtime_context",
+    "build_execution_identity_from_runtime_context",
     "emit_custom_event",
+    "get_plugin_state_root",
     "get_runtime_context",
+    "get_tool_runtime_context",
     "provided_registry",
+    "resolve_tool_runtime_hook_bindings",
     "set_registry_provider",
 ]
 
@@ -60,6 +76,66 @@ class ToolRuntimeContext:
     room_state_querier: RoomStateQuerier | None = None
     room_state_putter: RoomStatePutter | None = None
     calls: list[ToolCallRecord] = field(default_factory=list, compare=False, repr=False)
+    # Added with the 2026 plugin API; the pipeline passes them when it has them.
+    matrix_admin: HookMatrixAdmin | None = field(default=None, compare=False, repr=False)
+    message_received_depth: int = 0
+    target: MessageTarget | None = None
+    active_model_name: str | None = None
+
+    @property
+    def hook_registry(self) -> HookRegistry:
+        """The 2026 API's name for `registry`."""
+        return self.registry
+
+    @property
+    def resolved_thread_id(self) -> str | None:
+        """The thread the answer goes to: the target's, else `thread_id` (this daemon binds the answer's thread)."""
+        return self.target.resolved_thread_id if self.target is not None else self.thread_id
+
+    @property
+    def reply_to_event_id(self) -> str | None:
+        """The event the answer replies to, when the target is known."""
+        return self.target.reply_to_event_id if self.target is not None else None
+
+    def resolve_worker_target(self) -> ResolvedWorkerTarget:
+        """Where this agent's tools run: always this process here; `ValueError` for router dispatches."""
+        if not self.agent_name or self.agent_name == ROUTER_AGENT_NAME:
+            msg = "tools of a router dispatch (or of no agent) have no worker target"
+            raise ValueError(msg)
+        return ResolvedWorkerTarget(routing_agent_name=self.agent_name)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedWorkerTarget:
+    """Where a tool runs. This daemon has no workers: every target is its own process (`worker_scope` None)."""
+
+    routing_agent_name: str | None = None
+    worker_scope: str | None = None
+    execution_identity: ToolExecutionIdentity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRuntimeHookBindings:
+    """The hook capabilities a tool can use: send messages, administer rooms, read and write room state."""
+
+    message_sender: MessageSender | None
+    matrix_admin: HookMatrixAdmin | None
+    room_state_querier: RoomStateQuerier | None
+    room_state_putter: RoomStatePutter | None
+    message_received_depth: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionIdentity:
+    """Who and where a tool call runs for: the agent, the requester, and the conversation."""
+
+    channel: str
+    agent_name: str | None
+    requester_id: str | None
+    room_id: str | None
+    thread_id: str | None
+    resolved_thread_id: str | None
+    session_id: str | None
 
 
 _current: ContextVar[ToolRuntimeContext | None] = ContextVar("mindroom_tool_runtime_context", default=None)
@@ -87,6 +163,60 @@ def get_runtime_context() -> ToolRuntimeContext | None:
     return _current.get()
 
 
+def get_tool_runtime_context() -> ToolRuntimeContext | None:
+    """The 2026 API's name for `get_runtime_context`."""
+    return _current.get()
+
+
+def get_plugin_state_root(plugin_name: str, *, runtime_paths: RuntimePaths | None = None) -> Path:
+    """`<data>/plugins/<plugin_name>/` (created), as `ctx.state_root` is: the older plugins' helper for tool code.
+
+    Without `runtime_paths`, the bound tool runtime context's are used; `RuntimeError` when there are none.
+    """
+    paths = runtime_paths
+    if paths is None:
+        bound = _current.get()
+        paths = bound.runtime_paths if bound is not None else None
+    if paths is None:
+        msg = "no runtime paths: pass runtime_paths= or call this from a running tool"
+        raise RuntimeError(msg)
+    path = plugin_state_dir(paths.storage_root, plugin_name)
+    private_dir(path)
+    return path
+
+
+def resolve_tool_runtime_hook_bindings(context: ToolRuntimeContext) -> ToolRuntimeHookBindings:
+    """The hook capabilities bound to a tool call (its sender takes both API generations' call shapes)."""
+    sender = context.message_sender
+    if sender is not None and type(sender) is not RelaySender:
+        sender = RelaySender(sender)
+    return ToolRuntimeHookBindings(
+        message_sender=sender,
+        matrix_admin=context.matrix_admin,
+        room_state_querier=context.room_state_querier,
+        room_state_putter=context.room_state_putter,
+        message_received_depth=context.message_received_depth,
+    )
+
+
+def build_execution_identity_from_runtime_context(context: ToolRuntimeContext) -> ToolExecutionIdentity:
+    """The identity a tool call runs as, from its runtime context."""
+    room_id = context.room_id
+    resolved = context.resolved_thread_id
+    session_id = context.session_id
+    if session_id is None and room_id:
+        session_id = session_id_for(room_id, resolved)
+    return ToolExecutionIdentity(
+        channel="matrix",
+        agent_name=context.agent_name,
+        requester_id=context.requester_id,
+        room_id=room_id,
+        thread_id=context.thread_id,
+        resolved_thread_id=resolved,
+        session_id=session_id,
+    )
+
+
 def provided_registry() -> HookRegistry | None:
     """The daemon's live registry (from `set_registry_provider`), for tool code running outside a bound turn."""
     return _registry_provider() if _registry_provider is not None else None
@@ -112,6 +242,8 @@ async def emit_custom_event(plugin_name: str, event_name: str, payload: Mapping[
         ctx.message_sender = bound.message_sender
         ctx.room_state_querier = bound.room_state_querier
         ctx.room_state_putter = bound.room_state_putter
+        ctx.matrix_admin = bound.matrix_admin
+        ctx.message_received_depth = bound.message_received_depth
         if bound.correlation_id:
             ctx.correlation_id = bound.correlation_id
     await emit(registry, event_name, ctx)

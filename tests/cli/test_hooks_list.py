@@ -155,12 +155,8 @@ def test_hooks_report_text_is_in_pipeline_order(deployment):
     text = hooks_report_text(_registry(deployment))
     headers = [line.split(" ")[0] for line in text.splitlines() if not line.startswith(" ")]
     assert headers == ["message:received", "message:enrich", "message:after_response", "tool:before_call", "demo:thing"]
-    assert PIPELINE_ORDER[:4] == (
-        "message:received",
-        "message:enrich",
-        "message:before_response",
-        "message:after_response",
-    )
+    older = ("message:received", "message:enrich", "message:before_response", "message:after_response")
+    assert tuple(event for event in PIPELINE_ORDER if event in older) == older
 
 
 def test_plugins_list_shows_each_plugin_and_its_hook_count(deployment):

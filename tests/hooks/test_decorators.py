@@ -237,3 +237,18 @@ def test_hook_metadata_is_frozen():
 
     with pytest.raises(AttributeError):
         get_hook_metadata(callback).priority = 1
+
+
+def test_decorator_drops_blank_filter_entries_and_an_empty_filter_is_none():
+    @hook("message:received", agents=["", " ", "code"], rooms=["", "!r:l"])
+    async def some(ctx):
+        pass
+
+    @hook("message:received", agents=[""], rooms=[])
+    async def everywhere(ctx):
+        pass
+
+    assert get_hook_metadata(some).agents == frozenset({"code"})
+    assert get_hook_metadata(some).rooms == frozenset({"!r:l"})
+    assert get_hook_metadata(everywhere).agents is None
+    assert get_hook_metadata(everywhere).rooms is None

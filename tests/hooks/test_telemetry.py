@@ -305,12 +305,26 @@ def _demo_registry():
 
 def test_telemetry_pipeline_order_lists_every_builtin_event_once():
     assert sorted(PIPELINE_ORDER) == sorted(BUILTIN_EVENTS)
-    assert PIPELINE_ORDER[:4] == (
+    assert len(PIPELINE_ORDER) == len(set(PIPELINE_ORDER)) == 21
+    message_events = [event for event in PIPELINE_ORDER if event.startswith("message:")]
+    assert message_events == [
         "message:received",
         "message:enrich",
         "message:before_response",
+        "message:final_response_transform",
         "message:after_response",
-    )
+        "message:cancelled",
+    ]
+
+
+def test_telemetry_pipeline_order_puts_each_newer_event_where_the_turn_meets_it():
+    rank = {event: index for index, event in enumerate(PIPELINE_ORDER)}
+
+    assert rank["message:enrich"] < rank["system:enrich"] < rank["message:before_response"]
+    assert rank["compaction:before"] < rank["compaction:after"] < rank["message:before_response"]
+    assert rank["message:after_response"] < rank["session:started"] < rank["agent:started"]
+    assert rank["tool:before_call"] < rank["tool:environment"] < rank["tool:after_call"]
+    assert rank["reaction:received"] < rank["room:member_joined"] < rank["room:member_left"]
 
 
 def test_telemetry_ordered_rows_follow_the_pipeline_then_custom_events_by_name():

@@ -8,15 +8,25 @@ from mindroom.hooks import (
     EVENT_AGENT_STARTED,
     EVENT_AGENT_STOPPED,
     EVENT_BOT_READY,
+    EVENT_COMPACTION_AFTER,
+    EVENT_COMPACTION_BEFORE,
     EVENT_CONFIG_RELOADED,
     EVENT_MESSAGE_AFTER_RESPONSE,
     EVENT_MESSAGE_BEFORE_RESPONSE,
+    EVENT_MESSAGE_CANCELLED,
     EVENT_MESSAGE_ENRICH,
+    EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
     EVENT_MESSAGE_RECEIVED,
     EVENT_REACTION_RECEIVED,
+    EVENT_ROOM_MEMBER_JOINED,
+    EVENT_ROOM_MEMBER_LEFT,
     EVENT_SCHEDULE_FIRED,
+    EVENT_SESSION_STARTED,
+    EVENT_SYSTEM_ENRICH,
     EVENT_TOOL_AFTER_CALL,
     EVENT_TOOL_BEFORE_CALL,
+    EVENT_TOOL_ENVIRONMENT,
+    NEWER_EVENTS,
     RESERVED_NAMESPACES,
     HookExecutionMode,
     default_timeout_ms,
@@ -40,9 +50,26 @@ SPEC_EVENTS = {
     "tool:before_call": (EVENT_TOOL_BEFORE_CALL, HookExecutionMode.GATE, 200),
     "tool:after_call": (EVENT_TOOL_AFTER_CALL, HookExecutionMode.OBSERVER, 300),
 }
+# The 2026 plugin API's nine events (its section 2 table).
+NEWER_SPEC_EVENTS = {
+    "system:enrich": (EVENT_SYSTEM_ENRICH, HookExecutionMode.COLLECTOR, 2000),
+    "message:cancelled": (EVENT_MESSAGE_CANCELLED, HookExecutionMode.OBSERVER, 3000),
+    "session:started": (EVENT_SESSION_STARTED, HookExecutionMode.OBSERVER, 5000),
+    "compaction:before": (EVENT_COMPACTION_BEFORE, HookExecutionMode.OBSERVER, 15000),
+    "compaction:after": (EVENT_COMPACTION_AFTER, HookExecutionMode.OBSERVER, 5000),
+    "message:final_response_transform": (
+        EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
+        HookExecutionMode.TRANSFORMER,
+        200,
+    ),
+    "room:member_joined": (EVENT_ROOM_MEMBER_JOINED, HookExecutionMode.OBSERVER, 3000),
+    "room:member_left": (EVENT_ROOM_MEMBER_LEFT, HookExecutionMode.OBSERVER, 3000),
+    "tool:environment": (EVENT_TOOL_ENVIRONMENT, HookExecutionMode.COLLECTOR, 200),
+}
+ALL_EVENTS = {**SPEC_EVENTS, **NEWER_SPEC_EVENTS}
 
 
-@pytest.mark.parametrize(("event", "expected"), SPEC_EVENTS.items())
+@pytest.mark.parametrize(("event", "expected"), ALL_EVENTS.items())
 def test_event_constant_mode_and_timeout_match_spec(event, expected):
     constant, mode, timeout = expected
 
@@ -52,13 +79,26 @@ def test_event_constant_mode_and_timeout_match_spec(event, expected):
     assert DEFAULT_TIMEOUTS_MS[event] == timeout
 
 
-def test_builtin_events_are_exactly_the_spec_table():
-    assert set(BUILTIN_EVENTS) == set(SPEC_EVENTS)
-    assert set(DEFAULT_TIMEOUTS_MS) == set(SPEC_EVENTS)
+def test_builtin_events_are_exactly_both_spec_tables():
+    assert set(BUILTIN_EVENTS) == set(ALL_EVENTS)
+    assert set(DEFAULT_TIMEOUTS_MS) == set(ALL_EVENTS)
+    assert len(BUILTIN_EVENTS) == 21
+    assert set(NEWER_EVENTS) == set(NEWER_SPEC_EVENTS)
 
 
-def test_reserved_namespaces_match_spec():
-    assert set(RESERVED_NAMESPACES) == {"message", "agent", "bot", "schedule", "reaction", "config", "tool"}
+def test_reserved_namespaces_are_the_older_seven_and_the_newer_four():
+    older = {"message", "agent", "bot", "schedule", "reaction", "config", "tool"}
+
+    assert set(RESERVED_NAMESPACES) == older | {"system", "compaction", "room", "session"}
+    assert len(RESERVED_NAMESPACES) == 11
+
+
+@pytest.mark.parametrize("namespace", ["system", "compaction", "room", "session"])
+def test_validate_event_name_rejects_custom_events_in_the_newer_namespaces(namespace):
+    from mindroom.hooks import hook
+
+    with pytest.raises(ValueError, match="reserved"):
+        hook(f"{namespace}:made_up")
 
 
 def test_custom_event_defaults_to_observer_and_1000_ms():
@@ -73,7 +113,7 @@ def test_execution_mode_values_are_plain_strings():
     assert {mode.value for mode in HookExecutionMode} == {"observer", "collector", "transformer", "gate"}
 
 
-@pytest.mark.parametrize("event", [*SPEC_EVENTS, "todo:item_completed", "a:b:c", "x-1.y_2:z"])
+@pytest.mark.parametrize("event", [*ALL_EVENTS, "todo:item_completed", "a:b:c", "x-1.y_2:z"])
 def test_validate_event_name_returns_valid_names(event):
     assert validate_event_name(event) == event
 

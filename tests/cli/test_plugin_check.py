@@ -1,0 +1,164 @@
+"""`mindroom plugins check PATH`: one line per finding, non-zero exit on errors, no homeserver needed."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mindroom.cli.app import app
+from mindroom.cli.plugin_check import check_plugin
+
+runner = CliRunner()
+EXAMPLE = Path(__file__).resolve().parents[2] / "plugins" / "hello-hooks"
+
+
+def make_plugin(root, files, **manifest):
+    folder = root / "candidate"
+    folder.mkdir(parents=True)
+    values = {"name": "candidate", "hooks_module": "hooks.py", **manifest}
+    (folder / "mindroom.plugin.json").write_text(json.dumps(values))
+    for name, source in files.items():
+        (folder / name).write_text(textwrap.dedent(source))
+    return folder
+
+
+def check(path):
+    result = runner.invoke(app, ["plugins", "check", str(path)])
+    return result.exit_code, result.output.splitlines()
+
+
+def test_plugins_check_the_shipped_example_passes():
+    code, lines = check(EXAMPLE)
+
+    assert code == 0
+    assert lines[0] == "ok: hello-hooks: manifest read, modules imported; needs no api_version (the hooks spec's API)"
+    assert all(line.startswith(("ok: ", "warning: ")) for line in lines)
+    assert "ok: hook 'footer' on message:before_response" in lines
+
+
+def test_plugins_check_reports_newer_events_custom_events_and_registered_toolkits(tmp_path):
+    hooks = """
+    from mindroom.plugin_api import hook
+
+    @hook("tool:environment")
+    async def env(ctx):
+        ctx.set_env("A", "1")
+
+    @hook("todo:done")
+    async def done(ctx):
+        pass
+    """
+    tools = """
+    from agno.tools import Toolkit
+    from mindroom.plugin_api import ToolCategory, ToolFileAccess, register_tool_with_metadata
+
+    class Notes(Toolkit):
+        def __init__(self):
+            super().__init__(name="notes", tools=[self.note])
+
+        def note(self, text: str) -> str:
+            \"\"\"Keep a note.\"\"\"
+            return text
+
+    @register_tool_with_metadata(
+        name="notes", display_name="Notes", description="d", category=ToolCategory.PRODUCTIVITY,
+        file_access=ToolFileAccess.NONE,
+    )
+    def notes_factory():
+        return Notes
+    """
+    folder = make_plugin(
+        tmp_path, {"hooks.py": hooks, "tools.py": tools}, tools_module="tools.py", api_version="2026.10"
+    )
+
+    code, lines = check(folder)
+
+    assert code == 0, lines
+    assert "ok: hook 'env' on tool:environment (an event of plugin API 2026.10)" in lines
+    assert "ok: hook 'done' on todo:done (a custom event, run as an observer)" in lines
+    assert "ok: plugin toolkit 'notes' gives tools: note" in lines
+
+
+@pytest.mark.parametrize(
+    ("files", "manifest", "expected"),
+    [
+        ({}, {}, "module file 'hooks.py' not found"),
+        ({"hooks.py": "import mindroom.no_such_module\n"}, {}, "ModuleNotFoundError"),
+        (
+            {"hooks.py": "from mindroom.hooks import hook\n@hook('room:made_up')\nasync def x(ctx): pass\n"},
+            {},
+            "reserved",
+        ),
+        ({"hooks.py": "x = 1\n"}, {"api_version": "2099.01"}, "needs plugin API 2099.01"),
+        ({"hooks.py": "x = 1\n"}, {"colour": "red"}, "colour"),
+    ],
+)
+def test_plugins_check_errors_exit_non_zero(tmp_path, files, manifest, expected):
+    code, lines = check(make_plugin(tmp_path, files, **manifest))
+
+    assert code == 1
+    assert len(lines) == 1
+    assert lines[0].startswith("error: candidate: ")
+    assert expected in lines[0]
+
+
+def test_plugins_check_names_both_versions_for_a_newer_api(tmp_path):
+    _, lines = check(make_plugin(tmp_path, {"hooks.py": "x = 1\n"}, api_version="2099.01"))
+
+    assert "2099.01" in lines[0] and "2026.10" in lines[0]
+
+
+def test_plugins_check_tool_clash_and_missing_file_access(tmp_path):
+    tools = """
+    from agno.tools import Toolkit
+    from mindroom.tool_system.metadata import ToolCategory, register_tool_with_metadata
+
+    class Reader(Toolkit):
+        def __init__(self):
+            super().__init__(name="reader", tools=[self.read_file])
+
+        def read_file(self, path: str) -> str:
+            \"\"\"Read a file.\"\"\"
+            return path
+
+    @register_tool_with_metadata(name="reader", display_name="R", description="d", category=ToolCategory.RESEARCH)
+    def reader_factory():
+        return Reader
+    """
+    folder = make_plugin(tmp_path, {"tools.py": tools}, hooks_module=None, tools_module="tools.py")
+
+    code, lines = check(folder)
+
+    assert code == 1
+    assert any(line.startswith("warning: tool 'reader' declares no file_access") for line in lines)
+    assert "error: tool 'read_file' is defined by plugin toolkit 'reader' and by built-in group 'file'" in lines
+
+
+def test_plugins_check_warns_about_duplicate_hook_names_and_empty_hooks_modules(tmp_path):
+    hooks = """
+    from mindroom.hooks import hook
+
+    @hook("message:received", name="same")
+    async def one(ctx):
+        pass
+
+    @hook("message:enrich", name="same")
+    async def two(ctx):
+        pass
+    """
+    code, lines = check(make_plugin(tmp_path, {"hooks.py": hooks}))
+
+    assert code == 0
+    assert "warning: hook name 'same' is used 2 times; only the first runs" in lines
+    _, empty = check(make_plugin(tmp_path / "other", {"hooks.py": "x = 1\n"}))
+    assert "warning: hooks_module 'hooks.py' defines no @hook function" in empty
+
+
+def test_plugins_check_a_path_that_is_not_a_folder(tmp_path):
+    code, lines = check(tmp_path / "missing")
+
+    assert code == 1
+    assert lines == [f"error: {tmp_path / 'missing'}: not a folder"]
+    assert check_plugin(tmp_path / "missing")[0].level == "error"
