@@ -16,7 +16,7 @@ from mindroom.ai.media import ImageInput, TranscriptionError, supports_vision, t
 from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
 from mindroom.ai.offline import OfflineModel
 from mindroom.ai.routing_model import choose_agent
-from mindroom.ai.sessions import forget_turn, load_history, session_db_path, strip_session_enrichment
+from mindroom.ai.sessions import forget_turn, load_history, session_db_path, session_exists, strip_session_enrichment
 
 __all__ = [
     "PLACEHOLDER_API_KEY",
@@ -36,6 +36,7 @@ __all__ = [
     "generate_early",
     "load_history",
     "session_db_path",
+    "session_exists",
     "stream_generate",
     "strip_session_enrichment",
     "supports_vision",

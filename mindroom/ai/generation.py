@@ -28,6 +28,7 @@ from mindroom.ai.failures import failure_log, generation_error
 from mindroom.ai.media import ImageInput
 from mindroom.ai.models import model_env_fingerprint
 from mindroom.ai.sessions import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
+from mindroom.ai.turn_agent import TurnAgent, run_system_context, set_run_system_context
 from mindroom.config.main import ModelConfig
 from mindroom.logging_config import get_logger
 
@@ -61,6 +62,8 @@ class GenerationRequest:
     source_event_id: str | None = None
     """The Matrix message this turn answers; stored with the run, so an edit of it can replace the run."""
     images: tuple[ImageInput, ...] = ()
+    system_context: str = ""
+    """Added to this run's system prompt only (the `system:enrich` block); never stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +89,7 @@ def _fingerprint(request: GenerationRequest, env: Mapping[str, str]) -> tuple[An
 
 def _build_agent(request: GenerationRequest, db: AsyncSqliteDb, env: Mapping[str, str]) -> Agent:
     with_history = request.num_history_runs > 0
-    return Agent(
+    return TurnAgent(
         id=request.agent_name,
         name=request.display_name,
         model=agent_cache.model(request.model, env),
@@ -161,14 +164,15 @@ async def generate(request: GenerationRequest, *, storage_root: Path, env: Mappi
     output: RunOutput | None = None
     error: BaseException | None = None
     try:
-        output = await agent.arun(
-            request.user_message,
-            stream=False,
-            session_id=request.session_id,
-            run_id=run_id,
-            metadata=_run_metadata(request),
-            images=_images(request),
-        )
+        with run_system_context(request.system_context):
+            output = await agent.arun(
+                request.user_message,
+                stream=False,
+                session_id=request.session_id,
+                run_id=run_id,
+                metadata=_run_metadata(request),
+                images=_images(request),
+            )
     except Exception as caught:
         error = caught
     finally:
@@ -199,6 +203,9 @@ async def _turn_events(
     Raises `GenerationError` when the model fails.
     """
     agent, db = _agent_for(request, storage_root, env)
+    # Set, not reset: this generator is driven by a task of its own (the stream reader, or the early-answer
+    # driver), whose context ends with it; a reset could run in another context when the generator is closed.
+    set_run_system_context(request.system_context)
     run_id = str(uuid4())
     failure_log.watch(run_id)
     failed = False

@@ -33,6 +33,7 @@ __all__ = [
     "load_history",
     "session_db",
     "session_db_path",
+    "session_exists",
     "strip_run_enrichment",
     "strip_run_output_enrichment",
     "strip_session_enrichment",
@@ -209,3 +210,8 @@ async def forget_turn(agent_name: str, session_id: str, source_event_id: str, *,
         await db.delete_runs(run_ids)
         logger.info("stored turn replaced by an edit", agent=agent_name, session=session_id, runs=len(run_ids))
     return len(run_ids)
+
+
+async def session_exists(agent_name: str, session_id: str, *, storage_root: Path) -> bool:
+    """Whether the conversation has a stored run yet."""
+    return bool(await _run_rows(session_db(storage_root, agent_name), session_id))

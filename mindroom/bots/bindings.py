@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from mindroom.bots.admin import RouterAdmin
 from mindroom.bots.limits import SlidingWindow
 from mindroom.bots.runtime import DaemonRuntime, LiveState
 from mindroom.constants import HOOK_SOURCE_KEY, ROUTER_AGENT_NAME
@@ -52,6 +53,7 @@ class BotBindings:
         self.runtime = runtime
         self.client = client
         self._hook_sends = SlidingWindow(HOOK_SEND_LIMIT, HOOK_SEND_WINDOW_S)
+        self._admin = RouterAdmin(runtime)
 
     def for_live(self, live: LiveState, turn: str | None = None) -> HookBindings:
         """The capabilities of a hook context running on `live`; with `turn`, hook messages get stable ids."""
@@ -62,6 +64,9 @@ class BotBindings:
             message_sender=sender,
             room_state_querier=self.query_state,
             room_state_putter=self.put_state,
+            matrix_admin=self._admin if ROUTER_AGENT_NAME in self.runtime.bots else None,
+            runtime_started_at=self.runtime.started_at_ms / 1000,
+            agent_message_snapshot_reader=self.runtime.recent.latest,
         )
 
     async def send(

@@ -16,7 +16,15 @@ from mindroom.ai.tools import agno_tools
 from mindroom.bots.authorization import may_invite
 from mindroom.bots.bindings import BotBindings
 from mindroom.bots.fairness import FairSlots
-from mindroom.bots.runtime import STOPPED_NOTE, BotMetrics, DaemonRuntime, Entity, LiveState, StreamState
+from mindroom.bots.runtime import (
+    INTERRUPTED_NOTE,
+    STOPPED_NOTE,
+    BotMetrics,
+    DaemonRuntime,
+    Entity,
+    LiveState,
+    StreamState,
+)
 from mindroom.bots.tasks import TaskOwner
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.hooks.context import AgentLifecycleContext, HookBindings
@@ -30,7 +38,6 @@ __all__ = ["INTERRUPTED_NOTE", "INTERRUPT_GRACE_S", "EntityBot", "EventHandler"]
 
 logger = get_logger(__name__)
 
-INTERRUPTED_NOTE = "(interrupted: the agent is shutting down)"
 INTERRUPT_GRACE_S = 5.0
 
 EventHandler = Callable[[Entity, MatrixEvent], Awaitable[None]]
@@ -88,7 +95,12 @@ class EntityBot:
         # The homeserver knows every room this account is in, DMs and rooms it was invited into included.
         self.joined_rooms |= set(await self.client.joined_rooms())
         await self.client.ensure_display_name(self.display_name(live))
-        await self._lifecycle(live, EVENT_AGENT_STARTED)
+        try:
+            await self._lifecycle(live, EVENT_AGENT_STARTED)
+        except RuntimeError:
+            # A plugin's `required=True` startup hook failed: this bot does not start.
+            await self.client.close()
+            raise
         return user_id
 
     def start_sync(self) -> None:
@@ -159,9 +171,10 @@ class EntityBot:
             entity_name=self.name,
             entity_type=self.entity_type,
             rooms=tuple(sorted(self.joined_rooms)),
+            joined_room_ids=tuple(sorted(self.joined_rooms)),
             matrix_user_id=self.runtime.bot_user_ids.get(self.name),
             stop_reason=stop_reason,
-            **self.bindings(live).fields(),
+            **self.bindings(live).context_fields(),
         )
         await emit(live.registry, event_name, ctx)
 
@@ -210,6 +223,7 @@ class EntityBot:
             return
         if kind is MatrixEventKind.MESSAGE:
             self.metrics.messages_handled += 1
+            self.runtime.recent.note(event)
         self.tasks.spawn(handler(self, event), kind.value)
 
     def spawn(self, work: Awaitable[None], what: str) -> None:

@@ -20,10 +20,11 @@ from mindroom.ai import (
     generate_early,
     supports_vision,
 )
+from mindroom.bots.answer_events import SessionProbe, final_text, report_cancelled, system_context
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.reply import ReplyChannel
-from mindroom.bots.runtime import Entity, LiveState
-from mindroom.bots.streaming import stream_to_matrix
+from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
+from mindroom.bots.streaming import Streamed, stream_to_matrix
 from mindroom.config.main import ModelConfig
 from mindroom.hooks.context import (
     AfterResponseContext,
@@ -39,6 +40,7 @@ from mindroom.hooks.execution import emit, emit_collect, emit_transform
 from mindroom.hooks.transport import DeliveryKind
 from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_ENRICH
 from mindroom.logging_config import get_logger
+from mindroom.matrix import MatrixError
 from mindroom.state.answers import AnswerRecord
 from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
@@ -46,6 +48,8 @@ from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtim
 __all__ = ["TYPING_RENEW_S", "Turn", "respond", "session_id"]
 
 logger = get_logger(__name__)
+
+_STOP_REASONS = {STOPPED_NOTE: "cancelled_by_user", INTERRUPTED_NOTE: "interrupted"}
 
 TYPING_RENEW_S = 20.0
 """A typing notice lasts 30 s; it is renewed before that while the model is still working."""
@@ -83,6 +87,8 @@ class _Generated:
     text: str
     stream_event_id: str | None
     draft: ResponseDraft
+    cancelled: str | None = None
+    """Why the answer ended early (a stop reaction, shutdown), if it did: reported as `message:cancelled`."""
 
 
 def session_id(envelope: MessageEnvelope) -> str:
@@ -110,15 +116,28 @@ async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, gi
         ):
             started = time.perf_counter()
             items = await _enrich(turn)
-            async with _typing(channel):
-                generated = await _generate(turn, items, after_reply)
+            system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id)
+            probe = SessionProbe(entity, live, session_id(envelope))
+            await probe.before()
+            try:
+                async with _typing(channel):
+                    generated = await _generate(turn, items, system, after_reply)
+            finally:
+                await probe.after(envelope, turn.bindings, turn.correlation_id)
             if generated is None:
                 return
             draft = await _transform(turn, generated)
             if draft is None:
                 return
-            result = await _deliver(turn, generated, draft)
+            try:
+                result = await _deliver(turn, generated, draft)
+            except MatrixError:
+                await _cancelled(turn, "delivery_failed", generated.stream_event_id)
+                raise
             entity.metrics.record_answer(time.perf_counter() - started)
+            if generated.cancelled is not None:
+                await _cancelled(turn, generated.cancelled, result.response_event_id)
+                return
             await _report(turn, result)
     except QueueFullError:
         logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
@@ -153,7 +172,7 @@ async def _enrich(turn: _Turn) -> list[EnrichmentItem]:
 
 
 async def _generate(
-    turn: _Turn, items: list[EnrichmentItem], after_reply: contextlib.AsyncExitStack
+    turn: _Turn, items: list[EnrichmentItem], system: str, after_reply: contextlib.AsyncExitStack
 ) -> _Generated | None:
     """Run the model (streamed into Matrix, or whole); None when it failed and the error was answered."""
     entity, live, envelope = turn.entity, turn.live, turn.envelope
@@ -183,6 +202,7 @@ async def _generate(
         user_id=envelope.requester_id,
         source_event_id=question,
         images=images,
+        system_context=system,
     )
     tool_context = ToolRuntimeContext(
         registry=live.registry,
@@ -192,23 +212,26 @@ async def _generate(
         requester_id=envelope.requester_id,
         session_id=request.session_id,
         correlation_id=turn.correlation_id,
+        target=envelope.target,
+        message_received_depth=envelope.message_received_depth,
         **turn.bindings.fields(),
     )
-    stream_event_id: str | None = None
+    streamed = Streamed("", None)
     try:
         with bind_runtime_context(tool_context):
             if settings.enable_streaming:
                 existing = turn.replaces.response_event_id if turn.replaces is not None else None
-                text, stream_event_id = await stream_to_matrix(turn.channel, live, request, runtime.env, existing)
+                streamed = await stream_to_matrix(turn.channel, live, request, runtime.env, existing)
             else:
                 answer = await generate_early(request, storage_root=runtime.runtime_paths.storage_root, env=runtime.env)
                 after_reply.push_async_callback(answer.stored)
-                text = answer.text
+                streamed = Streamed(answer.text, None)
     except (GenerationError, ModelConfigError) as exc:
-        await turn.channel.error(str(exc), edit_event_id=stream_event_id)
+        await turn.channel.error(str(exc), edit_event_id=streamed.event_id)
+        await _cancelled(turn, str(exc), streamed.event_id)
         return None
-    draft = ResponseDraft(text, "ai", tool_trace(tool_context.calls), None, envelope)
-    return _Generated(text, stream_event_id, draft)
+    draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), None, envelope)
+    return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""))
 
 
 async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ImageInput, ...], str]:
@@ -238,6 +261,7 @@ async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | None
         await turn.channel.redact(generated.stream_event_id, "response suppressed")
         turn.entity.runtime.journal.end_answer(generated.stream_event_id)
     logger.info("response suppressed by a hook", event_id=turn.envelope.source_event_id)
+    await _cancelled(turn, "suppressed_by_hook")
     return None
 
 
@@ -247,6 +271,7 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> 
     delivery: DeliveryKind
     replaced = turn.replaces.response_event_id if turn.replaces is not None else None
     if generated.stream_event_id is not None:
+        text = await final_text(turn.live, turn.envelope, turn.bindings, turn.correlation_id, text, draft.response_kind)
         await turn.channel.edit(generated.stream_event_id, text, draft.extra_content)
         turn.entity.runtime.journal.end_answer(generated.stream_event_id)
         event_id, delivery = generated.stream_event_id, "edited"
@@ -271,6 +296,10 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> 
     )
     logger.info("answered", event_id=turn.envelope.source_event_id, response_event_id=event_id, delivery=delivery)
     return ResponseResult(text, event_id, delivery, draft.response_kind, turn.envelope)
+
+
+async def _cancelled(turn: _Turn, reason: str, visible_event_id: str | None = None) -> None:
+    await report_cancelled(turn.live, turn.envelope, turn.bindings, turn.correlation_id, reason, visible_event_id)
 
 
 async def _report(turn: _Turn, result: ResponseResult) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from mindroom.bots.authorization import room_keys_for
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.limits import SlidingWindow
+from mindroom.bots.recent import RecentMessages
 from mindroom.bots.sharing import SharedWork
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
@@ -38,6 +39,7 @@ from mindroom.tool_system.catalog import ToolCatalog
 __all__ = [
     "BOT_TURNS_PER_THREAD",
     "BOT_TURN_WINDOW_S",
+    "INTERRUPTED_NOTE",
     "STOPPED_NOTE",
     "BotMetrics",
     "DaemonRuntime",
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 STOPPED_NOTE = "(stopped)"
+INTERRUPTED_NOTE = "(interrupted: the agent is shutting down)"
 BOT_TURNS_PER_THREAD = 10
 BOT_TURN_WINDOW_S = 60.0
 
@@ -171,6 +174,8 @@ class DaemonRuntime:
     bot_user_ids: dict[str, str] = field(default_factory=dict)
     room_ids: dict[str, str] = field(default_factory=dict)
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    recent: RecentMessages = field(default_factory=RecentMessages)
+    """The last messages of each conversation, for hooks' snapshot reads."""
     media: SharedWork = field(default_factory=SharedWork)
     """Each event's attachment, downloaded and transcribed once for every entity that handles it."""
     bot_turns: SlidingWindow = field(default_factory=lambda: SlidingWindow(BOT_TURNS_PER_THREAD, BOT_TURN_WINDOW_S))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from mindroom.ai import GenerationRequest, stream_generate
 from mindroom.bots.reply import ReplyChannel
@@ -12,9 +13,18 @@ from mindroom.bots.runtime import LiveState
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import STREAM_CURSOR
 
-__all__ = ["stream_to_matrix"]
+__all__ = ["Streamed", "stream_to_matrix"]
 
 logger = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Streamed:
+    """A streamed answer: its full text, the message it is shown in, and the note it was stopped with (if so)."""
+
+    text: str
+    event_id: str | None
+    stop_note: str | None = None
 
 
 async def stream_to_matrix(
@@ -23,8 +33,8 @@ async def stream_to_matrix(
     request: GenerationRequest,
     env: Mapping[str, str],
     existing_event_id: str | None = None,
-) -> tuple[str, str | None]:
-    """Stream the answer into one message, edited as text arrives; returns (full text, message id).
+) -> Streamed:
+    """Stream the answer into one message, edited as text arrives.
 
     With `existing_event_id` (a question was edited) the earlier answer is edited instead of a new one sent.
 
@@ -93,4 +103,5 @@ async def stream_to_matrix(
         if stream_state.stop_requested:
             logger.info("stream stopped", event_id=envelope.source_event_id, note=stream_state.stop_note)
             text = f"{text}\n\n{stream_state.stop_note}" if text else stream_state.stop_note
-    return text, event_id
+            return Streamed(text, event_id, stream_state.stop_note)
+    return Streamed(text, event_id)

@@ -78,9 +78,13 @@ async def _received(
     envelope = inbound.envelope
     registry = live.registry
     from_received_hook = envelope.message_received_depth == 1 and inbound.hook_origin_event == EVENT_MESSAGE_RECEIVED
+    skipped: frozenset[str] = frozenset()
     if from_received_hook and envelope.hook_source:
-        registry = registry.without_plugin(envelope.hook_source.split(":", 1)[0])
-    ctx = MessageReceivedContext(envelope=envelope, correlation_id=correlation_id, **bindings.fields())
+        skipped = frozenset({envelope.hook_source.split(":", 1)[0]})
+        registry = registry.without_plugin(next(iter(skipped)))
+    ctx = MessageReceivedContext(
+        envelope=envelope, correlation_id=correlation_id, skip_plugin_names=skipped, **bindings.context_fields()
+    )
     await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
     return ctx.suppress
 

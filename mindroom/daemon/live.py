@@ -58,7 +58,9 @@ def build_live_state(runtime_paths: RuntimePaths, *, previous: LiveState | None,
         config=config,
         registry=registry,
         plugins=loaded.plugins,
-        tools=build_tool_catalog(config, loaded.plugins, adapt=foreign_tool_specs, strict=exact),
+        tools=build_tool_catalog(
+            config, loaded.plugins, adapt=foreign_tool_specs, strict=exact, runtime_paths=runtime_paths
+        ),
         skills=build_skill_catalog(config, loaded.plugins, strict=exact),
         plugin_digests=digests,
     )

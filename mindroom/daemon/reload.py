@@ -225,6 +225,7 @@ class ReloadCoordinator:
             return failed
         entities = EntityChanges.between(old.config, new.config, runtime.room_ids)
         runtime.live = new  # the swap: one reference, so no event can see a half-new state
+        old.registry.mark_superseded()  # hooks still running on it see `ctx.is_active()` turn False
         activated = time.time()
         outcome = ReloadOutcome(
             True,

@@ -16,7 +16,7 @@ import nio
 
 from mindroom.logging_config import get_logger
 from mindroom.matrix.errors import MatrixRequestError
-from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path
+from mindroom.matrix.transport import JsonReply, JsonTransport, guard_transport, quote_path
 
 __all__ = ["TYPING_TIMEOUT_MS", "RoomEntry", "RoomMethods", "raise_for_error", "room_owned_by"]
 
@@ -190,6 +190,10 @@ class RoomMethods:
         if isinstance(response, nio.ErrorResponse) and "already in the room" in str(response.message):
             return
         raise_for_error(response, "invite")
+
+    async def api(self, method: str, path: str, body: Any = None) -> JsonReply:
+        """One client-API request as this bot (`path` from `/_matrix/...`); the reply, whatever its status."""
+        return await self._transport.request(method, path, body=body)
 
     async def set_typing(self, room_id: str, on: bool, timeout_ms: int = TYPING_TIMEOUT_MS) -> None:
         """Show (or stop) this bot's typing notice in a room; it ends by itself after `timeout_ms`."""

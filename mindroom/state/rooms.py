@@ -16,8 +16,9 @@ from mindroom.private_files import open_private_database
 
 __all__ = ["RememberedRoom", "RoomMemory", "RoomOrigin"]
 
-RoomOrigin = Literal["created", "verified", "invited"]
-"""How the room became the daemon's: made by one of its accounts, checked to be owned by one, or an invite."""
+RoomOrigin = Literal["created", "verified", "invited", "retained"]
+"""How the room became the daemon's: made by one of its accounts, checked to be owned by one, an invite,
+or kept by a plugin through the router (`matrix_admin.retain_room`)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms (

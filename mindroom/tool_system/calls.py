@@ -26,6 +26,7 @@ from mindroom.hooks.execution import emit, emit_gate
 from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.types import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.environment import bind_tool_environment, collect_tool_environment
 from mindroom.tool_system.isolation import run_isolated
 from mindroom.tool_system.runtime_context import (
     ToolCallRecord,
@@ -167,7 +168,10 @@ async def call_tool(spec: ToolSpec, agent_name: str, arguments: Mapping[str, Any
             started = time.perf_counter()
     if not declined:
         try:
-            value = await _invoke(spec, args)
+            # `tool:environment` comes after the gate: a declined call never asks for an environment.
+            environment = await collect_tool_environment(spec.name, spec.toolkit, asked, agent_name)
+            with bind_tool_environment(environment):
+                value = await _invoke(spec, args)
         except (KeyboardInterrupt, GeneratorExit):
             raise
         except asyncio.CancelledError as exc:

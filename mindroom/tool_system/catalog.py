@@ -15,6 +15,7 @@ group or plugin it does not belong to. A clash is a `ToolCatalogError` at startu
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -220,7 +221,10 @@ class ToolCatalog:
         names = self.selection(wanted)
         built: dict[str, ToolSpec] = {}
         for provider_name in dict.fromkeys(self.owners[name] for name in names):
-            built.update((spec.name, spec) for spec in self.providers[provider_name].build(env))
+            built.update(
+                (spec.name, dataclasses.replace(spec, toolkit=provider_name))
+                for spec in self.providers[provider_name].build(env)
+            )
         specs = tuple(built[name] for name in names if name in built)
         if any(spec.isolated for spec in specs):
             shared_pool().warm()  # the worker starts now, so the agent's first isolated call does not wait for it

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shlex
 import shutil
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
+from mindroom.tool_system.environment import current_tool_environment
 from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, Sandbox, choose_sandbox, prepare_launch
 from mindroom.tool_system.spec import WORKSPACES_DIRNAME, AgentToolEnvironment, ToolError, ToolSpec
 
@@ -84,6 +86,17 @@ async def _stop(process: asyncio.subprocess.Process, launch: Launch) -> None:
     await _exited(process)
 
 
+def _with_hook_environment(launch: Launch) -> Launch:
+    """The command's environment with the `tool:environment` hooks' changes; HOME stays the sandbox's own."""
+    changes = current_tool_environment()
+    if changes is None:
+        return launch
+    env = changes.apply(launch.env, process_environ())
+    env["HOME"] = launch.env["HOME"]
+    env.setdefault("PATH", launch.env["PATH"])
+    return dataclasses.replace(launch, env=env)
+
+
 async def run_command(command: str, workspace: Path, settings: ShellToolConfig, *, hidden: Sequence[Path] = ()) -> str:
     """Run one command line and return its exit code and combined output; `ToolError` if refused or timed out.
 
@@ -102,6 +115,7 @@ async def run_command(command: str, workspace: Path, settings: ShellToolConfig, 
     executable = _executable(argv[0], settings, sandbox, search_path)
     os.makedirs(workspace, mode=0o700, exist_ok=True)
     launch = prepare_launch(sandbox, settings, [executable, *argv[1:]], workspace, hidden, search_path)
+    launch = _with_hook_environment(launch)
     try:
         return await _run(launch, argv[0], settings)
     finally:

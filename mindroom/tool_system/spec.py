@@ -74,6 +74,8 @@ class ToolSpec:
     in_thread: bool = False
     isolated: bool = False
     limits: IsolationLimits = IsolationLimits()
+    toolkit: str | None = None
+    """The group or plugin the tool belongs to (`shell`, a plugin's name), as `tool:environment` names it."""
 
 
 @dataclass(frozen=True, slots=True)

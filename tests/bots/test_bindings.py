@@ -9,6 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from mindroom.bots.bindings import HOOK_SEND_LIMIT, BotBindings
+from mindroom.bots.recent import RecentMessages
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.constants import HOOK_SOURCE_KEY, RuntimePaths
@@ -31,7 +32,9 @@ class RecordingClient:
 def bindings(tmp_path, *, router: RecordingClient | None = None) -> tuple[BotBindings, RecordingClient]:
     own = RecordingClient()
     bots = {"router": SimpleNamespace(client=router)} if router is not None else {}
-    runtime = SimpleNamespace(bots=bots, runtime_paths=RuntimePaths.for_directory(tmp_path))
+    runtime = SimpleNamespace(
+        bots=bots, runtime_paths=RuntimePaths.for_directory(tmp_path), started_at_ms=0, recent=RecentMessages()
+    )
     return BotBindings("helper", runtime, own), own  # type: ignore[arg-type]
 
 

@@ -85,8 +85,9 @@ async def test_isolation_stops_a_cpu_burner_at_its_timeout_while_the_loop_keeps_
             await pool.call(ref(isolated_tools.burn), {}, limits)
         elapsed = time.monotonic() - started
 
-    assert 1.0 <= elapsed < 2.0
-    assert heartbeat.max_lag_ms < 100, f"the loop lagged {heartbeat.max_lag_ms:.0f} ms"
+    # Bounds loose enough for a loaded 2-core machine; a tool on the loop would freeze it for the whole call.
+    assert 1.0 <= elapsed < 3.0
+    assert heartbeat.max_lag_ms < 250, f"the loop lagged {heartbeat.max_lag_ms:.0f} ms"
     assert await _stopped(burner_pid)
     replacement = await pool.call(ref(isolated_tools.worker_pid), {}, limits)
     assert replacement not in {burner_pid, os.getpid()}

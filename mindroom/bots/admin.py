@@ -1,0 +1,147 @@
+"""`RouterAdmin`: the `matrix_admin` hooks get — room administration as the router, within bounds.
+
+It acts only in rooms the daemon manages or keeps (configured rooms, rooms its accounts made or were
+let into, rooms a plugin retained), and never against the daemon's own accounts: a plugin can run its
+own rooms, not take over the daemon's accounts or somebody else's room.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindroom.bots.runtime import DaemonRuntime
+from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.logging_config import get_logger
+from mindroom.matrix import MatrixBotClient
+from mindroom.matrix.transport import quote_path
+
+__all__ = ["RouterAdmin"]
+
+logger = get_logger(__name__)
+
+_ROOMS = "/_matrix/client/v3/rooms/"
+
+
+class RouterAdmin:
+    """Room administration through the router's account for hooks (`HookMatrixAdmin`)."""
+
+    def __init__(self, runtime: DaemonRuntime) -> None:
+        self.runtime = runtime
+
+    @property
+    def _client(self) -> MatrixBotClient:
+        router = self.runtime.bots.get(ROUTER_AGENT_NAME)
+        if router is None:
+            msg = "the router is not running"
+            raise RuntimeError(msg)
+        return router.client
+
+    def _room_allowed(self, room_id: str, action: str) -> bool:
+        runtime = self.runtime
+        if runtime.is_managed(room_id) or runtime.room_memory.known(room_id):
+            return True
+        logger.warning("matrix_admin refused: not a room of this daemon", action=action, room_id=room_id)
+        return False
+
+    def _user_allowed(self, user_id: str, action: str) -> bool:
+        if user_id not in self.runtime.bot_user_ids.values():
+            return True
+        logger.warning("matrix_admin refused: one of the daemon's own accounts", action=action, user_id=user_id)
+        return False
+
+    async def get_joined_rooms(self) -> list[str] | None:
+        """The rooms the router is in."""
+        return await self._client.joined_rooms()
+
+    async def resolve_alias(self, alias: str) -> str | None:
+        """The room id of an alias, or None."""
+        return await self._client.resolve_room(alias)
+
+    async def create_room(
+        self,
+        *,
+        name: str,
+        alias_localpart: str | None = None,
+        topic: str | None = None,
+        power_user_ids: list[str] | None = None,
+    ) -> str | None:
+        """Create a room as the router (power and invites for `power_user_ids`), keep it, return its id."""
+        users = [user for user in power_user_ids or () if self._user_allowed(user, "create_room")]
+        body: dict[str, Any] = {"name": name, "preset": "private_chat", "invite": users}
+        if alias_localpart:
+            body["room_alias_name"] = alias_localpart
+        if topic:
+            body["topic"] = topic
+        if users:
+            body["power_level_content_override"] = {"users": dict.fromkeys(users, 100) | {self._client.user_id: 100}}
+        reply = await self._client.api("POST", "/_matrix/client/v3/createRoom", body)
+        room_id = reply.body.get("room_id") if reply.ok and isinstance(reply.body, dict) else None
+        if not isinstance(room_id, str):
+            logger.warning("matrix_admin could not create a room", error=reply.error)
+            return None
+        self.retain_room(room_id)
+        return room_id
+
+    def retain_room(self, room_id: str) -> None:
+        """Keep the room as one of the daemon's (it survives restarts and may be administered)."""
+        self.runtime.room_memory.remember(ROUTER_AGENT_NAME, room_id, "retained")
+
+    async def invite_user(self, room_id: str, user_id: str) -> bool:
+        """Invite a user into one of the daemon's rooms."""
+        if not (self._room_allowed(room_id, "invite_user") and self._user_allowed(user_id, "invite_user")):
+            return False
+        reply = await self._client.api("POST", f"{_ROOMS}{quote_path(room_id)}/invite", {"user_id": user_id})
+        return reply.ok
+
+    async def force_join_user(self, room_id: str, user_id: str) -> bool:
+        """Invite, then join the user through the homeserver's admin API (needs the router to be an admin)."""
+        if not await self.invite_user(room_id, user_id):
+            return False
+        path = f"/_synapse/admin/v1/join/{quote_path(room_id)}"
+        return (await self._client.api("POST", path, {"user_id": user_id})).ok
+
+    async def kick_user(self, room_id: str, user_id: str, *, reason: str | None = None) -> bool:
+        """Remove a user from one of the daemon's rooms."""
+        if not (self._room_allowed(room_id, "kick_user") and self._user_allowed(user_id, "kick_user")):
+            return False
+        body = {"user_id": user_id, **({"reason": reason} if reason else {})}
+        return (await self._client.api("POST", f"{_ROOMS}{quote_path(room_id)}/kick", body)).ok
+
+    async def get_room_members(self, room_id: str) -> set[str] | None:
+        """The joined members of one of the daemon's rooms."""
+        if not self._room_allowed(room_id, "get_room_members"):
+            return None
+        return set(await self._client.room_members(room_id))
+
+    async def get_profile_avatar(self, user_id: str) -> str | None:
+        """A user's avatar URL."""
+        reply = await self._client.api("GET", f"/_matrix/client/v3/profile/{quote_path(user_id)}/avatar_url")
+        value = reply.body.get("avatar_url") if reply.ok and isinstance(reply.body, dict) else None
+        return value if isinstance(value, str) else None
+
+    async def get_room_state_event(
+        self, room_id: str, event_type: str, state_key: str
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """`(True, content)` when found, `(True, None)` when the event does not exist, `(False, None)` otherwise."""
+        if not self._room_allowed(room_id, "get_room_state_event"):
+            return False, None
+        path = f"{_ROOMS}{quote_path(room_id)}/state/{quote_path(event_type)}/{quote_path(state_key)}"
+        reply = await self._client.api("GET", path)
+        if reply.ok and isinstance(reply.body, dict):
+            return True, reply.body
+        return (reply.errcode == "M_NOT_FOUND"), None
+
+    async def add_room_to_space(self, space_room_id: str, room_id: str) -> bool:
+        """Make one of the daemon's rooms a child of one of its spaces."""
+        if not (
+            self._room_allowed(space_room_id, "add_room_to_space") and self._room_allowed(room_id, "add_room_to_space")
+        ):
+            return False
+        via = {"via": [self.runtime.server_name]}
+        return await self.put_room_state(space_room_id, "m.space.child", room_id, via)
+
+    async def put_room_state(self, room_id: str, event_type: str, state_key: str, content: dict[str, Any]) -> bool:
+        """Write one state event in one of the daemon's rooms."""
+        if not self._room_allowed(room_id, "put_room_state"):
+            return False
+        return await self._client.put_room_state(room_id, event_type, state_key, content)

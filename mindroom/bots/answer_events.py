@@ -1,0 +1,124 @@
+"""The newer hook events around one answer: system:enrich, session:started, final_response_transform,
+and message:cancelled for every ending that is not a delivered answer.
+
+Each builds its context only when a hook listens, so a daemon without such hooks pays nothing.
+"""
+
+from __future__ import annotations
+
+from mindroom.ai import session_exists
+from mindroom.bots.runtime import Entity, LiveState
+from mindroom.hooks.context import HookBindings, MessageEnvelope
+from mindroom.hooks.enrichment import render_system_context
+from mindroom.hooks.execution import emit, emit_final_transform, emit_system_enrich
+from mindroom.hooks.response_contexts import (
+    CancelledResponseContext,
+    CancelledResponseInfo,
+    FinalResponseDraft,
+    FinalResponseTransformContext,
+    SystemEnrichContext,
+)
+from mindroom.hooks.session_contexts import HistoryScope, SessionHookContext
+from mindroom.hooks.transport import ResponseKind
+from mindroom.hooks.types import (
+    EVENT_MESSAGE_CANCELLED,
+    EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
+    EVENT_SESSION_STARTED,
+    EVENT_SYSTEM_ENRICH,
+)
+from mindroom.logging_config import get_logger
+
+__all__ = ["SessionProbe", "final_text", "report_cancelled", "system_context"]
+
+logger = get_logger(__name__)
+
+
+async def system_context(
+    entity: Entity, live: LiveState, envelope: MessageEnvelope, bindings: HookBindings, correlation_id: str
+) -> str:
+    """`system:enrich`: the `<mindroom_system_context>` block for this turn's system prompt ("" without hooks)."""
+    if not live.registry.has_hooks(EVENT_SYSTEM_ENRICH):
+        return ""
+    ctx = SystemEnrichContext(
+        envelope=envelope,
+        target_entity_name=entity.name,
+        correlation_id=correlation_id,
+        **bindings.context_fields(),
+    )
+    return render_system_context(await emit_system_enrich(live.registry, ctx))
+
+
+async def final_text(
+    live: LiveState,
+    envelope: MessageEnvelope,
+    bindings: HookBindings,
+    correlation_id: str,
+    text: str,
+    kind: ResponseKind,
+) -> str:
+    """`message:final_response_transform` for a streamed answer's final edit (the text is kept when blank)."""
+    if not text.strip() or not live.registry.has_hooks(EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM):
+        return text
+    ctx = FinalResponseTransformContext(
+        envelope=envelope,
+        draft=FinalResponseDraft(text, kind, envelope),
+        correlation_id=correlation_id,
+        **bindings.context_fields(),
+    )
+    return await emit_final_transform(live.registry, ctx)
+
+
+async def report_cancelled(
+    live: LiveState,
+    envelope: MessageEnvelope,
+    bindings: HookBindings,
+    correlation_id: str,
+    reason: str,
+    visible_response_event_id: str | None = None,
+) -> None:
+    """`message:cancelled`: the answer ended without being delivered, and why."""
+    logger.info("answer ended without delivery", event_id=envelope.source_event_id, reason=reason)
+    if not live.registry.has_hooks(EVENT_MESSAGE_CANCELLED):
+        return
+    info = CancelledResponseInfo(envelope, visible_response_event_id=visible_response_event_id, failure_reason=reason)
+    ctx = CancelledResponseContext(info=info, correlation_id=correlation_id, **bindings.context_fields())
+    await emit(live.registry, EVENT_MESSAGE_CANCELLED, ctx)
+
+
+class SessionProbe:
+    """Tells, after a run, whether it created the conversation's stored session (`session:started`)."""
+
+    def __init__(self, entity: Entity, live: LiveState, session_id: str) -> None:
+        self.entity = entity
+        self.live = live
+        self.session_id = session_id
+        self._existed: bool | None = None
+
+    async def before(self) -> None:
+        """Look whether the session exists yet (skipped when no hook listens)."""
+        if not self.live.registry.has_hooks(EVENT_SESSION_STARTED):
+            return
+        self._existed = await self._exists()
+
+    async def _exists(self) -> bool | None:
+        try:
+            storage = self.entity.runtime.runtime_paths.storage_root
+            return await session_exists(self.entity.name, self.session_id, storage_root=storage)
+        except Exception as exc:  # a failed probe only means the event is not sent
+            logger.warning("session probe failed", agent=self.entity.name, session=self.session_id, error=str(exc))
+            return None
+
+    async def after(self, envelope: MessageEnvelope, bindings: HookBindings, correlation_id: str) -> None:
+        """Emit `session:started` when the run created the session."""
+        if self._existed is not False or await self._exists() is not True:
+            return
+        ctx = SessionHookContext(
+            agent_name=self.entity.name,
+            scope=HistoryScope("agent", self.entity.name),
+            session_id=self.session_id,
+            room_id=envelope.room_id,
+            thread_id=envelope.resolved_thread_id,
+            correlation_id=correlation_id,
+            **bindings.fields(),
+        )
+        await emit(self.live.registry, EVENT_SESSION_STARTED, ctx)
