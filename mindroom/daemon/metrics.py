@@ -12,6 +12,7 @@ import contextlib
 import hmac
 import ipaddress
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -169,6 +170,7 @@ class MetricsCollector:
             "When the daemon started (Unix time).",
             [((), runtime.started_at_ms / 1000)],
         )
+        _render_process(out)
         return "\n".join(out) + "\n"
 
     def _render_hooks(self, runtime: DaemonRuntime, out: list[str]) -> None:
@@ -242,6 +244,27 @@ class MetricsCollector:
                 cursor = self._agents[name] = _AgentCursor(bot.metrics)
             cursor.histogram.observe(cursor.take_new())
             out.extend(cursor.histogram.lines("mindroom_agent_answer_latency_seconds", labels))
+
+
+def _render_process(out: list[str]) -> None:
+    """Memory, descriptors and tasks of the daemon process: what a leak would make grow."""
+    rss = _resident_bytes()
+    if rss is not None:
+        _gauge(out, "mindroom_process_resident_memory_bytes", "Resident memory of the daemon.", [((), rss)])
+    with contextlib.suppress(OSError):
+        fds = len(os.listdir("/proc/self/fd"))
+        _gauge(out, "mindroom_process_open_fds", "Open file descriptors of the daemon.", [((), fds)])
+    with contextlib.suppress(RuntimeError):  # rendered outside a loop (a test, a one-off render): no tasks to count
+        tasks = len(asyncio.all_tasks())
+        _gauge(out, "mindroom_asyncio_tasks", "Tasks alive on the daemon's event loop.", [((), tasks)])
+
+
+def _resident_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _reload_counts(history: Iterable[ReloadOutcome]) -> tuple[int, int]:

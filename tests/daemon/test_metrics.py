@@ -242,3 +242,12 @@ async def test_metrics_server_warns_when_bound_beyond_loopback():
             pass
 
     assert "metrics endpoint reachable beyond this machine" in [entry["event"] for entry in logs]
+
+
+@pytest.mark.asyncio
+async def test_metrics_report_memory_descriptors_and_tasks_of_the_process():
+    text = MetricsCollector(lambda: _runtime(_registry())).render()
+
+    assert _sample(text, "mindroom_process_resident_memory_bytes") > 10_000_000
+    assert _sample(text, "mindroom_process_open_fds") >= 3
+    assert _sample(text, "mindroom_asyncio_tasks") >= 1  # this test's own task
