@@ -1,0 +1,54 @@
+"""Where a daemon's state lives: SQLite under the data directory (the default) or a PostgreSQL database URL.
+
+`MINDROOM_DATABASE_URL` (or `storage.database_url` in `config.yaml`; the environment wins) selects
+PostgreSQL; the driver is imported only then.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from mindroom.logging_config import register_secret_values
+from mindroom.state.backend import StateBackend
+from mindroom.state.errors import StateError
+
+__all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "open_state_backend", "safe_url"]
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def is_postgres_url(url: str | None) -> bool:
+    """True for `postgresql://...` and `postgres://...`."""
+    return bool(url) and urlsplit(url or "").scheme in POSTGRES_SCHEMES
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password (fit for logs and messages)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def open_state_backend(storage_root: Path, database_url: str | None) -> StateBackend:
+    """The backend for this data directory and URL (nothing is connected or locked yet)."""
+    if not database_url:
+        from mindroom.state.sqlite import SqliteState
+
+        return SqliteState(storage_root)
+    if not is_postgres_url(database_url):
+        scheme = urlsplit(database_url).scheme or "(none)"
+        raise StateError(f"the database URL's scheme {scheme!r} is not supported; use postgresql://")
+    register_secret_values([urlsplit(database_url).password])
+    try:
+        from mindroom.state.postgres.backend import PostgresState
+    except ImportError as exc:
+        raise StateError("state in PostgreSQL needs the psycopg driver: pip install 'mindroom[postgres]'") from exc
+    return PostgresState(database_url, safe_url(database_url))
