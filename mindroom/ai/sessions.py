@@ -22,7 +22,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from agno.db.base import AsyncBaseDb
+from agno.db.base import AsyncBaseDb, SessionType
 from agno.db.sqlite import AsyncSqliteDb
 from agno.run.agent import RunOutput
 from agno.run.base import HISTORY_SKIP_STATUSES
@@ -30,6 +30,7 @@ from agno.run.base import HISTORY_SKIP_STATUSES
 from mindroom.hooks.enrichment import strip_enrichment_blocks
 from mindroom.logging_config import get_logger
 from mindroom.private_files import prepare_private_sqlite
+from mindroom.state.migrate import CopyCount
 from mindroom.state.tokens import attached_state
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "SESSION_SCHEMA",
     "SessionStore",
     "close_session_dbs",
+    "copy_sessions",
     "load_history",
     "session_db",
     "session_db_path",
@@ -263,3 +265,57 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
     return ""
+
+
+def _session_files(storage_root: Path) -> list[Path]:
+    folder = Path(storage_root).resolve() / SESSIONS_DIRNAME
+    found = sorted(folder.glob("*.db")) if folder.is_dir() else []
+    return [path for path in found if _AGENT_NAME.match(path.stem)]
+
+
+async def copy_sessions(storage_root: Path, url: str) -> list[CopyCount]:
+    """Copy every agent's SQLite sessions and runs into PostgreSQL (laid out as `session_db` reads them)."""
+    from agno.db.postgres import create_async_postgres_engine
+
+    counts: list[CopyCount] = []
+    engine = create_async_postgres_engine(url)
+    try:
+        for path in await asyncio.to_thread(_session_files, storage_root):
+            source = SessionStore(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+            target = _postgres_store(engine, path.stem)
+            try:
+                counts += await _copy_agent(path.stem, source, target)
+            finally:
+                await source.close()
+    finally:
+        await engine.dispose()
+    return counts
+
+
+async def _copy_agent(agent_name: str, source: AsyncBaseDb, target: AsyncBaseDb) -> list[CopyCount]:
+    sessions = await source.get_sessions(session_type=SessionType.AGENT, include_runs=False)
+    assert isinstance(sessions, list)
+    run_ids: set[str] = set()
+    for session in sessions:
+        await target.upsert_session(session)
+        for row in await _all_runs(source, session.session_id):
+            run_ids.add(row["run_id"])
+            await target.upsert_run(
+                row["run_data"],
+                session_id=row["session_id"],
+                user_id=row.get("user_id"),
+                run_index=row.get("run_index"),
+            )
+    copied = await target.get_sessions(session_type=SessionType.AGENT, include_runs=False)
+    assert isinstance(copied, list)
+    wanted = {session.session_id for session in sessions}
+    found_runs = {row["run_id"] for sid in wanted for row in await _all_runs(target, sid)}
+    return [
+        CopyCount(f"sessions of {agent_name}", len(wanted), len(wanted & {s.session_id for s in copied})),
+        CopyCount(f"runs of {agent_name}", len(run_ids), len(run_ids & found_runs)),
+    ]
+
+
+async def _all_runs(db: AsyncBaseDb, session_id: str) -> list[dict[str, Any]]:
+    result = await db.get_runs(session_id=session_id, deserialize=False)
+    return list(result[0]) if isinstance(result, tuple) else []

@@ -36,13 +36,17 @@ __all__ = [
     "plugins_app",
     "plugins_list",
     "run",
+    "state_app",
+    "state_migrate",
 ]
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="MindRoom: AI agents in Matrix, with hooks.")
 config_app = typer.Typer(no_args_is_help=True, help="Create and check config files.")
 hooks_app = typer.Typer(no_args_is_help=True, help="Inspect the hook registry.")
 plugins_app = typer.Typer(no_args_is_help=True, help="Inspect plugins.")
+state_app = typer.Typer(no_args_is_help=True, help="Move the daemon's durable state.")
 app.add_typer(config_app, name="config")
+app.add_typer(state_app, name="state")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(plugins_app, name="plugins")
 
@@ -97,12 +101,16 @@ def run(
     homeserver_port: Annotated[
         int | None, typer.Option(envvar="MINDROOM_HOMESERVER_PORT", help="Port of the embedded homeserver.")
     ] = None,
+    standby: Annotated[
+        bool, typer.Option("--standby", help="Prepare, wait until the active daemon is gone, then take over.")
+    ] = False,
 ) -> None:
     """Run the daemon until SIGTERM or Ctrl+C (with no MATRIX_HOMESERVER: on a private embedded homeserver)."""
     from mindroom.cli.run import run_daemon  # imports the libraries whose logging is set up next
     from mindroom.homeserver.embedded import EmbeddedHomeserverError
     from mindroom.matrix import MatrixError
     from mindroom.private_files import use_private_umask
+    from mindroom.state.errors import StateLockedError
 
     # Before anything is created: the data directory holds every conversation and credential, and much of
     # it is written by code that picks no mode (agno's and SQLite's files, Synapse, plugins, shell tools).
@@ -112,12 +120,54 @@ def run(
     try:
         environment = _environment(config, storage_path)
         console = _console()  # stdout: what a person reads (the password too); stderr carries the logs
-        asyncio.run(run_daemon(environment, console, (metrics_host, metrics_port), homeserver_port))
+        metrics = (metrics_host, metrics_port)
+        asyncio.run(run_daemon(environment, console, metrics, homeserver_port, standby=standby))
     except ConfigError as exc:
         _fail(str(exc))
+    except StateLockedError as exc:
+        holder = exc.holder
+        logger.error(
+            "the state is held by another daemon; not running the bots",
+            location=exc.location,
+            holder_host=holder.host if holder else None,
+            holder_pid=holder.pid if holder else None,
+            holder_since=holder.since if holder else None,
+        )
+        _fail(f"mindroom run: {exc}", code=3)
     except (EmbeddedHomeserverError, MatrixError, MindroomError, OSError, TimeoutError) as exc:
         logger.error("daemon failed", error=str(exc) or type(exc).__name__)
         _fail(f"mindroom run: {exc}", code=1)
+
+
+# -- state ------------------------------------------------------------------------------------------------
+
+
+@state_app.command("migrate")
+def state_migrate(
+    to: Annotated[
+        str, typer.Option("--to", envvar="MINDROOM_DATABASE_URL", help="Target: postgresql://user:pw@host/db.")
+    ],
+    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    storage_path: StorageOption = None,
+) -> None:
+    """Copy the data directory's SQLite state into PostgreSQL and print the counts verified on both sides."""
+    from mindroom.daemon.migrate import count_lines, migrate_state
+    from mindroom.state.errors import StateError, StateLockedError
+
+    configure_logging("WARNING")
+    environment = _environment(config, storage_path)
+    try:
+        counts = asyncio.run(migrate_state(environment.storage_root, to))
+    except StateError as exc:
+        _fail(f"mindroom state migrate: {exc}", code=3 if isinstance(exc, StateLockedError) else 1)
+        return
+    for line in count_lines(counts):
+        typer.echo(line)
+    if not all(count.verified for count in counts):
+        _fail("mindroom state migrate: some rows are missing in PostgreSQL (see above)", code=1)
+    typer.echo(
+        f"State copied. Set MINDROOM_DATABASE_URL (or storage.database_url) and start: {environment.storage_root}"
+    )
 
 
 # -- config -----------------------------------------------------------------------------------------------
@@ -246,11 +296,11 @@ def hooks_list(
     import dataclasses
 
     from mindroom.cli.hooks_list import hooks_table
-    from mindroom.daemon.hooks_snapshot import read_hooks_snapshot, snapshot_path
+    from mindroom.daemon.hooks_snapshot import read_state_hooks_snapshot
     from mindroom.hooks.telemetry import hook_telemetry, ordered_telemetry
 
     configure_logging("CRITICAL")
-    snapshot = read_hooks_snapshot(snapshot_path(_environment(config, storage_path).storage_root))
+    snapshot = read_state_hooks_snapshot(_environment(config, storage_path))
     if snapshot is not None and snapshot.is_live:
         rows = list(snapshot.rows)
         source = f"Counters from the running daemon (pid {snapshot.pid}, {snapshot.age_s:.0f} s ago)."

@@ -13,7 +13,7 @@ from mindroom.logging_config import register_secret_values
 from mindroom.state.backend import StateBackend
 from mindroom.state.errors import StateError
 
-__all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "open_state_backend", "safe_url"]
+__all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "open_state_backend", "read_state_snapshot", "safe_url"]
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
@@ -52,3 +52,24 @@ def open_state_backend(storage_root: Path, database_url: str | None) -> StateBac
     except ImportError as exc:
         raise StateError("state in PostgreSQL needs the psycopg driver: pip install 'mindroom[postgres]'") from exc
     return PostgresState(database_url, safe_url(database_url))
+
+
+def read_state_snapshot(storage_root: Path, database_url: str | None, name: str) -> str | None:
+    """Read a snapshot without the lock (another process writes it): the file, or one query on a short session."""
+    if not is_postgres_url(database_url):
+        from mindroom.state.snapshots import FileSnapshots
+
+        return FileSnapshots(storage_root / "state").read(name)
+    assert database_url is not None
+    register_secret_values([urlsplit(database_url).password])
+    try:
+        import psycopg
+
+        from mindroom.state.postgres.positions import read_snapshot
+    except ImportError as exc:
+        raise StateError("state in PostgreSQL needs the psycopg driver: pip install 'mindroom[postgres]'") from exc
+    try:
+        with psycopg.connect(database_url, connect_timeout=5, application_name="mindroom-cli") as conn:
+            return read_snapshot(conn, name)
+    except psycopg.Error as exc:
+        raise StateError(f"cannot read the state database at {safe_url(database_url)}: {exc}") from exc

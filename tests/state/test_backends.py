@@ -93,7 +93,9 @@ async def test_backends_rooms_round_trip(opener: Opener, opened: list[StateBacke
 
 
 def _task(task_id: str, next_run: float | None, room: str = "!r:hs") -> ScheduledTask:
-    return ScheduledTask(task_id, room, None, "helper", "@u:hs", "router", "every", "1h", "ping", "hourly", 1.0, next_run)
+    return ScheduledTask(
+        task_id, room, None, "helper", "@u:hs", "router", "every", "1h", "ping", "hourly", 1.0, next_run
+    )
 
 
 async def test_backends_schedules_round_trip(opener: Opener, opened: list[StateBackend]):
