@@ -194,6 +194,10 @@ class StateConnection:
                 pending = None
             except _LostError as lost:
                 self._lose(str(lost))
+            except StateError as exc:
+                # Only when closing with the database gone: what is left cannot be applied anymore.
+                logger.error("state writes dropped", reason=str(exc), pending=self._queue.qsize())
+                pending = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
