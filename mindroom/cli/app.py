@@ -102,7 +102,12 @@ def run(
         int | None, typer.Option(envvar="MINDROOM_HOMESERVER_PORT", help="Port of the embedded homeserver.")
     ] = None,
     standby: Annotated[
-        bool, typer.Option("--standby", help="Prepare, wait until the active daemon is gone, then take over.")
+        bool,
+        typer.Option(
+            "--standby",
+            envvar="MINDROOM_STANDBY",
+            help="Prepare, wait until the active daemon is gone, then take over.",
+        ),
     ] = False,
 ) -> None:
     """Run the daemon until SIGTERM or Ctrl+C (with no MATRIX_HOMESERVER: on a private embedded homeserver)."""
@@ -125,14 +130,6 @@ def run(
     except ConfigError as exc:
         _fail(str(exc))
     except StateLockedError as exc:
-        holder = exc.holder
-        logger.error(
-            "the state is held by another daemon; not running the bots",
-            location=exc.location,
-            holder_host=holder.host if holder else None,
-            holder_pid=holder.pid if holder else None,
-            holder_since=holder.since if holder else None,
-        )
         _fail(f"mindroom run: {exc}", code=3)
     except (EmbeddedHomeserverError, MatrixError, MindroomError, OSError, TimeoutError) as exc:
         logger.error("daemon failed", error=str(exc) or type(exc).__name__)

@@ -31,7 +31,7 @@ from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
 from mindroom.state.backend import StateBackend
-from mindroom.state.errors import StateLostError
+from mindroom.state.errors import StateLockedError, StateLostError
 from mindroom.state.snapshots import SnapshotStore
 
 __all__ = [
@@ -210,7 +210,18 @@ async def _start_orchestrator(
 async def take_state(state: StateBackend, console: Console, stop: asyncio.Event, *, standby: bool) -> Takeover | None:
     """The state's lock: at once (refused with `StateLockedError`), or as a standby once it is free (None: stopped)."""
     if not standby:
-        await state.acquire()
+        try:
+            await state.acquire()
+        except StateLockedError as exc:
+            holder = exc.holder
+            logger.error(
+                "the state is held by another daemon; not running the bots",
+                location=exc.location,
+                holder_host=holder.host if holder else None,
+                holder_pid=holder.pid if holder else None,
+                holder_since=holder.since if holder else None,
+            )
+            raise
         return Takeover()
     holder = await state.read_holder()
     if holder is not None:
