@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -100,3 +101,5 @@ async def test_standby_takes_over_after_kill9_and_answers_every_message_once(sta
     assert takeover_s < 15, f"the standby's first answer came {takeover_s:.1f} s after the kill"
     output = standby.output()
     assert "standby taking over" in output and "daemon ready" in output
+    password = urlsplit(state_env.get("MINDROOM_DATABASE_URL", "")).password
+    assert password is None or password not in output + active.output()

@@ -169,3 +169,17 @@ async def test_backends_standby_takes_the_lock_when_the_holder_closes(opener: Op
 
     assert standby.locked
     assert (await standby.open_stores()).journal.claim("agent", "$before") is False
+
+
+async def test_backends_an_unreachable_database_is_named_without_its_password(tmp_path: Path):
+    from structlog.testing import capture_logs
+
+    from mindroom.state.errors import StateError
+
+    backend = open_state_backend(tmp_path, "postgresql://mindroom:hunter2-very-secret@127.0.0.1:9/mindroom")
+    with capture_logs() as logs, pytest.raises(StateError) as failed:
+        await backend.acquire()
+
+    assert backend.location == "postgresql://mindroom@127.0.0.1:9/mindroom"
+    assert "hunter2-very-secret" not in str(failed.value) + repr(logs)
+    await backend.close()

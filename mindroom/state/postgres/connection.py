@@ -198,6 +198,10 @@ class StateConnection:
                 # Only when closing with the database gone: what is left cannot be applied anymore.
                 logger.error("state writes dropped", reason=str(exc), pending=self._queue.qsize())
                 pending = None
+            except Exception as exc:
+                # The thread must outlive any one failure, or every later write would wait forever.
+                logger.exception("state writer step failed", error=str(exc))
+                pending = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -223,9 +227,9 @@ class StateConnection:
             with conn.transaction(), conn.cursor() as cursor:
                 for write in batch:
                     cursor.execute(write.sql, write.params)  # type: ignore[arg-type]  # the stores' constant SQL
-        except psycopg.OperationalError:
-            raise
         except psycopg.Error as exc:
+            if conn.broken or conn.closed:
+                raise  # the connection is gone: reconnect and apply the batch again
             if len(batch) == 1:
                 # A statement the database refuses (bad data) is dropped alone; the others still apply.
                 logger.error("state write refused by the database; dropped", error=str(exc))
@@ -255,7 +259,7 @@ class StateConnection:
             if conn is not None and not conn.closed:
                 try:
                     return function(conn)
-                except psycopg.OperationalError as exc:
+                except psycopg.Error as exc:
                     if not conn.closed and not conn.broken:
                         raise
                     logger.warning("state database connection lost; reconnecting", error=str(exc))
