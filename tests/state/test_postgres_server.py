@@ -25,3 +25,20 @@ def test_postgres_server_gives_each_test_a_fresh_database(postgres_url: str):
             "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
         )
         assert tables.fetchone() == (0,)
+
+
+def test_postgres_server_runs_from_its_own_copy_when_the_install_is_closed_to_others(monkeypatch):
+    import os
+
+    from tests.state import postgres_server
+
+    monkeypatch.setattr(postgres_server, "_open_to_others", lambda path: False)
+    server = TestPostgres()
+    try:
+        server.wait()
+        with psycopg.connect(server.create_database()) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        # As root the server runs as `nobody`, from a copy it can read; otherwise from the install itself.
+        assert (server.root / "packages").is_dir() == (os.geteuid() == 0)
+    finally:
+        server.stop()
