@@ -24,10 +24,13 @@ def is_postgres_url(url: str | None) -> bool:
 
 
 def safe_url(url: str) -> str:
-    """The URL without its password (fit for logs and messages)."""
+    """The URL without its password, in the authority or as a `password=` parameter (fit for logs and messages)."""
     parts = urlsplit(url)
+    query = "&".join(p for p in parts.query.split("&") if p and not p.lower().startswith("password="))
+    if query != parts.query:
+        parts = parts._replace(query=query)
     if parts.password is None:
-        return url
+        return urlunsplit(parts)
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
@@ -35,6 +38,12 @@ def safe_url(url: str) -> str:
     if parts.port is not None:
         netloc += f":{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _passwords(url: str) -> list[str | None]:
+    parts = urlsplit(url)
+    given = [p.split("=", 1)[1] for p in parts.query.split("&") if p.lower().startswith("password=")]
+    return [parts.password, *given]
 
 
 def open_state_backend(storage_root: Path, database_url: str | None) -> StateBackend:
@@ -46,7 +55,7 @@ def open_state_backend(storage_root: Path, database_url: str | None) -> StateBac
     if not is_postgres_url(database_url):
         scheme = urlsplit(database_url).scheme or "(none)"
         raise StateError(f"the database URL's scheme {scheme!r} is not supported; use postgresql://")
-    register_secret_values([urlsplit(database_url).password])
+    register_secret_values(_passwords(database_url))
     try:
         from mindroom.state.postgres.backend import PostgresState
     except ImportError as exc:
@@ -61,7 +70,7 @@ def read_state_snapshot(storage_root: Path, database_url: str | None, name: str)
 
         return FileSnapshots(storage_root / "state").read(name)
     assert database_url is not None
-    register_secret_values([urlsplit(database_url).password])
+    register_secret_values(_passwords(database_url))
     try:
         import psycopg
 

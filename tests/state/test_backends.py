@@ -183,3 +183,12 @@ async def test_backends_an_unreachable_database_is_named_without_its_password(tm
     assert backend.location == "postgresql://mindroom@127.0.0.1:9/mindroom"
     assert "hunter2-very-secret" not in str(failed.value) + repr(logs)
     await backend.close()
+
+
+async def test_backends_safe_url_drops_the_password_wherever_the_url_holds_it():
+    from mindroom.state.location import safe_url
+
+    assert safe_url("postgresql://u:pw@db:5432/x") == "postgresql://u@db:5432/x"
+    assert safe_url("postgresql://u@db/x?sslmode=require&password=pw") == "postgresql://u@db/x?sslmode=require"
+    assert safe_url("postgresql://[::1]:5/x") == "postgresql://[::1]:5/x"
+    assert safe_url("postgresql://u:pw@[::1]:5/x") == "postgresql://u@[::1]:5/x"
