@@ -68,10 +68,33 @@ async def test_postgres_connection_comes_back_with_its_lock_after_a_drop(
     assert active.connection.lost is None
     other = open_state_backend(tmp_path, postgres_url)
     try:
-        with pytest.raises(StateLockedError):
+        with pytest.raises(StateLockedError) as refused:
             await other.acquire()
+        assert refused.value.holder is not None and refused.value.holder.pid == os.getpid()
     finally:
         await other.close()
+
+
+async def test_postgres_connection_ends_its_own_stale_session_to_take_the_lock_back(
+    active: PostgresState, postgres_url: str
+):
+    rooms = (await active.open_stores()).rooms
+    old_pid = _writer_pid(active)
+
+    def lose_touch(conn: psycopg.Connection) -> psycopg.Connection:
+        # As after a network cut: this side gives the session up, the server still keeps it (and the lock).
+        active.connection._conn = None
+        return conn
+
+    stale = active.connection.call(lose_touch)
+    rooms.remember("router", "!after-the-cut:hs", "created")
+    assert await asyncio.to_thread(active.connection.flush, 30)
+
+    assert _admin(postgres_url, "SELECT room_id FROM mindroom.rooms") == [("!after-the-cut:hs",)]
+    assert active.connection.lost is None and _writer_pid(active) != old_pid
+    assert _admin(postgres_url, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (old_pid,)) == [(0,)]
+    assert _admin(postgres_url, "SELECT backend_pid FROM mindroom.lock_holder") == [(_writer_pid(active),)]
+    stale.close()
 
 
 async def test_postgres_connection_loses_the_lock_to_a_standby_and_stops_writing(

@@ -14,7 +14,13 @@ from mindroom.state.postgres.journal import PostgresTurnJournal
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
 from mindroom.state.postgres.rooms import PostgresRoomMemory
 from mindroom.state.postgres.schedules import PostgresScheduleStore
-from mindroom.state.postgres.schema import LOCK_KEY, create_tables, read_holder, write_holder
+from mindroom.state.postgres.schema import (
+    LOCK_KEY,
+    create_tables,
+    end_own_stale_session,
+    read_holder,
+    write_holder,
+)
 from mindroom.state.tokens import AttachedState
 
 __all__ = ["PostgresState"]
@@ -28,7 +34,14 @@ class PostgresState(StateBackend):
     def __init__(self, url: str, location: str) -> None:
         super().__init__(location)
         self.url = url
-        self.connection = StateConnection(url, LOCK_KEY, on_lost=self._on_lost)
+        self.holder = LockHolder.this_process()
+        self.connection = StateConnection(
+            url,
+            LOCK_KEY,
+            on_lost=self._on_lost,
+            reclaim=lambda conn: end_own_stale_session(conn, self.holder),
+            relocked=lambda conn: write_holder(conn, self.holder),
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost: asyncio.Event | None = None
         self._opened = False
@@ -57,7 +70,8 @@ class PostgresState(StateBackend):
         def attempt(conn: psycopg.Connection[Any]) -> tuple[bool, LockHolder | None]:
             if self.connection.try_lock(conn):
                 create_tables(conn)
-                write_holder(conn, LockHolder.this_process())
+                self.holder = LockHolder.this_process()
+                write_holder(conn, self.holder)
                 return True, None
             return False, read_holder(conn)
 

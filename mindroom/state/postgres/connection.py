@@ -74,9 +74,15 @@ class StateConnection:
         lock_key: int,
         *,
         on_lost: Callable[[str], None] | None = None,
+        reclaim: Callable[[psycopg.Connection[Any]], bool] | None = None,
+        relocked: Callable[[psycopg.Connection[Any]], None] | None = None,
         idle_check_s: float = 2.0,
     ) -> None:
+        """`reclaim` ends this daemon's own earlier session when it still holds the lock after a reconnect;
+        `relocked` runs on the new session once it holds the lock again (to name the holder anew)."""
         self._url = url
+        self._reclaim = reclaim
+        self._relocked = relocked
         self._lock_key = lock_key
         self._on_lost = on_lost
         self._idle_check_s = idle_check_s
@@ -269,7 +275,7 @@ class StateConnection:
                 was_locked, self._locked = self._locked, False
                 self._connect()
                 assert self._conn is not None
-                if was_locked and not self.try_lock(self._conn):
+                if was_locked and not self._relock(self._conn):
                     raise _LostError("another daemon took the state while the database connection was down")
                 logger.info("state database connection restored", locked=self._locked)
             except psycopg.OperationalError as exc:
@@ -277,6 +283,19 @@ class StateConnection:
                 logger.warning("state database unreachable; retrying", error=str(exc), retry_in_s=delay)
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    def _relock(self, conn: psycopg.Connection[Any]) -> bool:
+        """Take the lock again after a reconnect. The old session may still hold it (the server notices a dead
+        client later than the client does); that one is this daemon's own, so it is ended, not yielded to."""
+        for _attempt in range(50):
+            if self.try_lock(conn):
+                if self._relocked is not None:
+                    self._relocked(conn)
+                return True
+            if self._reclaim is None or not self._reclaim(conn):
+                return False
+            time.sleep(0.1)  # the ended session releases its locks as it exits
+        return False
 
     def _lose(self, reason: str) -> None:
         self._lost = reason

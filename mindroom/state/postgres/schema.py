@@ -9,7 +9,7 @@ import psycopg
 
 from mindroom.state.holder import LockHolder
 
-__all__ = ["LOCK_KEY", "SCHEMA", "create_tables", "read_holder", "write_holder"]
+__all__ = ["LOCK_KEY", "SCHEMA", "create_tables", "end_own_stale_session", "read_holder", "write_holder"]
 
 SCHEMA = "mindroom"
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"mindroom.state").digest()[:8], "big", signed=True)
@@ -97,3 +97,20 @@ def read_holder(conn: psycopg.Connection[Any]) -> LockHolder | None:
     except psycopg.errors.UndefinedTable:
         return None
     return LockHolder(host=row[0], pid=int(row[1]), since=float(row[2])) if row else None
+
+
+def end_own_stale_session(conn: psycopg.Connection[Any], holder: LockHolder) -> bool:
+    """End the session that holds the lock if `holder` (this process) wrote it: one the daemon lost touch with,
+    which the server has not noticed yet. True when one was ended; another process's session is left alone."""
+    try:
+        row = conn.execute(
+            "SELECT backend_pid FROM mindroom.lock_holder WHERE host = %s AND pid = %s AND since = %s"
+            " AND backend_pid <> pg_backend_pid()",
+            (holder.host, holder.pid, holder.since),
+        ).fetchone()
+    except psycopg.errors.UndefinedTable:
+        return False
+    if row is None:
+        return False
+    ended = conn.execute("SELECT pg_terminate_backend(%s)", (row[0],)).fetchone()
+    return bool(ended and ended[0])
