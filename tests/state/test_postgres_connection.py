@@ -128,3 +128,13 @@ async def test_postgres_connection_drops_a_refused_write_alone(active: PostgresS
 
     assert sorted(_admin(postgres_url, "SELECT room_id FROM mindroom.rooms")) == [("!one:hs",), ("!two:hs",)]
     assert _admin(postgres_url, "SELECT count(*) FROM mindroom.sync_tokens") == [(0,)]
+
+
+async def test_postgres_connection_close_frees_the_lock_before_it_returns(postgres_url: str, tmp_path):
+    for _round in range(15):
+        first = open_state_backend(tmp_path, postgres_url)
+        await first.acquire()
+        await first.close()
+        second = open_state_backend(tmp_path, postgres_url)
+        await second.acquire()  # at once: a restart right after a stop is never refused
+        await second.close()

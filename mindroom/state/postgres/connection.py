@@ -15,6 +15,7 @@ again; if another daemon took it meanwhile, the lock is lost: writes stop and `o
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import queue
 import threading
 import time
@@ -209,6 +210,12 @@ class StateConnection:
                 logger.exception("state writer step failed", error=str(exc))
                 pending = None
         if self._conn is not None:
+            if self._locked and not self._conn.broken:
+                # Released here, not by the disconnect: the server ends a closed session a moment later,
+                # and a daemon starting right after this one stopped must find the lock free.
+                with contextlib.suppress(psycopg.Error):
+                    self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock_key,))
+                self._locked = False
             self._conn.close()
             self._conn = None
 
