@@ -65,6 +65,8 @@ class PostgresState(StateBackend):
 
     async def try_lock(self) -> LockHolder | None:
         """Take the advisory lock if free, create missing tables and write this process as holder."""
+        if self._locked:
+            return None
         await self.open()
 
         def attempt(conn: psycopg.Connection[Any]) -> tuple[bool, LockHolder | None]:
