@@ -11,7 +11,7 @@ from typing import Any, cast
 from uuid import uuid4
 
 from agno.agent import Agent
-from agno.db.sqlite import AsyncSqliteDb
+from agno.db.base import AsyncBaseDb
 from agno.media import Image
 from agno.run.agent import (
     RunCancelledEvent,
@@ -87,7 +87,7 @@ def _fingerprint(request: GenerationRequest, env: Mapping[str, str]) -> tuple[An
     )
 
 
-def _build_agent(request: GenerationRequest, db: AsyncSqliteDb, env: Mapping[str, str]) -> Agent:
+def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, str]) -> Agent:
     with_history = request.num_history_runs > 0
     return TurnAgent(
         id=request.agent_name,
@@ -106,7 +106,7 @@ def _build_agent(request: GenerationRequest, db: AsyncSqliteDb, env: Mapping[str
     )
 
 
-def _agent_for(request: GenerationRequest, storage_root: Path, env: Mapping[str, str]) -> tuple[Agent, AsyncSqliteDb]:
+def _agent_for(request: GenerationRequest, storage_root: Path, env: Mapping[str, str]) -> tuple[Agent, AsyncBaseDb]:
     try:
         db = session_db(storage_root, request.agent_name)
         agent = agent_cache.agent(
@@ -129,7 +129,7 @@ def _run_metadata(request: GenerationRequest) -> dict[str, Any] | None:
     return {key: value for key, value in metadata.items() if value} or None
 
 
-async def _strip_enrichment(db: AsyncSqliteDb, run_id: str, request: GenerationRequest) -> None:
+async def _strip_enrichment(db: AsyncBaseDb, run_id: str, request: GenerationRequest) -> None:
     try:
         await strip_run_enrichment(db, run_id)
     except Exception as error:

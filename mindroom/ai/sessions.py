@@ -1,7 +1,11 @@
-"""Conversation history in agno's SQLite session store: one database per agent, one session per thread.
+"""Conversation history in agno's session store: one database (or table pair) per agent, one session per thread.
 
-Every prompt, answer and tool result of an agent is in its database, so the file is created 0600 in a
-0700 folder before agno opens it (agno would create both with the process umask, normally world-readable).
+By default each agent has a SQLite file; every prompt, answer and tool result of an agent is in it, so
+the file is created 0600 in a 0700 folder before agno opens it (agno would create both with the process
+umask, normally world-readable). When the daemon's state lives in PostgreSQL (it attaches the URL to its
+data directory, see `mindroom.state.tokens`), each agent gets the tables `sessions_<agent>` and
+`sessions_<agent>_runs` in schema `mindroom` of that database, through agno's async store (psycopg),
+all on one engine per event loop.
 
 Enrichment blocks are rendered into the user turn the model sees, but they describe the moment of that
 turn; they are stripped from the run's user messages before it is stored (or right after, for runs that
@@ -11,11 +15,14 @@ failed), so later turns see the user's own words in their history.
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import re
 import weakref
 from pathlib import Path
 from typing import Any
 
+from agno.db.base import AsyncBaseDb, SessionType
 from agno.db.sqlite import AsyncSqliteDb
 from agno.run.agent import RunOutput
 from agno.run.base import HISTORY_SKIP_STATUSES
@@ -23,17 +30,22 @@ from agno.run.base import HISTORY_SKIP_STATUSES
 from mindroom.hooks.enrichment import strip_enrichment_blocks
 from mindroom.logging_config import get_logger
 from mindroom.private_files import prepare_private_sqlite
+from mindroom.state.migrate import CopyCount
+from mindroom.state.tokens import attached_state
 
 __all__ = [
     "RUN_EVENT_KEY",
     "SESSIONS_DIRNAME",
+    "SESSION_SCHEMA",
     "SessionStore",
     "close_session_dbs",
+    "copy_sessions",
     "forget_turn",
     "load_history",
     "session_db",
     "session_db_path",
     "session_exists",
+    "session_table",
     "strip_run_enrichment",
     "strip_run_output_enrichment",
     "strip_session_enrichment",
@@ -44,6 +56,8 @@ logger = get_logger(__name__)
 SESSIONS_DIRNAME = "sessions"
 RUN_EVENT_KEY = "event"
 """In a stored run's metadata: the Matrix message the run answered."""
+SESSION_SCHEMA = "mindroom"
+_MAX_TABLE_AGENT_CHARS = 40  # PostgreSQL cuts names at 63 bytes; `sessions_<agent>_runs` must stay unique
 _AGENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _SKIPPED_STATUSES = frozenset(status.value for status in HISTORY_SKIP_STATUSES)
 _HISTORY_ROLES = frozenset({"user", "assistant"})
@@ -57,15 +71,43 @@ class SessionStore(AsyncSqliteDb):
         return 0
 
 
+@functools.cache
+def _postgres_store_class() -> type[Any]:
+    """agno's PostgreSQL store, imported on first use (SQLite users never load it)."""
+    from agno.db.postgres import AsyncPostgresDb
+
+    class PostgresSessionStore(AsyncPostgresDb):
+        """agno's PostgreSQL session store, minus the per-run approvals update (as `SessionStore`)."""
+
+        async def update_approval_run_status(self, run_id: str, run_status: Any) -> int:
+            """No approvals exist here, so there is nothing to update."""
+            return 0
+
+    return PostgresSessionStore
+
+
+def _postgres_store(engine: Any, agent_name: str) -> AsyncBaseDb:
+    store: AsyncBaseDb = _postgres_store_class()(
+        db_engine=engine,
+        db_schema=SESSION_SCHEMA,
+        session_table=session_table(agent_name),
+        id=f"mindroom-sessions-{agent_name}",
+    )
+    return store
+
+
 class _SessionDbs:
     """The open session databases, per event loop (their connections belong to the loop that opened them)."""
 
     def __init__(self) -> None:
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Path, AsyncSqliteDb]] = (
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[object, AsyncBaseDb]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Any]] = (
             weakref.WeakKeyDictionary()
         )
 
-    def get(self, path: Path) -> AsyncSqliteDb:
+    def get(self, path: Path) -> AsyncBaseDb:
         dbs = self._by_loop.setdefault(asyncio.get_running_loop(), {})
         db = dbs.get(path)
         if db is None:
@@ -74,9 +116,31 @@ class _SessionDbs:
             dbs[path] = db
         return db
 
-    def take_all(self) -> list[AsyncSqliteDb]:
-        dbs = self._by_loop.pop(asyncio.get_running_loop(), {})
-        return list(dbs.values())
+    def get_postgres(self, url: str, agent_name: str) -> AsyncBaseDb:
+        loop = asyncio.get_running_loop()
+        dbs = self._by_loop.setdefault(loop, {})
+        db = dbs.get((url, agent_name))
+        if db is None:
+            engines = self._engines.setdefault(loop, {})
+            if url not in engines:
+                from agno.db.postgres import create_async_postgres_engine
+
+                # One engine (one pool) for every agent of the daemon. No ping before each checkout: it cost
+                # more than the turn's own queries (measured ~10 ms a turn); a connection a database restart
+                # broke fails one read, which agno logs and answers without history, and is then replaced.
+                engines[url] = create_async_postgres_engine(url, pool_size=5, max_overflow=5, pool_pre_ping=False)
+            db = _postgres_store(engines[url], agent_name)
+            dbs[(url, agent_name)] = db
+        return db
+
+    async def close_all(self) -> None:
+        loop = asyncio.get_running_loop()
+        dbs = self._by_loop.pop(loop, {})
+        for db in dbs.values():
+            if isinstance(db, AsyncSqliteDb):
+                await db.close()
+        for engine in self._engines.pop(loop, {}).values():
+            await engine.dispose()
 
 
 _DBS = _SessionDbs()
@@ -90,15 +154,27 @@ def session_db_path(storage_root: Path, agent_name: str) -> Path:
     return Path(storage_root).resolve() / SESSIONS_DIRNAME / f"{agent_name}.db"
 
 
-def session_db(storage_root: Path, agent_name: str) -> AsyncSqliteDb:
-    """The agent's session database, opened once per event loop and then reused."""
+def session_table(agent_name: str) -> str:
+    """The agent's session table in PostgreSQL: `sessions_<agent>` (long names shortened with a digest)."""
+    session_db_path(Path(), agent_name)  # validates the name
+    if len(agent_name) > _MAX_TABLE_AGENT_CHARS:
+        digest = hashlib.sha256(agent_name.encode()).hexdigest()[:8]
+        agent_name = f"{agent_name[: _MAX_TABLE_AGENT_CHARS - 9]}_{digest}"
+    return f"sessions_{agent_name}"
+
+
+def session_db(storage_root: Path, agent_name: str) -> AsyncBaseDb:
+    """The agent's session store (SQLite file, or PostgreSQL when the daemon's state is there), reused per loop."""
+    attached = attached_state(storage_root)
+    if attached is not None and attached.session_url is not None:
+        session_db_path(storage_root, agent_name)  # validates the name
+        return _DBS.get_postgres(attached.session_url, agent_name)
     return _DBS.get(session_db_path(storage_root, agent_name))
 
 
 async def close_session_dbs() -> None:
-    """Dispose every session database opened in the running event loop (call on shutdown)."""
-    for db in _DBS.take_all():
-        await db.close()
+    """Dispose every session store opened in the running event loop (call on shutdown)."""
+    await _DBS.close_all()
 
 
 def _strip_content(content: Any) -> tuple[Any, bool]:
@@ -142,18 +218,18 @@ def strip_run_output_enrichment(run_output: RunOutput) -> None:
             message.content, _changed = _strip_content(message.content)
 
 
-async def _run_rows(db: AsyncSqliteDb, session_id: str) -> list[dict[str, Any]]:
+async def _run_rows(db: AsyncBaseDb, session_id: str) -> list[dict[str, Any]]:
     result = await db.get_runs(session_id=session_id, deserialize=False)
     if isinstance(result, tuple):
         return [row for row in result[0] if isinstance(row.get("run_data"), dict)]
     return []
 
 
-async def _save_row(db: AsyncSqliteDb, row: dict[str, Any]) -> None:
+async def _save_row(db: AsyncBaseDb, row: dict[str, Any]) -> None:
     await db.upsert_run(row["run_data"], session_id=row["session_id"], user_id=row.get("user_id"))
 
 
-async def strip_run_enrichment(db: AsyncSqliteDb, run_id: str) -> bool:
+async def strip_run_enrichment(db: AsyncBaseDb, run_id: str) -> bool:
     """Strip enrichment blocks from one stored run; True when the run was rewritten."""
     row = await db.get_run(run_id, deserialize=False)
     if not isinstance(row, dict) or not _strip_run_data(row["run_data"]):
@@ -215,3 +291,57 @@ async def forget_turn(agent_name: str, session_id: str, source_event_id: str, *,
 async def session_exists(agent_name: str, session_id: str, *, storage_root: Path) -> bool:
     """Whether the conversation has a stored run yet."""
     return bool(await _run_rows(session_db(storage_root, agent_name), session_id))
+
+
+def _session_files(storage_root: Path) -> list[Path]:
+    folder = Path(storage_root).resolve() / SESSIONS_DIRNAME
+    found = sorted(folder.glob("*.db")) if folder.is_dir() else []
+    return [path for path in found if _AGENT_NAME.match(path.stem)]
+
+
+async def copy_sessions(storage_root: Path, url: str) -> list[CopyCount]:
+    """Copy every agent's SQLite sessions and runs into PostgreSQL (laid out as `session_db` reads them)."""
+    from agno.db.postgres import create_async_postgres_engine
+
+    counts: list[CopyCount] = []
+    engine = create_async_postgres_engine(url)
+    try:
+        for path in await asyncio.to_thread(_session_files, storage_root):
+            source = SessionStore(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+            target = _postgres_store(engine, path.stem)
+            try:
+                counts += await _copy_agent(path.stem, source, target)
+            finally:
+                await source.close()
+    finally:
+        await engine.dispose()
+    return counts
+
+
+async def _copy_agent(agent_name: str, source: AsyncBaseDb, target: AsyncBaseDb) -> list[CopyCount]:
+    sessions = await source.get_sessions(session_type=SessionType.AGENT, include_runs=False)
+    assert isinstance(sessions, list)
+    run_ids: set[str] = set()
+    for session in sessions:
+        await target.upsert_session(session)
+        for row in await _all_runs(source, session.session_id):
+            run_ids.add(row["run_id"])
+            await target.upsert_run(
+                row["run_data"],
+                session_id=row["session_id"],
+                user_id=row.get("user_id"),
+                run_index=row.get("run_index"),
+            )
+    copied = await target.get_sessions(session_type=SessionType.AGENT, include_runs=False)
+    assert isinstance(copied, list)
+    wanted = {session.session_id for session in sessions}
+    found_runs = {row["run_id"] for sid in wanted for row in await _all_runs(target, sid)}
+    return [
+        CopyCount(f"sessions of {agent_name}", len(wanted), len(wanted & {s.session_id for s in copied})),
+        CopyCount(f"runs of {agent_name}", len(run_ids), len(run_ids & found_runs)),
+    ]
+
+
+async def _all_runs(db: AsyncBaseDb, session_id: str) -> list[dict[str, Any]]:
+    result = await db.get_runs(session_id=session_id, deserialize=False)
+    return list(result[0]) if isinstance(result, tuple) else []

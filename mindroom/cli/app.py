@@ -5,25 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
+from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
+from mindroom.cli.plugins_command import load_registry, plugins_app
+from mindroom.cli.state_command import state_app
 from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.errors import ConfigError, MindroomError
-from mindroom.logging_config import configure_logging, get_logger, redact_text, redact_value, register_secret_env
-
-if TYPE_CHECKING:
-    from mindroom.config.environment import DaemonEnvironment
-    from mindroom.hooks.registry import HookRegistry
-    from mindroom.plugins.discovery import LoadedPlugins
+from mindroom.logging_config import configure_logging, get_logger, redact_value
 
 __all__ = [
-    "ConfigOption",
-    "StorageOption",
     "app",
     "chat",
     "config_app",
@@ -33,49 +27,18 @@ __all__ = [
     "hooks_app",
     "hooks_list",
     "main",
-    "plugins_app",
-    "plugins_check",
-    "plugins_list",
     "run",
 ]
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="MindRoom: AI agents in Matrix, with hooks.")
 config_app = typer.Typer(no_args_is_help=True, help="Create and check config files.")
 hooks_app = typer.Typer(no_args_is_help=True, help="Inspect the hook registry.")
-plugins_app = typer.Typer(no_args_is_help=True, help="Inspect plugins.")
 app.add_typer(config_app, name="config")
+app.add_typer(state_app, name="state")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(plugins_app, name="plugins")
 
 logger = get_logger(__name__)
-
-ConfigOption = Annotated[
-    Path, typer.Option("--config", "-c", envvar="MINDROOM_CONFIG_PATH", help="Path to config.yaml.")
-]
-StorageOption = Annotated[
-    Path | None, typer.Option("--storage-path", envvar="MINDROOM_STORAGE_PATH", help="Data directory.")
-]
-
-
-def _console() -> Console:
-    console = Console(highlight=False, soft_wrap=True)
-    if not console.is_terminal:
-        console.width = 200  # tables piped to a file or another program stay on one line per row
-    return console
-
-
-def _fail(message: str, code: int = 2) -> None:
-    typer.echo(redact_text(message), err=True)
-    raise typer.Exit(code=code)
-
-
-def _environment(config: Path, storage_path: Path | None) -> DaemonEnvironment:
-    from mindroom.config.environment import daemon_environment
-
-    environment = daemon_environment(config, storage_path)
-    register_secret_env(environment.values)
-    return environment
-
 
 # -- run ------------------------------------------------------------------------------------------------
 
@@ -98,12 +61,21 @@ def run(
     homeserver_port: Annotated[
         int | None, typer.Option(envvar="MINDROOM_HOMESERVER_PORT", help="Port of the embedded homeserver.")
     ] = None,
+    standby: Annotated[
+        bool,
+        typer.Option(
+            "--standby",
+            envvar="MINDROOM_STANDBY",
+            help="Prepare, wait until the active daemon is gone, then take over.",
+        ),
+    ] = False,
 ) -> None:
     """Run the daemon until SIGTERM or Ctrl+C (with no MATRIX_HOMESERVER: on a private embedded homeserver)."""
     from mindroom.cli.run import run_daemon  # imports the libraries whose logging is set up next
     from mindroom.homeserver.embedded import EmbeddedHomeserverError
     from mindroom.matrix import MatrixError
     from mindroom.private_files import use_private_umask
+    from mindroom.state.errors import StateLockedError
 
     # Before anything is created: the data directory holds every conversation and credential, and much of
     # it is written by code that picks no mode (agno's and SQLite's files, Synapse, plugins, shell tools).
@@ -111,14 +83,17 @@ def run(
     use_private_umask()
     configure_logging(log_level, json=json_logs)
     try:
-        environment = _environment(config, storage_path)
-        console = _console()  # stdout: what a person reads (the password too); stderr carries the logs
-        asyncio.run(run_daemon(environment, console, (metrics_host, metrics_port), homeserver_port))
+        environment = read_cli_environment(config, storage_path)
+        console = new_console()  # stdout: what a person reads (the password too); stderr carries the logs
+        metrics = (metrics_host, metrics_port)
+        asyncio.run(run_daemon(environment, console, metrics, homeserver_port, standby=standby))
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
+    except StateLockedError as exc:
+        fail(f"mindroom run: {exc}", code=3)
     except (EmbeddedHomeserverError, MatrixError, MindroomError, OSError, TimeoutError) as exc:
         logger.error("daemon failed", error=str(exc) or type(exc).__name__)
-        _fail(f"mindroom run: {exc}", code=1)
+        fail(f"mindroom run: {exc}", code=1)
 
 
 # -- config -----------------------------------------------------------------------------------------------
@@ -134,11 +109,11 @@ def config_init(
     from mindroom.config.environment import process_environ
     from mindroom.config.providers import detect_provider
 
-    console = _console()
+    console = new_console()
     try:
         written = write_starter_files(directory, process_environ(), force=force)
     except FileExistsError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     choice = detect_provider(process_environ())
     for path in written:
@@ -161,7 +136,7 @@ def config_validate(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME)) -> Non
     try:
         loaded = load_config(config, daemon_environment(config).values)
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     typer.echo(f"{config}: valid ({len(loaded.agents)} agents, {len(loaded.plugins)} plugin entries)")
 
@@ -180,11 +155,11 @@ def doctor(
     from mindroom.cli.doctor import CheckStatus, run_checks
 
     configure_logging("CRITICAL")
-    environment = _environment(config, storage_path)
+    environment = read_cli_environment(config, storage_path)
     results = asyncio.run(
         run_checks(config, environment.storage_root, environment.values, call_models=not no_model_call)
     )
-    console = _console()
+    console = new_console()
     marks = {
         CheckStatus.PASS: ("ok  ", "green"),
         CheckStatus.WARN: ("warn", "yellow"),
@@ -202,54 +177,7 @@ def doctor(
         raise typer.Exit(code=1)
 
 
-# -- plugins and hooks ------------------------------------------------------------------------------------
-
-
-def _load_registry(config: Path, storage_path: Path | None) -> tuple[LoadedPlugins, HookRegistry]:
-    from mindroom.config.loading import load_config
-    from mindroom.plugins.discovery import build_registry, load_plugins
-
-    paths = _environment(config, storage_path).runtime_paths
-    loaded_config = load_config(config, paths.env_values)
-    loaded = load_plugins(loaded_config, paths)
-    return loaded, build_registry(loaded_config, loaded.plugins)
-
-
-@plugins_app.command("list")
-def plugins_list(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_path: StorageOption = None) -> None:
-    """List plugins: name, folder, hooks, and any load error."""
-    configure_logging("CRITICAL")
-    try:
-        loaded, registry = _load_registry(config, storage_path)
-    except ConfigError as exc:
-        _fail(str(exc))
-        return
-    table = Table("plugin", "folder", "hooks", "status", box=None, pad_edge=False)
-    for plugin in loaded.plugins:
-        hooks = sum(1 for hook in registry.all_hooks() if hook.plugin_name == plugin.name)
-        table.add_row(Text(plugin.name), Text(str(plugin.path)), str(hooks), Text("loaded", style="green"))
-    for error in loaded.errors:
-        # Text, not markup: a folder name or an exception text must print as it is, and redacted.
-        cause = Text(f"ERROR: {redact_text(error.cause)}", style="red")
-        table.add_row(Text(redact_text(error.plugin)), Text(redact_text(str(error.path))), "-", cause)
-    _console().print(table if loaded.plugins or loaded.errors else "No plugins are configured.")
-    if loaded.errors:
-        raise typer.Exit(code=1)
-
-
-@plugins_app.command("check")
-def plugins_check(
-    path: Annotated[Path, typer.Argument(help="The plugin folder (holding mindroom.plugin.json).")],
-) -> None:
-    """Check a plugin folder without a homeserver: manifest, API version, imports, hooks, tools, skills."""
-    from mindroom.cli.plugin_check import check_plugin, format_finding, has_errors
-
-    configure_logging("CRITICAL")
-    findings = check_plugin(path)
-    for finding in findings:
-        typer.echo(redact_text(format_finding(finding)))
-    if has_errors(findings):
-        raise typer.Exit(code=1)
+# -- hooks ----------------------------------------------------------------------------------------------
 
 
 @hooks_app.command("list")
@@ -262,26 +190,26 @@ def hooks_list(
     import dataclasses
 
     from mindroom.cli.hooks_list import hooks_table
-    from mindroom.daemon.hooks_snapshot import read_hooks_snapshot, snapshot_path
+    from mindroom.daemon.hooks_snapshot import read_state_hooks_snapshot
     from mindroom.hooks.telemetry import hook_telemetry, ordered_telemetry
 
     configure_logging("CRITICAL")
-    snapshot = read_hooks_snapshot(snapshot_path(_environment(config, storage_path).storage_root))
+    snapshot = read_state_hooks_snapshot(read_cli_environment(config, storage_path))
     if snapshot is not None and snapshot.is_live:
         rows = list(snapshot.rows)
         source = f"Counters from the running daemon (pid {snapshot.pid}, {snapshot.age_s:.0f} s ago)."
     else:
         try:
-            _, registry = _load_registry(config, storage_path)
+            _, registry = load_registry(config, storage_path)
         except ConfigError as exc:
-            _fail(str(exc))
+            fail(str(exc))
             return
         rows = ordered_telemetry(hook_telemetry(registry))
         source = "No daemon is running for this data dir: hooks from the config, counters at zero."
     if as_json:
         typer.echo(json.dumps(redact_value([dataclasses.asdict(row) for row in rows]), indent=2))
         return
-    console = _console()
+    console = new_console()
     console.print(hooks_table(rows) if rows else "No hooks are registered.")
     console.print(Text(source, style="dim"))
 
@@ -314,12 +242,12 @@ def chat(
     from mindroom.matrix import MatrixError
 
     configure_logging("CRITICAL")
-    environment = _environment(config, storage_path)
+    environment = read_cli_environment(config, storage_path)
     env, storage = environment.values, environment.storage_root
     try:
         login = resolve_login(env, storage, homeserver=homeserver, user=user, password=password)
     except ChatError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if room is None:
         try:
@@ -330,7 +258,7 @@ def chat(
     server_name = login.user_id.split(":", 1)[-1]
     target = room if room.startswith(("!", "#")) else f"#{room}:{server_name}"
     prefix = environment.account_prefix
-    console = _console()
+    console = new_console()
 
     async def session() -> bool:
         async with TerminalChat(login, target, console, accept_invites_from=prefix) as terminal:
@@ -344,7 +272,7 @@ def chat(
     try:
         answered = asyncio.run(session())
     except MatrixError as exc:
-        _fail(f"mindroom chat: {exc} (is `mindroom run` running?)", code=1)
+        fail(f"mindroom chat: {exc} (is `mindroom run` running?)", code=1)
         return
     except KeyboardInterrupt:
         return

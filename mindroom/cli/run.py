@@ -1,4 +1,5 @@
-"""`mindroom run`: signals, the embedded homeserver, startup progress, the ready banner, metrics, snapshots.
+"""`mindroom run`: signals, the state lock (or a standby's wait for it), the embedded homeserver, startup
+progress, the ready banner, metrics, snapshots.
 
 Kept apart from the command itself so the command stays a thin shell and these steps can be tested directly.
 """
@@ -21,13 +22,18 @@ from mindroom.config.loading import load_config
 from mindroom.config.main import Config
 from mindroom.config.providers import PROVIDER_ENV_VARS, detect_provider
 from mindroom.constants import DEFAULT_STORAGE_DIRNAME
-from mindroom.daemon.hooks_snapshot import snapshot_path, write_snapshots_until_cancelled
-from mindroom.daemon.metrics import MetricsCollector, MetricsServer
-from mindroom.daemon.orchestrator import Orchestrator
+from mindroom.daemon.hooks_snapshot import write_snapshots_until_cancelled
+from mindroom.daemon.metrics import MetricsCollector
+from mindroom.daemon.metrics_server import MetricsServer
+from mindroom.daemon.orchestrator import Orchestrator, prepare_live_state
 from mindroom.daemon.reload import ReloadOutcome
+from mindroom.daemon.standby import Takeover, daemon_state, wait_for_lock
 from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
+from mindroom.state.backend import StateBackend
+from mindroom.state.errors import StateLockedError, StateLostError
+from mindroom.state.snapshots import SnapshotStore
 
 __all__ = [
     "DEFAULT_HUMAN_USER",
@@ -39,6 +45,7 @@ __all__ = [
     "show_progress",
     "start_metrics",
     "start_snapshots",
+    "take_state",
 ]
 
 logger = get_logger(__name__)
@@ -153,15 +160,15 @@ async def start_metrics(
     return server
 
 
-async def start_snapshots(stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, storage_root: Path) -> None:
-    """Write `<data>/state/hooks.json` for `mindroom hooks list` until the stack closes."""
+async def start_snapshots(stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, store: SnapshotStore) -> None:
+    """Write the hook counters to the state (`<data>/state/hooks.json` on SQLite) for `mindroom hooks list`."""
 
     def registry() -> HookRegistry | None:
         runtime = orchestrator.runtime
         return runtime.live.registry if runtime is not None else None
 
     task = asyncio.create_task(
-        write_snapshots_until_cancelled(snapshot_path(storage_root), registry),
+        write_snapshots_until_cancelled(store, registry),
         name="hooks-snapshot",
     )
 
@@ -201,27 +208,77 @@ async def _start_orchestrator(
     return True
 
 
+async def take_state(state: StateBackend, console: Console, stop: asyncio.Event, *, standby: bool) -> Takeover | None:
+    """The state's lock: at once (refused with `StateLockedError`), or as a standby once it is free (None: stopped)."""
+    if not standby:
+        try:
+            await state.acquire()
+        except StateLockedError as exc:
+            holder = exc.holder
+            logger.error(
+                "the state is held by another daemon; not running the bots",
+                location=exc.location,
+                holder_host=holder.host if holder else None,
+                holder_pid=holder.pid if holder else None,
+                holder_since=holder.since if holder else None,
+            )
+            raise
+        return Takeover()
+    holder = await state.read_holder()
+    if holder is not None:
+        console.print(Text(f"Standby: the state at {state.location} is held by {holder.describe()}; waiting."))
+    return await wait_for_lock(state, stop)
+
+
+async def _until_stopped_or_lost(stop: asyncio.Event, state: StateBackend) -> None:
+    lost = asyncio.create_task(state.wait_lost(), name="state-lock-watch")
+    stopping = asyncio.create_task(stop.wait(), name="stop-signal")
+    try:
+        await asyncio.wait({lost, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (lost, stopping):
+            task.cancel()
+        await asyncio.gather(lost, stopping, return_exceptions=True)
+    if lost.done() and not lost.cancelled() and lost.exception() is None:
+        raise StateLostError(f"the state lock was lost: {lost.result()}; stopping so only one daemon runs the bots")
+
+
 async def run_daemon(
-    environment: DaemonEnvironment, console: Console, metrics: tuple[str, int | None], homeserver_port: int | None
+    environment: DaemonEnvironment,
+    console: Console,
+    metrics: tuple[str, int | None],
+    homeserver_port: int | None,
+    *,
+    standby: bool = False,
 ) -> None:
-    """Run until SIGTERM or SIGINT: the embedded homeserver when none is configured, the daemon, its extras."""
+    """Run until SIGTERM or SIGINT: the state under its lock (a standby waits for it), the embedded homeserver
+    when none is configured, the daemon, its extras."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    offline_warning(load_config(environment.config_path, environment.values), environment.values)
+    config = load_config(environment.config_path, environment.values)
+    offline_warning(config, environment.values)
     storage = environment.storage_root
     async with contextlib.AsyncExitStack() as stack:
+        state = daemon_state(environment, config)
+        stack.push_async_callback(state.close)
+        await state.open()
+        # A standby does now what needs no lock: config, plugins, tools, the hook registry.
+        prepared = await prepare_live_state(environment) if standby else None
+        takeover = await take_state(state, console, stop, standby=standby)
+        if takeover is None:
+            return
         session = None
         if environment.homeserver is None:
             with _status(console, "Starting the embedded homeserver…"):
                 session = await stack.enter_async_context(embedded_homeserver(environment, port=homeserver_port))
             environment = session.environment
-        orchestrator = Orchestrator(environment)
+        orchestrator = Orchestrator(environment, state=state, prepared=prepared, run_since=takeover.run_since)
         if not await _start_orchestrator(stack, orchestrator, console, stop):
             return
         assert orchestrator.runtime is not None
-        await start_snapshots(stack, orchestrator, storage)
+        await start_snapshots(stack, orchestrator, (await state.open_stores()).snapshots)
         host, port = metrics
         if port is not None:
             server = await start_metrics(stack, orchestrator, host, port)
@@ -229,5 +286,5 @@ async def run_daemon(
         for line in ready_lines(orchestrator.runtime, session, storage):
             console.print(Text(line))
         console.print("Press Ctrl+C to stop.")
-        await stop.wait()
+        await _until_stopped_or_lost(stop, state)
         console.print("Stopping…")

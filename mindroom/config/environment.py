@@ -37,6 +37,7 @@ SECRET_FILE_VARIABLES = (
     "ANTHROPIC_API_KEY",
     "OLLAMA_API_KEY",
     "MINDROOM_USER_PASSWORD",
+    "MINDROOM_DATABASE_URL",
 )
 """Each may instead be given as `<NAME>_FILE`, the path of a file holding the value."""
 _NONE: Mapping[str, str] = MappingProxyType({})
@@ -73,6 +74,11 @@ class DaemonEnvironment:
     def account_prefix(self) -> str:
         """The prefix of the bots' account names (`MINDROOM_ACCOUNT_PREFIX`)."""
         return self.values.get("MINDROOM_ACCOUNT_PREFIX") or DEFAULT_ACCOUNT_PREFIX
+
+    @property
+    def database_url(self) -> str | None:
+        """`MINDROOM_DATABASE_URL`: the PostgreSQL database of the daemon's state (wins over `storage.database_url`)."""
+        return self.values.get("MINDROOM_DATABASE_URL") or None
 
     @property
     def shutdown_grace_s(self) -> float:

@@ -24,6 +24,7 @@ __all__ = [
     "RoomDefaultsConfig",
     "RouterConfig",
     "ShellToolConfig",
+    "StorageConfig",
     "ThreadMode",
     "ToolsConfig",
     "VoiceConfig",
@@ -190,6 +191,21 @@ class ToolsConfig(_Strict):
     file: FileToolConfig = Field(default_factory=FileToolConfig)
 
 
+class StorageConfig(_Strict):
+    """Where the daemon keeps its durable state; `MINDROOM_DATABASE_URL` in the environment wins over this."""
+
+    database_url: str | None = None
+    """`postgresql://user:password@host:5432/db` puts every piece of state there; unset: SQLite files."""
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            msg = "database_url must be a postgresql:// URL (or unset for SQLite files under the data directory)"
+            raise ValueError(msg)
+        return value or None
+
+
 class Config(_Strict):
     """The whole of `config.yaml`."""
 
@@ -201,6 +217,7 @@ class Config(_Strict):
     room_defaults: RoomDefaultsConfig = Field(default_factory=RoomDefaultsConfig)
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
     plugins: list[str | PluginEntryConfig] = Field(default_factory=list)
     admin_room: str | None = None
     timezone: str = "UTC"

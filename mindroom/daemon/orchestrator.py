@@ -1,9 +1,9 @@
 """The composition root: live state, one bot per agent plus the router, rooms, commands, schedules, reload.
 
-`Orchestrator` starts everything in order (log in, create/join rooms, sync, ready, then the scheduler
-and the file watcher) and stops it in reverse. It wires what the packages below it only declare: the
-pipeline's handlers into each bot, `!schedule` and `!reload-plugins` into the command table, and its
-own `build_live_state` and `apply_entity_changes` into the reload coordinator.
+`Orchestrator` starts everything in order (the state under its lock, log in, create/join rooms, sync,
+ready, then the scheduler and the file watcher) and stops it in reverse. It wires what the packages
+below it only declare: the pipeline's handlers into each bot, `!schedule` and `!reload-plugins` into
+the command table, and its own `build_live_state` and `apply_entity_changes` into the reload coordinator.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from mindroom.daemon.live import build_live_state
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, reload_command
 from mindroom.daemon.scheduling.command import schedule_command
 from mindroom.daemon.scheduling.scheduler import Scheduler
+from mindroom.daemon.standby import daemon_state
 from mindroom.daemon.watch import ConfigWatcher
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
@@ -34,17 +35,22 @@ from mindroom.matrix import MatrixBotClient, MatrixEventKind, MatrixRequestError
 from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
-from mindroom.state.answers import AnswerLog
 from mindroom.state.attachments import AttachmentStore
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
-from mindroom.state.schedules import ScheduleStore
+from mindroom.state.backend import StateBackend, StateStores
+from mindroom.state.tokens import attach_state, detach_state
 from mindroom.tool_system.isolation import shared_pool
 from mindroom.tool_system.runtime_context import set_registry_provider
 
-__all__ = ["Orchestrator"]
+__all__ = ["Orchestrator", "prepare_live_state"]
 
 logger = get_logger(__name__)
+
+
+async def prepare_live_state(environment: DaemonEnvironment) -> LiveState:
+    """Config, plugins, tools and the hook registry, built off the loop (as on reload); needs no lock."""
+    built = await asyncio.to_thread(build_live_state, environment.runtime_paths, previous=None, strict=False)
+    assert built.live is not None  # a tolerant build always yields a state
+    return built.live
 
 
 class Orchestrator:
@@ -57,7 +63,12 @@ class Orchestrator:
         watch: bool = True,
         reload_debounce_s: float = 0.25,
         on_reload: Callable[[ReloadOutcome], None] | None = None,
+        state: StateBackend | None = None,
+        prepared: LiveState | None = None,
+        run_since: float | None = None,
     ) -> None:
+        """`state`: the state backend, already locked by the caller (else `start` opens and locks its own);
+        `prepared`: live state built ahead (a standby's); `run_since`: the start of the run this one continues."""
         self.environment = environment
         self.runtime_paths = environment.runtime_paths
         self._watch = watch
@@ -71,6 +82,10 @@ class Orchestrator:
         self._watcher: ConfigWatcher | None = None
         self._stopping = False
         self._stopped = asyncio.Event()
+        self.state = state
+        self._owns_state = state is None
+        self._prepared = prepared
+        self._run_since = run_since
 
     @property
     def config_path(self) -> Path:
@@ -87,23 +102,24 @@ class Orchestrator:
         """Log every bot in, create and join rooms, start syncing, wait until all bots are ready, then schedule."""
         paths = self.runtime_paths
         homeserver = self._homeserver()
-        # Plugin imports and config parsing run off the loop, as on reload.
-        built = await asyncio.to_thread(build_live_state, paths, previous=None, strict=False)
-        assert built.live is not None  # a tolerant build always yields a state
-        live = built.live
+        live = self._prepared or await prepare_live_state(self.environment)
+        self._prepared = None
         warn_if_shared(paths.storage_root)
         private_dir(paths.storage_root)
+        stores = await self._open_state(live)
         runtime = DaemonRuntime(
             live=live,
             runtime_paths=paths,
             env=paths.env_values,
             server_name=homeserver.server_name,
-            journal=TurnJournal(paths.storage_root / "state" / "daemon.db"),
-            room_memory=RoomMemory(paths.storage_root / "state" / "rooms.db"),
-            answers=AnswerLog(paths.storage_root / "state" / "answers.db"),
+            journal=stores.journal,
+            room_memory=stores.rooms,
+            answers=stores.answers,
             attachments=AttachmentStore(paths.storage_root),
             bots=self.bots,
         )
+        if self._run_since is not None:
+            runtime.started_at_ms = int(self._run_since * 1000)
         self.runtime = runtime
         set_registry_provider(lambda: runtime.live.registry)
         names = [ROUTER_AGENT_NAME, *live.config.agents]
@@ -117,7 +133,7 @@ class Orchestrator:
         await asyncio.gather(*(bot.wait_ready() for bot in self.bots.values()))
         for bot in self.bots.values():
             await recover_interrupted(bot, self.commands)
-        self.scheduler = Scheduler(runtime, ScheduleStore(paths.storage_root / "state" / "schedules.db"))
+        self.scheduler = Scheduler(runtime, stores.schedules)
         self.scheduler.start()
         self.commands.register(schedule_command(self.scheduler))
         self.reloader = ReloadCoordinator(
@@ -143,6 +159,16 @@ class Orchestrator:
             hooks=len(live.registry),
         )
         return runtime
+
+    async def _open_state(self, live: LiveState) -> StateStores:
+        """The stores, under the state's lock (taken here unless the caller did), attached to the data directory."""
+        if self.state is None:
+            self.state = daemon_state(self.environment, live.config)
+        if not self.state.locked:
+            await self.state.acquire()
+        stores = await self.state.open_stores()
+        attach_state(self.runtime_paths.storage_root, stores.attached)
+        return stores
 
     def _make_bot(self, name: str, runtime: DaemonRuntime, live: LiveState) -> EntityBot:
         homeserver = self._homeserver()
@@ -280,6 +306,7 @@ class Orchestrator:
             return
         runtime = self.runtime
         if runtime is None:
+            await self._release_state()
             return
         self._stopping = True
         logger.info("daemon stopping", reason=reason, grace_s=grace_s)
@@ -291,13 +318,9 @@ class Orchestrator:
             await self.scheduler.stop()
         await asyncio.gather(*(bot.stop(reason, grace_s) for bot in self.bots.values()), return_exceptions=True)
         set_registry_provider(None)
-        if self.scheduler is not None:
-            self.scheduler.store.close()
         shared_pool().close()
-        runtime.journal.close()
-        runtime.room_memory.close()
-        runtime.answers.close()
         await close_caches()
+        await self._release_state()
         self.runtime = None
         self.bots = {}
         self.reloader = None
@@ -307,6 +330,13 @@ class Orchestrator:
         self._stopping = False
         self._stopped.set()
         logger.info("daemon stopped", reason=reason)
+
+    async def _release_state(self) -> None:
+        """Detach the state from the data directory; close it if this orchestrator opened it itself."""
+        detach_state(self.runtime_paths.storage_root)
+        if self.state is not None and self._owns_state:
+            await self.state.close()
+            self.state = None
 
     async def __aenter__(self) -> Orchestrator:
         try:

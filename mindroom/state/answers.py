@@ -13,9 +13,10 @@ from pathlib import Path
 
 from mindroom.private_files import open_private_database
 
-__all__ = ["AnswerLog", "AnswerRecord"]
+__all__ = ["RETENTION_S", "AnswerLog", "AnswerRecord"]
 
-_RETENTION_S = 30 * 24 * 3600
+RETENTION_S = 30 * 24 * 3600
+"""How long an answer can still be changed by editing its question."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     entity TEXT NOT NULL,
@@ -54,7 +55,7 @@ class AnswerLog:
         self._db = open_private_database(path)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
-        self._db.execute("DELETE FROM answers WHERE answered_at < ?", (time.time() - _RETENTION_S,))
+        self._db.execute("DELETE FROM answers WHERE answered_at < ?", (time.time() - RETENTION_S,))
 
     def record(self, answer: AnswerRecord) -> None:
         """Remember (or refresh) an answer; the newest answer of a conversation is the one an edit may change."""

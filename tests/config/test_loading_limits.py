@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,11 +55,10 @@ def test_loading_refuses_expanding_or_deep_yaml_fast_naming_the_file(tmp_path: P
     path = tmp_path / "config.yaml"
     path.write_text(text)
 
-    started = time.monotonic()
+    # The deadline is the check: an unbounded parse of these never ends (a billion nodes, or recursion).
     with _deadline(10), pytest.raises(ConfigError) as caught:
         load_config(path, env={})
 
-    assert time.monotonic() - started < 2
     assert caught.value.path == path and str(path) in str(caught.value)
     assert problem in str(caught.value)
 

@@ -11,7 +11,8 @@ from structlog.testing import capture_logs
 
 from mindroom.bots.runtime import BotMetrics
 from mindroom.config.plugin import PluginEntryConfig
-from mindroom.daemon.metrics import HOOK_DURATION_BUCKETS_S, MetricsCollector, MetricsServer
+from mindroom.daemon.metrics import HOOK_DURATION_BUCKETS_S, MetricsCollector
+from mindroom.daemon.metrics_server import MetricsServer
 from mindroom.hooks import HookRegistry, hook
 
 LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="(?:[^"\\]|\\.)*",?)*\})? (-?[0-9.e+-]+|\+Inf|NaN)$')

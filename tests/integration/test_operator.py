@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from mindroom.cli import app
 from mindroom.daemon.hooks_snapshot import snapshot_path, write_hooks_snapshot
-from mindroom.daemon.metrics import MetricsCollector, MetricsServer
+from mindroom.daemon.metrics import MetricsCollector
+from mindroom.daemon.metrics_server import MetricsServer
 from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
 from tests.integration.support import thread_replies

@@ -1,0 +1,71 @@
+"""`mindroom plugins`: list the configured plugins, check a plugin folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
+from mindroom.constants import DEFAULT_CONFIG_FILENAME
+from mindroom.errors import ConfigError
+from mindroom.logging_config import configure_logging, redact_text
+
+if TYPE_CHECKING:
+    from mindroom.hooks.registry import HookRegistry
+    from mindroom.plugins.discovery import LoadedPlugins
+
+__all__ = ["load_registry", "plugins_app", "plugins_check", "plugins_list"]
+
+plugins_app = typer.Typer(no_args_is_help=True, help="Inspect plugins.")
+
+
+def load_registry(config: Path, storage_path: Path | None) -> tuple[LoadedPlugins, HookRegistry]:
+    """The config's plugins loaded, and their hook registry (no daemon needed)."""
+    from mindroom.config.loading import load_config
+    from mindroom.plugins.discovery import build_registry, load_plugins
+
+    paths = read_cli_environment(config, storage_path).runtime_paths
+    loaded_config = load_config(config, paths.env_values)
+    loaded = load_plugins(loaded_config, paths)
+    return loaded, build_registry(loaded_config, loaded.plugins)
+
+
+@plugins_app.command("list")
+def plugins_list(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_path: StorageOption = None) -> None:
+    """List plugins: name, folder, hooks, and any load error."""
+    configure_logging("CRITICAL")
+    try:
+        loaded, registry = load_registry(config, storage_path)
+    except ConfigError as exc:
+        fail(str(exc))
+        return
+    table = Table("plugin", "folder", "hooks", "status", box=None, pad_edge=False)
+    for plugin in loaded.plugins:
+        hooks = sum(1 for hook in registry.all_hooks() if hook.plugin_name == plugin.name)
+        table.add_row(Text(plugin.name), Text(str(plugin.path)), str(hooks), Text("loaded", style="green"))
+    for error in loaded.errors:
+        # Text, not markup: a folder name or an exception text must print as it is, and redacted.
+        cause = Text(f"ERROR: {redact_text(error.cause)}", style="red")
+        table.add_row(Text(redact_text(error.plugin)), Text(redact_text(str(error.path))), "-", cause)
+    new_console().print(table if loaded.plugins or loaded.errors else "No plugins are configured.")
+    if loaded.errors:
+        raise typer.Exit(code=1)
+
+
+@plugins_app.command("check")
+def plugins_check(
+    path: Annotated[Path, typer.Argument(help="The plugin folder (holding mindroom.plugin.json).")],
+) -> None:
+    """Check a plugin folder without a homeserver: manifest, API version, imports, hooks, tools, skills."""
+    from mindroom.cli.plugin_check import check_plugin, format_finding, has_errors
+
+    configure_logging("CRITICAL")
+    findings = check_plugin(path)
+    for finding in findings:
+        typer.echo(redact_text(format_finding(finding)))
+    if has_errors(findings):
+        raise typer.Exit(code=1)

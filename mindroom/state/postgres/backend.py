@@ -1,0 +1,125 @@
+"""`PostgresState`: the daemon's state in one PostgreSQL database, locked by an advisory lock of its writer session."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+
+from mindroom.state.backend import StateBackend, StateStores
+from mindroom.state.holder import LockHolder
+from mindroom.state.postgres.answers import PostgresAnswerLog
+from mindroom.state.postgres.connection import StateConnection
+from mindroom.state.postgres.journal import PostgresTurnJournal
+from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
+from mindroom.state.postgres.rooms import PostgresRoomMemory
+from mindroom.state.postgres.schedules import PostgresScheduleStore
+from mindroom.state.postgres.schema import (
+    LOCK_KEY,
+    create_tables,
+    end_own_stale_session,
+    read_holder,
+    write_holder,
+)
+from mindroom.state.tokens import AttachedState
+
+__all__ = ["PostgresState"]
+
+
+class PostgresState(StateBackend):
+    """Every store in schema `mindroom` of one database; agno's sessions beside them (see `mindroom.ai.sessions`)."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str, location: str) -> None:
+        super().__init__(location)
+        self.url = url
+        self.holder = LockHolder.this_process()
+        self.connection = StateConnection(
+            url,
+            LOCK_KEY,
+            on_lost=self._on_lost,
+            reclaim=lambda conn: end_own_stale_session(conn, self.holder),
+            relocked=lambda conn: write_holder(conn, self.holder),
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lost: asyncio.Event | None = None
+        self._opened = False
+
+    def _on_lost(self, reason: str) -> None:
+        loop, lost = self._loop, self._lost
+        if loop is not None and lost is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(lost.set)
+
+    async def _run(self, function: Any) -> Any:
+        return await asyncio.wrap_future(self.connection.submit(function))
+
+    async def open(self) -> None:
+        """Connect the writer session (a standby does this before it waits for the lock)."""
+        if self._opened:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._lost = asyncio.Event()
+        await asyncio.to_thread(self.connection.open)
+        self._opened = True
+
+    async def try_lock(self) -> LockHolder | None:
+        """Take the advisory lock if free, create missing tables and write this process as holder."""
+        if self._locked:
+            return None
+        await self.open()
+
+        def attempt(conn: psycopg.Connection[Any]) -> tuple[bool, LockHolder | None]:
+            if self.connection.try_lock(conn):
+                create_tables(conn)
+                self.holder = LockHolder.this_process()
+                write_holder(conn, self.holder)
+                return True, None
+            return False, read_holder(conn)
+
+        locked, holder = await self._run(attempt)
+        self._locked = locked
+        return holder  # type: ignore[no-any-return]
+
+    async def read_holder(self) -> LockHolder | None:
+        """The holder row, while its session is connected."""
+        await self.open()
+        return await self._run(read_holder)  # type: ignore[no-any-return]
+
+    async def _load_stores(self) -> StateStores:
+        connection = self.connection
+        journal = PostgresTurnJournal(connection)
+        rooms = PostgresRoomMemory(connection)
+        answers = PostgresAnswerLog(connection)
+        schedules = PostgresScheduleStore(connection)
+        tokens = PostgresSyncTokens(connection)
+
+        def load(conn: psycopg.Connection[Any]) -> None:
+            journal.load(conn)
+            rooms.load(conn)
+            answers.load(conn)
+            schedules.load(conn)
+            tokens.load_all(conn)
+
+        await self._run(load)
+        return StateStores(
+            journal=journal,
+            rooms=rooms,
+            answers=answers,
+            schedules=schedules,
+            snapshots=PostgresSnapshots(connection),
+            attached=AttachedState(sync_tokens=tokens, session_url=self.url),
+        )
+
+    async def wait_lost(self) -> str:
+        """Returns when the writer session lost the lock to another daemon (the reason)."""
+        await self.open()
+        assert self._lost is not None
+        await self._lost.wait()
+        return self.connection.lost or "the state lock was lost"
+
+    async def _release(self) -> None:
+        if self._opened:
+            await asyncio.to_thread(self.connection.close)
+            self._opened = False

@@ -1,0 +1,107 @@
+"""The embedded default: state in SQLite files under the data directory, one daemon per directory by `flock`.
+
+The lock is `<data>/state/daemon.lock`, held (`flock`, exclusive) by an open file for as long as the daemon
+runs; the kernel releases it when the process ends, however it ends. The file holds the holder's host,
+pid and start time, so a refused daemon can name it. A standby on this backend must see the same files
+(the same machine, or a shared filesystem whose `flock` reaches every machine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+
+from mindroom.private_files import private_dir
+from mindroom.state.answers import AnswerLog
+from mindroom.state.backend import StateBackend, StateStores
+from mindroom.state.holder import LockHolder
+from mindroom.state.journal import TurnJournal
+from mindroom.state.rooms import RoomMemory
+from mindroom.state.schedules import ScheduleStore
+from mindroom.state.snapshots import FileSnapshots
+from mindroom.state.tokens import AttachedState
+
+__all__ = ["LOCK_FILENAME", "SqliteState", "read_lock_file"]
+
+LOCK_FILENAME = "daemon.lock"
+
+
+def read_lock_file(path: Path) -> LockHolder | None:
+    """The holder a lock file names, or None (no file, or nothing written yet)."""
+    try:
+        return LockHolder.from_json(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
+class SqliteState(StateBackend):
+    """`state/daemon.db`, `rooms.db`, `answers.db`, `schedules.db` and `hooks.json` under the data directory."""
+
+    kind = "sqlite"
+
+    def __init__(self, storage_root: Path) -> None:
+        super().__init__(str(storage_root))
+        self.storage_root = storage_root
+        self.state_dir = storage_root / "state"
+        self.lock_path = self.state_dir / LOCK_FILENAME
+        self._fd: int | None = None
+
+    async def try_lock(self) -> LockHolder | None:
+        """`flock` the lock file without waiting; on success write this process into it."""
+        if self._locked:
+            return None
+        private_dir(self.state_dir)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return read_lock_file(self.lock_path)
+        # Written only once the lock is ours: truncating before would erase the holder's name.
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, LockHolder.this_process().to_json().encode(), 0)
+        self._fd = fd
+        self._locked = True
+        return None
+
+    async def read_holder(self) -> LockHolder | None:
+        """The lock file's holder while someone holds the lock; None when it is free."""
+        if self._locked:
+            return read_lock_file(self.lock_path)
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return read_lock_file(self.lock_path)
+        finally:
+            os.close(fd)
+        return None
+
+    async def _load_stores(self) -> StateStores:
+        return StateStores(
+            journal=TurnJournal(self.state_dir / "daemon.db"),
+            rooms=RoomMemory(self.state_dir / "rooms.db"),
+            answers=AnswerLog(self.state_dir / "answers.db"),
+            schedules=ScheduleStore(self.state_dir / "schedules.db"),
+            snapshots=FileSnapshots(self.state_dir),
+            attached=AttachedState(),
+        )
+
+    async def _release(self) -> None:
+        stores = self._stores
+        if stores is not None:
+            stores.journal.close()
+            stores.rooms.close()
+            stores.answers.close()
+            stores.schedules.close()
+        if self._fd is not None:
+            # The content stays: it only counts while the file is locked, and the next holder rewrites it.
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
