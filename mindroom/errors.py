@@ -4,17 +4,26 @@
     ├── ConfigError               config.yaml or the environment is invalid (names file, key path, line)
     ├── PluginError               a plugin cannot be loaded (names the plugin and the cause)
     │   ├── ManifestError         mindroom.plugin.json is missing or malformed
+    │   │   └── PluginApiVersionError   the plugin needs a newer plugin API than this daemon has  (plugins.manifest)
     │   └── PluginImportError     a plugin module failed to import
     ├── PluginStateError          a plugin name would put its state outside `<data>/plugins/` (also ValueError)
+    ├── InvalidHookResultError    a hook returned what its mode cannot use; counted as its failure  (hooks.emission)
     ├── SkillError                a SKILL.md folder is malformed, or two plugins offer one skill  (plugins.skills)
     ├── ToolCatalogError          plugin tools clash, or an agent names an unknown tool  (tool_system.catalog)
     ├── ToolError                 a tool refuses or fails; its text goes back to the model  (tool_system.spec)
+    ├── ToolMetadataValidationError   no registered tool of that name  (tool_system.metadata; also ValueError)
+    ├── PathConfinementError      a path would leave its root, or is a link  (tool_system.path_confinement; ValueError)
     ├── ModelConfigError          a model cannot be built (names model and problem)  (ai.errors)
     ├── GenerationError           the model failed while answering; safe to show in chat  (ai.errors)
+    ├── TranscriptionError        a voice message could not be turned into text  (ai.media)
     ├── MatrixError               anything the Matrix layer reports  (matrix.errors)
     │   ├── MatrixConnectionError   the homeserver could not be reached (also ConnectionError)
     │   ├── MatrixRequestError      the homeserver answered with a Matrix error
+    │   │   └── MediaTooLargeError    an attachment is larger than the daemon takes  (matrix.media)
     │   └── MatrixLoginError        a bot could not log in, register or reuse its credentials
+    ├── StateError                the daemon's state cannot be used  (state.errors)
+    │   ├── StateLockedError      another daemon holds the state; names it (host, pid, since when)
+    │   └── StateLostError        the state's lock was lost while running
     ├── QueueFullError            a room already has as many turns waiting as it may  (bots.fairness)
     ├── ScheduleParseError        a `!schedule` line cannot be read (also ValueError)  (daemon.scheduling.parse)
     ├── SynapseError              a Synapse process failed to start or answer; carries log tails  (homeserver.synapse)

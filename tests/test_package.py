@@ -198,3 +198,18 @@ def test_package_logs_constant_prose_events_with_one_entity_key():
             problems.append(f"{where}: the entity key is `agent=`, not `bot=`")
 
     assert problems == []
+
+
+def test_package_every_public_error_is_a_mindroom_error():
+    from mindroom.errors import MindroomError
+
+    outside = []
+    for module_name in IMPORTABLE:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            is_error = isinstance(value, type) and issubclass(value, BaseException) and value.__module__ == module_name
+            if is_error and not issubclass(value, MindroomError):
+                outside.append(f"{module_name}.{name}")
+
+    assert outside == [], f"errors outside the tree drawn in mindroom/errors.py: {outside}"

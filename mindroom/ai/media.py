@@ -9,6 +9,7 @@ import openai
 
 from mindroom.ai.models import PLACEHOLDER_API_KEY
 from mindroom.config.main import ModelConfig
+from mindroom.errors import MindroomError
 from mindroom.logging_config import get_logger
 
 __all__ = ["ImageInput", "TranscriptionError", "supports_vision", "transcribe"]
@@ -27,7 +28,7 @@ class ImageInput:
     mimetype: str | None
 
 
-class TranscriptionError(Exception):
+class TranscriptionError(MindroomError):
     """Speech could not be turned into text (the endpoint failed, or answered nothing)."""
 
 

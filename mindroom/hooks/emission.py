@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextvars import ContextVar, Token
 from typing import Any
 
+from mindroom.errors import MindroomError
 from mindroom.hooks.hook_context import HookContextBase, RegistryGeneration
 from mindroom.hooks.registry import HookRegistry, RegisteredHook
 from mindroom.logging_config import get_logger
@@ -26,7 +27,7 @@ MAX_EMIT_DEPTH = 3
 _emit_depth: ContextVar[int] = ContextVar("mindroom_hook_emit_depth", default=0)
 
 
-class InvalidHookResultError(Exception):
+class InvalidHookResultError(MindroomError):
     """A hook returned something its mode cannot use."""
 
 

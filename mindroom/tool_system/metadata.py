@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mindroom.constants import RuntimePaths
+from mindroom.errors import MindroomError
 from mindroom.tool_system.declarations import (
     ConfigField,
     SetupType,
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 
-class ToolMetadataValidationError(ValueError):
+class ToolMetadataValidationError(MindroomError, ValueError):
     """A tool name no registration knows, or a registration that cannot be built."""
 
 

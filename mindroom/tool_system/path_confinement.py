@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from mindroom.errors import MindroomError
 from mindroom.tool_system.declarations import ToolFileAccess
 
 __all__ = [
@@ -32,7 +33,7 @@ DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class PathConfinementError(ValueError):
+class PathConfinementError(MindroomError, ValueError):
     """A path that is absolute, climbs out with `..`, crosses a symlink, or names the wrong kind of file."""
 
 
