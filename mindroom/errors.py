@@ -14,7 +14,9 @@
     ├── MatrixError               anything the Matrix layer reports  (matrix.errors)
     │   ├── MatrixConnectionError   the homeserver could not be reached (also ConnectionError)
     │   ├── MatrixRequestError      the homeserver answered with a Matrix error
-    │   └── MatrixLoginError        a bot could not log in, register or reuse its credentials
+    │   ├── MatrixLoginError        a bot could not log in, register or reuse its credentials
+    │   ├── MatrixCryptoStoreError  a bot's crypto store is lost or unreadable (names the file)
+    │   └── MatrixEncryptionError   an event for an encrypted room could not be encrypted (so it was not sent)
     ├── QueueFullError            a room already has as many turns waiting as it may  (bots.fairness)
     ├── ScheduleParseError        a `!schedule` line cannot be read (also ValueError)  (daemon.scheduling.parse)
     ├── SynapseError              a Synapse process failed to start or answer; carries log tails  (homeserver.synapse)
