@@ -92,11 +92,12 @@ class RouterConfig(_Strict):
 
 
 class RoomConfig(_Strict):
-    """A room the daemon creates or joins."""
+    """A room the daemon creates or joins; `encrypted` makes it end-to-end encrypted (which cannot be undone)."""
 
     name: str | None = None
     description: str = ""
     topic: str | None = None
+    encrypted: bool = False
 
 
 class AuthorizationConfig(_Strict):
