@@ -14,6 +14,8 @@ import pytest
 from rich.console import Console
 
 from mindroom.cli.chat import ChatLogin, TerminalChat
+from mindroom.cli.doctor import CheckStatus, check_crypto_stores
+from mindroom.config.loading import load_config
 from mindroom.matrix import MatrixCryptoStoreError
 from mindroom.matrix.undecrypted import UNDECRYPTABLE_NOTICE
 from mindroom.testing.model_server import HttpError, Text, last_user_message
@@ -221,12 +223,20 @@ async def test_encryption_lost_store_refuses_to_start_until_a_new_device_is_allo
     room_id, config = await _encrypted_room_world(e2e, human, [agent])
     client = e2e.daemon.bots[agent].client
     old_device, store = client.device_id, client.crypto_store_path
+    loaded = load_config(e2e.write_config(config), {})
+    healthy = {r.name: r for r in await check_crypto_stores(loaded, e2e.storage, e2e.homeserver.url)}
+    assert healthy[f"crypto {agent}"].status is CheckStatus.PASS
+    assert old_device in healthy[f"crypto {agent}"].detail
     await e2e.stop()
     store.unlink()
 
     with pytest.raises(MatrixCryptoStoreError, match=str(store)):
         await e2e.start(config)
     assert not store.exists()
+    lost = {r.name: r for r in await check_crypto_stores(loaded, e2e.storage, e2e.homeserver.url)}
+    assert lost[f"crypto {agent}"].status is CheckStatus.FAIL
+    assert "MINDROOM_NEW_CRYPTO_DEVICE=1" in lost[f"crypto {agent}"].fix
+    assert lost["crypto router"].status is CheckStatus.PASS
 
     await e2e.start(config, new_crypto_device=True)
     new_device = e2e.daemon.bots[agent].client.device_id
