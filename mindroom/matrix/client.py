@@ -25,6 +25,7 @@ from mindroom.matrix.crypto_device import load_crypto_store, open_crypto_store
 from mindroom.matrix.crypto_store import (
     CRYPTO_DB_NAME,
     PICKLE_KEY,
+    CryptoStore,
     CryptoStoreReport,
     crypto_store_dir,
     set_store_aside,
@@ -82,7 +83,7 @@ class MatrixBotClient(RoomMethods):
             max_limit_exceeded=5,
             request_timeout=_REQUEST_TIMEOUT_S,
             encryption_enabled=True,
-            store=nio.store.SqliteStore,
+            store=CryptoStore,
             store_name=CRYPTO_DB_NAME,
             pickle_key=PICKLE_KEY,
             store_sync_tokens=False,

@@ -46,21 +46,28 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _crypto_view(batch: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a sync batch nio's crypto reads: to-device, device lists, key counts and room state.
+def _crypto_view(batch: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The part of a sync batch nio's crypto reads (to-device, device lists, room state); None if it has none.
 
     Timeline events without a state key are left out: they do not change a room's members or encryption,
-    and the encrypted ones are decrypted once, by `DeviceCrypto.decrypt`.
+    and the encrypted ones are decrypted once, by `DeviceCrypto.decrypt`. Most batches carry only such
+    events, and nio's parsing of a batch costs milliseconds, so those batches skip it.
     """
     joined: dict[str, Any] = {}
     for room_id, room in _as_dict(_as_dict(batch.get("rooms")).get("join")).items():
         timeline = _as_dict(_as_dict(room).get("timeline"))
         events = _as_list(timeline.get("events"))
         state_changes = [raw for raw in events if isinstance(raw, dict) and "state_key" in raw]
-        joined[room_id] = {
-            "state": {"events": _as_list(_as_dict(_as_dict(room).get("state")).get("events"))},
-            "timeline": {"events": state_changes, "limited": timeline.get("limited") is True},
-        }
+        state = _as_list(_as_dict(_as_dict(room).get("state")).get("events"))
+        if state or state_changes:
+            joined[room_id] = {
+                "state": {"events": state},
+                "timeline": {"events": state_changes, "limited": timeline.get("limited") is True},
+            }
+    device_lists = _as_dict(batch.get("device_lists"))
+    to_device = _as_list(_as_dict(batch.get("to_device")).get("events"))
+    if not (joined or to_device or _as_list(device_lists.get("changed")) or _as_list(device_lists.get("left"))):
+        return None
     view: dict[str, Any] = {"next_batch": batch.get("next_batch"), "rooms": {"join": joined}}
     for key in ("to_device", "device_lists", "device_one_time_keys_count"):
         if isinstance(batch.get(key), dict):
@@ -91,11 +98,13 @@ class DeviceCrypto:
 
     async def absorb(self, batch: Mapping[str, Any]) -> None:
         """Feed one sync batch to nio's crypto: room keys, device changes, key counts, room membership."""
-        response = nio.SyncResponse.from_dict(_crypto_view(batch))
-        if not isinstance(response, nio.SyncResponse):
-            logger.warning("sync batch unusable for encryption", agent=self._name, error=str(response.message))
-            return
-        await self._nio.receive_response(response)
+        view = _crypto_view(batch)
+        if view is not None:
+            response = nio.SyncResponse.from_dict(view)
+            if not isinstance(response, nio.SyncResponse):
+                logger.warning("sync batch unusable for encryption", agent=self._name, error=str(response.message))
+                return
+            await self._nio.receive_response(response)
         olm = self._olm
         count = _as_dict(batch.get("device_one_time_keys_count")).get("signed_curve25519")
         if isinstance(count, int):
@@ -117,6 +126,7 @@ class DeviceCrypto:
                 if not self._succeeded(uploaded, "keys upload"):
                     self._upload_failed_at = time.monotonic()
             if client.should_query_keys:
+                logger.debug("device keys queried", agent=self._name, users=len(client.users_for_key_query))
                 self._succeeded(await guard_transport(client.keys_query(), "keys query"), "keys query")
             if client.should_claim_keys:
                 claim = client.keys_claim(client.get_users_for_key_claiming())

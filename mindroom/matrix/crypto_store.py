@@ -14,11 +14,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from nio.crypto import OlmDevice, TrustState
 from nio.store import SqliteStore
 
 __all__ = [
     "CRYPTO_DB_NAME",
     "PICKLE_KEY",
+    "CryptoStore",
     "CryptoStoreReport",
     "CryptoStoreState",
     "crypto_store_dir",
@@ -31,6 +33,37 @@ CRYPTO_DB_NAME = "crypto.db"
 PICKLE_KEY = "mindroom-crypto-store"
 """nio encrypts the pickled keys with this passphrase. It is not a secret: a key kept beside the store would
 protect nothing, so the store's protection is its file mode (0600 in a 0700 folder) and the data dir's."""
+
+
+class CryptoStore(SqliteStore):  # type: ignore[misc]
+    """nio's SQLite store, answering trust questions from memory.
+
+    nio asks whether the sending device is verified on every decryption; the SQLite store answers with
+    three queries each time (several milliseconds per message). Each device nio holds carries its trust
+    state, loaded from this store and updated by every change the store makes, so the answer is on hand.
+    """
+
+    def is_device_verified(self, device: OlmDevice) -> bool:
+        """True when the device was verified."""
+        return bool(device.trust_state == TrustState.verified)
+
+    def is_device_blacklisted(self, device: OlmDevice) -> bool:
+        """True when the device was blacklisted."""
+        return bool(device.trust_state == TrustState.blacklisted)
+
+    def is_device_ignored(self, device: OlmDevice) -> bool:
+        """True when the device was marked ignored (shared with although unverified)."""
+        return bool(device.trust_state == TrustState.ignored)
+
+    def save_encrypted_rooms(self, rooms: set[str]) -> None:
+        """Remember encrypted rooms; nio calls this after every sync, mostly with none."""
+        if rooms:
+            super().save_encrypted_rooms(rooms)
+
+    def save_device_keys(self, device_keys: dict[str, dict[str, OlmDevice]]) -> None:
+        """Store changed devices; nio calls this after every key query, mostly with none."""
+        if any(device_keys.values()):
+            super().save_device_keys(device_keys)
 
 
 class CryptoStoreState(enum.StrEnum):
@@ -78,7 +111,7 @@ def inspect_crypto_store(directory: Path, user_id: str, device_id: str) -> Crypt
         return CryptoStoreReport(CryptoStoreState.MISSING, path)
     store = None
     try:
-        store = SqliteStore(user_id, device_id, str(directory), PICKLE_KEY, CRYPTO_DB_NAME)
+        store = CryptoStore(user_id, device_id, str(directory), PICKLE_KEY, CRYPTO_DB_NAME)
         account = store.load_account()
     except Exception as exc:  # sqlite, peewee and vodozemac each raise their own kinds for a damaged file
         return CryptoStoreReport(CryptoStoreState.UNREADABLE, path, str(exc) or type(exc).__name__)

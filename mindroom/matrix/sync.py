@@ -38,18 +38,22 @@ _BACKOFF_CAP_S = 30.0
 _SESSION_GONE = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN", "M_USER_DEACTIVATED"})
 
 
-def _sync_filter(timeline_limit: int) -> str:
+def _sync_filter(timeline_limit: int, *, lazy_load_members: bool) -> str:
     room: dict[str, Any] = {
         "timeline": {"limit": timeline_limit},
-        "state": {"lazy_load_members": True},
+        "state": {"lazy_load_members": lazy_load_members},
         "ephemeral": {"types": []},
         "account_data": {"types": []},
     }
     return json.dumps({"presence": {"types": []}, "account_data": {"types": []}, "room": room}, separators=(",", ":"))
 
 
-_INITIAL_FILTER = _sync_filter(1)
-_INCREMENTAL_FILTER = _sync_filter(100)
+_INITIAL_FILTER = _sync_filter(1, lazy_load_members=True)
+# Synapse remembers one lazily loaded membership per user, not per room, so a member who writes in another
+# room than last time has their membership sent again; it then lists them as a user whose devices changed,
+# and every bot would query their keys after each such message. Incremental syncs need no lazy loading:
+# their state holds only what changed.
+_INCREMENTAL_FILTER = _sync_filter(100, lazy_load_members=False)
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

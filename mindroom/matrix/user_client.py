@@ -21,7 +21,7 @@ from mindroom.matrix.content import message_content
 from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.matrix.crypto import DeviceCrypto
 from mindroom.matrix.crypto_device import load_crypto_store
-from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY
+from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore
 from mindroom.matrix.errors import MatrixLoginError, MatrixRequestError
 from mindroom.matrix.sync import EventHandler, SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, send_room_event
@@ -69,7 +69,7 @@ class MatrixUserClient:
             max_timeouts=1,
             request_timeout=_REQUEST_TIMEOUT_S,
             encryption_enabled=True,
-            store=nio.store.SqliteStore,
+            store=CryptoStore,
             store_name=CRYPTO_DB_NAME,
             pickle_key=PICKLE_KEY,
             store_sync_tokens=False,
