@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from structlog.testing import capture_logs
 
 from mindroom.cli.chat import ChatLogin, TerminalChat
 from mindroom.cli.doctor import CheckStatus, check_crypto_stores
 from mindroom.config.loading import load_config
 from mindroom.matrix import MatrixCryptoStoreError
 from mindroom.matrix.undecrypted import UNDECRYPTABLE_NOTICE
-from mindroom.testing.model_server import HttpError, Text, last_user_message
+from mindroom.testing.model_server import HttpError, Stream, Text, last_user_message
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, edits_of, thread_replies
 
@@ -195,10 +196,17 @@ async def test_encryption_unreadable_messages_get_one_notice_and_are_answered_wh
     e2e.model_server.set_default(Text("now I can read it"), model="agent-model")
 
     session_id, session_key = human.withhold_next_session(room_id)
-    first = await human.send(room_id, "you cannot read this")
-    second = await human.send(room_id, "nor this")
-    notice = await human.wait_for(lambda e: _body(e) == UNDECRYPTABLE_NOTICE, timeout=30)
-    await asyncio.sleep(8.0)  # longer than the notice delay again: no second notice may follow
+    with capture_logs() as logs:
+        first = await human.send(room_id, "you cannot read this")
+        second = await human.send(room_id, "nor this")
+        notice = await human.wait_for(lambda e: _body(e) == UNDECRYPTABLE_NOTICE, timeout=30)
+        await asyncio.sleep(8.0)  # longer than the notice delay again: no second notice may follow
+
+    parked = [entry for entry in logs if entry["event"] == "encrypted event not readable yet"]
+    assert {(entry["agent"], entry["event_id"]) for entry in parked} == {
+        (name, event_id) for name in (agent, "router") for event_id in (first, second)
+    }
+    assert [entry["key_requested"] for entry in parked].count(True) == 2  # one request per bot and session
 
     notices = human.matching(lambda e: _body(e) == UNDECRYPTABLE_NOTICE)
     assert len(notices) == 1
@@ -262,3 +270,25 @@ async def test_encryption_terminal_chat_talks_in_an_encrypted_room(e2e: E2E):
     assert [a.shown_text for a in answers] == ["hello terminal"]
     sent = [e for e in await human.raw_timeline(room_id) if e["sender"] == human.user_id and "state_key" not in e]
     assert sent and all(e["type"] == "m.room.encrypted" for e in sent)
+
+
+async def test_encryption_an_encrypted_stop_reaction_stops_a_streaming_answer(e2e: E2E):
+    human = await _encrypted_human(e2e)
+    agent = e2e.name("helper")
+    room_id, _ = await _encrypted_room_world(e2e, human, [agent], defaults={"enable_streaming": True})
+    agent_id = e2e.user_id(agent)
+    e2e.model_server.script(
+        Stream(["The first part", " and a part nobody should see"], delay_s=30), model="agent-model"
+    )
+
+    question = await human.send(room_id, "tell me a long story")
+    streamed = await human.wait_for(thread_replies(question, agent_id), timeout=15)
+    reaction = await human.react(room_id, streamed["event_id"], "🛑")
+    final = await human.wait_for(
+        lambda e: edits_of(streamed["event_id"])(e) and "(stopped)" in str(e["content"].get("m.new_content")),
+        timeout=10,
+    )
+
+    assert final.get("decrypted") is True
+    raw = {e["event_id"]: e for e in await human.raw_timeline(room_id)}
+    assert raw[reaction]["type"] == "m.room.encrypted"  # the bot had to decrypt the reaction to act on it

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import stat
 
+import nio
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.matrix import BotCredentials, CredentialStore, MatrixCryptoStoreError, MatrixEventKind, bot_localpart
+from mindroom.matrix import (
+    BotCredentials,
+    CredentialStore,
+    MatrixCryptoStoreError,
+    MatrixEncryptionError,
+    MatrixEventKind,
+    bot_localpart,
+)
 from mindroom.matrix.crypto_device import device_keys_published
 from mindroom.matrix.transport import quote_path
 from mindroom.testing.homeserver import unique_localpart
@@ -158,3 +166,37 @@ async def test_crypto_store_is_started_for_a_device_that_never_published_keys(ma
     assert bot.device_id == user.device_id
     assert bot.crypto_store_path.is_file()
     assert await device_keys_published(bot._transport, bot.user_id, user.device_id)
+
+
+async def test_crypto_a_send_that_cannot_be_encrypted_raises_and_sends_nothing(make_bot, monkeypatch):
+    bot = await make_bot()
+    entry = await bot.open_room(unique_localpart("refuse"), encrypted=True)
+    before = await bot.send_message(entry.room_id, "this one goes out")
+
+    def broken(*_args, **_kwargs):
+        raise nio.EncryptionError("no outbound session")
+
+    monkeypatch.setattr(bot._nio, "encrypt", broken)
+    with pytest.raises(MatrixEncryptionError, match="no outbound session"):
+        await bot.send_message(entry.room_id, "this one must not")
+
+    path = f"/_matrix/client/v3/rooms/{quote_path(entry.room_id)}/messages"
+    reply = await bot._transport.request("GET", path, query={"dir": "b", "limit": "50"})
+    sent = [e for e in reply.body["chunk"] if e["sender"] == bot.user_id and "state_key" not in e]
+    assert [e["event_id"] for e in sent] == [before]
+    assert sent[0]["type"] == "m.room.encrypted"
+
+
+async def test_crypto_encryption_turned_on_by_another_member_is_followed(make_bot, start_sync):
+    owner, bot = await make_bot(), await make_bot()
+    room_id = await owner.ensure_room(unique_localpart("switch"), invite=[bot.user_id])
+    await bot.join(room_id)
+    recorder = await start_sync(bot)
+    plain = await bot.send_message(room_id, "while it was plain")
+    assert (await _raw_event(bot, room_id, plain))["type"] == "m.room.message"
+
+    assert await owner.enable_encryption(room_id)
+    await recorder.wait_for(lambda event: event.type == "m.room.encryption")
+    secret = await bot.send_message(room_id, "now it is not")
+
+    assert (await _raw_event(bot, room_id, secret))["type"] == "m.room.encrypted"
