@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -309,6 +310,7 @@ class MatrixBotClient(RoomMethods):
             msg = f"bot {self._bot!r} is already syncing"
             raise RuntimeError(msg)
         self._syncing = True
+        self._reload_crypto_store()
         try:
             loop = SyncLoop(
                 bot_name=self._bot,
@@ -323,6 +325,21 @@ class MatrixBotClient(RoomMethods):
             await loop.run(handler, on_invite)
         finally:
             self._syncing = False
+
+    def _reload_crypto_store(self) -> None:
+        """Load the olm machine again from the store before syncing.
+
+        A hot reload starts a new client for a changed bot while the old one still syncs; room keys and
+        one-time key use the old one recorded after `login()` loaded the store are on disk, not in memory.
+        """
+        store = self._nio.store
+        if store is None:
+            return
+        self._nio.store = None
+        self._nio.olm = None
+        with contextlib.suppress(Exception):  # the connection is dropped either way
+            store.database.close()
+        self._nio.load_store()
 
     async def first_sync_done(self) -> None:
         """Wait until the first sync of `run_sync` has been handled."""

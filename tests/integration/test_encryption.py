@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import secrets
+import time
 from typing import Any
 
 import pytest
@@ -241,6 +243,13 @@ async def test_encryption_lost_store_refuses_to_start_until_a_new_device_is_allo
     with pytest.raises(MatrixCryptoStoreError, match=str(store)):
         await e2e.start(config)
     assert not store.exists()
+    daemon = e2e.spawn(config)  # the command: one error line naming the file, then exit code 1
+    daemon.start()
+    assert await asyncio.to_thread(daemon.process.wait, 60) == 1
+    refusal = [json.loads(line) for line in daemon.output().splitlines() if "crypto store lost" in line]
+    assert [(r["agent"], r["path"], r["device_id"]) for r in refusal] == [(agent, str(store), old_device)]
+    assert "MINDROOM_NEW_CRYPTO_DEVICE=1" in refusal[0]["fix"]
+    assert not store.exists()
     lost = {r.name: r for r in await check_crypto_stores(loaded, e2e.storage, e2e.homeserver.url)}
     assert lost[f"crypto {agent}"].status is CheckStatus.FAIL
     assert "MINDROOM_NEW_CRYPTO_DEVICE=1" in lost[f"crypto {agent}"].fix
@@ -292,3 +301,28 @@ async def test_encryption_an_encrypted_stop_reaction_stops_a_streaming_answer(e2
     assert final.get("decrypted") is True
     raw = {e["event_id"]: e for e in await human.raw_timeline(room_id)}
     assert raw[reaction]["type"] == "m.room.encrypted"  # the bot had to decrypt the reaction to act on it
+
+
+async def test_encryption_an_agent_restarted_by_a_reload_keeps_reading_the_room(e2e: E2E):
+    human = await _encrypted_human(e2e)
+    agent = e2e.name("helper")
+    room_id, config = await _encrypted_room_world(e2e, human, [agent])
+    agent_id = e2e.user_id(agent)
+    e2e.model_server.set_default(Text("same device, new instance"), model="agent-model")
+    before = e2e.daemon.bots[agent]
+    device = before.client.device_id
+    await human.wait_for(thread_replies(await human.send(room_id, "before the reload"), agent_id))
+
+    config["agents"][agent]["role"] = "Helps differently."
+    saved = time.time()
+    e2e.write_config(config)
+    outcome = await e2e.reloads.wait(saved, timeout_s=30)
+    assert outcome.ok and outcome.entities.changed == (agent,)
+    after = e2e.daemon.bots[agent]
+    assert after is not before
+    assert after.client.device_id == device
+
+    human.client.olm.outbound_group_sessions.pop(room_id, None)  # a new room key, sent during or after the handover
+    event_id = await human.send(room_id, "after the reload")
+    reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    assert reply.get("decrypted") is True
