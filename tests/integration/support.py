@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -17,12 +18,22 @@ from typing import Any
 from urllib.parse import quote
 
 import nio
+from nio.crypto import OutboundGroupSession
 from nio.event_builders import ToDeviceMessage
 from nio.store import SqliteStore
 
 Predicate = Callable[[dict[str, Any]], bool]
 MEGOLM = "m.megolm.v1.aes-sha2"
 ENCRYPTION_STATE = {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": MEGOLM}}
+
+
+class WithheldSession:
+    """A megolm session kept apart from nio's bookkeeping, so nothing shares it until `hand_over`."""
+
+    def __init__(self) -> None:
+        self.session = OutboundGroupSession()
+        self.session.shared = True  # nio's session refuses to encrypt before it counts as shared
+        self.first_key = self.session.session_key  # exported before any message, so it opens all of them
 
 
 class HumanClient:
@@ -115,6 +126,15 @@ class HumanClient:
             await asyncio.sleep(0.1)
         raise TimeoutError(f"{user_id} did not join {room_id}")
 
+    async def wait_for_device(self, user_id: str, device_id: str, timeout: float = 30.0) -> None:
+        """Until this client knows `device_id` of `user_id` (a device list change reached it and was queried)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(d.id == device_id for d in self.client.device_store.active_user_devices(user_id)):
+                return
+            await asyncio.sleep(0.1)
+        raise TimeoutError(f"{self.user_id} never learned of {user_id}'s device {device_id}")
+
     async def _synced_room(self, room_id: str, timeout: float = 20.0) -> Any:
         deadline = time.monotonic() + timeout
         while room_id not in self.client.rooms:
@@ -145,16 +165,19 @@ class HumanClient:
         assert isinstance(response, nio.RoomSendResponse), response
         return str(response.event_id)
 
-    def withhold_next_session(self, room_id: str) -> tuple[str, str]:
-        """Start a room session that is marked shared but sent to nobody; returns (session id, its first key)."""
-        olm = self.client.olm
-        olm.create_outbound_group_session(room_id)
-        session = olm.outbound_group_sessions[room_id]
-        key = session.session_key
-        session.shared = True
-        return session.id, key
+    async def send_withheld(self, room_id: str, body: str, session: WithheldSession) -> str:
+        """A message encrypted with a room session that no other device was given (unreadable to them)."""
+        payload = {"type": "m.room.message", "content": {"msgtype": "m.text", "body": body}, "room_id": room_id}
+        content = {
+            "algorithm": MEGOLM,
+            "sender_key": self.client.olm.account.identity_keys["curve25519"],
+            "ciphertext": session.session.encrypt(json.dumps(payload)),
+            "session_id": session.session.id,
+            "device_id": self.device_id,
+        }
+        return await self.send_raw(room_id, "m.room.encrypted", content)
 
-    async def hand_over_session(self, room_id: str, session_id: str, session_key: str, user_id: str) -> None:
+    async def hand_over(self, room_id: str, session: WithheldSession, user_id: str) -> None:
         """Send a withheld room key to every device of `user_id` (what a client re-sharing a key does)."""
         client, olm = self.client, self.client.olm
         olm.users_for_key_query.add(user_id)
@@ -162,14 +185,18 @@ class HumanClient:
         missing = olm.get_missing_sessions([user_id])
         if missing:
             await client.keys_claim(missing)
-        content = {"algorithm": MEGOLM, "room_id": room_id, "session_id": session_id, "session_key": session_key}
+        content = {
+            "algorithm": MEGOLM,
+            "room_id": room_id,
+            "session_id": session.session.id,
+            "session_key": session.first_key,
+        }
         for device in olm.device_store.active_user_devices(user_id):
-            session = olm.session_store.get(device.curve25519)
-            assert session is not None, f"no olm session with {device.id}"
-            payload = olm._olm_encrypt(session, device, "m.room_key", content)
+            channel = olm.session_store.get(device.curve25519)
+            assert channel is not None, f"no olm session with {device.id}"
+            payload = olm._olm_encrypt(channel, device, "m.room_key", content)
             response = await client.to_device(ToDeviceMessage("m.room.encrypted", user_id, device.id, payload))
             assert isinstance(response, nio.ToDeviceResponse), response
-        olm.outbound_group_sessions.pop(room_id, None)  # later messages use a fresh session, shared as usual
 
     async def raw_timeline(self, room_id: str, limit: int = 200) -> list[dict[str, Any]]:
         """The room's events as the homeserver stores them (not decrypted), oldest first."""

@@ -23,7 +23,7 @@ from mindroom.matrix import MatrixCryptoStoreError
 from mindroom.matrix.undecrypted import UNDECRYPTABLE_NOTICE
 from mindroom.testing.model_server import HttpError, Stream, Text, last_user_message
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, edits_of, thread_replies
+from tests.integration.support import HumanClient, WithheldSession, edits_of, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -197,10 +197,10 @@ async def test_encryption_unreadable_messages_get_one_notice_and_are_answered_wh
     agent_id, router_id = e2e.user_id(agent), e2e.user_id("router")
     e2e.model_server.set_default(Text("now I can read it"), model="agent-model")
 
-    session_id, session_key = human.withhold_next_session(room_id)
+    withheld = WithheldSession()
     with capture_logs() as logs:
-        first = await human.send(room_id, "you cannot read this")
-        second = await human.send(room_id, "nor this")
+        first = await human.send_withheld(room_id, "you cannot read this", withheld)
+        second = await human.send_withheld(room_id, "nor this", withheld)
         notice = await human.wait_for(lambda e: _body(e) == UNDECRYPTABLE_NOTICE, timeout=30)
         await asyncio.sleep(8.0)  # longer than the notice delay again: no second notice may follow
 
@@ -218,7 +218,7 @@ async def test_encryption_unreadable_messages_get_one_notice_and_are_answered_wh
     assert human.matching(thread_replies(first, agent_id)) == []
 
     for bot in (agent_id, router_id):
-        await human.hand_over_session(room_id, session_id, session_key, bot)
+        await human.hand_over(room_id, withheld, bot)
     for event_id in (first, second):
         reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
         assert _body(reply) == "now I can read it"
@@ -260,6 +260,8 @@ async def test_encryption_lost_store_refuses_to_start_until_a_new_device_is_allo
     assert new_device != old_device
     agent_id = e2e.user_id(agent)
     e2e.model_server.set_default(Text("new device, same agent"), model="agent-model")
+    # As in Element, a message sent before the sender's client saw the new device is unreadable to it.
+    await human.wait_for_device(agent_id, new_device)
     event_id = await human.send(room_id, "can the new device read me?")
     reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
     assert reply.get("decrypted") is True
