@@ -97,7 +97,11 @@ class DeviceCrypto:
     # -- the sync side ---------------------------------------------------------------------------------
 
     async def absorb(self, batch: Mapping[str, Any]) -> None:
-        """Feed one sync batch to nio's crypto: room keys, device changes, key counts, room membership."""
+        """Feed one sync batch to nio's crypto: room keys, device changes, key counts, room membership.
+
+        nio follows device changes only of members of encrypted rooms it holds; a room it does not hold
+        yet (quiet since a restart) gets all its members' devices queried when a send first prepares it.
+        """
         view = _crypto_view(batch)
         if view is not None:
             response = nio.SyncResponse.from_dict(view)
@@ -110,12 +114,6 @@ class DeviceCrypto:
         if isinstance(count, int):
             # nio skips a count of 0, which is exactly when new one-time keys are needed most.
             olm.uploaded_key_count = count
-        device_lists = _as_dict(batch.get("device_lists"))
-        changed = {user for user in _as_list(device_lists.get("changed")) if isinstance(user, str)}
-        if changed:
-            # nio only follows changes of members of rooms it has seen in this run's syncs; the homeserver
-            # names only users who share a room with us, so every one of them is worth a query.
-            olm.add_changed_users(changed)
 
     async def maintain(self) -> None:
         """Upload keys, query changed devices, claim keys and send queued to-device messages, as nio asks."""
