@@ -163,6 +163,7 @@ async def test_encryption_restart_keeps_the_device_and_keeps_decrypting(e2e: E2E
     device = e2e.daemon.bots[agent].client.device_id
 
     await e2e.stop()
+    phone = await _encrypted_human(e2e, device_of=human)  # a device added while the daemon was down
     await e2e.start(config)
     after = await human.send(room_id, "after the restart")  # the same room session as before
     reply = await human.wait_for(thread_replies(after, agent_id))
@@ -170,6 +171,8 @@ async def test_encryption_restart_keeps_the_device_and_keeps_decrypting(e2e: E2E
     assert e2e.daemon.bots[agent].client.device_id == device
     assert reply.get("decrypted") is True
     assert "after the restart" in last_user_message(e2e.model_server.requests[-1])
+    on_phone = await phone.wait_for(lambda e: e["event_id"] == reply["event_id"])
+    assert on_phone.get("decrypted") is True
 
 
 async def test_encryption_a_second_device_of_the_same_user_reads_the_answers(e2e: E2E):
