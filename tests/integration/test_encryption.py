@@ -331,3 +331,25 @@ async def test_encryption_an_agent_restarted_by_a_reload_keeps_reading_the_room(
     event_id = await human.send(room_id, "after the reload")
     reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
     assert reply.get("decrypted") is True
+
+
+async def test_encryption_a_plain_room_of_the_daemon_turns_encrypted_when_the_config_says_so(e2e: E2E):
+    human = await _encrypted_human(e2e)
+    agent, room = e2e.name("helper"), e2e.name("annex")
+    config = e2e.basic_config([human.user_id], {agent: _agent(agent, room)}, rooms={room: {"name": "Annex"}})
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    assert "m.room.encryption" not in {e["type"] for e in await human.raw_timeline(room_id)}
+    await e2e.stop()
+
+    config["rooms"][room]["encrypted"] = True
+    await e2e.start(config)
+    await e2e.joined(human, room_id)
+    agent_id = e2e.user_id(agent)
+    await human.wait_for_member(room_id, agent_id)
+    e2e.model_server.set_default(Text("encrypted from now on"), model="agent-model")
+    event_id = await human.send(room_id, "is this room private now?")
+    reply = await human.wait_for(thread_replies(event_id, agent_id))
+
+    assert reply.get("decrypted") is True
+    assert "m.room.encryption" in {e["type"] for e in await human.raw_timeline(room_id)}
