@@ -151,7 +151,13 @@ class SyncDecryption:
         await self.crypto.absorb(batch)
 
     def open(self, room_id: str, raw: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The decrypted event, or None after parking it and queueing a request for its key."""
+        """The decrypted event, or None after parking it and queueing a request for its key.
+
+        A redacted encrypted event has no ciphertext left: it comes back as it is, with nothing to read.
+        """
+        content = raw.get("content")
+        if not (isinstance(content, dict) and content.get("ciphertext")):
+            return dict(raw)
         decrypted = self.crypto.decrypt(room_id, raw)
         if decrypted is not None:
             return decrypted

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mindroom.matrix.notices import is_daemon_account, notice_sender
-from mindroom.matrix.undecrypted import UndecryptedEvents
+from mindroom.matrix.undecrypted import SyncDecryption, UndecryptedEvents
 
 
 class Clock:
@@ -79,3 +79,29 @@ def test_is_daemon_account_needs_prefix_and_server():
     assert is_daemon_account("@mindroom_alpha:hs", "hs", "mindroom_")
     assert not is_daemon_account("@alpha:hs", "hs", "mindroom_")
     assert not is_daemon_account("@mindroom_alpha:other", "hs", "mindroom_")
+
+
+class NoKeys:
+    """A device that holds no room keys and records what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def decrypt(self, room_id, raw) -> dict | None:
+        self.asked.append(raw["event_id"])
+        return None
+
+    def request_key(self, room_id, raw):
+        return True
+
+
+def test_sync_decryption_passes_a_redacted_encrypted_event_through_without_parking_it():
+    crypto = NoKeys()
+    decryption = SyncDecryption(crypto, "bot")  # type: ignore[arg-type]
+    redacted = {"event_id": "$gone", "sender": "@ann:hs", "type": "m.room.encrypted", "content": {}}
+    sealed = {**_raw("$sealed"), "content": {"ciphertext": "AwgA", "session_id": "s1"}}
+
+    assert decryption.open("!r", redacted) == redacted
+    assert decryption.open("!r", sealed) is None
+    assert crypto.asked == ["$sealed"]
+    assert len(decryption.waiting) == 1
