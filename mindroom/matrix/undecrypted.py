@@ -123,6 +123,10 @@ class UndecryptedEvents:
             self._noticed.popitem(last=False)
         return due
 
+    def notice_failed(self, parked: ParkedEvent) -> None:
+        """The notice for `parked` did not go out (the homeserver was away): it is due again."""
+        self._noticed.pop(parked.session, None)
+
     def seconds_to_next_notice(self) -> float | None:
         """How long until a parked event is due a notice; None when none will be."""
         waiting = [p.parked_at for p in self._parked.values() if p.session not in self._noticed]
@@ -180,16 +184,18 @@ class SyncDecryption:
             await deliver(room_id, decrypted)
         if self._on_unreadable is not None:
             for parked in self.waiting.due_notices():
-                event = event_from_raw(parked.room_id, parked.raw, encrypted=True)
-                if event is not None:
-                    await self._notify(event)
+                await self._notify(parked)
         await self.crypto.maintain()
 
-    async def _notify(self, event: MatrixEvent) -> None:
+    async def _notify(self, parked: ParkedEvent) -> None:
         assert self._on_unreadable is not None
+        event = event_from_raw(parked.room_id, parked.raw, encrypted=True)
+        if event is None:
+            return
         try:
             await self._on_unreadable(event)
         except MatrixConnectionError:
+            self.waiting.notice_failed(parked)
             raise
         except MatrixError as exc:
             logger.warning("unreadable-message notice failed", agent=self._name, room_id=event.room_id, error=str(exc))

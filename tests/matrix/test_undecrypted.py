@@ -44,6 +44,19 @@ def test_undecrypted_one_notice_per_sender_session_after_the_delay():
     assert waiting.due_notices() == []
 
 
+def test_undecrypted_a_notice_that_failed_to_go_out_is_due_again():
+    clock = Clock()
+    waiting = UndecryptedEvents(notice_after_s=5.0, clock=clock)
+    waiting.park("!r", _raw("$1"))
+    clock.now += 6
+    [due] = waiting.due_notices()
+
+    waiting.notice_failed(due)
+
+    assert waiting.due_notices() == [due]
+    assert waiting.due_notices() == []
+
+
 def test_undecrypted_readable_events_leave_and_old_ones_are_given_up():
     clock = Clock()
     waiting = UndecryptedEvents(keep_s=100.0, clock=clock)
