@@ -50,6 +50,7 @@ class HumanClient:
         else:
             self.client = nio.AsyncClient(homeserver_url, user_id)
         self.events: list[dict[str, Any]] = []
+        self.errors: list[str] = []
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._next_batch: str | None = None
@@ -83,27 +84,34 @@ class HumanClient:
 
     async def _sync_loop(self) -> None:
         while True:
-            response = await self.client.sync(timeout=1000, since=self._next_batch)
-            if not isinstance(response, nio.SyncResponse):
+            try:
+                await self._sync_once()
+            except Exception as exc:  # kept, and shown by the waits that time out, instead of ending the loop
+                self.errors.append(f"{type(exc).__name__}: {exc}")
                 await asyncio.sleep(0.2)
-                continue
-            self._next_batch = response.next_batch
-            if self.encrypted:
-                await self._crypto_chores()
-            for room_id in response.rooms.invite:
-                await self.client.join(room_id)
-            fresh = []
-            for room_id, room in response.rooms.join.items():
-                for event in room.timeline.events:
-                    source = dict(event.source)
-                    source["room_id"] = room_id
-                    if getattr(event, "decrypted", False):
-                        source["decrypted"] = True
-                    fresh.append(source)
-            if fresh:
-                async with self._changed:
-                    self.events.extend(fresh)
-                    self._changed.notify_all()
+
+    async def _sync_once(self) -> None:
+        response = await self.client.sync(timeout=1000, since=self._next_batch)
+        if not isinstance(response, nio.SyncResponse):
+            await asyncio.sleep(0.2)
+            return
+        self._next_batch = response.next_batch
+        for room_id in response.rooms.invite:
+            await self.client.join(room_id)
+        fresh = []
+        for room_id, room in response.rooms.join.items():
+            for event in room.timeline.events:
+                source = dict(event.source)
+                source["room_id"] = room_id
+                if getattr(event, "decrypted", False):
+                    source["decrypted"] = True
+                fresh.append(source)
+        if fresh:
+            async with self._changed:
+                self.events.extend(fresh)
+                self._changed.notify_all()
+        if self.encrypted:
+            await self._crypto_chores()
 
     # -- encrypted rooms ------------------------------------------------------------------------------
 
@@ -127,13 +135,24 @@ class HumanClient:
         raise TimeoutError(f"{user_id} did not join {room_id}")
 
     async def wait_for_device(self, user_id: str, device_id: str, timeout: float = 30.0) -> None:
-        """Until this client knows `device_id` of `user_id` (a device list change reached it and was queried)."""
+        """Until this client knows `device_id` of `user_id`; asks for the user's keys again every 2 s meanwhile.
+
+        A device list change normally reaches the client through its sync; asking again keeps a test from
+        depending on how fast a loaded homeserver passes it on.
+        """
         deadline = time.monotonic() + timeout
+        asked = time.monotonic()
         while time.monotonic() < deadline:
             if any(d.id == device_id for d in self.client.device_store.active_user_devices(user_id)):
                 return
+            if time.monotonic() - asked > 2.0:
+                self.client.olm.users_for_key_query.add(user_id)  # the sync loop's chores query it
+                asked = time.monotonic()
             await asyncio.sleep(0.1)
-        raise TimeoutError(f"{self.user_id} never learned of {user_id}'s device {device_id}")
+        known = [d.id for d in self.client.device_store.active_user_devices(user_id)]
+        raise TimeoutError(
+            f"{self.user_id} never learned of {user_id}'s device {device_id} (knows {known}; errors {self.errors})"
+        )
 
     async def _synced_room(self, room_id: str, timeout: float = 20.0) -> Any:
         deadline = time.monotonic() + timeout
@@ -247,7 +266,7 @@ class HumanClient:
                         return event
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError("no matching event arrived")
+                    raise TimeoutError(f"no matching event arrived (sync errors: {self.errors})")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), remaining)
 
