@@ -20,7 +20,9 @@
     │   ├── MatrixConnectionError   the homeserver could not be reached (also ConnectionError)
     │   ├── MatrixRequestError      the homeserver answered with a Matrix error
     │   │   └── MediaTooLargeError    an attachment is larger than the daemon takes  (matrix.media)
-    │   └── MatrixLoginError        a bot could not log in, register or reuse its credentials
+    │   ├── MatrixLoginError        a bot could not log in, register or reuse its credentials
+    │   ├── MatrixCryptoStoreError  a bot's crypto store is lost or unreadable (names the file)
+    │   └── MatrixEncryptionError   an event for an encrypted room could not be encrypted (so it was not sent)
     ├── StateError                the daemon's state cannot be used  (state.errors)
     │   ├── StateLockedError      another daemon holds the state; names it (host, pid, since when)
     │   └── StateLostError        the state's lock was lost while running

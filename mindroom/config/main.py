@@ -106,12 +106,13 @@ class RouterConfig(_Strict):
 
 
 class RoomConfig(_Strict):
-    """A room the daemon creates or joins."""
+    """A room the daemon creates or joins; `encrypted` makes it end-to-end encrypted (which cannot be undone)."""
 
     name: str | None = None
     description: str = ""
     topic: str | None = None
     thread_mode: ThreadMode | None = None
+    encrypted: bool = False
 
 
 class AuthorizationConfig(_Strict):

@@ -66,10 +66,17 @@ class Orchestrator:
         state: StateBackend | None = None,
         prepared: LiveState | None = None,
         run_since: float | None = None,
+        new_crypto_device: bool | None = None,
     ) -> None:
         """`state`: the state backend, already locked by the caller (else `start` opens and locks its own);
         `prepared`: live state built ahead (a standby's); `run_since`: the start of the run this one continues."""
         self.environment = environment
+        # A bot whose crypto store is lost starts as a new device only when the operator says so.
+        self._new_crypto_device = (
+            environment.values.get("MINDROOM_NEW_CRYPTO_DEVICE", "").strip().lower() in {"1", "true", "yes"}
+            if new_crypto_device is None
+            else new_crypto_device
+        )
         self.runtime_paths = environment.runtime_paths
         self._watch = watch
         self._reload_debounce_s = reload_debounce_s
@@ -183,6 +190,7 @@ class Orchestrator:
             password=config.router.password if is_router else config.agents[name].password,
             display_name=config.router.display_name if is_router else config.agents[name].display_name,
             account_prefix=homeserver.account_prefix,
+            new_crypto_device=self._new_crypto_device,
         )
         handlers: dict[MatrixEventKind, EventHandler] = {
             MatrixEventKind.MESSAGE: partial(handle_message_event, commands=self.commands),
@@ -208,6 +216,7 @@ class Orchestrator:
                     key,
                     name=(room_config.name if room_config and room_config.name else key),
                     topic=(room_config.topic or room_config.description) if room_config else None,
+                    encrypted=room_config is not None and room_config.encrypted,
                 )
             except MatrixRequestError as exc:
                 logger.error("room cannot be joined; not using it", room=key, error=str(exc))
@@ -218,6 +227,8 @@ class Orchestrator:
                     await router.client.leave(room_id)
                 continue
             runtime.room_memory.remember(ROUTER_AGENT_NAME, room_id, "created" if entry.created else "verified", key)
+            if room_config is not None and room_config.encrypted and not entry.created:
+                await router.client.enable_encryption(room_id)
             members = [name for name, agent in config.agents.items() if key in agent.rooms]
             invite = [runtime.bot_user_ids[name] for name in members if name in runtime.bot_user_ids]
             await router.client.invite_missing(room_id, [*invite, *config.room_defaults.invite_users])

@@ -11,7 +11,14 @@ from mindroom.matrix.credentials import (
     bot_localpart,
     bot_user_id,
 )
-from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixLoginError, MatrixRequestError
+from mindroom.matrix.errors import (
+    MatrixConnectionError,
+    MatrixCryptoStoreError,
+    MatrixEncryptionError,
+    MatrixError,
+    MatrixLoginError,
+    MatrixRequestError,
+)
 from mindroom.matrix.events import MatrixEvent, MatrixEventKind
 from mindroom.matrix.sync import EventHandler, InviteHandler
 from mindroom.matrix.user_client import MatrixUserClient
@@ -24,6 +31,8 @@ __all__ = [
     "InviteHandler",
     "MatrixBotClient",
     "MatrixConnectionError",
+    "MatrixCryptoStoreError",
+    "MatrixEncryptionError",
     "MatrixError",
     "MatrixEvent",
     "MatrixEventKind",

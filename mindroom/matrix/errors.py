@@ -4,7 +4,9 @@
     └── MatrixError              anything the Matrix layer reports
         ├── MatrixConnectionError  the homeserver could not be reached (also a `ConnectionError`)
         ├── MatrixRequestError     the homeserver answered with a Matrix error (errcode, HTTP status)
-        └── MatrixLoginError       a bot could not log in, register or reuse its credentials (names the bot)
+        ├── MatrixLoginError       a bot could not log in, register or reuse its credentials (names the bot)
+        ├── MatrixCryptoStoreError a device's crypto store is lost or unreadable (names the file; nothing replaces it)
+        └── MatrixEncryptionError  an event for an encrypted room could not be encrypted (it is not sent at all)
 
 Matrix error responses on the read-only and state helpers (`resolve_room`, `get_room_state`,
 `put_room_state`) come back as `None`/`False` instead; connection errors always raise.
@@ -14,7 +16,14 @@ from __future__ import annotations
 
 from mindroom.errors import MindroomError
 
-__all__ = ["MatrixConnectionError", "MatrixError", "MatrixLoginError", "MatrixRequestError"]
+__all__ = [
+    "MatrixConnectionError",
+    "MatrixCryptoStoreError",
+    "MatrixEncryptionError",
+    "MatrixError",
+    "MatrixLoginError",
+    "MatrixRequestError",
+]
 
 
 class MatrixError(MindroomError):
@@ -44,3 +53,25 @@ class MatrixLoginError(MatrixError):
         self.reasons = reasons
         detail = "; ".join(reasons) or "no password, stored token or registration secret available"
         super().__init__(f"bot {bot_name!r} could not log in to Matrix: {detail}")
+
+
+class MatrixCryptoStoreError(MatrixError):
+    """A bot's crypto store is missing or unreadable while its device has published keys; names the file."""
+
+    def __init__(self, bot_name: str, path: str, problem: str) -> None:
+        self.bot_name = bot_name
+        self.path = path
+        self.problem = problem
+        super().__init__(
+            f"bot {bot_name!r}: crypto store {problem}; messages encrypted for its device cannot be read without"
+            " it, so the bot is not started with a new device unless MINDROOM_NEW_CRYPTO_DEVICE=1 is set"
+        )
+
+
+class MatrixEncryptionError(MatrixError):
+    """An event meant for an encrypted room could not be encrypted; it was not sent (never as plaintext)."""
+
+    def __init__(self, room_id: str, reason: str) -> None:
+        self.room_id = room_id
+        self.reason = reason
+        super().__init__(f"cannot encrypt for room {room_id}: {reason}")

@@ -37,7 +37,11 @@ def _dict_or_empty(value: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class MatrixEvent:
-    """One room event as the homeserver sent it; `content` is raw, so callers validate what they read."""
+    """One room event as the homeserver sent it; `content` is raw, so callers validate what they read.
+
+    `encrypted` is True for an event that arrived as `m.room.encrypted`: `type` and `content` are then
+    the decrypted ones (or still `m.room.encrypted` and the ciphertext while its room key is missing).
+    """
 
     room_id: str
     event_id: str
@@ -47,6 +51,7 @@ class MatrixEvent:
     origin_server_ts: int
     state_key: str | None = None
     redacts_event_id: str | None = None
+    encrypted: bool = False
 
     @property
     def kind(self) -> MatrixEventKind:
@@ -99,7 +104,7 @@ class MatrixEvent:
         return _str_or_none(self.content.get("membership")) if self.kind is MatrixEventKind.MEMBER else None
 
 
-def event_from_raw(room_id: str, raw: Any) -> MatrixEvent | None:
+def event_from_raw(room_id: str, raw: Any, *, encrypted: bool = False) -> MatrixEvent | None:
     """Normalize one raw room event; None only when it lacks an event id, sender or type."""
     if not isinstance(raw, dict):
         return None
@@ -120,4 +125,5 @@ def event_from_raw(room_id: str, raw: Any) -> MatrixEvent | None:
         origin_server_ts=timestamp if isinstance(timestamp, int) and not isinstance(timestamp, bool) else 0,
         state_key=_str_or_none(raw.get("state_key")),
         redacts_event_id=redacts,
+        encrypted=encrypted or event_type == "m.room.encrypted",
     )

@@ -20,7 +20,7 @@ from mindroom.matrix.errors import MatrixLoginError, MatrixRequestError
 from mindroom.matrix.registration import register_with_shared_secret
 from mindroom.matrix.transport import JsonTransport, guard_transport
 
-__all__ = ["BotAccount", "LoginMethod", "LoginOutcome", "obtain_session"]
+__all__ = ["BotAccount", "LoginMethod", "LoginOutcome", "new_device_session", "obtain_session"]
 
 LoginMethod = Literal["stored_token", "password", "registered"]
 """How a bot got its session: the stored token, a password login, or a new registration."""
@@ -78,6 +78,18 @@ async def obtain_session(
         credentials = await _register(transport, store, account, stored, reasons)
         if credentials is not None:
             return LoginOutcome(credentials, "registered")
+    raise MatrixLoginError(account.bot_name, reasons)
+
+
+async def new_device_session(client: nio.AsyncClient, account: BotAccount, password: str | None) -> BotCredentials:
+    """A password login that makes the homeserver assign a new device id; raises `MatrixLoginError`."""
+    reasons: list[str] = []
+    if password:
+        credentials = await _password_login(client, account, password, None, reasons)
+        if credentials is not None:
+            return credentials
+    else:
+        reasons.append("a new device needs a password login, and no password is stored or configured")
     raise MatrixLoginError(account.bot_name, reasons)
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import nio
 
 from mindroom.logging_config import get_logger
+from mindroom.matrix.crypto import DeviceCrypto, encryption_state_content
 from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.transport import JsonReply, JsonTransport, guard_transport, quote_path
 
@@ -68,11 +69,16 @@ def room_owned_by(state: Iterable[Any], our_user_ids: Collection[str]) -> bool:
     return any(users.get(user_id, default) == top for user_id in ours) and top > 0
 
 
+def _encryption_event() -> dict[str, Any]:
+    return {"type": "m.room.encryption", "state_key": "", "content": encryption_state_content()}
+
+
 class RoomMethods:
     """The room part of a bot's Matrix client."""
 
     _nio: nio.AsyncClient
     _transport: JsonTransport
+    _crypto: DeviceCrypto
     _bot: str
     _server_name: str
     _user_id: str | None
@@ -105,8 +111,10 @@ class RoomMethods:
         await self.invite_missing(entry.room_id, invite)
         return entry.room_id
 
-    async def open_room(self, key: str, *, name: str | None = None, topic: str | None = None) -> RoomEntry:
-        """Join the room behind `key`, or create it under that alias (members may invite).
+    async def open_room(
+        self, key: str, *, name: str | None = None, topic: str | None = None, encrypted: bool = False
+    ) -> RoomEntry:
+        """Join the room behind `key`, or create it under that alias (members may invite; encrypted if asked).
 
         Nobody is invited here: whoever asked decides first whether an existing room may be used
         (`room_is_ours`), then invites (`invite_missing`).
@@ -118,7 +126,7 @@ class RoomMethods:
         localpart, _, alias_server = alias[1:].partition(":")
         if alias_server != self._server_name:
             return RoomEntry(await self.join(alias), created=False)  # another server's alias: joining is all we can do
-        room_id, created = await self._create_or_find(alias, localpart, name, topic)
+        room_id, created = await self._create_or_find(alias, localpart, name, topic, encrypted)
         if not created:
             room_id = await self._join_created_elsewhere(room_id)
         return RoomEntry(room_id, created=created)
@@ -131,20 +139,24 @@ class RoomMethods:
         return room_owned_by(reply.body, our_user_ids)
 
     async def _create_or_find(
-        self, alias: str, localpart: str, name: str | None, topic: str | None
+        self, alias: str, localpart: str, name: str | None, topic: str | None, encrypted: bool
     ) -> tuple[str, bool]:
+        initial_state = [_encryption_event()] if encrypted else []
         response = await guard_transport(
             self._nio.room_create(
                 alias=localpart,
                 name=name,
                 topic=topic,
                 preset=nio.RoomPreset.private_chat,
+                initial_state=initial_state,
                 power_level_override={"invite": 0},
             ),
             "create room",
         )
         if isinstance(response, nio.RoomCreateResponse):
-            logger.info("room created", agent=self._bot, room_id=response.room_id, alias=alias)
+            if encrypted:
+                self._crypto.mark_encrypted(str(response.room_id))
+            logger.info("room created", agent=self._bot, room_id=response.room_id, alias=alias, encrypted=encrypted)
             return str(response.room_id), True
         # Another bot may have taken the alias between our lookup and our create (Synapse answers
         # M_ROOM_IN_USE or, when both creates overlap, M_UNKNOWN): join theirs.
@@ -162,6 +174,18 @@ class RoomMethods:
                 return await self.join(room_id)
             await asyncio.sleep(_RACE_JOIN_DELAY_S)
         return await self.join(room_id)
+
+    async def enable_encryption(self, room_id: str) -> bool:
+        """Turn end-to-end encryption on (it cannot be turned off again); True if it was off and is on now."""
+        if await self._crypto.room_encrypted(room_id):
+            return False
+        event = _encryption_event()
+        if not await self.put_room_state(room_id, event["type"], event["state_key"], event["content"]):
+            logger.warning("room encryption could not be turned on", agent=self._bot, room_id=room_id)
+            return False
+        self._crypto.mark_encrypted(room_id)
+        logger.info("room encryption turned on", agent=self._bot, room_id=room_id)
+        return True
 
     async def invite_missing(self, room_id: str, user_ids: Sequence[str]) -> None:
         """Invite each of `user_ids` that is neither joined nor invited yet (a failure is logged, not raised)."""

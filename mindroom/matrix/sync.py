@@ -18,6 +18,7 @@ from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
 from mindroom.matrix.transport import JsonReply, JsonTransport, quote_path
+from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
 
 __all__ = ["EventHandler", "InviteHandler", "SyncLoop"]
 
@@ -37,18 +38,22 @@ _BACKOFF_CAP_S = 30.0
 _SESSION_GONE = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN", "M_USER_DEACTIVATED"})
 
 
-def _sync_filter(timeline_limit: int) -> str:
+def _sync_filter(timeline_limit: int, *, lazy_load_members: bool) -> str:
     room: dict[str, Any] = {
         "timeline": {"limit": timeline_limit},
-        "state": {"lazy_load_members": True},
+        "state": {"lazy_load_members": lazy_load_members},
         "ephemeral": {"types": []},
         "account_data": {"types": []},
     }
     return json.dumps({"presence": {"types": []}, "account_data": {"types": []}, "room": room}, separators=(",", ":"))
 
 
-_INITIAL_FILTER = _sync_filter(1)
-_INCREMENTAL_FILTER = _sync_filter(100)
+_INITIAL_FILTER = _sync_filter(1, lazy_load_members=True)
+# Synapse remembers one lazily loaded membership per user, not per room, so a member who writes in another
+# room than last time has their membership sent again; it then lists them as a user whose devices changed,
+# and every bot would query their keys after each such message. Incremental syncs need no lazy loading:
+# their state holds only what changed.
+_INCREMENTAL_FILTER = _sync_filter(100, lazy_load_members=False)
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
@@ -123,6 +128,7 @@ class SyncLoop:
         leave: Callable[[str], Awaitable[None]],
         first_sync: asyncio.Event,
         poll_timeout_ms: int = _POLL_TIMEOUT_MS,
+        decryption: SyncDecryption | None = None,
     ) -> None:
         self._bot = bot_name
         self._user_id = user_id
@@ -132,6 +138,7 @@ class SyncLoop:
         self._leave = leave
         self._first_sync = first_sync
         self._poll_timeout_ms = poll_timeout_ms
+        self._decryption = decryption
         self._unsaved: str | None = None
         self._saved_at = 0.0
 
@@ -184,6 +191,8 @@ class SyncLoop:
                 continue
             outage.recovered()
             try:
+                if self._decryption is not None:
+                    await self._decryption.absorb(batch)
                 await self._handle_batch(batch, handler, on_invite, since=token)
             except MatrixConnectionError as exc:
                 # The token stays put, so this batch is fetched and handled again once the server is back.
@@ -192,6 +201,14 @@ class SyncLoop:
             if next_batch != token:
                 self._remember(next_batch)
                 token = next_batch
+            if self._decryption is not None:
+                try:
+                    await self._decryption.settle(
+                        lambda room_id, raw: self._deliver(room_id, raw, handler, decrypted=True)
+                    )
+                except MatrixConnectionError as exc:
+                    await asyncio.sleep(outage.failed(str(exc)))
+                    continue
             self._first_sync.set()
 
     async def _fetch(self, token: str | None) -> JsonReply:
@@ -200,6 +217,8 @@ class SyncLoop:
             return await self._transport.request("GET", _SYNC_PATH, query=query, timeout=60.0)
         # The first sync of a run catches up without long-polling, so a restarted bot is ready at once.
         poll_ms = self._poll_timeout_ms if self._first_sync.is_set() else 0
+        if self._decryption is not None:
+            poll_ms = self._decryption.poll_timeout_ms(poll_ms)
         query = {"filter": _INCREMENTAL_FILTER, "since": token, "timeout": str(poll_ms)}
         http_timeout = self._poll_timeout_ms / 1000 + _HTTP_MARGIN_S
         return await self._transport.request("GET", _SYNC_PATH, query=query, timeout=http_timeout)
@@ -262,8 +281,13 @@ class SyncLoop:
         missing.reverse()
         return missing
 
-    async def _deliver(self, room_id: str, raw: Any, handler: EventHandler) -> None:
-        event = event_from_raw(room_id, raw)
+    async def _deliver(self, room_id: str, raw: Any, handler: EventHandler, *, decrypted: bool = False) -> None:
+        if self._decryption is not None and is_encrypted(raw):
+            opened = self._decryption.open(room_id, raw)
+            if opened is None:
+                return  # parked until its room key arrives
+            raw, decrypted = opened, True
+        event = event_from_raw(room_id, raw, encrypted=decrypted)
         if event is None:
             logger.warning("unusable event skipped", agent=self._bot, room_id=room_id)
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
@@ -13,11 +14,13 @@ import nio
 
 from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
 
-__all__ = ["JsonReply", "JsonTransport", "guard_transport", "quote_path"]
+__all__ = ["JsonReply", "JsonTransport", "guard_transport", "quote_path", "send_room_event"]
 
 _T = TypeVar("_T")
 
 _TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+_RATE_LIMITED_ATTEMPTS = 6
+_RATE_LIMIT_WAIT_CAP_S = 30.0
 
 
 async def guard_transport(awaitable: Awaitable[_T], action: str) -> _T:
@@ -99,3 +102,27 @@ class JsonTransport:
         except ValueError:
             parsed = None
         return JsonReply(status=status, body=parsed)
+
+
+async def send_room_event(
+    transport: JsonTransport, room_id: str, event_type: str, content: Mapping[str, Any], txn_id: str
+) -> str:
+    """PUT one room event exactly as given (rate limits waited out); returns its event id.
+
+    Sends go through here rather than nio's `room_send`, which would encrypt on its own terms (and skips
+    reactions): whether and how an event is encrypted is decided before this call.
+    """
+    path = f"/_matrix/client/v3/rooms/{quote_path(room_id)}/send/{quote_path(event_type)}/{quote_path(txn_id)}"
+    reply = await transport.request("PUT", path, body=dict(content))
+    for _ in range(_RATE_LIMITED_ATTEMPTS - 1):
+        if reply.status != 429:
+            break
+        retry_ms = reply.body.get("retry_after_ms") if isinstance(reply.body, dict) else None
+        wait_s = float(retry_ms) / 1000 if isinstance(retry_ms, int | float) and retry_ms > 0 else 1.0
+        await asyncio.sleep(min(wait_s, _RATE_LIMIT_WAIT_CAP_S))
+        reply = await transport.request("PUT", path, body=dict(content))
+    reply.raise_for_error("send " + event_type)
+    event_id = reply.body.get("event_id") if isinstance(reply.body, dict) else None
+    if not isinstance(event_id, str):
+        raise MatrixRequestError("send " + event_type, None, "reply has no event_id", reply.status)
+    return event_id

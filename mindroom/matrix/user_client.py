@@ -1,8 +1,16 @@
-"""`MatrixUserClient`: a human's Matrix session (terminal chat, smoke tests) with no nio in its API."""
+"""`MatrixUserClient`: a human's Matrix session (terminal chat, smoke tests) with no nio in its API.
+
+Each session is a new device with its own crypto store, so it reads and writes encrypted rooms. The store
+lives in a temporary folder unless one is given: `close()` signs the device out, which deletes its keys on
+the homeserver, so nothing in the store would be of use to a later session.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
+import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,9 +19,13 @@ import nio
 from mindroom.logging_config import get_logger
 from mindroom.matrix.content import message_content
 from mindroom.matrix.credentials import SyncTokenStore
+from mindroom.matrix.crypto import DeviceCrypto
+from mindroom.matrix.crypto_device import load_crypto_store
+from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore
 from mindroom.matrix.errors import MatrixLoginError, MatrixRequestError
 from mindroom.matrix.sync import EventHandler, SyncLoop
-from mindroom.matrix.transport import JsonTransport, guard_transport
+from mindroom.matrix.transport import JsonTransport, guard_transport, send_room_event
+from mindroom.matrix.undecrypted import SyncDecryption
 
 __all__ = ["MatrixUserClient"]
 
@@ -52,25 +64,49 @@ def _raise_for_error(response: object, action: str) -> None:
 class MatrixUserClient:
     """A person's account: `login()`, run `run_sync()` in a task you own, `send_message()`, `close()`."""
 
-    def __init__(self, homeserver_url: str, user_id: str) -> None:
+    def __init__(self, homeserver_url: str, user_id: str, *, crypto_dir: Path | None = None) -> None:
         config = nio.AsyncClientConfig(
-            max_timeouts=1, request_timeout=_REQUEST_TIMEOUT_S, encryption_enabled=False, store_sync_tokens=False
+            max_timeouts=1,
+            request_timeout=_REQUEST_TIMEOUT_S,
+            encryption_enabled=True,
+            store=CryptoStore,
+            store_name=CRYPTO_DB_NAME,
+            pickle_key=PICKLE_KEY,
+            store_sync_tokens=False,
         )
         self.user_id = user_id
-        self._nio = nio.AsyncClient(homeserver_url.rstrip("/"), user_id, config=config)
+        self._nio = nio.AsyncClient(homeserver_url.rstrip("/"), user_id, config=config, store_path="")
         self._transport = JsonTransport(self._nio)
+        self._crypto = DeviceCrypto(self._nio, self._transport, "chat")
+        self._crypto_dir = crypto_dir
+        self._scratch: Path | None = None
         self._first_sync = asyncio.Event()
         self._display_names: dict[str, str] = {}
         self._logged_in = False
 
     async def login(self, password: str, device_name: str = "mindroom chat") -> str:
-        """Log in with a password; returns the user id. Raises `MatrixLoginError` when refused."""
+        """Log in with a password as a new device and upload its keys; returns the user id.
+
+        Raises `MatrixLoginError` when refused.
+        """
         response = await guard_transport(self._nio.login(password, device_name=device_name), "login")
         if not isinstance(response, nio.LoginResponse):
             raise MatrixLoginError(self.user_id, [f"password login failed ({response.status_code or 'error'})"])
         self.user_id = response.user_id
         self._logged_in = True
+        crypto_dir = self._crypto_dir
+        if crypto_dir is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="mindroom-chat-"))
+            crypto_dir = self._scratch / "crypto"
+        load_crypto_store(self._nio, crypto_dir)
+        await self._crypto.maintain()
         return self.user_id
+
+    @property
+    def device_id(self) -> str | None:
+        """The device id of this session."""
+        device: str | None = self._nio.device_id or None
+        return device
 
     async def resolve_room(self, alias: str) -> str | None:
         """The room id behind `#alias:server`, or None."""
@@ -95,11 +131,14 @@ class MatrixUserClient:
         return [str(room_id) for room_id in response.rooms]
 
     async def send_message(self, room_id: str, body: str, *, thread_root: str | None = None) -> str:
-        """Send a text message, in a thread when `thread_root` is given; returns its event id."""
-        content = message_content(body, thread_root=thread_root)
-        response = await guard_transport(self._nio.room_send(room_id, "m.room.message", content), "send")
-        _raise_for_error(response, "send")
-        return str(response.event_id)
+        """Send a text message (encrypted in an encrypted room), in a thread when `thread_root` is given.
+
+        Returns its event id; raises `MatrixEncryptionError` rather than send plaintext into an encrypted room.
+        """
+        event_type, content = "m.room.message", message_content(body, thread_root=thread_root)
+        if await self._crypto.room_encrypted(room_id):
+            event_type, content = await self._crypto.encrypt(room_id, event_type, content)
+        return await send_room_event(self._transport, room_id, event_type, content, uuid.uuid4().hex)
 
     async def display_name(self, user_id: str) -> str:
         """A user's display name (cached), else their localpart."""
@@ -127,6 +166,7 @@ class MatrixUserClient:
             leave=self.leave,
             first_sync=self._first_sync,
             poll_timeout_ms=_POLL_TIMEOUT_MS,
+            decryption=SyncDecryption(self._crypto, "chat"),
         )
         await loop.run(handler, on_invite)
 
@@ -135,7 +175,7 @@ class MatrixUserClient:
         await self._first_sync.wait()
 
     async def close(self, *, logout: bool = True) -> None:
-        """Log the session out (so chat runs leave no stale devices) and close the HTTP session."""
+        """Log the session out (so chat runs leave no stale devices), close the HTTP session, drop a scratch store."""
         try:
             if logout and self._logged_in:
                 await guard_transport(self._nio.logout(), "logout")
@@ -143,3 +183,6 @@ class MatrixUserClient:
             logger.debug("matrix chat logout failed", error=str(exc))
         finally:
             await self._nio.close()
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                self._scratch = None

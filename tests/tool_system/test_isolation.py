@@ -191,7 +191,8 @@ async def test_isolation_call_tool_runs_isolated_specs_in_the_shared_pool():
         text = await call_tool(burner, "helper", {})
 
     assert text.startswith("[TOOL CALL FAILED]\nTool: burn\nError: the tool ran longer than 0.5 s and was stopped")
-    assert heartbeat.max_lag_ms < 100
+    # A burn in process would stall the loop for the whole 0.5 s; a loaded machine adds a little jitter.
+    assert heartbeat.max_lag_ms < 300
 
 
 def _plugin(tmp_path, body):
