@@ -21,6 +21,7 @@ from mindroom.ai import (
     supports_vision,
 )
 from mindroom.bots.answer_events import SessionProbe, final_text, report_cancelled, system_context
+from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
@@ -37,6 +38,7 @@ from mindroom.hooks.context import (
 )
 from mindroom.hooks.enrichment import EnrichmentItem, append_enrichment
 from mindroom.hooks.execution import emit, emit_collect, emit_transform
+from mindroom.hooks.tool_contexts import ApprovalRequester
 from mindroom.hooks.transport import DeliveryKind
 from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_ENRICH
 from mindroom.logging_config import get_logger
@@ -214,6 +216,7 @@ async def _generate(
         correlation_id=turn.correlation_id,
         target=envelope.target,
         message_received_depth=envelope.message_received_depth,
+        approval_requester=_approvals(turn, agent.display_name),
         **turn.bindings.fields(),
     )
     streamed = Streamed("", None)
@@ -232,6 +235,25 @@ async def _generate(
         return None
     draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), None, envelope)
     return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""))
+
+
+def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
+    """How this turn's tool gates ask a person: on a card the agent posts in the conversation."""
+    desk = turn.entity.runtime.approvals
+    if desk is None:
+        return None
+    envelope = turn.envelope
+    return desk.requester(
+        ApprovalSeat(
+            agent=turn.entity.name,
+            display_name=display_name,
+            client=turn.entity.client,
+            room_id=envelope.room_id,
+            thread_root=envelope.resolved_thread_id,
+            reply_to=envelope.source_event_id,
+            correlation_id=turn.correlation_id,
+        )
+    )
 
 
 async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ImageInput, ...], str]:

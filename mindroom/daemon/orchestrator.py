@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from mindroom.ai import close_caches
+from mindroom.bots.approvals import ApprovalDesk
 from mindroom.bots.bot import EntityBot, EventHandler
 from mindroom.bots.commands import CommandTable
 from mindroom.bots.reactions import handle_reaction_event
@@ -35,6 +36,7 @@ from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.answers import AnswerLog
+from mindroom.state.approvals import ApprovalStore
 from mindroom.state.attachments import AttachmentStore
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
@@ -103,6 +105,7 @@ class Orchestrator:
             answers=AnswerLog(paths.storage_root / "state" / "answers.db"),
             attachments=AttachmentStore(paths.storage_root),
             bots=self.bots,
+            approvals=ApprovalDesk(ApprovalStore(paths.storage_root / "state" / "approvals.db")),
         )
         self.runtime = runtime
         set_registry_provider(lambda: runtime.live.registry)
@@ -112,6 +115,7 @@ class Orchestrator:
         logger.info("logging in", bots=names, homeserver=homeserver.url)
         await asyncio.gather(*(bot.start() for bot in self.bots.values()))
         await self._setup_rooms(runtime, live, live.config.managed_room_keys(), self.bots)
+        await self._expire_approvals(runtime)
         for bot in self.bots.values():
             bot.start_sync()
         await asyncio.gather(*(bot.wait_ready() for bot in self.bots.values()))
@@ -143,6 +147,16 @@ class Orchestrator:
             hooks=len(live.registry),
         )
         return runtime
+
+    async def _expire_approvals(self, runtime: DaemonRuntime) -> None:
+        """Before syncing: approvals whose time ran out while the daemon was down are marked so on their cards.
+
+        Before, so an answer that arrived meanwhile finds the card already expired, as it would have been.
+        """
+        assert runtime.approvals is not None
+        expired = await runtime.approvals.expire_overdue({name: bot.client for name, bot in self.bots.items()})
+        if expired:
+            logger.info("approvals expired while the daemon was down", count=expired)
 
     def _make_bot(self, name: str, runtime: DaemonRuntime, live: LiveState) -> EntityBot:
         homeserver = self._homeserver()
@@ -297,6 +311,8 @@ class Orchestrator:
         runtime.journal.close()
         runtime.room_memory.close()
         runtime.answers.close()
+        if runtime.approvals is not None:
+            runtime.approvals.store.close()
         await close_caches()
         self.runtime = None
         self.bots = {}
