@@ -20,7 +20,13 @@ from mindroom.ai import (
     generate_early,
     supports_vision,
 )
-from mindroom.bots.answer_events import SessionProbe, final_text, report_cancelled, system_context
+from mindroom.bots.answer_events import (
+    SessionProbe,
+    compact_before_answer,
+    final_text,
+    report_cancelled,
+    system_context,
+)
 from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.reply import ReplyChannel
@@ -189,6 +195,10 @@ async def _generate(
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
     if turn.replaces is not None:
         await forget_turn(entity.name, session_id(envelope), question, storage_root=runtime.runtime_paths.storage_root)
+    if settings.num_history_runs > 0:
+        await compact_before_answer(
+            entity, live, envelope, turn.bindings, turn.correlation_id, model, settings.num_history_runs
+        )
     images, image_notes = await _images(turn, model)
     request = GenerationRequest(
         agent_name=entity.name,
