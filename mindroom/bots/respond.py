@@ -127,11 +127,10 @@ async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, gi
             system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id)
             probe = SessionProbe(entity, live, session_id(envelope))
             await probe.before()
-            try:
-                async with _typing(channel):
-                    generated = await _generate(turn, items, system, after_reply)
-            finally:
-                await probe.after(envelope, turn.bindings, turn.correlation_id)
+            # Pushed first, so it runs last: after the run is stored (an early answer stores after its reply).
+            after_reply.push_async_callback(probe.after, envelope, turn.bindings, turn.correlation_id)
+            async with _typing(channel):
+                generated = await _generate(turn, items, system, after_reply)
             if generated is None:
                 return
             draft = await _transform(turn, generated)
