@@ -54,7 +54,7 @@ def approval_id(correlation_id: str, plugin: str, hook: str, tool: str, argument
 
 
 def _duration(seconds: float) -> str:
-    if seconds < 90:
+    if seconds < 60:
         return f"{max(1, round(seconds))} s"
     if seconds < 90 * 60:
         return f"{round(seconds / 60)} min"
