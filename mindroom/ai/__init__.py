@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mindroom.ai.agents import close_caches
+from mindroom.ai.compaction import CompactionChunk, CompactionResult, compact_history
 from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.ai.generation import (
     EarlyAnswer,
@@ -20,6 +21,8 @@ from mindroom.ai.sessions import forget_turn, load_history, session_db_path, ses
 
 __all__ = [
     "PLACEHOLDER_API_KEY",
+    "CompactionChunk",
+    "CompactionResult",
     "EarlyAnswer",
     "GenerationError",
     "GenerationRequest",
@@ -31,6 +34,7 @@ __all__ = [
     "build_model",
     "choose_agent",
     "close_caches",
+    "compact_history",
     "forget_turn",
     "generate",
     "generate_early",

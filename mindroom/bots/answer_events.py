@@ -1,13 +1,16 @@
 """The newer hook events around one answer: system:enrich, session:started, final_response_transform,
-and message:cancelled for every ending that is not a delivered answer.
+message:cancelled for every ending that is not a delivered answer, and compaction:before/after around
+the history compaction that runs before an answer when the stored history is over its token budget.
 
-Each builds its context only when a hook listens, so a daemon without such hooks pays nothing.
+Each builds its context only when a hook listens, so a daemon without such hooks pays nothing (compaction
+itself runs either way).
 """
 
 from __future__ import annotations
 
-from mindroom.ai import session_exists
+from mindroom.ai import CompactionChunk, compact_history, session_exists
 from mindroom.bots.runtime import Entity, LiveState
+from mindroom.config.main import ModelConfig
 from mindroom.hooks.context import HookBindings, MessageEnvelope
 from mindroom.hooks.enrichment import render_system_context
 from mindroom.hooks.execution import emit, emit_final_transform, emit_system_enrich
@@ -18,9 +21,11 @@ from mindroom.hooks.response_contexts import (
     FinalResponseTransformContext,
     SystemEnrichContext,
 )
-from mindroom.hooks.session_contexts import HistoryScope, SessionHookContext
+from mindroom.hooks.session_contexts import CompactionHookContext, HistoryScope, SessionHookContext
 from mindroom.hooks.transport import ResponseKind
 from mindroom.hooks.types import (
+    EVENT_COMPACTION_AFTER,
+    EVENT_COMPACTION_BEFORE,
     EVENT_MESSAGE_CANCELLED,
     EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
     EVENT_SESSION_STARTED,
@@ -28,7 +33,7 @@ from mindroom.hooks.types import (
 )
 from mindroom.logging_config import get_logger
 
-__all__ = ["SessionProbe", "final_text", "report_cancelled", "system_context"]
+__all__ = ["SessionProbe", "compact_before_answer", "final_text", "report_cancelled", "system_context"]
 
 logger = get_logger(__name__)
 
@@ -122,3 +127,58 @@ class SessionProbe:
             **bindings.fields(),
         )
         await emit(self.live.registry, EVENT_SESSION_STARTED, ctx)
+
+
+async def compact_before_answer(
+    entity: Entity,
+    live: LiveState,
+    envelope: MessageEnvelope,
+    bindings: HookBindings,
+    correlation_id: str,
+    model: ModelConfig,
+    num_history_runs: int,
+) -> None:
+    """Fold the conversation's oldest turns into a summary when its history is over the budget.
+
+    `compaction:before` fires for each chunk before it is stored, `compaction:after` once everything is.
+    """
+    registry = live.registry
+    session_id = envelope.target.session_id
+    base = {
+        "agent_name": entity.name,
+        "scope": HistoryScope("agent", entity.name),
+        "room_id": envelope.room_id,
+        "thread_id": envelope.resolved_thread_id,
+        "session_id": session_id,
+        "correlation_id": correlation_id,
+        **bindings.fields(),
+    }
+
+    async def before(chunk: CompactionChunk) -> None:
+        ctx = CompactionHookContext(messages=chunk.messages, token_count_before=chunk.token_count_before, **base)
+        await emit(registry, EVENT_COMPACTION_BEFORE, ctx)
+
+    runtime = entity.runtime
+    after = registry.has_hooks(EVENT_COMPACTION_AFTER)
+    result = await compact_history(
+        entity.name,
+        session_id,
+        model=model,
+        budget=live.config.defaults.history_token_budget,
+        num_history_runs=num_history_runs,
+        storage_root=runtime.runtime_paths.storage_root,
+        env=runtime.env,
+        on_chunk=before if registry.has_hooks(EVENT_COMPACTION_BEFORE) else None,
+        with_messages=after,
+    )
+    if result is None or not after:
+        return
+    ctx = CompactionHookContext(
+        event_name=EVENT_COMPACTION_AFTER,
+        messages=result.messages,
+        token_count_before=result.token_count_before,
+        token_count_after=result.token_count_after,
+        compaction_summary=result.summary,
+        **base,
+    )
+    await emit(registry, EVENT_COMPACTION_AFTER, ctx)

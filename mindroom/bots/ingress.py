@@ -3,6 +3,10 @@
 It drops what no entity should act on (events older than this run, the bots' own events, other bots'
 chatter, unauthorized senders, events already handled), logs each drop once with its reason, and turns
 what is left into a `MessageEnvelope`. `classify_message` is the pure part: event facts in, a decision out.
+
+Answers to a pending approval card (a reply, or a reaction) are the one exception to "older than this
+run": a person may answer while the daemon is down. A reply to a pending card is consumed here (it
+denies the call); it never becomes a turn.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mindroom.bots.approvals import ApprovalDesk
 from mindroom.bots.authorization import is_authorized
 from mindroom.bots.routing import mentioned_agents
-from mindroom.bots.runtime import Entity, LiveState
+from mindroom.bots.runtime import DaemonRuntime, Entity, LiveState
 from mindroom.constants import (
     HOOK_DISPATCH_KEY,
     HOOK_ORIGIN_EVENT_KEY,
@@ -30,6 +35,7 @@ from mindroom.hooks.transport import SourceKind
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
 from mindroom.state.answers import AnswerRecord
+from mindroom.state.approvals import ApprovalRecord
 
 __all__ = [
     "CLOCK_SKEW_MS",
@@ -243,6 +249,10 @@ def message_ingress(
     `replay` re-runs a turn a crash cut short: it is already claimed, and older than this run.
     """
     runtime = entity.runtime
+    card = _replied_card(runtime.approvals, event)
+    from_person = event.sender not in runtime.bot_user_ids.values()
+    if card is not None and from_person and _authorized(entity, live, event, event.sender):
+        return _approval_reply(entity, event, card)
     if not replay and event.origin_server_ts < runtime.started_at_ms - CLOCK_SKEW_MS:
         return _drop(entity, event, "older than this run")
     if event.relation_type == "m.replace":
@@ -267,6 +277,30 @@ def message_ingress(
     return _claimed(entity, live, event, accepted, replay=replay)
 
 
+def _replied_card(desk: ApprovalDesk | None, event: MatrixEvent) -> ApprovalRecord | None:
+    """The pending approval card this message replies to, if it is a reply (not a thread's fallback) to one."""
+    target = event.reply_to
+    if desk is None or target is None or event.relation.get("is_falling_back") is True:
+        return None
+    if event.relation_type == "m.replace":
+        return None
+    return desk.pending_card(target)
+
+
+async def _deny(desk: ApprovalDesk, entity: Entity, event: MatrixEvent, card: ApprovalRecord) -> None:
+    await desk.decide(entity.client, card, "denied", event.sender, at_ms=event.origin_server_ts, reason=event.body)
+
+
+def _approval_reply(entity: Entity, event: MatrixEvent, card: ApprovalRecord) -> IngressDrop:
+    """A person replied to a pending card: that denies the call (the card's agent records it, once)."""
+    runtime = entity.runtime
+    desk = runtime.approvals
+    owner = entity.name == card.agent
+    if desk is not None and owner and runtime.journal.claim(entity.name, event.event_id):
+        entity.spawn(_deny(desk, entity, event, card), "approval reply")
+    return _drop(entity, event, "a reply to an approval card", notable=owner)
+
+
 def _claimed(
     entity: Entity, live: LiveState, event: MatrixEvent, accepted: InboundMessage, *, replay: bool
 ) -> InboundMessage | IngressDrop:
@@ -287,10 +321,16 @@ def _claimed(
     return accepted
 
 
+def _answers_pending_card(runtime: DaemonRuntime, event: MatrixEvent) -> bool:
+    """True for a reaction to a pending approval card (given while the daemon was down, it still counts)."""
+    target = event.related_event_id
+    return runtime.approvals is not None and target is not None and runtime.approvals.pending_card(target) is not None
+
+
 def reaction_ingress(entity: Entity, live: LiveState, event: MatrixEvent) -> InboundReaction | IngressDrop:
     """Accept one reaction for `entity`, or say why not (which entity acts on it is the caller's decision)."""
     runtime = entity.runtime
-    if event.origin_server_ts < runtime.started_at_ms - CLOCK_SKEW_MS:
+    if event.origin_server_ts < runtime.started_at_ms - CLOCK_SKEW_MS and not _answers_pending_card(runtime, event):
         return _drop(entity, event, "older than this run")
     if event.sender in runtime.bot_user_ids.values():
         return _drop(entity, event, "a bot's reaction")

@@ -1,14 +1,20 @@
-"""Reactions: built-in handlers first (🛑 stops a streaming answer), then `reaction:received`."""
+"""Reactions: built-in handlers first, then `reaction:received` for what they did not consume.
+
+Built in: 🛑 stops a streaming answer; ✅ or ❌ on an approval card allows or denies the tool call it asks
+about. Approval answers are consumed: hooks never see them as `reaction:received`.
+"""
 
 from __future__ import annotations
 
-from mindroom.bots.ingress import IngressDrop, reaction_ingress
+from mindroom.bots.approvals import ALLOW_KEYS, DENY_KEYS
+from mindroom.bots.ingress import InboundReaction, IngressDrop, reaction_ingress
 from mindroom.bots.runtime import Entity
 from mindroom.hooks.context import ReactionReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_REACTION_RECEIVED
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
+from mindroom.state.approvals import ApprovalStatus
 
 __all__ = ["STOP_REACTIONS", "handle_reaction_event"]
 
@@ -31,6 +37,8 @@ async def handle_reaction_event(entity: Entity, event: MatrixEvent) -> None:
     responsible = own or (entity.is_router and not owner_is_agent)
     if not responsible or not runtime.journal.claim(entity.name, event.event_id):
         return
+    if own and await _approval_answer(entity, inbound):
+        return
     if inbound.key in STOP_REACTIONS and own and entity.request_stop(inbound.target_event_id):
         logger.info("stop requested by reaction", agent=entity.name, target=inbound.target_event_id)
     ctx = ReactionReceivedContext(
@@ -44,3 +52,19 @@ async def handle_reaction_event(entity: Entity, event: MatrixEvent) -> None:
         **entity.bindings(live).fields(),
     )
     await emit(live.registry, EVENT_REACTION_RECEIVED, ctx)
+
+
+async def _approval_answer(entity: Entity, inbound: InboundReaction) -> bool:
+    """✅ / ❌ on one of this agent's approval cards: decide it (if still pending); True when consumed."""
+    desk = entity.runtime.approvals
+    allow = inbound.key in ALLOW_KEYS
+    if desk is None or not (allow or inbound.key in DENY_KEYS):
+        return False
+    card = desk.card(inbound.target_event_id)
+    if card is None:
+        return False
+    if card.pending:
+        event = inbound.event
+        status: ApprovalStatus = "approved" if allow else "denied"
+        await desk.decide(entity.client, card, status, event.sender, at_ms=event.origin_server_ts)
+    return True

@@ -20,7 +20,14 @@ from mindroom.ai import (
     generate_early,
     supports_vision,
 )
-from mindroom.bots.answer_events import SessionProbe, final_text, report_cancelled, system_context
+from mindroom.bots.answer_events import (
+    SessionProbe,
+    compact_before_answer,
+    final_text,
+    report_cancelled,
+    system_context,
+)
+from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
@@ -37,6 +44,7 @@ from mindroom.hooks.context import (
 )
 from mindroom.hooks.enrichment import EnrichmentItem, append_enrichment
 from mindroom.hooks.execution import emit, emit_collect, emit_transform
+from mindroom.hooks.tool_contexts import ApprovalRequester
 from mindroom.hooks.transport import DeliveryKind
 from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_ENRICH
 from mindroom.logging_config import get_logger
@@ -119,11 +127,10 @@ async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, gi
             system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id)
             probe = SessionProbe(entity, live, session_id(envelope))
             await probe.before()
-            try:
-                async with _typing(channel):
-                    generated = await _generate(turn, items, system, after_reply)
-            finally:
-                await probe.after(envelope, turn.bindings, turn.correlation_id)
+            # Pushed first, so it runs last: after the run is stored (an early answer stores after its reply).
+            after_reply.push_async_callback(probe.after, envelope, turn.bindings, turn.correlation_id)
+            async with _typing(channel):
+                generated = await _generate(turn, items, system, after_reply)
             if generated is None:
                 return
             draft = await _transform(turn, generated)
@@ -187,6 +194,10 @@ async def _generate(
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
     if turn.replaces is not None:
         await forget_turn(entity.name, session_id(envelope), question, storage_root=runtime.runtime_paths.storage_root)
+    if settings.num_history_runs > 0:
+        await compact_before_answer(
+            entity, live, envelope, turn.bindings, turn.correlation_id, model, settings.num_history_runs
+        )
     images, image_notes = await _images(turn, model)
     request = GenerationRequest(
         agent_name=entity.name,
@@ -214,6 +225,7 @@ async def _generate(
         correlation_id=turn.correlation_id,
         target=envelope.target,
         message_received_depth=envelope.message_received_depth,
+        approval_requester=_approvals(turn, agent.display_name),
         **turn.bindings.fields(),
     )
     streamed = Streamed("", None)
@@ -232,6 +244,25 @@ async def _generate(
         return None
     draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), None, envelope)
     return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""))
+
+
+def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
+    """How this turn's tool gates ask a person: on a card the agent posts in the conversation."""
+    desk = turn.entity.runtime.approvals
+    if desk is None:
+        return None
+    envelope = turn.envelope
+    return desk.requester(
+        ApprovalSeat(
+            agent=turn.entity.name,
+            display_name=display_name,
+            client=turn.entity.client,
+            room_id=envelope.room_id,
+            thread_root=envelope.resolved_thread_id,
+            reply_to=envelope.source_event_id,
+            correlation_id=turn.correlation_id,
+        )
+    )
 
 
 async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ImageInput, ...], str]:

@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mindroom.bots.approvals import ApprovalDesk
 from mindroom.bots.authorization import room_keys_for
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.limits import SlidingWindow
@@ -180,6 +181,8 @@ class DaemonRuntime:
     """Each event's attachment, downloaded and transcribed once for every entity that handles it."""
     bot_turns: SlidingWindow = field(default_factory=lambda: SlidingWindow(BOT_TURNS_PER_THREAD, BOT_TURN_WINDOW_S))
     """Turns started by other bots' messages, per entity and thread (two bots cannot talk without end)."""
+    approvals: ApprovalDesk | None = None
+    """Tool-call approvals asked on cards (None: gates that ask a person are denied)."""
 
     @property
     def agent_user_ids(self) -> dict[str, str]:

@@ -142,6 +142,9 @@ class DefaultsConfig(_Strict):
     # A hook step that holds the event loop longer than this is logged and counted (`blocked_loop`); it
     # fails the hook only if the hook also runs past its timeout.
     hooks_blocking_threshold_ms: int = Field(default=100, ge=1)
+    history_token_budget: int | None = Field(default=12000, ge=0)
+    """Past this many tokens (characters / 4) of stored history, older turns are folded into a summary the
+    agent's model writes, before the next answer. 0 or null: never."""
 
 
 class VoiceConfig(_Strict):

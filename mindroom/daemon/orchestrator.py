@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from mindroom.ai import close_caches
+from mindroom.bots.approvals import ApprovalDesk
 from mindroom.bots.bot import EntityBot, EventHandler
 from mindroom.bots.commands import CommandTable
 from mindroom.bots.reactions import handle_reaction_event
@@ -124,6 +125,7 @@ class Orchestrator:
             answers=stores.answers,
             attachments=AttachmentStore(paths.storage_root),
             bots=self.bots,
+            approvals=ApprovalDesk(stores.approvals),
         )
         if self._run_since is not None:
             runtime.started_at_ms = int(self._run_since * 1000)
@@ -135,6 +137,7 @@ class Orchestrator:
         logger.info("logging in", bots=names, homeserver=homeserver.url)
         await asyncio.gather(*(bot.start() for bot in self.bots.values()))
         await self._setup_rooms(runtime, live, live.config.managed_room_keys(), self.bots)
+        await self._expire_approvals(runtime)
         for bot in self.bots.values():
             bot.start_sync()
         await asyncio.gather(*(bot.wait_ready() for bot in self.bots.values()))
@@ -176,6 +179,16 @@ class Orchestrator:
         stores = await self.state.open_stores()
         attach_state(self.runtime_paths.storage_root, stores.attached)
         return stores
+
+    async def _expire_approvals(self, runtime: DaemonRuntime) -> None:
+        """Before syncing: approvals whose time ran out while the daemon was down are marked so on their cards.
+
+        Before, so an answer that arrived meanwhile finds the card already expired, as it would have been.
+        """
+        assert runtime.approvals is not None
+        expired = await runtime.approvals.expire_overdue({name: bot.client for name, bot in self.bots.items()})
+        if expired:
+            logger.info("approvals expired while the daemon was down", count=expired)
 
     def _make_bot(self, name: str, runtime: DaemonRuntime, live: LiveState) -> EntityBot:
         homeserver = self._homeserver()

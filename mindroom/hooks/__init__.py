@@ -53,7 +53,13 @@ from mindroom.hooks.hook_context import HookContextBase
 from mindroom.hooks.origin import SenderKind, TurnIntent, TurnOrigin, TurnTrust
 from mindroom.hooks.registry import HookRegistry, HookStats, RegisteredHook
 from mindroom.hooks.telemetry import HookTelemetry, hook_telemetry
-from mindroom.hooks.tool_contexts import ToolEnvironmentChanges, merge_tool_environment
+from mindroom.hooks.tool_contexts import (
+    DEFAULT_APPROVAL_TIMEOUT_S,
+    ApprovalRequest,
+    ApprovalRequester,
+    ToolEnvironmentChanges,
+    merge_tool_environment,
+)
 from mindroom.hooks.transport import (
     MessageEnvelope,
     MessageTarget,
@@ -96,6 +102,7 @@ from mindroom.hooks.types import (
 
 __all__ = [
     "BUILTIN_EVENTS",
+    "DEFAULT_APPROVAL_TIMEOUT_S",
     "DEFAULT_TIMEOUTS_MS",
     "EVENT_AGENT_STARTED",
     "EVENT_AGENT_STOPPED",
@@ -124,6 +131,8 @@ __all__ = [
     "AfterResponseContext",
     "AgentLifecycleContext",
     "AgentMessageSnapshot",
+    "ApprovalRequest",
+    "ApprovalRequester",
     "BeforeResponseContext",
     "CancelledResponseContext",
     "CancelledResponseInfo",

@@ -6,16 +6,20 @@ same task under `asyncio.timeout` for what is left of its budget, stepped by `_d
 timed and every cancellation reaches the hook as it would through `await`. The hook's own timeouts
 consume their own cancellations; one that nobody consumes is the caller's or the engine's, and a hook
 that carries on after it is cut off.
+
+`hook_timeout_paused()` stops a hook's clock while it waits for a person (a tool approval): a gate's
+200 ms budget is for its own work, and a gate cut off mid-question would let the call through.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 import types
-from collections.abc import Callable, Generator
-from contextvars import Context, copy_context
+from collections.abc import Callable, Generator, Iterator
+from contextvars import Context, ContextVar, copy_context
 from enum import IntEnum
 from typing import Any
 
@@ -25,7 +29,7 @@ from mindroom.hooks.hook_context import HookContextBase
 from mindroom.hooks.registry import RegisteredHook
 from mindroom.logging_config import get_logger, redact_text
 
-__all__ = ["FAILED", "OK", "SKIPPED", "SUSPENDED", "Outcome", "call_hook", "record_failure"]
+__all__ = ["FAILED", "OK", "SKIPPED", "SUSPENDED", "Outcome", "call_hook", "hook_timeout_paused", "record_failure"]
 
 # Hook failures stay logged under the engine's name, which operators already filter on.
 logger = get_logger("mindroom.hooks.execution")
@@ -59,13 +63,26 @@ class _IgnoredCancellationError(Exception):
 class _Run:
     """A hook call past its first await: its coroutine, its context, and what running it taught us."""
 
-    __slots__ = ("base", "context", "coro", "deadline", "max_step", "start", "task", "timeout", "watching")
+    __slots__ = (
+        "base",
+        "context",
+        "coro",
+        "deadline",
+        "limit_s",
+        "max_step",
+        "paused_s",
+        "start",
+        "task",
+        "timeout",
+        "watching",
+    )
 
     # Set by `_finish` once the hook reaches its first await.
     task: asyncio.Task[Any]
     base: int  # the task's pending cancellation requests when the hook started waiting
-    deadline: float  # loop time at which the hook's timeout expires
+    deadline: float  # loop time at which the hook's timeout expires (infinite while its clock is paused)
     timeout: asyncio.Timeout
+    limit_s: float
 
     def __init__(self, coro: Any, context: Context, start: float, first_step: float) -> None:
         self.coro = coro
@@ -73,6 +90,58 @@ class _Run:
         self.start = start
         self.max_step = first_step
         self.watching = False
+        self.paused_s = 0.0  # time spent in `hook_timeout_paused`, which the hook's budget does not count
+
+
+class _Pause:
+    """One `hook_timeout_paused` block: when it began, and the suspended hook call whose clock it stopped."""
+
+    __slots__ = ("run", "started")
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.run: _Run | None = None
+
+
+# Both live in the hook's own context (each call runs in a copy of the emitter's): the call `_finish` drives,
+# and the pause block the hook is in, if any.
+_RUN: ContextVar[_Run | None] = ContextVar("mindroom_hook_run", default=None)
+_PAUSE: ContextVar[_Pause | None] = ContextVar("mindroom_hook_pause", default=None)
+
+
+def _when(deadline: float) -> float | None:
+    return None if deadline == math.inf else deadline
+
+
+@contextlib.contextmanager
+def hook_timeout_paused() -> Iterator[None]:
+    """Inside the block the running hook's timeout does not run: it waits for a person, not for itself.
+
+    Outside a hook (or in a hook that has not awaited yet, whose `_finish` then starts paused) it costs nothing.
+    """
+    pause = _Pause(_perf())
+    token = _PAUSE.set(pause)
+    run = _RUN.get()
+    # A run inherited from an enclosing hook's context is not this hook's: its context lacks this pause.
+    if run is not None and run.context.get(_PAUSE) is pause and not run.timeout.expired():
+        pause.run = run
+        run.deadline = math.inf
+        run.timeout.reschedule(None)
+    try:
+        yield
+    finally:
+        _PAUSE.reset(token)
+        if pause.run is not None:
+            _resume(pause.run, pause)
+
+
+def _resume(run: _Run, pause: _Pause) -> None:
+    """Start the hook's clock again with what was left of its budget."""
+    now = _perf()
+    run.paused_s += now - pause.started
+    run.deadline = run.task.get_loop().time() + run.limit_s - (now - run.start - run.paused_s)
+    if not run.timeout.expired():
+        run.timeout.reschedule(run.deadline)
 
 
 def _describe(exc: BaseException) -> str:
@@ -187,7 +256,7 @@ def _check_cancellation(run: _Run, finished: bool) -> None:
             run.timeout.reschedule(min(run.deadline, asyncio.get_running_loop().time() + _CANCEL_GRACE_S))
     elif run.watching:
         run.watching = False
-        run.timeout.reschedule(run.deadline)
+        run.timeout.reschedule(_when(run.deadline))
 
 
 @types.coroutine
@@ -225,8 +294,15 @@ async def _finish(hook: RegisteredHook, run: _Run, yielded: Any, threshold_s: fl
     assert task is not None
     run.task = task
     run.base = task.cancelling()
-    run.deadline = task.get_loop().time() + hook.timeout_s - (_perf() - run.start)
-    run.timeout = timeout = asyncio.timeout_at(run.deadline)
+    run.limit_s = hook.timeout_s
+    run.context.run(_RUN.set, run)
+    pause = run.context.get(_PAUSE)
+    if pause is not None and pause.run is None:  # it began waiting for a person before its first await
+        pause.run = run
+        run.deadline = math.inf
+    else:
+        run.deadline = task.get_loop().time() + hook.timeout_s - (_perf() - run.start)
+    run.timeout = timeout = asyncio.timeout_at(_when(run.deadline))
     try:
         async with timeout:
             value = await _drive(run, yielded)
@@ -245,7 +321,7 @@ async def _finish(hook: RegisteredHook, run: _Run, yielded: Any, threshold_s: fl
     except BaseException as exc:  # the hook's own failure, whatever its type
         record_failure(hook, exc, _perf() - run.start)
         return FAILED, None
-    outcome = _settle(hook, _perf() - run.start, run.max_step, threshold_s)
+    outcome = _settle(hook, _perf() - run.start - run.paused_s, run.max_step, threshold_s)
     return outcome, value if outcome is OK else None
 
 

@@ -1,5 +1,9 @@
 """Tool-call contexts: the `tool:before_call` gate, the `tool:after_call` observer, and `tool:environment`.
 
+A gate may ask a person: `await ctx.request_approval(prompt, timeout_s=...)` goes to the bound
+`approval_requester` (the daemon posts a card in the thread and waits for a reaction or reply). The wait
+does not count against the hook's timeout. Unbound, it logs a warning and answers False (denied).
+
 `tool:environment` (2026 API) collects, per tool call, changes to the environment of the commands the
 `shell` tool runs. Each hook's changes stay its own (`ToolEnvironmentChanges`); `merge_tool_environment`
 combines them in hook order: for one variable the later hook wins, pass-through patterns add up, and a
@@ -10,16 +14,20 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 from mindroom.hooks.hook_context import HookContext, HookContextBase
+from mindroom.hooks.invocation import hook_timeout_paused
 from mindroom.hooks.types import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL, EVENT_TOOL_ENVIRONMENT
 
 __all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT_S",
+    "ApprovalRequest",
+    "ApprovalRequester",
     "ToolAfterCallContext",
     "ToolBeforeCallContext",
     "ToolEnvironment",
@@ -28,6 +36,30 @@ __all__ = [
     "merge_tool_environment",
     "snapshot_value",
 ]
+
+
+DEFAULT_APPROVAL_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A gate's question to a person: may this tool call run? (`prompt` says why it asks.)"""
+
+    prompt: str
+    timeout_s: float
+    tool_name: str
+    arguments: Mapping[str, Any]
+    agent_name: str
+    room_id: str | None
+    thread_id: str | None
+    requester_id: str | None
+    correlation_id: str
+    plugin_name: str
+    hook_name: str
+
+
+ApprovalRequester = Callable[[ApprovalRequest], Awaitable[bool]]
+"""What answers `request_approval`: True when a person allowed the call."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -47,11 +79,40 @@ class ToolBeforeCallContext(HookContext):
     declined: bool = False
     decline_reason: str = ""
     message_received_depth: int = 0
+    approval_requester: ApprovalRequester | None = field(default=None, repr=False, compare=False)
 
     def decline(self, reason: str) -> None:
         """Refuse this tool call; the model sees `reason` instead of the tool's result."""
         self.declined = True
         self.decline_reason = str(reason)
+
+    async def request_approval(self, prompt: str, *, timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S) -> bool:
+        """Ask a person in the conversation to allow this call; True once allowed, False when denied or expired.
+
+        The hook's timeout stops while it waits. Without a bound requester it logs a warning and returns False.
+        """
+        requester = self.approval_requester
+        if requester is None:
+            self.logger.warning("approval requested but nobody can be asked; denied", tool=self.tool_name)
+            return False
+        if not timeout_s > 0:
+            msg = f"timeout_s must be positive, got {timeout_s!r}"
+            raise ValueError(msg)
+        request = ApprovalRequest(
+            prompt=str(prompt),
+            timeout_s=float(timeout_s),
+            tool_name=self.tool_name,
+            arguments=snapshot_value(self.arguments),
+            agent_name=self.agent_name,
+            room_id=self.room_id,
+            thread_id=self.thread_id,
+            requester_id=self.requester_id,
+            correlation_id=self.correlation_id,
+            plugin_name=self.plugin_name,
+            hook_name=self.hook_name,
+        )
+        with hook_timeout_paused():
+            return bool(await requester(request))
 
     def hook_scope(self) -> tuple[str | None, str | None]:
         """The calling agent and its room."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from mindroom.logging_config import get_logger
 from mindroom.state.answers import AnswerLog
+from mindroom.state.approvals import ApprovalStore
 from mindroom.state.errors import StateLockedError
 from mindroom.state.holder import LockHolder
 from mindroom.state.journal import TurnJournal
@@ -42,6 +43,7 @@ class StateStores:
     journal: TurnJournal
     rooms: RoomMemory
     answers: AnswerLog
+    approvals: ApprovalStore
     schedules: ScheduleStore
     snapshots: SnapshotStore
     attached: AttachedState

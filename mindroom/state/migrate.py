@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mindroom.state.answers import AnswerLog
+from mindroom.state.approvals import ApprovalRecord, ApprovalStore
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduledTask, ScheduleStore
@@ -86,11 +87,13 @@ _TABLES = (
         ),
         ("entity", "source_event_id"),
     ),
+    _Table("approvals", "approvals.db", "approvals", tuple(f.name for f in fields(ApprovalRecord)), ("approval_id",)),
 )
-_OPENERS: dict[str, type[TurnJournal | RoomMemory | ScheduleStore | AnswerLog]] = {
+_OPENERS: dict[str, type[TurnJournal | RoomMemory | ScheduleStore | AnswerLog | ApprovalStore]] = {
     "daemon.db": TurnJournal,
     "rooms.db": RoomMemory,
     "answers.db": AnswerLog,
+    "approvals.db": ApprovalStore,
     "schedules.db": ScheduleStore,
 }
 

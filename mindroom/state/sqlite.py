@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mindroom.private_files import private_dir
 from mindroom.state.answers import AnswerLog
+from mindroom.state.approvals import ApprovalStore
 from mindroom.state.backend import StateBackend, StateStores
 from mindroom.state.holder import LockHolder
 from mindroom.state.journal import TurnJournal
@@ -37,7 +38,7 @@ def read_lock_file(path: Path) -> LockHolder | None:
 
 
 class SqliteState(StateBackend):
-    """`state/daemon.db`, `rooms.db`, `answers.db`, `schedules.db` and `hooks.json` under the data directory."""
+    """`daemon.db`, `rooms.db`, `answers.db`, `approvals.db`, `schedules.db` and `hooks.json` under `<data>/state`."""
 
     kind = "sqlite"
 
@@ -87,6 +88,7 @@ class SqliteState(StateBackend):
             journal=TurnJournal(self.state_dir / "daemon.db"),
             rooms=RoomMemory(self.state_dir / "rooms.db"),
             answers=AnswerLog(self.state_dir / "answers.db"),
+            approvals=ApprovalStore(self.state_dir / "approvals.db"),
             schedules=ScheduleStore(self.state_dir / "schedules.db"),
             snapshots=FileSnapshots(self.state_dir),
             attached=AttachedState(),
@@ -98,6 +100,7 @@ class SqliteState(StateBackend):
             stores.journal.close()
             stores.rooms.close()
             stores.answers.close()
+            stores.approvals.close()
             stores.schedules.close()
         if self._fd is not None:
             # The content stays: it only counts while the file is locked, and the next holder rewrites it.

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from mindroom.hooks.context import HookContext
+from mindroom.hooks.hook_context import HookContextBase
 from mindroom.testing.contexts import make_hook_context
 
 __all__ = ["hook_context_factory"]
 
 
 @pytest.fixture
-def hook_context_factory(tmp_path: Path) -> Callable[..., HookContext]:
+def hook_context_factory(tmp_path: Path) -> Callable[..., HookContextBase]:
     """`hook_context_factory(context_type, /, **fields)` -> a new, ready-to-emit hook context."""
     storage_root = tmp_path / "mindroom_data"
 
-    def factory(context_type: type[HookContext] | str, /, **fields: Any) -> HookContext:
+    def factory(context_type: type[HookContextBase] | str, /, **fields: Any) -> HookContextBase:
         return make_hook_context(context_type, storage_root=storage_root, **fields)
 
     return factory

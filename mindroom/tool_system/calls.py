@@ -8,13 +8,15 @@ Hooks see deep copies of the arguments and of the result, and the model's text i
 observer runs, so a hook cannot change what the tool receives or what the model reads.
 
 The turn's registry, room, thread and requester come from the `ToolRuntimeContext` bound around the
-generation (`bind_runtime_context`), so one set of tool objects serves every turn of an agent.
+generation (`bind_runtime_context`), so one set of tool objects serves every turn of an agent. So does
+its approval requester: a gate's `request_approval` asks about the call as the model asked for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import inspect
 import json
 import time
@@ -24,6 +26,7 @@ from typing import Any
 from mindroom.hooks.context import ToolAfterCallContext, ToolBeforeCallContext, ToolTraceEntry
 from mindroom.hooks.execution import emit, emit_gate
 from mindroom.hooks.registry import HookRegistry
+from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.hooks.types import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.environment import bind_tool_environment, collect_tool_environment
@@ -123,6 +126,19 @@ def _scope(bound: ToolRuntimeContext | None, agent_name: str) -> dict[str, Any]:
     return scope
 
 
+def _approvals(bound: ToolRuntimeContext | None, tool_name: str, asked: Any) -> ApprovalRequester | None:
+    requester = bound.approval_requester if bound is not None else None
+    if requester is None:
+        return None
+    bound_requester = requester
+
+    async def ask(request: ApprovalRequest) -> bool:
+        # The call as the model asked for it, whatever a hook did to its own copy: a replayed turn asks the same.
+        return await bound_requester(dataclasses.replace(request, tool_name=tool_name, arguments=_copy(asked)))
+
+    return ask
+
+
 async def _invoke(spec: ToolSpec, arguments: dict[str, Any]) -> Any:
     function = spec.function
     if spec.isolated:
@@ -158,7 +174,13 @@ async def call_tool(spec: ToolSpec, agent_name: str, arguments: Mapping[str, Any
     declined = False
     if registry is not None and registry.matching(EVENT_TOOL_BEFORE_CALL, agent_name, room_id):
         scope = _scope(bound, agent_name)
-        gate = ToolBeforeCallContext(tool_name=spec.name, arguments=_copy(asked), logger=_BEFORE_LOGGER, **scope)
+        gate = ToolBeforeCallContext(
+            tool_name=spec.name,
+            arguments=_copy(asked),
+            logger=_BEFORE_LOGGER,
+            approval_requester=_approvals(bound, spec.name, asked),
+            **scope,
+        )
         await emit_gate(registry, EVENT_TOOL_BEFORE_CALL, gate)
         declined = gate.declined
         if declined:

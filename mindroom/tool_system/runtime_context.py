@@ -20,6 +20,7 @@ from mindroom.hooks.execution import emit
 from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.state import plugin_state_dir
 from mindroom.hooks.target import MessageTarget, session_id_for
+from mindroom.hooks.tool_contexts import ApprovalRequester
 from mindroom.hooks.types import is_custom_event, validate_event_name
 from mindroom.logging_config import get_logger
 from mindroom.private_files import private_dir
@@ -81,6 +82,8 @@ class ToolRuntimeContext:
     message_received_depth: int = 0
     target: MessageTarget | None = None
     active_model_name: str | None = None
+    approval_requester: ApprovalRequester | None = field(default=None, compare=False, repr=False)
+    """Asks a person to allow a call (`ToolBeforeCallContext.request_approval`); None: nobody can be asked."""
 
     @property
     def hook_registry(self) -> HookRegistry:

@@ -89,12 +89,23 @@ async def _stop(process: asyncio.subprocess.Process, launch: Launch) -> None:
 def _with_hook_environment(launch: Launch) -> Launch:
     """The command's environment with the `tool:environment` hooks' changes; HOME stays the sandbox's own."""
     changes = current_tool_environment()
-    if changes is None:
+    if changes is None or changes.is_empty:
         return launch
     env = changes.apply(launch.env, process_environ())
-    env["HOME"] = launch.env["HOME"]
     env.setdefault("PATH", launch.env["PATH"])
-    return dataclasses.replace(launch, env=env)
+    if "--clearenv" not in launch.argv:
+        env["HOME"] = launch.env["HOME"]
+        return dataclasses.replace(launch, env=env)
+    # bwrap clears the environment inside the sandbox and sets its own from its arguments: the hooks'
+    # changes go there too, before the `--` that ends bwrap's options (HOME is the sandbox's).
+    options: list[str] = []
+    for name in sorted(set(launch.env) - set(env)):
+        options += ["--unsetenv", name]
+    for name, value in sorted(env.items()):
+        if name != "HOME" and launch.env.get(name) != value:
+            options += ["--setenv", name, value]
+    end = launch.argv.index("--")
+    return dataclasses.replace(launch, argv=(*launch.argv[:end], *options, *launch.argv[end:]))
 
 
 async def run_command(command: str, workspace: Path, settings: ShellToolConfig, *, hidden: Sequence[Path] = ()) -> str:

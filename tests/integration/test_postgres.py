@@ -128,6 +128,7 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
         m[0].strip(): (int(m[1]), int(m[2])) for m in re.findall(r"^(.+?)\s+(\d+)\s+(\d+)\s+ok$", migrated.stdout, re.M)
     }
     assert counts["rooms"][0] >= 1 and counts["schedules"] == (1, 1) and counts["sync tokens"] == (2, 2)
+    assert counts["answers"] == (1, 1) and counts["approvals"] == (0, 0)
     assert counts["handled events"][0] >= 2 and counts["handled events"][0] == counts["handled events"][1]
     assert counts[f"sessions of {agent}"] == (1, 1) and counts[f"runs of {agent}"] == (1, 1)
     assert "MISSING" not in migrated.stdout

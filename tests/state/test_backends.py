@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from mindroom.state.answers import AnswerRecord
+from mindroom.state.approvals import ApprovalRecord
 from mindroom.state.backend import StateBackend
 from mindroom.state.location import open_state_backend
 from mindroom.state.schedules import ScheduledTask
@@ -116,6 +118,60 @@ async def test_backends_schedules_round_trip(opener: Opener, opened: list[StateB
     assert [t.task_id for t in schedules.in_room("!r:hs")] == ["soon", "late"]
     assert schedules.get("late") == _task("late", 300.0)
     assert schedules.get("ran") is None
+
+
+async def test_backends_answers_round_trip(opener: Opener, opened: list[StateBackend]):
+    first = await _locked(opener, opened)
+    answers = (await first.open_stores()).answers
+    answers.record(AnswerRecord("agent", "$q1", "!r:hs", "$root", "$root", "@u:hs", "$a1"))
+    answers.record(AnswerRecord("agent", "$q2", "!r:hs", "$root", "$root", "@u:hs", "$a2"))
+    answers.record(AnswerRecord("other", "$q1", "!r:hs", "$root", "$root", "@u:hs", "$b1"))
+    answers.record(AnswerRecord("agent", "$q1", "!r:hs", "$root", "$root", "@u:hs", "$a1-edited"))
+
+    answers = (await (await _reopen(opener, opened, first)).open_stores()).answers
+
+    assert answers.for_question("agent", "$q1") == AnswerRecord(
+        "agent", "$q1", "!r:hs", "$root", "$root", "@u:hs", "$a1-edited"
+    )
+    assert answers.for_question("agent", "$nope") is None
+    assert answers.latest("agent", "$root").response_event_id == "$a1-edited"  # type: ignore[union-attr]
+    assert answers.latest("other", "$root").response_event_id == "$b1"  # type: ignore[union-attr]
+    assert answers.latest("agent", "$elsewhere") is None
+
+
+def _approval(approval_id: str, expires_at: float) -> ApprovalRecord:
+    return ApprovalRecord(
+        approval_id, "agent", "!r:hs", "$root", "shell", "it deletes files", "🔐 agent wants to run shell",
+        None, "pending", None, None, 1.0, expires_at, None,
+    )  # fmt: skip
+
+
+async def test_backends_approvals_round_trip(opener: Opener, opened: list[StateBackend]):
+    first = await _locked(opener, opened)
+    approvals = (await first.open_stores()).approvals
+    approvals.open(_approval("asked", 9e9))
+    approvals.set_card("asked", "$card")
+    approvals.open(_approval("overdue", 5.0))
+    approvals.open(_approval("decided", 9e9))
+    assert approvals.resolve("decided", "denied", by="@u:hs", reason="not now") is True
+    assert approvals.resolve("decided", "approved") is False
+    replayed = approvals.open(_approval("asked", 1.0))
+
+    approvals = (await (await _reopen(opener, opened, first)).open_stores()).approvals
+
+    assert replayed.card_event_id == "$card" and replayed.expires_at == 9e9
+    asked = approvals.by_card("$card")
+    assert asked is not None and asked.approval_id == "asked" and asked.pending
+    decided = approvals.get("decided")
+    assert decided is not None and (decided.status, decided.decided_by, decided.reason) == (
+        "denied",
+        "@u:hs",
+        "not now",
+    )
+    assert [r.approval_id for r in approvals.overdue(now=10.0)] == ["overdue"]
+    assert approvals.resolve("overdue", "expired") is True
+    assert approvals.overdue(now=10.0) == []
+    assert approvals.get("never") is None
 
 
 async def test_backends_snapshots_round_trip(opener: Opener, opened: list[StateBackend]):

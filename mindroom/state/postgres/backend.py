@@ -10,6 +10,7 @@ import psycopg
 from mindroom.state.backend import StateBackend, StateStores
 from mindroom.state.holder import LockHolder
 from mindroom.state.postgres.answers import PostgresAnswerLog
+from mindroom.state.postgres.approvals import PostgresApprovalStore
 from mindroom.state.postgres.connection import StateConnection
 from mindroom.state.postgres.journal import PostgresTurnJournal
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
@@ -92,6 +93,7 @@ class PostgresState(StateBackend):
         journal = PostgresTurnJournal(connection)
         rooms = PostgresRoomMemory(connection)
         answers = PostgresAnswerLog(connection)
+        approvals = PostgresApprovalStore(connection)
         schedules = PostgresScheduleStore(connection)
         tokens = PostgresSyncTokens(connection)
 
@@ -99,6 +101,7 @@ class PostgresState(StateBackend):
             journal.load(conn)
             rooms.load(conn)
             answers.load(conn)
+            approvals.load(conn)
             schedules.load(conn)
             tokens.load_all(conn)
 
@@ -107,6 +110,7 @@ class PostgresState(StateBackend):
             journal=journal,
             rooms=rooms,
             answers=answers,
+            approvals=approvals,
             schedules=schedules,
             snapshots=PostgresSnapshots(connection),
             attached=AttachedState(sync_tokens=tokens, session_url=self.url),
