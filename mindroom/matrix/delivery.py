@@ -11,13 +11,16 @@ from collections.abc import Awaitable, Callable
 from mindroom.logging_config import get_logger
 from mindroom.matrix.errors import MatrixConnectionError
 
-__all__ = ["SEND_RETRY_WINDOW_S", "STREAM_CURSOR", "send_until_accepted", "stable_txn_id"]
+__all__ = ["REFUSED_RETRY_S", "SEND_RETRY_WINDOW_S", "STREAM_CURSOR", "send_until_accepted", "stable_txn_id"]
 
 logger = get_logger(__name__)
 
 SEND_RETRY_WINDOW_S = 600.0
 STREAM_CURSOR = " ⋯"
 """Shown after the text of an answer still streaming (the terminal chat strips it the same way)."""
+REFUSED_RETRY_S = 1.0
+"""Retry interval while the homeserver refuses connections: it is down or restarting, and a refused connection
+costs it nothing, so there is no backing off; the first try after it listens again is at most this late."""
 _FIRST_RETRY_S = 0.5
 _MAX_RETRY_S = 30.0
 
@@ -45,9 +48,11 @@ async def send_until_accepted(
     while True:
         try:
             return await send(txn_id)
-        except MatrixConnectionError:
-            if time.monotonic() + delay > deadline:
+        except MatrixConnectionError as exc:
+            wait = min(delay, REFUSED_RETRY_S) if exc.refused else delay
+            if time.monotonic() + wait > deadline:
                 raise
-            logger.debug("homeserver unreachable; will retry", what=what, retry_in_s=delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _MAX_RETRY_S)
+            logger.debug("homeserver unreachable; will retry", what=what, retry_in_s=wait)
+            await asyncio.sleep(wait)
+            if not exc.refused:
+                delay = min(delay * 2, _MAX_RETRY_S)

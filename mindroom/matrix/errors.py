@@ -31,7 +31,15 @@ class MatrixError(MindroomError):
 
 
 class MatrixConnectionError(MatrixError, ConnectionError):
-    """The homeserver could not be reached, or the connection broke mid-request."""
+    """The homeserver could not be reached, or the connection broke mid-request.
+
+    `refused` is true when nothing listened at the homeserver's address (it is down or restarting):
+    asking again soon costs the homeserver nothing, so retries need not back off.
+    """
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class MatrixRequestError(MatrixError):

@@ -15,6 +15,7 @@ from typing import Any
 
 from mindroom.logging_config import get_logger
 from mindroom.matrix.credentials import SyncTokenStore
+from mindroom.matrix.delivery import REFUSED_RETRY_S
 from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
 from mindroom.matrix.transport import JsonReply, JsonTransport, quote_path
@@ -91,26 +92,36 @@ def _events_after_own_join(events: list[Any], user_id: str) -> tuple[list[Any], 
 
 
 class _Outage:
-    """Backoff with a single log line when the homeserver goes away and one when it is back."""
+    """Backoff with a single log line when the homeserver goes away and one when it is back.
+
+    Failures that reached the homeserver (errors, timeouts, broken connections) back off exponentially;
+    while it refuses connections (down or restarting) the loop asks again every `REFUSED_RETRY_S`, so
+    syncing resumes within about a second of the homeserver listening again.
+    """
 
     def __init__(self, bot_name: str) -> None:
         self._bot = bot_name
         self._failures = 0
+        self._attempts = 0
         self._since: float | None = None
 
-    def failed(self, error: str) -> float:
-        self._failures += 1
+    def failed(self, error: str, *, refused: bool = False) -> float:
+        self._attempts += 1
         if self._since is None:
             self._since = time.monotonic()
             logger.warning("sync connection lost", agent=self._bot, error=error)
+        if refused:
+            return REFUSED_RETRY_S * random.uniform(0.9, 1.0)
+        self._failures += 1
         delay: float = min(_BACKOFF_CAP_S, _BACKOFF_START_S * 2.0 ** min(self._failures - 1, 16))
         return delay + random.uniform(0, delay / 10)
 
     def recovered(self) -> None:
         if self._since is not None:
             downtime = round(time.monotonic() - self._since, 1)
-            logger.info("sync connection restored", agent=self._bot, downtime_s=downtime, attempts=self._failures)
+            logger.info("sync connection restored", agent=self._bot, downtime_s=downtime, attempts=self._attempts)
         self._failures = 0
+        self._attempts = 0
         self._since = None
 
 
@@ -173,7 +184,7 @@ class SyncLoop:
             try:
                 reply = await self._fetch(token)
             except MatrixConnectionError as exc:
-                await asyncio.sleep(outage.failed(str(exc)))
+                await asyncio.sleep(outage.failed(str(exc), refused=exc.refused))
                 continue
             if reply.status == 429:
                 await asyncio.sleep(self._retry_after(reply))
@@ -196,7 +207,7 @@ class SyncLoop:
                 await self._handle_batch(batch, handler, on_invite, since=token)
             except MatrixConnectionError as exc:
                 # The token stays put, so this batch is fetched and handled again once the server is back.
-                await asyncio.sleep(outage.failed(str(exc)))
+                await asyncio.sleep(outage.failed(str(exc), refused=exc.refused))
                 continue
             if next_batch != token:
                 self._remember(next_batch)
@@ -207,7 +218,7 @@ class SyncLoop:
                         lambda room_id, raw: self._deliver(room_id, raw, handler, decrypted=True)
                     )
                 except MatrixConnectionError as exc:
-                    await asyncio.sleep(outage.failed(str(exc)))
+                    await asyncio.sleep(outage.failed(str(exc), refused=exc.refused))
                     continue
             self._first_sync.set()
 

@@ -29,7 +29,14 @@ async def guard_transport(awaitable: Awaitable[_T], action: str) -> _T:
         return await awaitable
     except _TRANSPORT_ERRORS as exc:
         msg = f"{action}: {type(exc).__name__}: {exc}".rstrip(": ")
-        raise MatrixConnectionError(msg) from exc
+        raise MatrixConnectionError(msg, refused=_refused(exc)) from exc
+
+
+def _refused(exc: BaseException) -> bool:
+    """True when the connection was refused: the homeserver is not listening (down or restarting)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return isinstance(exc.os_error, ConnectionRefusedError)
+    return isinstance(exc, ConnectionRefusedError)
 
 
 def quote_path(segment: str) -> str:
