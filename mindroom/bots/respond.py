@@ -53,7 +53,7 @@ from mindroom.state.answers import AnswerRecord
 from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 
-__all__ = ["TYPING_RENEW_S", "Turn", "respond", "session_id"]
+__all__ = ["TYPING_DELAY_S", "TYPING_RENEW_S", "Turn", "respond", "session_id"]
 
 logger = get_logger(__name__)
 
@@ -61,6 +61,8 @@ _STOP_REASONS = {STOPPED_NOTE: "cancelled_by_user", INTERRUPTED_NOTE: "interrupt
 
 TYPING_RENEW_S = 20.0
 """A typing notice lasts 30 s; it is renewed before that while the model is still working."""
+TYPING_DELAY_S = 0.3
+"""How long the model works before the typing notice is shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,10 +154,18 @@ async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, gi
 
 @contextlib.asynccontextmanager
 async def _typing(channel: ReplyChannel) -> AsyncIterator[None]:
-    """A typing notice while the model works, renewed before it lapses, cleared at the end."""
+    """A typing notice while the model works, renewed before it lapses, cleared at the end.
+
+    It starts after `TYPING_DELAY_S`: an answer ready sooner would only flash the notice, and costs two
+    requests to the homeserver fewer.
+    """
+    shown = False
 
     async def renew() -> None:
+        nonlocal shown
+        await asyncio.sleep(TYPING_DELAY_S)
         while True:
+            shown = True
             await channel.typing(True)
             await asyncio.sleep(TYPING_RENEW_S)
 
@@ -165,7 +175,17 @@ async def _typing(channel: ReplyChannel) -> AsyncIterator[None]:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        await channel.typing(False)
+        if shown:
+            await channel.typing(False)
+
+
+def _opens_conversation(turn: _Turn) -> bool:
+    """The message is the root of its own thread: its conversation has no history yet, nothing to compact.
+
+    Saves reading the session's runs on the first message of every thread, the most common turn in Element.
+    """
+    envelope = turn.envelope
+    return turn.replaces is None and envelope.resolved_thread_id == envelope.source_event_id
 
 
 async def _enrich(turn: _Turn) -> list[EnrichmentItem]:
@@ -194,7 +214,7 @@ async def _generate(
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
     if turn.replaces is not None:
         await forget_turn(entity.name, session_id(envelope), question, storage_root=runtime.runtime_paths.storage_root)
-    if settings.num_history_runs > 0:
+    if settings.num_history_runs > 0 and not _opens_conversation(turn):
         await compact_before_answer(
             entity, live, envelope, turn.bindings, turn.correlation_id, model, settings.num_history_runs
         )

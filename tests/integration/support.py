@@ -51,6 +51,8 @@ class HumanClient:
         else:
             self.client = nio.AsyncClient(homeserver_url, user_id)
         self.events: list[dict[str, Any]] = []
+        self.typing: list[tuple[str, tuple[str, ...]]] = []
+        """Typing notices seen, as (room id, who is typing)."""
         self.errors: list[str] = []
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -101,6 +103,9 @@ class HumanClient:
             await self.client.join(room_id)
         fresh = []
         for room_id, room in response.rooms.join.items():
+            for notice in room.ephemeral:
+                if isinstance(notice, nio.TypingNoticeEvent):
+                    self.typing.append((room_id, tuple(notice.users)))
             for event in room.timeline.events:
                 source = dict(event.source)
                 source["room_id"] = room_id
