@@ -211,13 +211,11 @@ class EntityBot:
         if not self._accepting:
             return
         kind = event.kind
-        if kind is MatrixEventKind.MEMBER:
-            if event.state_key == self.runtime.bot_user_ids.get(self.name):
-                if event.membership == "join":
-                    self.joined_rooms.add(event.room_id)
-                elif event.membership in ("leave", "ban"):
-                    self.joined_rooms.discard(event.room_id)
-            return
+        if kind is MatrixEventKind.MEMBER and event.state_key == self.runtime.bot_user_ids.get(self.name):
+            if event.membership == "join":
+                self.joined_rooms.add(event.room_id)
+            elif event.membership in ("leave", "ban"):
+                self.joined_rooms.discard(event.room_id)
         handler = self._handlers.get(kind)
         if handler is None:
             return

@@ -48,6 +48,7 @@ __all__ = [
     "classify_edit",
     "classify_message",
     "message_ingress",
+    "older_than_run",
     "reaction_ingress",
 ]
 
@@ -59,6 +60,11 @@ MAX_BOT_HOPS = 2
 CLOCK_SKEW_MS = 2000
 """Events up to this much older than the daemon's start still count as new (homeserver clocks differ)."""
 _SOURCE_KINDS: dict[str, SourceKind] = {"m.audio": "voice", "m.image": "image", "m.file": "file", "m.video": "video"}
+
+
+def older_than_run(origin_server_ts: int, started_at_ms: int) -> bool:
+    """True for an event from before this run started (beyond `CLOCK_SKEW_MS`): history, not news."""
+    return origin_server_ts < started_at_ms - CLOCK_SKEW_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +259,7 @@ def message_ingress(
     from_person = event.sender not in runtime.bot_user_ids.values()
     if card is not None and from_person and _authorized(entity, live, event, event.sender):
         return _approval_reply(entity, event, card)
-    if not replay and event.origin_server_ts < runtime.started_at_ms - CLOCK_SKEW_MS:
+    if not replay and older_than_run(event.origin_server_ts, runtime.started_at_ms):
         return _drop(entity, event, "older than this run")
     if event.relation_type == "m.replace":
         accepted = _edit_ingress(entity, live, event)
@@ -330,7 +336,7 @@ def _answers_pending_card(runtime: DaemonRuntime, event: MatrixEvent) -> bool:
 def reaction_ingress(entity: Entity, live: LiveState, event: MatrixEvent) -> InboundReaction | IngressDrop:
     """Accept one reaction for `entity`, or say why not (which entity acts on it is the caller's decision)."""
     runtime = entity.runtime
-    if event.origin_server_ts < runtime.started_at_ms - CLOCK_SKEW_MS and not _answers_pending_card(runtime, event):
+    if older_than_run(event.origin_server_ts, runtime.started_at_ms) and not _answers_pending_card(runtime, event):
         return _drop(entity, event, "older than this run")
     if event.sender in runtime.bot_user_ids.values():
         return _drop(entity, event, "a bot's reaction")

@@ -1,14 +1,16 @@
-"""After a crash: mark streamed answers that never finished, then finish the turns that never completed."""
+"""After a crash: mark streamed answers that never finished, then finish the turns that never completed
+(and deliver again the membership events whose hooks had not returned)."""
 
 from __future__ import annotations
 
 import contextlib
 
 from mindroom.bots.commands import CommandTable
+from mindroom.bots.members import handle_member_event
 from mindroom.bots.runtime import Entity
 from mindroom.bots.turn import handle_message_event
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixEvent
+from mindroom.matrix import MatrixEvent, MatrixEventKind
 
 __all__ = ["INTERRUPTED_TEXT", "recover_interrupted"]
 
@@ -41,5 +43,10 @@ async def recover_interrupted(entity: Entity, commands: CommandTable) -> None:
         if pending.event_id in interrupted:
             journal.complete(entity.name, pending.event_id)
             continue
+        event = MatrixEvent(**pending.event)
+        if event.kind is MatrixEventKind.MEMBER:
+            logger.info("membership event delivered again", agent=entity.name, event_id=event.event_id)
+            entity.spawn(handle_member_event(entity, event, replay=True), "replay")
+            continue
         logger.info("finishing a turn cut short by a restart", agent=entity.name, event_id=pending.event_id)
-        entity.spawn(handle_message_event(entity, MatrixEvent(**pending.event), commands, replay=True), "replay")
+        entity.spawn(handle_message_event(entity, event, commands, replay=True), "replay")

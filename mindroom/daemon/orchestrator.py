@@ -18,6 +18,7 @@ from mindroom.ai import close_caches
 from mindroom.bots.approvals import ApprovalDesk
 from mindroom.bots.bot import EntityBot, EventHandler
 from mindroom.bots.commands import CommandTable
+from mindroom.bots.members import handle_member_event
 from mindroom.bots.reactions import handle_reaction_event
 from mindroom.bots.recovery import recover_interrupted
 from mindroom.bots.runtime import DaemonRuntime, LiveState
@@ -209,6 +210,8 @@ class Orchestrator:
             MatrixEventKind.MESSAGE: partial(handle_message_event, commands=self.commands),
             MatrixEventKind.REACTION: handle_reaction_event,
         }
+        if is_router:  # people joining and leaving are announced by the router alone
+            handlers[MatrixEventKind.MEMBER] = handle_member_event
         return EntityBot(name, runtime, client, handlers)
 
     async def _setup_rooms(

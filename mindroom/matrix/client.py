@@ -116,6 +116,11 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         return self._server_name
 
     @property
+    def account_prefix(self) -> str:
+        """The localpart prefix every bot account of this daemon has (`@<prefix><bot_name>:<server_name>`)."""
+        return self._account.account_prefix
+
+    @property
     def user_id(self) -> str:
         """The logged-in user id; raises `RuntimeError` before `login()`."""
         if self._user_id is None:

@@ -35,12 +35,17 @@ def _dict_or_empty(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _dict_or_none(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
 @dataclass(frozen=True, slots=True)
 class MatrixEvent:
     """One room event as the homeserver sent it; `content` is raw, so callers validate what they read.
 
     `encrypted` is True for an event that arrived as `m.room.encrypted`: `type` and `content` are then
     the decrypted ones (or still `m.room.encrypted` and the ciphertext while its room key is missing).
+    `prev_content` is a state event's content before it (`unsigned.prev_content`), None when there was none.
     """
 
     room_id: str
@@ -52,6 +57,7 @@ class MatrixEvent:
     state_key: str | None = None
     redacts_event_id: str | None = None
     encrypted: bool = False
+    prev_content: dict[str, Any] | None = None
 
     @property
     def kind(self) -> MatrixEventKind:
@@ -103,6 +109,13 @@ class MatrixEvent:
         """`content.membership` of a member event."""
         return _str_or_none(self.content.get("membership")) if self.kind is MatrixEventKind.MEMBER else None
 
+    @property
+    def prev_membership(self) -> str | None:
+        """`prev_content.membership` of a member event: the membership it replaced."""
+        if self.kind is not MatrixEventKind.MEMBER or self.prev_content is None:
+            return None
+        return _str_or_none(self.prev_content.get("membership"))
+
 
 def event_from_raw(room_id: str, raw: Any, *, encrypted: bool = False) -> MatrixEvent | None:
     """Normalize one raw room event; None only when it lacks an event id, sender or type."""
@@ -113,6 +126,10 @@ def event_from_raw(room_id: str, raw: Any, *, encrypted: bool = False) -> Matrix
         return None
     content = _dict_or_empty(raw.get("content"))
     timestamp = raw.get("origin_server_ts")
+    # Servers put the replaced state's content in `unsigned`; older ones (and some APIs) at the top level.
+    prev_content = _dict_or_none(_dict_or_empty(raw.get("unsigned")).get("prev_content"))
+    if prev_content is None:
+        prev_content = _dict_or_none(raw.get("prev_content"))
     redacts = _str_or_none(raw.get("redacts")) or (
         _str_or_none(content.get("redacts")) if event_type == "m.room.redaction" else None
     )
@@ -126,4 +143,5 @@ def event_from_raw(room_id: str, raw: Any, *, encrypted: bool = False) -> Matrix
         state_key=_str_or_none(raw.get("state_key")),
         redacts_event_id=redacts,
         encrypted=encrypted or event_type == "m.room.encrypted",
+        prev_content=prev_content,
     )

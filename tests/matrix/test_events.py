@@ -57,6 +57,38 @@ def test_event_from_raw_reads_redacts_from_content_or_top_level():
     assert legacy.redacts_event_id == "$y"
 
 
+def _member(membership, **overrides):
+    return _raw(type="m.room.member", state_key="@a:b", content={"membership": membership}, **overrides)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "prev_content", "prev_membership"),
+    [
+        pytest.param({"unsigned": {"prev_content": {"membership": "invite"}}}, {"membership": "invite"}, "invite",
+                     id="unsigned"),
+        pytest.param({"prev_content": {"membership": "join", "displayname": "A"}},
+                     {"membership": "join", "displayname": "A"}, "join", id="top-level"),
+        pytest.param({"unsigned": {"prev_content": {"membership": "leave"}}, "prev_content": {"membership": "join"}},
+                     {"membership": "leave"}, "leave", id="unsigned-wins"),
+        pytest.param({}, None, None, id="first-membership"),
+        pytest.param({"unsigned": {"prev_content": "bad"}}, None, None, id="malformed"),
+        pytest.param({"unsigned": {"prev_content": {"membership": 3}}}, {"membership": 3}, None, id="bad-membership"),
+    ],
+)  # fmt: skip
+def test_event_from_raw_reads_prev_content_of_state_events(overrides, prev_content, prev_membership):
+    event = event_from_raw("!r", _member("join", **overrides))
+    assert event is not None
+    assert event.membership == "join"
+    assert event.prev_content == prev_content
+    assert event.prev_membership == prev_membership
+
+
+def test_prev_membership_only_for_member_events():
+    event = event_from_raw("!r", _raw(unsigned={"prev_content": {"membership": "join"}}))
+    assert event is not None
+    assert event.prev_membership is None
+
+
 def test_event_kinds():
     kinds = {
         kind: event_from_raw("!r", _raw(type=kind)).kind
