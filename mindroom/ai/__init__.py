@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mindroom.ai.agents import close_caches
+from mindroom.ai.agents import close_caches, preload_in_background
 from mindroom.ai.compaction import CompactionChunk, CompactionResult, compact_history
 from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.ai.generation import (
@@ -39,6 +39,7 @@ __all__ = [
     "generate",
     "generate_early",
     "load_history",
+    "preload_in_background",
     "session_db_path",
     "session_exists",
     "stream_generate",

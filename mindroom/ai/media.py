@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import openai
-
 from mindroom.ai.models import PLACEHOLDER_API_KEY
 from mindroom.config.main import ModelConfig
 from mindroom.errors import MindroomError
@@ -61,6 +59,8 @@ async def transcribe(
     api_key = model.api_key or options.get("api_key") or env.get("OPENAI_API_KEY")
     if not api_key and base_url is None:
         return None
+    import openai  # kept off the daemon's start (see `mindroom.ai.models`)
+
     client = openai.AsyncOpenAI(
         base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, timeout=_TRANSCRIPTION_TIMEOUT_S, max_retries=1
     )

@@ -1,4 +1,8 @@
-"""Turn a `ModelConfig` into an agno model; provider SDKs other than `openai` are imported only when used."""
+"""Turn a `ModelConfig` into an agno model; every provider SDK is imported when a model first needs it.
+
+The `openai` SDK alone takes about half a second to import, so it is kept off the daemon's start
+(`warm_up` loads it once the daemon is ready, before the first message needs it).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agno.models.base import Model
-from agno.models.openai import OpenAIChat
-from agno.models.openai.like import OpenAILike
 
 from mindroom.ai.errors import ModelConfigError
 from mindroom.ai.failures import reporting_class
@@ -61,6 +63,9 @@ def _openai(model: ModelConfig, env: Mapping[str, str], label: str) -> Model:
     base_url = options.pop("base_url", None) or model.host
     option_key = options.pop("api_key", None)
     api_key = model.api_key or option_key or env.get("OPENAI_API_KEY")
+    from agno.models.openai import OpenAIChat
+    from agno.models.openai.like import OpenAILike
+
     model_class: type[Model]
     if base_url is None:
         if not api_key:

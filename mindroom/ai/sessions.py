@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from agno.db.base import AsyncBaseDb, SessionType
-from agno.db.sqlite import AsyncSqliteDb
 from agno.run.agent import RunOutput
 from agno.run.base import HISTORY_SKIP_STATUSES
 
@@ -37,7 +36,6 @@ __all__ = [
     "RUN_EVENT_KEY",
     "SESSIONS_DIRNAME",
     "SESSION_SCHEMA",
-    "SessionStore",
     "close_session_dbs",
     "copy_sessions",
     "forget_turn",
@@ -46,6 +44,7 @@ __all__ = [
     "session_db_path",
     "session_exists",
     "session_table",
+    "sqlite_store_class",
     "strip_run_enrichment",
     "strip_run_output_enrichment",
     "strip_session_enrichment",
@@ -63,12 +62,24 @@ _SKIPPED_STATUSES = frozenset(status.value for status in HISTORY_SKIP_STATUSES)
 _HISTORY_ROLES = frozenset({"user", "assistant"})
 
 
-class SessionStore(AsyncSqliteDb):
-    """agno's SQLite session store, minus the per-run approvals update (this daemon never pauses runs for approval)."""
+@functools.cache
+def sqlite_store_class() -> type[Any]:
+    """agno's SQLite session store, imported on first use (SQLAlchemy is kept off the daemon's start)."""
+    from agno.db.sqlite import AsyncSqliteDb
 
-    async def update_approval_run_status(self, run_id: str, run_status: Any) -> int:
-        """No approvals exist here, so there is nothing to update; skips one SQL statement per turn."""
-        return 0
+    class SessionStore(AsyncSqliteDb):
+        """agno's SQLite store, minus the per-run approvals update (this daemon never pauses runs for approval)."""
+
+        async def update_approval_run_status(self, run_id: str, run_status: Any) -> int:
+            """No approvals exist here, so there is nothing to update; skips one SQL statement per turn."""
+            return 0
+
+    return SessionStore
+
+
+def _sqlite_store(path: Path) -> AsyncBaseDb:
+    store: AsyncBaseDb = sqlite_store_class()(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+    return store
 
 
 @functools.cache
@@ -112,7 +123,7 @@ class _SessionDbs:
         db = dbs.get(path)
         if db is None:
             prepare_private_sqlite(path)
-            db = SessionStore(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+            db = _sqlite_store(path)
             dbs[path] = db
         return db
 
@@ -137,7 +148,7 @@ class _SessionDbs:
         loop = asyncio.get_running_loop()
         dbs = self._by_loop.pop(loop, {})
         for db in dbs.values():
-            if isinstance(db, AsyncSqliteDb):
+            if isinstance(db, sqlite_store_class()):
                 await db.close()
         for engine in self._engines.pop(loop, {}).values():
             await engine.dispose()
@@ -307,7 +318,7 @@ async def copy_sessions(storage_root: Path, url: str) -> list[CopyCount]:
     engine = create_async_postgres_engine(url)
     try:
         for path in await asyncio.to_thread(_session_files, storage_root):
-            source = SessionStore(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+            source = _sqlite_store(path)
             target = _postgres_store(engine, path.stem)
             try:
                 counts += await _copy_agent(path.stem, source, target)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 
-from mindroom.ai import close_caches
+from mindroom.ai import close_caches, preload_in_background
 from mindroom.bots.approvals import ApprovalDesk
 from mindroom.bots.bot import EntityBot, EventHandler
 from mindroom.bots.commands import CommandTable
@@ -169,6 +169,7 @@ class Orchestrator:
             plugins=[plugin.name for plugin in live.plugins],
             hooks=len(live.registry),
         )
+        preload_in_background()
         return runtime
 
     async def _open_state(self, live: LiveState) -> StateStores:
