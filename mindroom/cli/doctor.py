@@ -1,8 +1,9 @@
 """`mindroom doctor`: one line per check, pass or the fix. Output never contains a secret.
 
-Checks: the config loads; the data dir is writable; the homeserver answers (or the embedded one can
-start); each account has a usable session or a way to get one; each bot's device has a healthy crypto
-store; each model has its key and answers; each plugin imports.
+Checks: the config loads; the data dir is writable; the state backend can be used, and which daemon holds
+its lock (`doctor_state`); the homeserver answers (or the embedded one can start); each account has a
+usable session or a way to get one; each bot's device has a healthy crypto store; each model has its key
+and answers; each plugin imports.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mindroom.cli.doctor_result import CheckResult, CheckStatus
 from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
+from mindroom.cli.doctor_state import check_state
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config, ModelConfig
 from mindroom.config.providers import PROVIDER_ENV_VARS
@@ -350,6 +352,7 @@ async def run_checks(
         return results
     results.append(_ok("config", f"{config_path} is valid ({len(config.agents)} agents)"))
     results.append(check_data_dir(storage_root))
+    results.extend(await check_state(config, config_path, storage_root, env))
     homeserver, url = await check_homeserver(env, storage_root)
     results.append(homeserver)
     if homeserver.status is not CheckStatus.FAIL:
