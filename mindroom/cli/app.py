@@ -150,7 +150,7 @@ def doctor(
     storage_path: StorageOption = None,
     no_model_call: Annotated[bool, typer.Option("--no-model-call", help="Check keys but do not call models.")] = False,
 ) -> None:
-    """Check homeserver, accounts, models, plugins and the data dir: one line each, pass or the fix."""
+    """Check the data dir, state and its lock, homeserver, accounts, models, plugins: one line each, pass or the fix."""
     import mindroom.ai  # noqa: F401 - imported before logging is set up, so its library loggers are adopted
     from mindroom.cli.doctor import CheckStatus, run_checks
 

@@ -1,32 +1,36 @@
 """`mindroom doctor`: one line per check, pass or the fix. Output never contains a secret.
 
-Checks: the config loads; the data dir is writable; the homeserver answers (or the embedded one can
-start); each account has a usable session or a way to get one; each bot's device has a healthy crypto
-store; each model has its key and answers; each plugin imports.
+Checks: the config loads; the data dir is writable; the state backend can be used, and which daemon holds
+its lock (`doctor_state`); the homeserver answers (or the embedded one can start); each account has a
+usable session or a way to get one; each bot's device has a healthy crypto store; each model has its key
+and answers; each plugin imports.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import json
 import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mindroom.cli.doctor_result import CheckResult, CheckStatus
+from mindroom.cli.doctor_result import check_fail as _fail
+from mindroom.cli.doctor_result import check_ok as _ok
+from mindroom.cli.doctor_result import check_warn as _warn
+from mindroom.cli.doctor_state import check_state
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config, ModelConfig
 from mindroom.config.providers import PROVIDER_ENV_VARS
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.errors import ConfigError
 from mindroom.homeserver.embedded import embedded_connection, synapse_installed
-from mindroom.logging_config import redact_text, register_secret_env
+from mindroom.logging_config import register_secret_env
 from mindroom.matrix.credentials import BotCredentials, CredentialStore
 from mindroom.matrix.crypto_store import CryptoStoreState, crypto_store_dir, inspect_crypto_store
 from mindroom.private_files import open_to_others
@@ -46,36 +50,6 @@ __all__ = [
 _HTTP_TIMEOUT_S = 5.0
 _MODEL_TIMEOUT_S = 60.0
 _PROBE = "Reply with the single word OK."
-
-
-class CheckStatus(enum.StrEnum):
-    """How a check went."""
-
-    PASS = "pass"
-    WARN = "warn"
-    FAIL = "fail"
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """One line of the report: what was checked, how it went, and the fix when it did not pass."""
-
-    name: str
-    status: CheckStatus
-    detail: str
-    fix: str = ""
-
-
-def _ok(name: str, detail: str) -> CheckResult:
-    return CheckResult(name, CheckStatus.PASS, redact_text(detail))
-
-
-def _warn(name: str, detail: str, fix: str = "") -> CheckResult:
-    return CheckResult(name, CheckStatus.WARN, redact_text(detail), redact_text(fix))
-
-
-def _fail(name: str, detail: str, fix: str) -> CheckResult:
-    return CheckResult(name, CheckStatus.FAIL, redact_text(detail), redact_text(fix))
 
 
 def _get_json(url: str, token: str | None = None) -> tuple[int, dict[str, Any]]:
@@ -378,6 +352,7 @@ async def run_checks(
         return results
     results.append(_ok("config", f"{config_path} is valid ({len(config.agents)} agents)"))
     results.append(check_data_dir(storage_root))
+    results.extend(await check_state(config, config_path, storage_root, env))
     homeserver, url = await check_homeserver(env, storage_root)
     results.append(homeserver)
     if homeserver.status is not CheckStatus.FAIL:

@@ -24,7 +24,7 @@ from mindroom.state.schedules import ScheduleStore
 from mindroom.state.snapshots import FileSnapshots
 from mindroom.state.tokens import AttachedState
 
-__all__ = ["LOCK_FILENAME", "SqliteState", "read_lock_file"]
+__all__ = ["LOCK_FILENAME", "SqliteState", "lock_held", "read_lock_file"]
 
 LOCK_FILENAME = "daemon.lock"
 
@@ -35,6 +35,27 @@ def read_lock_file(path: Path) -> LockHolder | None:
         return LockHolder.from_json(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, UnicodeDecodeError):
         return None
+
+
+def lock_held(path: Path) -> bool:
+    """True while a process holds the lock file's `flock`; False when it is free or there is no file.
+
+    Asked with a shared, non-blocking `flock` on a descriptor of its own, closed at once. A holder's exclusive
+    lock refuses it and stays as it was (a `flock` belongs to one open file), so a running daemon is never
+    disturbed; nothing is created or written. While the lock is free, a daemon trying it in that same instant
+    finds it taken (a standby tries again at its next poll).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # drops the shared lock, if it was granted
+    return False
 
 
 class SqliteState(StateBackend):
@@ -69,18 +90,8 @@ class SqliteState(StateBackend):
 
     async def read_holder(self) -> LockHolder | None:
         """The lock file's holder while someone holds the lock; None when it is free."""
-        if self._locked:
+        if self._locked or lock_held(self.lock_path):
             return read_lock_file(self.lock_path)
-        try:
-            fd = os.open(self.lock_path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return read_lock_file(self.lock_path)
-        finally:
-            os.close(fd)
         return None
 
     async def _load_stores(self) -> StateStores:

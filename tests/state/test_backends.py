@@ -248,3 +248,29 @@ async def test_backends_safe_url_drops_the_password_wherever_the_url_holds_it():
     assert safe_url("postgresql://u@db/x?sslmode=require&password=pw") == "postgresql://u@db/x?sslmode=require"
     assert safe_url("postgresql://[::1]:5/x") == "postgresql://[::1]:5/x"
     assert safe_url("postgresql://u:pw@[::1]:5/x") == "postgresql://u@[::1]:5/x"
+
+
+async def test_sqlite_lock_held_asks_without_taking_or_disturbing_the_lock(tmp_path: Path):
+    from mindroom.state.sqlite import SqliteState, lock_held
+
+    data = tmp_path / "data"
+    lock = data / "state" / "daemon.lock"
+    assert lock_held(lock) is False
+    assert not data.exists()  # asking created nothing
+
+    holder = SqliteState(data)
+    await holder.acquire()
+    try:
+        written = lock.read_bytes()
+        assert lock_held(lock) is True
+        assert lock_held(lock) is True
+        second = SqliteState(data)
+        assert await second.try_lock() is not None and not second.locked  # still the holder's
+        assert lock.read_bytes() == written
+    finally:
+        await holder.close()
+
+    assert lock_held(lock) is False
+    after = SqliteState(data)
+    await after.acquire()  # the question left nothing behind that blocks a daemon
+    await after.close()
