@@ -62,19 +62,22 @@ _SKIPPED_STATUSES = frozenset(status.value for status in HISTORY_SKIP_STATUSES)
 _HISTORY_ROLES = frozenset({"user", "assistant"})
 
 
+async def _no_approval_update(self: Any, run_id: str, run_status: Any) -> int:
+    """No approvals exist in agno's sense here (runs never pause), so there is nothing to update."""
+    return 0
+
+
+def _without_approval_updates(base: type[Any], name: str) -> type[Any]:
+    """`base` minus agno's per-run approvals update: one SQL statement fewer for every turn stored."""
+    return type(name, (base,), {"update_approval_run_status": _no_approval_update, "__module__": __name__})
+
+
 @functools.cache
 def sqlite_store_class() -> type[Any]:
     """agno's SQLite session store, imported on first use (SQLAlchemy is kept off the daemon's start)."""
     from agno.db.sqlite import AsyncSqliteDb
 
-    class SessionStore(AsyncSqliteDb):
-        """agno's SQLite store, minus the per-run approvals update (this daemon never pauses runs for approval)."""
-
-        async def update_approval_run_status(self, run_id: str, run_status: Any) -> int:
-            """No approvals exist here, so there is nothing to update; skips one SQL statement per turn."""
-            return 0
-
-    return SessionStore
+    return _without_approval_updates(AsyncSqliteDb, "SessionStore")
 
 
 def _sqlite_store(path: Path) -> AsyncBaseDb:
@@ -84,17 +87,10 @@ def _sqlite_store(path: Path) -> AsyncBaseDb:
 
 @functools.cache
 def _postgres_store_class() -> type[Any]:
-    """agno's PostgreSQL store, imported on first use (SQLite users never load it)."""
+    """agno's PostgreSQL session store, imported on first use (SQLite users never load it)."""
     from agno.db.postgres import AsyncPostgresDb
 
-    class PostgresSessionStore(AsyncPostgresDb):
-        """agno's PostgreSQL session store, minus the per-run approvals update (as `SessionStore`)."""
-
-        async def update_approval_run_status(self, run_id: str, run_status: Any) -> int:
-            """No approvals exist here, so there is nothing to update."""
-            return 0
-
-    return PostgresSessionStore
+    return _without_approval_updates(AsyncPostgresDb, "PostgresSessionStore")
 
 
 def _postgres_store(engine: Any, agent_name: str) -> AsyncBaseDb:

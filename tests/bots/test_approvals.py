@@ -21,15 +21,11 @@ from mindroom.bots.approvals import (
 from mindroom.bots.ingress import CLOCK_SKEW_MS, InboundReaction, IngressDrop, message_ingress, reaction_ingress
 from mindroom.bots.runtime import DaemonRuntime, LiveState
 from mindroom.config.main import Config
-from mindroom.constants import RuntimePaths
 from mindroom.hooks import ApprovalRequest
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
-from mindroom.state.answers import AnswerLog
 from mindroom.state.approvals import ApprovalStore
-from mindroom.state.attachments import AttachmentStore
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
+from tests.bots.support import unit_runtime
 
 ALICE = "@alice:localhost"
 STRANGER = "@mallory:localhost"
@@ -242,17 +238,11 @@ def runtime(tmp_path: Path, desk: ApprovalDesk) -> Iterator[DaemonRuntime]:
             "authorization": {"global_users": [ALICE]},
         }
     )
-    runtime = DaemonRuntime(
-        live=LiveState(config=config, registry=HookRegistry.from_plugins([])),
-        runtime_paths=RuntimePaths.for_directory(tmp_path),
-        env={},
-        server_name="localhost",
-        journal=TurnJournal(tmp_path / "daemon.db"),
-        room_memory=RoomMemory(tmp_path / "rooms.db"),
-        answers=AnswerLog(tmp_path / "answers.db"),
-        attachments=AttachmentStore(tmp_path),
-        bot_user_ids={"router": "@mindroom_router:localhost", "helper": HELPER},
-        room_ids={"lobby": ROOM},
+    runtime = unit_runtime(
+        tmp_path,
+        LiveState(config=config, registry=HookRegistry.from_plugins([])),
+        bots={"router": "@mindroom_router:localhost", "helper": HELPER},
+        rooms={"lobby": ROOM},
         started_at_ms=START_MS,
         approvals=desk,
     )

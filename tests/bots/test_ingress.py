@@ -29,14 +29,10 @@ from mindroom.constants import (
     SCHEDULE_ID_KEY,
     SYNTHETIC_DEPTH_KEY,
     VOICE_PREFIX,
-    RuntimePaths,
 )
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
-from mindroom.state.answers import AnswerLog
-from mindroom.state.attachments import AttachmentStore
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
+from tests.bots.support import unit_runtime
 
 ROUTER = "@mindroom_router:localhost"
 HELPER = "@mindroom_helper:localhost"
@@ -363,21 +359,9 @@ def make_config(**authorization: Any) -> Config:
 
 @pytest.fixture
 def runtime(tmp_path: Path) -> Iterator[DaemonRuntime]:
-    journal = TurnJournal(tmp_path / "daemon.db")
     live = LiveState(config=make_config(), registry=HookRegistry.from_plugins([]))
-    runtime = DaemonRuntime(
-        live=live,
-        runtime_paths=RuntimePaths.for_directory(tmp_path),
-        env={},
-        server_name="localhost",
-        journal=journal,
-        room_memory=RoomMemory(tmp_path / "rooms.db"),
-        answers=AnswerLog(tmp_path / "answers.db"),
-        attachments=AttachmentStore(tmp_path),
-        bot_user_ids=dict(BOTS),
-        room_ids={"lobby": LOBBY},
-        started_at_ms=START_MS,
-    )
+    runtime = unit_runtime(tmp_path, live, bots=BOTS, rooms={"lobby": LOBBY}, started_at_ms=START_MS)
+    journal = runtime.journal
     runtime.bots = {name: StandInEntity(name, name == "router", runtime) for name in BOTS}
     yield runtime
     journal.close()

@@ -18,13 +18,9 @@ from mindroom.bots.recovery import recover_interrupted
 from mindroom.bots.runtime import DaemonRuntime, LiveState
 from mindroom.config.main import Config
 from mindroom.config.plugin import PluginEntryConfig
-from mindroom.constants import RuntimePaths
 from mindroom.hooks import EVENT_ROOM_MEMBER_JOINED, EVENT_ROOM_MEMBER_LEFT, HookRegistry, hook
 from mindroom.matrix import MatrixEvent
-from mindroom.state.answers import AnswerLog
-from mindroom.state.attachments import AttachmentStore
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
+from tests.bots.support import unit_runtime
 
 ROUTER = "@mindroom_router:localhost"
 HELPER = "@mindroom_helper:localhost"
@@ -163,22 +159,12 @@ def runtime(tmp_path: Path, seen: list[tuple[str, Any]]) -> Iterator[DaemonRunti
     async def left(ctx: Any) -> None:
         seen.append(("left", ctx))
 
-    journal = TurnJournal(tmp_path / "daemon.db")
     config = Config.model_validate({"agents": {"helper": {"display_name": "Helper", "rooms": ["lobby"]}}})
     registry = HookRegistry.from_plugins([plugin(joined, left)])
-    runtime = DaemonRuntime(
-        live=LiveState(config=config, registry=registry),
-        runtime_paths=RuntimePaths.for_directory(tmp_path),
-        env={},
-        server_name="localhost",
-        journal=journal,
-        room_memory=RoomMemory(tmp_path / "rooms.db"),
-        answers=AnswerLog(tmp_path / "answers.db"),
-        attachments=AttachmentStore(tmp_path),
-        bot_user_ids=dict(BOTS),
-        room_ids={"lobby": LOBBY},
-        started_at_ms=START_MS,
+    runtime = unit_runtime(
+        tmp_path, LiveState(config=config, registry=registry), bots=BOTS, rooms={"lobby": LOBBY}, started_at_ms=START_MS
     )
+    journal = runtime.journal
     yield runtime
     journal.close()
 
