@@ -1,10 +1,12 @@
-"""Answer latency in an encrypted room against a plain one, in the same run of the same daemon.
+"""Answer latency in an encrypted room against a plain one, in the same run, for the daemon and a bare bot.
 
 One daemon subprocess (one agent, the router, instant scripted replies) on a real Synapse, with two
-managed rooms: `plain` and `vault` (`encrypted: true`). The human is an encryption device with its own
-store, as Element is. Messages alternate between the rooms in blocks; the script prints p50/p95 of
-message-to-answer time for each room, the difference, and the daemon's CPU time per message in each
-(from /proc, measured over each room's blocks only). Set BENCH_MESSAGES (default 40 per room).
+managed rooms: `plain` and `vault` (`encrypted: true`); beside it the bare matrix-nio echo bot as an
+encryption device, with a plain and an encrypted room of its own. The human is an encryption device
+with its own store, as Element is. Messages alternate between the four rooms in blocks; the script
+prints p50/p95 of message-to-answer time for each, the daemon/echo ratios, the difference encryption
+makes for the daemon, and CPU time per message (from /proc, over each room's blocks only).
+Set BENCH_MESSAGES (default 40 per room).
 """
 
 from __future__ import annotations
@@ -90,6 +92,34 @@ async def _one(human: HumanClient, room_id: str, responder: str, text: str) -> f
     return (time.perf_counter() - start) * 1000
 
 
+async def _echo_rooms(
+    hs: TestHomeserver, human: HumanClient, tmp: Path, tag: str
+) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
+    """The echo bot as an encryption device, with a plain and an encrypted room the human shares with it."""
+    bot = hs.register_user(f"echo{tag}", "echo-pass")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "echo_bot.py"),
+            hs.url,
+            bot.user_id,
+            bot.password,
+            str(tmp / "echo"),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    device_id = process.stdout.readline().decode().split()[-1]
+    rooms = {
+        "plain": await human.create_room([bot.user_id], encrypted=False),
+        "encrypted": await human.create_room([bot.user_id], encrypted=True),
+    }
+    for room_id in rooms.values():
+        await human.wait_for_member(room_id, bot.user_id)
+    await human.wait_for_device(bot.user_id, device_id)
+    return process, bot.user_id, rooms
+
+
 async def main() -> int:
     tag = secrets.token_hex(3)
     with tempfile.TemporaryDirectory() as tmp, TestHomeserver() as hs, ScriptedModelServer() as model:
@@ -102,35 +132,43 @@ async def main() -> int:
         (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, user.user_id, tag)))
         process = _start_daemon(workdir, hs, f"e{tag}_")
         responder = f"@e{tag}_solo:{hs.server_name}"
-        samples: dict[str, list[float]] = {"plain": [], "encrypted": []}
-        cpu_s = {"plain": 0.0, "encrypted": 0.0}
+        echo, echo_user, echo_rooms = await _echo_rooms(hs, human, Path(tmp), tag)
+        samples: dict[str, list[float]] = {}
+        cpu_s: dict[str, float] = {}
         try:
-            rooms = {}
+            targets: dict[str, tuple[str, str, int]] = {}
             for kind, key in (("plain", f"plain{tag}"), ("encrypted", f"vault{tag}")):
                 resolved = await human.client.room_resolve_alias(f"#{key}:{hs.server_name}")
-                rooms[kind] = resolved.room_id
                 await human.wait_for_member(resolved.room_id, responder)
-            for kind, room_id in rooms.items():
+                targets[f"daemon {kind}"] = (resolved.room_id, responder, process.pid)
+                targets[f"echo bot {kind}"] = (echo_rooms[kind], echo_user, echo.pid)
+            samples = {name: [] for name in targets}
+            cpu_s = dict.fromkeys(targets, 0.0)
+            for name, (room_id, who, _) in targets.items():
                 for index in range(WARM_UP):
-                    await _one(human, room_id, responder, f"warm-up {kind} {index}")
+                    await _one(human, room_id, who, f"warm-up {name} {index}")
             for block in range(0, MESSAGES, BLOCK):
-                for kind, room_id in rooms.items():
-                    before = _cpu_s(process.pid)
+                for name, (room_id, who, pid) in targets.items():
+                    before = _cpu_s(pid)
                     for index in range(block, min(block + BLOCK, MESSAGES)):
-                        samples[kind].append(await _one(human, room_id, responder, f"ping {kind} {index}"))
-                    await asyncio.sleep(0.3)  # the answer's own sync echo is part of the daemon's cost
-                    cpu_s[kind] += _cpu_s(process.pid) - before
+                        samples[name].append(await _one(human, room_id, who, f"ping {name} {index}"))
+                    await asyncio.sleep(0.3)  # the answer's own sync echo is part of the bot's cost
+                    cpu_s[name] += _cpu_s(pid) - before
         finally:
-            process.terminate()
-            process.wait(30)
+            for proc in (process, echo):
+                proc.terminate()
+                proc.wait(30)
             await human.close()
-    print(f"messages per room: {MESSAGES} (after {WARM_UP} warm-up each), one daemon, one agent")
-    print(f"{'':<16}{'p50 ms':>10}{'p95 ms':>10}{'CPU ms/msg':>12}")
+    print(f"messages per room: {MESSAGES} (after {WARM_UP} warm-up each), one daemon with one agent, one echo bot")
+    print(f"{'':<22}{'p50 ms':>10}{'p95 ms':>10}{'CPU ms/msg':>12}")
+    for name, values in samples.items():
+        cpu_ms = cpu_s[name] / len(values) * 1000
+        print(f"{name:<22}{_pct(values, 0.5):>10.1f}{_pct(values, 0.95):>10.1f}{cpu_ms:>12.1f}")
     for kind in ("plain", "encrypted"):
-        cpu_ms = cpu_s[kind] / len(samples[kind]) * 1000
-        print(f"{kind:<16}{_pct(samples[kind], 0.5):>10.1f}{_pct(samples[kind], 0.95):>10.1f}{cpu_ms:>12.1f}")
-    extra = _pct(samples["encrypted"], 0.5) - _pct(samples["plain"], 0.5)
-    extra_cpu = (cpu_s["encrypted"] - cpu_s["plain"]) / MESSAGES * 1000
+        ratio = _pct(samples[f"daemon {kind}"], 0.5) / _pct(samples[f"echo bot {kind}"], 0.5)
+        print(f"p50 ratio daemon / echo bot, {kind}: {ratio:.2f} (target <= 1.10)")
+    extra = _pct(samples["daemon encrypted"], 0.5) - _pct(samples["daemon plain"], 0.5)
+    extra_cpu = (cpu_s["daemon encrypted"] - cpu_s["daemon plain"]) / MESSAGES * 1000
     print(f"encryption adds {extra:.1f} ms at p50 and {extra_cpu:.1f} ms of daemon CPU per message")
     return 0
 
