@@ -1,23 +1,41 @@
-"""The AI layer: models, agents, session history and generation (the only package that imports agno)."""
+"""The AI layer: models, agents, session history and generation (the only package that imports agno).
+
+Importing this package loads none of agno or the model SDKs: each name below is imported from its
+module when first used (`__getattr__`). agno, the openai SDK and SQLAlchemy take about a second to
+import, which the daemon's start does not wait for: `preload_in_background` loads them once it is ready.
+"""
 
 from __future__ import annotations
 
-from mindroom.ai.agents import close_caches, preload_in_background
-from mindroom.ai.compaction import CompactionChunk, CompactionResult, compact_history
+import importlib
+import threading
+from typing import TYPE_CHECKING, Any
+
 from mindroom.ai.errors import GenerationError, ModelConfigError
-from mindroom.ai.generation import (
-    EarlyAnswer,
-    GenerationRequest,
-    GenerationResult,
-    generate,
-    generate_early,
-    stream_generate,
-)
-from mindroom.ai.media import ImageInput, TranscriptionError, supports_vision, transcribe
-from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
-from mindroom.ai.offline import OfflineModel
-from mindroom.ai.routing_model import choose_agent
-from mindroom.ai.sessions import forget_turn, load_history, session_db_path, session_exists, strip_session_enrichment
+from mindroom.logging_config import get_logger
+
+if TYPE_CHECKING:
+    from mindroom.ai.agents import close_caches
+    from mindroom.ai.compaction import CompactionChunk, CompactionResult, compact_history
+    from mindroom.ai.generation import (
+        EarlyAnswer,
+        GenerationRequest,
+        GenerationResult,
+        generate,
+        generate_early,
+        stream_generate,
+    )
+    from mindroom.ai.media import ImageInput, TranscriptionError, supports_vision, transcribe
+    from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
+    from mindroom.ai.offline import OfflineModel
+    from mindroom.ai.routing_model import choose_agent
+    from mindroom.ai.sessions import (
+        forget_turn,
+        load_history,
+        session_db_path,
+        session_exists,
+        strip_session_enrichment,
+    )
 
 __all__ = [
     "PLACEHOLDER_API_KEY",
@@ -47,3 +65,61 @@ __all__ = [
     "supports_vision",
     "transcribe",
 ]
+
+logger = get_logger(__name__)
+
+_HOME = {
+    "close_caches": "agents",
+    "CompactionChunk": "compaction",
+    "CompactionResult": "compaction",
+    "compact_history": "compaction",
+    "EarlyAnswer": "generation",
+    "GenerationRequest": "generation",
+    "GenerationResult": "generation",
+    "generate": "generation",
+    "generate_early": "generation",
+    "stream_generate": "generation",
+    "ImageInput": "media",
+    "TranscriptionError": "media",
+    "supports_vision": "media",
+    "transcribe": "media",
+    "PLACEHOLDER_API_KEY": "models",
+    "build_model": "models",
+    "OfflineModel": "offline",
+    "choose_agent": "routing_model",
+    "forget_turn": "sessions",
+    "load_history": "sessions",
+    "session_db_path": "sessions",
+    "session_exists": "sessions",
+    "strip_session_enrichment": "sessions",
+}
+"""Where each public name lives; the module is imported when the name is first read."""
+_TURN_MODULES = ("generation", "agents", "compaction", "routing_model", "media", "tools")
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def _preload() -> None:
+    try:
+        for home in _TURN_MODULES:
+            importlib.import_module(f"{__name__}.{home}")
+        importlib.import_module("agno.models.openai")
+        importlib.import_module(f"{__name__}.sessions").sqlite_store_class()
+    except Exception as exc:  # the first turn imports them again and reports what is wrong
+        logger.warning("preloading the model libraries failed", error=str(exc))
+
+
+def preload_in_background() -> None:
+    """Import, in a thread, what the first turn needs and the daemon's start does not (agno and the SDKs).
+
+    Called once the daemon is ready, so neither the start nor the first message waits for them.
+    """
+    threading.Thread(target=_preload, name="preload-ai", daemon=True).start()

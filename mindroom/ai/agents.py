@@ -17,31 +17,10 @@ from agno.agent import Agent
 from agno.models.base import Model
 
 from mindroom.ai.models import build_model, close_model, model_env_fingerprint
-from mindroom.ai.sessions import close_session_dbs, sqlite_store_class
+from mindroom.ai.sessions import close_session_dbs
 from mindroom.config.main import ModelConfig
-from mindroom.logging_config import get_logger
 
-__all__ = ["AgentCache", "agent_cache", "close_caches", "preload_in_background"]
-
-logger = get_logger(__name__)
-
-
-def _preload() -> None:
-    try:
-        import agno.models.openai  # noqa: F401 - the import is the point
-
-        sqlite_store_class()
-    except Exception as exc:  # the first turn imports them again and reports what is wrong
-        logger.warning("preloading the model libraries failed", error=str(exc))
-
-
-def preload_in_background() -> None:
-    """Import, in a thread, what the first turn needs and the daemon's start does not (about 0.8 s).
-
-    The openai SDK and agno's SQLite store (SQLAlchemy) are kept off the start; loading them once the
-    daemon is ready means the first message does not wait for them.
-    """
-    threading.Thread(target=_preload, name="preload-models", daemon=True).start()
+__all__ = ["AgentCache", "agent_cache", "close_caches"]
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Turn a `ModelConfig` into an agno model; every provider SDK is imported when a model first needs it.
 
 The `openai` SDK alone takes about half a second to import, so it is kept off the daemon's start
-(`warm_up` loads it once the daemon is ready, before the first message needs it).
+(`mindroom.ai.preload_in_background` loads it once the daemon is ready, before the first message needs it).
 """
 
 from __future__ import annotations

@@ -6,26 +6,35 @@ whatever the tool's origin. Build them once per agent and reuse them: the agent 
 
 from __future__ import annotations
 
+import functools
 import inspect
+import sys
 from dataclasses import replace
-from typing import Any
-
-from agno.tools.function import Function
-from agno.tools.toolkit import Toolkit
-from agno.utils.schema import AGNO_INJECTED_PARAMS, FRAMEWORK_INJECTED_PARAMS
+from typing import TYPE_CHECKING, Any
 
 from mindroom.tool_system.calls import call_tool
 from mindroom.tool_system.spec import ToolSpec
 
+if TYPE_CHECKING:
+    from agno.tools.function import Function
+
 __all__ = ["agno_function", "agno_tools", "described", "foreign_tool_specs"]
 
-_INJECTED = frozenset({*FRAMEWORK_INJECTED_PARAMS, *AGNO_INJECTED_PARAMS, "fc"})
+
+@functools.cache
+def _injected() -> frozenset[str]:
+    """Parameters agno fills in itself (agent, team, run context, media): a plugin function may not need them."""
+    from agno.utils.schema import AGNO_INJECTED_PARAMS, FRAMEWORK_INJECTED_PARAMS
+
+    return frozenset({*FRAMEWORK_INJECTED_PARAMS, *AGNO_INJECTED_PARAMS, "fc"})
 
 
 def described(spec: ToolSpec) -> ToolSpec:
     """`spec` with its description and JSON schema filled in from the callable, which validates its arguments."""
     if spec.parameters is not None and spec.description is not None:
         return spec
+    from agno.tools.function import Function
+
     template = Function.from_callable(spec.function, name=spec.name)
     return replace(
         spec,
@@ -41,6 +50,8 @@ def agno_function(spec: ToolSpec, agent_name: str) -> Function:
 
     async def entrypoint(**arguments: Any) -> str:
         return await call_tool(ready, agent_name, arguments)
+
+    from agno.tools.function import Function
 
     return Function(
         name=ready.name,
@@ -61,7 +72,7 @@ def _spec_from_function(function: Function) -> ToolSpec:
     if entrypoint is None:
         msg = f"agno Function {function.name!r} has no entrypoint"
         raise ValueError(msg)
-    injected = sorted(set(inspect.signature(entrypoint).parameters) & _INJECTED)
+    injected = sorted(set(inspect.signature(entrypoint).parameters) & _injected())
     if injected:
         msg = f"tool {function.name!r} takes agno framework parameters ({', '.join(injected)}), which it would not get"
         raise ValueError(msg)
@@ -81,6 +92,11 @@ def foreign_tool_specs(value: Any) -> tuple[ToolSpec, ...] | None:
 
     `ValueError` for a function that needs what agno injects (agent, team, run context, media).
     """
+    if "agno.tools.function" not in sys.modules:
+        return None  # nothing has imported agno's tools, so no plugin made one (and the daemon starts without agno)
+    from agno.tools.function import Function
+    from agno.tools.toolkit import Toolkit
+
     if isinstance(value, Toolkit):
         return tuple(_spec_from_function(function) for function in value.get_async_functions().values())
     if isinstance(value, Function):

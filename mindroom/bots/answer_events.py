@@ -8,7 +8,7 @@ itself runs either way).
 
 from __future__ import annotations
 
-from mindroom.ai import CompactionChunk, compact_history, session_exists
+from mindroom import ai
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.config.main import ModelConfig
 from mindroom.hooks.context import HookBindings, MessageEnvelope
@@ -108,7 +108,7 @@ class SessionProbe:
     async def _exists(self) -> bool | None:
         try:
             storage = self.entity.runtime.runtime_paths.storage_root
-            return await session_exists(self.entity.name, self.session_id, storage_root=storage)
+            return await ai.session_exists(self.entity.name, self.session_id, storage_root=storage)
         except Exception as exc:  # a failed probe only means the event is not sent
             logger.warning("session probe failed", agent=self.entity.name, session=self.session_id, error=str(exc))
             return None
@@ -154,13 +154,13 @@ async def compact_before_answer(
         **bindings.fields(),
     }
 
-    async def before(chunk: CompactionChunk) -> None:
+    async def before(chunk: ai.CompactionChunk) -> None:
         ctx = CompactionHookContext(messages=chunk.messages, token_count_before=chunk.token_count_before, **base)
         await emit(registry, EVENT_COMPACTION_BEFORE, ctx)
 
     runtime = entity.runtime
     after = registry.has_hooks(EVENT_COMPACTION_AFTER)
-    result = await compact_history(
+    result = await ai.compact_history(
         entity.name,
         session_id,
         model=model,

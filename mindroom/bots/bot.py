@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass
 from typing import Any
 
-from mindroom.ai.tools import agno_tools
 from mindroom.bots.authorization import may_invite
 from mindroom.bots.bindings import BotBindings
 from mindroom.bots.fairness import FairSlots
@@ -300,6 +299,8 @@ class EntityBot:
             room_aliases=lambda: runtime.room_ids,
             attachments=runtime.attachments,
         )
+        from mindroom.ai.tools import agno_tools  # agno loads with the first turn, not with the daemon
+
         functions: tuple[Any, ...] = agno_tools(live.tools.tools_for(agent.tools, env), self.name)
         self._tools = (key, functions)
         return functions

@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass
 
-from mindroom.ai import TranscriptionError, transcribe
+from mindroom import ai
 from mindroom.bots.ingress import InboundMessage
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.constants import VOICE_PREFIX
@@ -102,8 +102,8 @@ async def _transcript(entity: Entity, live: LiveState, audio: bytes, name: str, 
     if model is None:
         return NO_TRANSCRIPTION
     try:
-        text = await transcribe(model, voice.transcription_id, audio, name, mimetype, entity.runtime.env)
-    except TranscriptionError:
+        text = await ai.transcribe(model, voice.transcription_id, audio, name, mimetype, entity.runtime.env)
+    except ai.TranscriptionError:
         return "[A voice message arrived, but transcribing it failed. Say so, and ask for the message as text.]"
     if text is None:
         return NO_TRANSCRIPTION

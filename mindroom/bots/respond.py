@@ -11,15 +11,8 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from mindroom.ai import (
-    GenerationError,
-    GenerationRequest,
-    ImageInput,
-    ModelConfigError,
-    forget_turn,
-    generate_early,
-    supports_vision,
-)
+from mindroom import ai
+from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.bots.answer_events import (
     SessionProbe,
     compact_before_answer,
@@ -213,13 +206,15 @@ async def _generate(
     runtime = entity.runtime
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
     if turn.replaces is not None:
-        await forget_turn(entity.name, session_id(envelope), question, storage_root=runtime.runtime_paths.storage_root)
+        await ai.forget_turn(
+            entity.name, session_id(envelope), question, storage_root=runtime.runtime_paths.storage_root
+        )
     if settings.num_history_runs > 0 and not _opens_conversation(turn):
         await compact_before_answer(
             entity, live, envelope, turn.bindings, turn.correlation_id, model, settings.num_history_runs
         )
     images, image_notes = await _images(turn, model)
-    request = GenerationRequest(
+    request = ai.GenerationRequest(
         agent_name=entity.name,
         display_name=agent.display_name,
         role=agent.role,
@@ -255,7 +250,9 @@ async def _generate(
                 existing = turn.replaces.response_event_id if turn.replaces is not None else None
                 streamed = await stream_to_matrix(turn.channel, live, request, runtime.env, existing)
             else:
-                answer = await generate_early(request, storage_root=runtime.runtime_paths.storage_root, env=runtime.env)
+                answer = await ai.generate_early(
+                    request, storage_root=runtime.runtime_paths.storage_root, env=runtime.env
+                )
                 after_reply.push_async_callback(answer.stored)
                 streamed = Streamed(answer.text, None)
     except (GenerationError, ModelConfigError) as exc:
@@ -285,14 +282,14 @@ def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
     )
 
 
-async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ImageInput, ...], str]:
+async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ai.ImageInput, ...], str]:
     """The message's images for a model that takes them; for one that does not, a note on what arrived."""
     if not turn.image_ids:
         return (), ""
     store = turn.entity.runtime.attachments
     found = [item for item in [await asyncio.to_thread(store.read, i) for i in turn.image_ids] if item is not None]
-    if supports_vision(model):
-        return tuple(ImageInput(item.data, item.info.mimetype) for item in found), ""
+    if ai.supports_vision(model):
+        return tuple(ai.ImageInput(item.data, item.info.mimetype) for item in found), ""
     notes = [f"{item.info.name} ({item.info.mimetype or 'image'}, {item.info.size} bytes)" for item in found]
     return (), "\n[The sender attached images this model cannot see: " + "; ".join(notes) + ".]"
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mindroom.ai import GenerationRequest, stream_generate
+from mindroom import ai
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import LiveState
 from mindroom.logging_config import get_logger
@@ -30,7 +30,7 @@ class Streamed:
 async def stream_to_matrix(
     channel: ReplyChannel,
     live: LiveState,
-    request: GenerationRequest,
+    request: ai.GenerationRequest,
     env: Mapping[str, str],
     existing_event_id: str | None = None,
 ) -> Streamed:
@@ -51,7 +51,7 @@ async def stream_to_matrix(
     shown = ""
     last_edit = 0.0
     deltas: asyncio.Queue[str | None] = asyncio.Queue()
-    stream = stream_generate(request, storage_root=entity.runtime.runtime_paths.storage_root, env=env)
+    stream = ai.stream_generate(request, storage_root=entity.runtime.runtime_paths.storage_root, env=env)
 
     async def read() -> None:
         try:

@@ -13,7 +13,7 @@ import hashlib
 
 import structlog
 
-from mindroom.ai import choose_agent
+from mindroom import ai
 from mindroom.bots.commands import CommandTable, handle_command, is_command
 from mindroom.bots.ingress import InboundMessage, IngressDrop, message_ingress
 from mindroom.bots.media import prepare_media
@@ -160,7 +160,7 @@ async def _route_by_model(
     chosen = None
     if model is not None:
         try:
-            chosen = await choose_agent(model, roles, envelope.body, env=entity.runtime.env)
+            chosen = await ai.choose_agent(model, roles, envelope.body, env=entity.runtime.env)
         except Exception as exc:  # the router must always produce a decision
             logger.warning("router model failed; using the first agent", error=str(exc) or type(exc).__name__)
     if chosen not in candidates:

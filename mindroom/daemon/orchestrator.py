@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 
-from mindroom.ai import close_caches, preload_in_background
+from mindroom import ai
 from mindroom.bots.approvals import ApprovalDesk
 from mindroom.bots.bot import EntityBot, EventHandler
 from mindroom.bots.commands import CommandTable
@@ -169,7 +169,7 @@ class Orchestrator:
             plugins=[plugin.name for plugin in live.plugins],
             hooks=len(live.registry),
         )
-        preload_in_background()
+        ai.preload_in_background()
         return runtime
 
     async def _open_state(self, live: LiveState) -> StateStores:
@@ -347,7 +347,7 @@ class Orchestrator:
         await asyncio.gather(*(bot.stop(reason, grace_s) for bot in self.bots.values()), return_exceptions=True)
         set_registry_provider(None)
         shared_pool().close()
-        await close_caches()
+        await ai.close_caches()
         await self._release_state()
         self.runtime = None
         self.bots = {}
