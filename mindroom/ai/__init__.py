@@ -112,6 +112,7 @@ def _preload() -> None:
         for home in _TURN_MODULES:
             importlib.import_module(f"{__name__}.{home}")
         importlib.import_module("agno.models.openai")
+        importlib.import_module("markdown_it")
         importlib.import_module(f"{__name__}.sessions").sqlite_store_class()
     except Exception as exc:  # the first turn imports them again and reports what is wrong
         logger.warning("preloading the model libraries failed", error=str(exc))

@@ -9,8 +9,10 @@ answer longer than a message holds is split at paragraph, then line, then charac
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["MAX_BODY_BYTES", "MAX_HTML_BYTES", "split_message", "to_html"]
 
@@ -21,6 +23,8 @@ MAX_HTML_BYTES = 32_000
 
 @lru_cache(maxsize=1)
 def _renderer() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # about 80 ms of imports: with the first answer, not at start
+
     return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
         ["table", "strikethrough"]
     )
