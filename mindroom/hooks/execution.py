@@ -18,12 +18,13 @@ The 2026 API's events run in these modes too: `system:enrich` and `tool:environm
 
 from __future__ import annotations
 
+from typing import Any
+
 from mindroom.hooks.breaker import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD
 from mindroom.hooks.collector import COLLECTOR_CONCURRENCY, collect_items, emit_system_enrich, emit_tool_environment
 from mindroom.hooks.context import BeforeResponseContext, MessageEnrichContext, ResponseDraft, ToolBeforeCallContext
 from mindroom.hooks.emission import (
     MAX_EMIT_DEPTH,
-    InvalidHookResultError,
     bind_hook,
     emission_scope,
     end_emission,
@@ -32,8 +33,9 @@ from mindroom.hooks.emission import (
 from mindroom.hooks.enrichment import EnrichmentItem
 from mindroom.hooks.final_transform import emit_final_transform
 from mindroom.hooks.hook_context import HookContextBase
-from mindroom.hooks.invocation import OK, SKIPPED, Outcome, call_hook, record_failure
+from mindroom.hooks.invocation import OK, SKIPPED, Outcome, call_hook
 from mindroom.hooks.registry import HookRegistry
+from mindroom.hooks.transform import transform_draft
 from mindroom.logging_config import get_logger
 
 __all__ = [
@@ -102,39 +104,16 @@ async def emit_collect(registry: HookRegistry, event_name: str, ctx: MessageEnri
     return await collect_items(registry, event_name, ctx)
 
 
+def _draft_change(old: ResponseDraft, new: ResponseDraft) -> tuple[str, dict[str, Any]] | None:
+    text_changed = new.response_text != old.response_text
+    if text_changed or new.suppress != old.suppress:
+        return "draft", {"suppress": new.suppress, "text_changed": text_changed}
+    return None
+
+
 async def emit_transform(registry: HookRegistry, event_name: str, ctx: BeforeResponseContext) -> ResponseDraft:
     """Transformer mode: hooks run in order on the draft; a failing hook's changes are discarded."""
-    draft = ctx.draft
-    scope = emission_scope(registry, event_name, ctx)
-    if scope is None:
-        return draft
-    hooks, token = scope
-    threshold_s = registry.blocking_threshold_ms / 1000.0
-    generation = registry.generation
-    try:
-        for hook in hooks:
-            bind_hook(ctx, hook, generation)
-            ctx.draft = draft.copy()
-            outcome, value = await call_hook(hook, ctx, threshold_s)
-            if outcome is not OK:
-                continue
-            if value is not None and not isinstance(value, ResponseDraft):
-                invalid = InvalidHookResultError(f"returned {type(value).__name__}, expected ResponseDraft or None")
-                record_failure(hook, invalid, None)
-                continue
-            candidate = value if value is not None else ctx.draft
-            if not isinstance(candidate, ResponseDraft):
-                continue
-            if hook.monitor:
-                text_changed = candidate.response_text != draft.response_text
-                if text_changed or candidate.suppress != draft.suppress:
-                    note_monitored(hook, "draft", suppress=candidate.suppress, text_changed=text_changed)
-                continue
-            draft = candidate
-    finally:
-        ctx.draft = draft
-        end_emission(token)
-    return draft
+    return await transform_draft(registry, event_name, ctx, ResponseDraft, _draft_change)
 
 
 async def emit_gate(registry: HookRegistry, event_name: str, ctx: ToolBeforeCallContext) -> ToolBeforeCallContext:

@@ -10,11 +10,11 @@ the streamed text. Should the transform itself fail, the streamed text is kept.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from mindroom.hooks.emission import InvalidHookResultError, bind_hook, emission_scope, end_emission, note_monitored
-from mindroom.hooks.invocation import OK, call_hook, record_failure
 from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.response_contexts import FinalResponseDraft, FinalResponseTransformContext
+from mindroom.hooks.transform import transform_draft
 from mindroom.hooks.types import EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM
 from mindroom.logging_config import get_logger
 
@@ -23,39 +23,14 @@ __all__ = ["emit_final_transform"]
 logger = get_logger("mindroom.hooks.execution")
 
 
+def _text_change(old: FinalResponseDraft, new: FinalResponseDraft) -> tuple[str, dict[str, Any]] | None:
+    return ("final text", {"text_changed": True}) if new.response_text != old.response_text else None
+
+
 async def _transform(registry: HookRegistry, ctx: FinalResponseTransformContext) -> FinalResponseDraft:
-    draft = ctx.draft
-    scope = emission_scope(registry, EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM, ctx)
-    if scope is None:
-        return draft
-    hooks, token = scope
-    threshold_s = registry.blocking_threshold_ms / 1000.0
-    generation = registry.generation
-    try:
-        for hook in hooks:
-            bind_hook(ctx, hook, generation)
-            ctx.draft = draft.copy()
-            outcome, value = await call_hook(hook, ctx, threshold_s)
-            if outcome is not OK:
-                continue
-            if value is not None and not isinstance(value, FinalResponseDraft):
-                invalid = InvalidHookResultError(
-                    f"returned {type(value).__name__}, expected FinalResponseDraft or None"
-                )
-                record_failure(hook, invalid, None)
-                continue
-            candidate = value if value is not None else ctx.draft
-            if not isinstance(candidate, FinalResponseDraft):
-                continue  # the hook put something else in `ctx.draft`: nothing usable to pass on
-            if hook.monitor:
-                if candidate.response_text != draft.response_text:
-                    note_monitored(hook, "final text", text_changed=True)
-                continue
-            draft = candidate
-    finally:
-        ctx.draft = draft
-        end_emission(token)
-    return draft
+    return await transform_draft(
+        registry, EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM, ctx, FinalResponseDraft, _text_change
+    )
 
 
 async def emit_final_transform(registry: HookRegistry, ctx: FinalResponseTransformContext) -> str:

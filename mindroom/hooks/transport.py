@@ -92,24 +92,25 @@ def _older_shape(
         _origin.source_kind,
     ):
         origin = _origin
-    # One statement per field, as dataclasses' own __init__ does: this shape is built for every message.
-    put = object.__setattr__
-    put(envelope, "source_event_id", source_event_id)
-    put(envelope, "room_id", room_id)
-    put(envelope, "thread_id", thread_id)
-    put(envelope, "resolved_thread_id", resolved_thread_id)
-    put(envelope, "requester_id", requester_id)
-    put(envelope, "sender_id", sender_id)
-    put(envelope, "body", body)
-    put(envelope, "attachment_ids", attachment_ids)
-    put(envelope, "mentioned_agents", mentioned_agents)
-    put(envelope, "agent_name", agent_name)
-    put(envelope, "source_kind", source_kind)
-    put(envelope, "hook_source", hook_source)
-    put(envelope, "message_received_depth", message_received_depth)
-    put(envelope, "dispatch_policy_source_kind", dispatch_policy_source_kind)
-    put(envelope, "_target", target)
-    put(envelope, "_origin", origin)
+    _store(
+        envelope,
+        source_event_id,
+        room_id,
+        thread_id,
+        resolved_thread_id,
+        requester_id,
+        sender_id,
+        body,
+        attachment_ids,
+        mentioned_agents,
+        agent_name,
+        source_kind,
+        hook_source,
+        message_received_depth,
+        dispatch_policy_source_kind,
+        target,
+        origin,
+    )
 
 
 def _newer_shape(
@@ -168,6 +169,8 @@ def _newer_shape(
 
 
 def _store(envelope: MessageEnvelope, *values: Any) -> None:
+    """Set every field of the frozen envelope, one statement per field as dataclasses' own `__init__` does
+    (this runs for every message)."""
     (
         source_event_id,
         room_id,
