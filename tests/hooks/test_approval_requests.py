@@ -5,15 +5,9 @@ import asyncio
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import EVENT_TOOL_BEFORE_CALL, ApprovalRequest, HookRegistry, ToolBeforeCallContext, hook
 from mindroom.hooks.execution import emit_gate
-
-
-def stub_plugin(name, callbacks):
-    entry = PluginEntryConfig(path=f"./plugins/{name}", settings={}, hooks={})
-    attributes = {"name": name, "discovered_hooks": tuple(callbacks), "entry_config": entry, "plugin_order": 0}
-    return type("PluginStub", (), attributes)()
+from tests.hooks.support import stub_plugin
 
 
 def gate_ctx(requester=None, **arguments):

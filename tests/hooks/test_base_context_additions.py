@@ -3,7 +3,6 @@
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_MESSAGE_RECEIVED,
     AgentMessageSnapshot,
@@ -16,20 +15,7 @@ from mindroom.hooks import (
 )
 from mindroom.hooks.capabilities import RelaySender
 from mindroom.hooks.execution import emit
-
-
-def stub_plugin(name, callbacks):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}"),
-            "plugin_order": 0,
-        },
-    )()
-
+from tests.hooks.support import stub_plugin
 
 # -- is_active() ----------------------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ import asyncio
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_MESSAGE_BEFORE_RESPONSE,
     EVENT_MESSAGE_ENRICH,
@@ -20,19 +19,7 @@ from mindroom.hooks import (
 from mindroom.hooks import breaker as breaker_module
 from mindroom.hooks.breaker import CircuitBreaker
 from mindroom.hooks.execution import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD, emit, emit_collect, emit_transform
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.constants import ORIGINAL_SENDER_KEY, SYNTHETIC_DEPTH_KEY, RuntimePaths
 from mindroom.errors import PluginStateError
 from mindroom.hooks import (
@@ -32,19 +31,7 @@ from mindroom.hooks import (
     hook,
 )
 from mindroom.hooks.execution import emit
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 def envelope(**overrides):

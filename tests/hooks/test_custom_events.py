@@ -5,7 +5,6 @@ import asyncio
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.constants import RuntimePaths
 from mindroom.hooks import (
     EVENT_MESSAGE_ENRICH,
@@ -23,19 +22,7 @@ from mindroom.tool_system.runtime_context import (
     get_runtime_context,
     set_registry_provider,
 )
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 @pytest.fixture

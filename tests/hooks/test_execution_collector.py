@@ -5,22 +5,9 @@ import time
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, EnrichmentItem, HookRegistry, MessageEnrichContext, hook
 from mindroom.hooks.execution import COLLECTOR_CONCURRENCY, emit_collect
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 def keys(items):

@@ -5,7 +5,6 @@ import asyncio
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_AGENT_STARTED,
     EVENT_MESSAGE_AFTER_RESPONSE,
@@ -19,19 +18,7 @@ from mindroom.hooks import (
     hook,
 )
 from mindroom.hooks.execution import emit
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 @pytest.mark.asyncio

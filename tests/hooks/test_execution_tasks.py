@@ -11,7 +11,6 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_MESSAGE_BEFORE_RESPONSE,
     EVENT_MESSAGE_ENRICH,
@@ -25,21 +24,9 @@ from mindroom.hooks import (
     hook,
 )
 from mindroom.hooks.execution import emit, emit_collect, emit_gate, emit_transform
+from tests.hooks.support import stub_plugin
 
 MODES = [EVENT_MESSAGE_RECEIVED, EVENT_MESSAGE_ENRICH, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_TOOL_BEFORE_CALL]
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
 
 
 async def run_mode(event, registry):

@@ -5,7 +5,6 @@ import dataclasses
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_MESSAGE_BEFORE_RESPONSE,
     BeforeResponseContext,
@@ -15,23 +14,7 @@ from mindroom.hooks import (
     hook,
 )
 from mindroom.hooks.execution import emit_transform
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
-
-
-def registry_of(*callbacks, **kwargs):
-    return HookRegistry.from_plugins([stub_plugin("p", callbacks, **kwargs)])
+from tests.hooks.support import registry_of
 
 
 @pytest.mark.asyncio

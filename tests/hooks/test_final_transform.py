@@ -4,7 +4,6 @@ import asyncio
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
     FinalResponseDraft,
@@ -14,25 +13,9 @@ from mindroom.hooks import (
     hook,
 )
 from mindroom.hooks.execution import emit_final_transform
+from tests.hooks.support import registry_of
 
 EVENT = EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
-
-
-def registry_of(*callbacks, **kwargs):
-    return HookRegistry.from_plugins([stub_plugin("p", callbacks, **kwargs)])
 
 
 ENVELOPE = MessageEnvelope(

@@ -5,7 +5,6 @@ import dataclasses
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_MESSAGE_BEFORE_RESPONSE,
     EVENT_MESSAGE_ENRICH,
@@ -23,19 +22,7 @@ from mindroom.hooks import (
     hook_telemetry,
 )
 from mindroom.hooks.execution import emit, emit_collect, emit_gate, emit_transform
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 def monitored(*callbacks, names=("watched",)):

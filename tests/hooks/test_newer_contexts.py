@@ -4,7 +4,6 @@ import dataclasses
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_COMPACTION_AFTER,
     EVENT_COMPACTION_BEFORE,
@@ -29,20 +28,7 @@ from mindroom.hooks import (
     hook,
 )
 from mindroom.hooks.execution import emit
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}"),
-            "plugin_order": plugin_order,
-        },
-    )()
-
+from tests.hooks.support import stub_plugin
 
 ENVELOPE = MessageEnvelope(
     source_event_id="$e",

@@ -7,19 +7,7 @@ from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.hooks import EVENT_MESSAGE_RECEIVED, HookRegistry, MessageReceivedContext, hook
 from mindroom.hooks.execution import emit
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 def make_hook(name, event=EVENT_MESSAGE_RECEIVED, calls=None, **kwargs):

@@ -5,7 +5,6 @@ import asyncio
 import pytest
 
 import mindroom.hooks.breaker as breaker_module
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_AGENT_STARTED,
     EVENT_BOT_READY,
@@ -15,19 +14,7 @@ from mindroom.hooks import (
     hook,
 )
 from mindroom.hooks.execution import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD, emit
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 def started():

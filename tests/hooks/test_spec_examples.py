@@ -2,7 +2,6 @@
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_MESSAGE_BEFORE_RESPONSE,
     EVENT_MESSAGE_ENRICH,
@@ -12,23 +11,7 @@ from mindroom.hooks import (
     hook,
 )
 from mindroom.hooks.execution import emit, emit_collect, emit_transform
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(
-                path=f"./plugins/{name}",
-                settings=settings or {},
-                hooks=hooks or {},
-            ),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 @hook(EVENT_MESSAGE_RECEIVED)

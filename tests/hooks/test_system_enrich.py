@@ -4,34 +4,16 @@ import asyncio
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_SYSTEM_ENRICH,
     EnrichmentItem,
-    HookRegistry,
     MessageEnvelope,
     SystemEnrichContext,
     hook,
     render_system_context,
 )
 from mindroom.hooks.execution import emit_collect, emit_system_enrich
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
-
-
-def registry_of(*callbacks, **kwargs):
-    return HookRegistry.from_plugins([stub_plugin("p", callbacks, **kwargs)])
+from tests.hooks.support import registry_of
 
 
 def context(**changes):

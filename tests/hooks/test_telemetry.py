@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_MESSAGE_ENRICH,
     EVENT_MESSAGE_RECEIVED,
@@ -23,19 +22,7 @@ from mindroom.hooks import invocation as invocation_module
 from mindroom.hooks.execution import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD, emit, emit_gate
 from mindroom.hooks.telemetry import format_hook_rows, hooks_report_text, ordered_telemetry
 from mindroom.hooks.types import BUILTIN_EVENTS, PIPELINE_ORDER
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ import asyncio
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     EVENT_TOOL_ENVIRONMENT,
     HookContext,
@@ -16,23 +15,7 @@ from mindroom.hooks import (
     merge_tool_environment,
 )
 from mindroom.hooks.execution import emit_tool_environment
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
-
-
-def registry_of(*callbacks, **kwargs):
-    return HookRegistry.from_plugins([stub_plugin("p", callbacks, **kwargs)])
+from tests.hooks.support import registry_of
 
 
 def shell_call(**changes):

@@ -4,7 +4,6 @@ import dataclasses
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import EVENT_TOOL_ENVIRONMENT, HookRegistry, MessageTarget, hook
 from mindroom.plugin_api import (
     ResolvedWorkerTarget,
@@ -16,19 +15,7 @@ from mindroom.plugin_api import (
 )
 from mindroom.tool_system.runtime_context import bind_runtime_context
 from mindroom.tool_system.tool_hooks import bind_tool_environment, collect_tool_environment, current_tool_environment
-
-
-def stub_plugin(name, callbacks):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}"),
-            "plugin_order": 0,
-        },
-    )()
+from tests.hooks.support import stub_plugin
 
 
 def runtime(**changes):

@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.constants import ORIGINAL_SENDER_KEY
 from mindroom.hooks import (
     AfterResponseContext,
@@ -27,20 +26,7 @@ from mindroom.hooks import (
 )
 from mindroom.hooks.execution import emit, emit_collect, emit_gate, emit_transform
 from mindroom.testing import CONTEXT_TYPES
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0, settings=None, hooks=None):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}", settings=settings or {}, hooks=hooks or {}),
-            "plugin_order": plugin_order,
-        },
-    )()
-
+from tests.hooks.support import stub_plugin
 
 DEFAULT_EVENTS = {
     MessageReceivedContext: "message:received",

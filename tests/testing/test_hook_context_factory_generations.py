@@ -3,7 +3,6 @@
 import pytest
 
 import mindroom.hooks as hooks_package
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import (
     CancelledResponseContext,
     CompactionHookContext,
@@ -31,13 +30,7 @@ from mindroom.hooks.execution import (
     emit_transform,
 )
 from mindroom.testing import CONTEXT_TYPES
-
-
-def stub_plugin(name, callbacks):
-    entry = PluginEntryConfig(path=f"./plugins/{name}", settings={}, hooks={})
-    attributes = {"name": name, "discovered_hooks": tuple(callbacks), "entry_config": entry, "plugin_order": 0}
-    return type("PluginStub", (), attributes)()
-
+from tests.hooks.support import stub_plugin
 
 NEWER_EVENTS = {
     SystemEnrichContext: "system:enrich",

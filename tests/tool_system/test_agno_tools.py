@@ -7,12 +7,12 @@ from mindroom.ai import GenerationRequest, close_caches, generate, stream_genera
 from mindroom.ai.generation import _agent_for
 from mindroom.ai.tools import agno_tools, described
 from mindroom.config.main import ModelConfig
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL, HookRegistry, hook
 from mindroom.testing.model_server import ScriptedModelServer, Stream, Text, ToolCall, model_server
 from mindroom.tool_system.catalog import ToolCatalog
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
+from tests.hooks.support import stub_plugin
 
 __all__ = ["model_server"]
 
@@ -30,19 +30,6 @@ def scripted_model(model_server):
 async def storage_root(tmp_path):
     yield tmp_path
     await close_caches()
-
-
-def stub_plugin(name, callbacks):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}"),
-            "plugin_order": 0,
-        },
-    )()
 
 
 def request(model, message, tools, **extra):

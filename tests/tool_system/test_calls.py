@@ -5,7 +5,6 @@ import threading
 
 import pytest
 
-from mindroom.config.plugin import PluginEntryConfig
 from mindroom.hooks import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL, HookRegistry, hook
 from mindroom.tool_system.calls import call_tool, declined_result, result_text, tool_trace
 from mindroom.tool_system.runtime_context import (
@@ -15,21 +14,9 @@ from mindroom.tool_system.runtime_context import (
     emit_custom_event,
 )
 from mindroom.tool_system.spec import ToolError, ToolSpec
+from tests.hooks.support import stub_plugin
 
 pytestmark = pytest.mark.asyncio
-
-
-def stub_plugin(name, callbacks, *, plugin_order=0):
-    return type(
-        "PluginStub",
-        (),
-        {
-            "name": name,
-            "discovered_hooks": tuple(callbacks),
-            "entry_config": PluginEntryConfig(path=f"./plugins/{name}"),
-            "plugin_order": plugin_order,
-        },
-    )()
 
 
 def registry_of(*callbacks):
