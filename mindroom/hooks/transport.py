@@ -168,27 +168,27 @@ def _newer_shape(
     )
 
 
-def _store(envelope: MessageEnvelope, *values: Any) -> None:
+def _store(
+    envelope: MessageEnvelope,
+    source_event_id: str,
+    room_id: str,
+    thread_id: str | None,
+    resolved_thread_id: str | None,
+    requester_id: str,
+    sender_id: str,
+    body: str,
+    attachment_ids: tuple[str, ...],
+    mentioned_agents: tuple[str, ...],
+    agent_name: str,
+    source_kind: str,
+    hook_source: str | None,
+    message_received_depth: int,
+    dispatch_policy_source_kind: str | None,
+    target: MessageTarget | None,
+    origin: TurnOrigin | None,
+) -> None:
     """Set every field of the frozen envelope, one statement per field as dataclasses' own `__init__` does
     (this runs for every message)."""
-    (
-        source_event_id,
-        room_id,
-        thread_id,
-        resolved_thread_id,
-        requester_id,
-        sender_id,
-        body,
-        attachment_ids,
-        mentioned_agents,
-        agent_name,
-        source_kind,
-        hook_source,
-        message_received_depth,
-        dispatch_policy_source_kind,
-        target,
-        origin,
-    ) = values
     put = object.__setattr__
     put(envelope, "source_event_id", source_event_id)
     put(envelope, "room_id", room_id)
