@@ -27,6 +27,7 @@ from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.ai.failures import failure_log, generation_error
 from mindroom.ai.media import ImageInput
 from mindroom.ai.models import model_env_fingerprint
+from mindroom.ai.session_store import expecting_new_session
 from mindroom.ai.sessions import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
 from mindroom.ai.turn_agent import TurnAgent, run_system_context, set_run_system_context
 from mindroom.config.main import ModelConfig
@@ -64,6 +65,8 @@ class GenerationRequest:
     images: tuple[ImageInput, ...] = ()
     system_context: str = ""
     """Added to this run's system prompt only (the `system:enrich` block); never stored."""
+    opens_session: bool = False
+    """The message starts its thread, so the session is new: it is not read before the run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +167,10 @@ async def generate(request: GenerationRequest, *, storage_root: Path, env: Mappi
     output: RunOutput | None = None
     error: BaseException | None = None
     try:
-        with run_system_context(request.system_context):
+        with (
+            run_system_context(request.system_context),
+            expecting_new_session(db, request.session_id, request.opens_session),
+        ):
             output = await agent.arun(
                 request.user_message,
                 stream=False,
@@ -226,13 +232,14 @@ async def _turn_events(
             ),
         )
         async with contextlib.aclosing(events):
-            async for event in events:
-                if isinstance(event, RunErrorEvent | RunCancelledEvent):
-                    failed = True
-                elif isinstance(event, RunContentEvent) and isinstance(event.content, str) and event.content:
-                    yield event.content
-                elif isinstance(event, RunContentCompletedEvent) and not failed:
-                    yield None
+            with expecting_new_session(db, request.session_id, request.opens_session):
+                async for event in events:
+                    if isinstance(event, RunErrorEvent | RunCancelledEvent):
+                        failed = True
+                    elif isinstance(event, RunContentEvent) and isinstance(event.content, str) and event.content:
+                        yield event.content
+                    elif isinstance(event, RunContentCompletedEvent) and not failed:
+                        yield None
         completed = not failed
     except Exception as caught:
         failed, error = True, caught

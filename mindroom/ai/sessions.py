@@ -67,17 +67,20 @@ async def _no_approval_update(self: Any, run_id: str, run_status: Any) -> int:
     return 0
 
 
-def _without_approval_updates(base: type[Any], name: str) -> type[Any]:
-    """`base` minus agno's per-run approvals update: one SQL statement fewer for every turn stored."""
-    return type(name, (base,), {"update_approval_run_status": _no_approval_update, "__module__": __name__})
+def _without_approval_updates(bases: tuple[type[Any], ...], name: str) -> type[Any]:
+    """`bases` minus agno's per-run approvals update: one SQL statement fewer for every turn stored."""
+    return type(name, bases, {"update_approval_run_status": _no_approval_update, "__module__": __name__})
 
 
 @functools.cache
 def sqlite_store_class() -> type[Any]:
-    """agno's SQLite session store, imported on first use (SQLAlchemy is kept off the daemon's start)."""
+    """agno's SQLite session store with a turn's writes batched (`session_store`), imported on first use
+    (SQLAlchemy is kept off the daemon's start)."""
     from agno.db.sqlite import AsyncSqliteDb
 
-    return _without_approval_updates(AsyncSqliteDb, "SessionStore")
+    from mindroom.ai.session_store import TurnWrites
+
+    return _without_approval_updates((TurnWrites, AsyncSqliteDb), "SessionStore")
 
 
 def _sqlite_store(path: Path) -> AsyncBaseDb:
@@ -90,7 +93,7 @@ def _postgres_store_class() -> type[Any]:
     """agno's PostgreSQL session store, imported on first use (SQLite users never load it)."""
     from agno.db.postgres import AsyncPostgresDb
 
-    return _without_approval_updates(AsyncPostgresDb, "PostgresSessionStore")
+    return _without_approval_updates((AsyncPostgresDb,), "PostgresSessionStore")
 
 
 def _postgres_store(engine: Any, agent_name: str) -> AsyncBaseDb:

@@ -229,6 +229,7 @@ async def _generate(
         source_event_id=question,
         images=images,
         system_context=system,
+        opens_session=_opens_conversation(turn),
     )
     tool_context = ToolRuntimeContext(
         registry=live.registry,

@@ -1,0 +1,188 @@
+"""The SQLite session store's batched turn writes: the rows agno would write, read-your-writes, new threads."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agno.db.sqlite import AsyncSqliteDb
+from agno.run.agent import RunOutput
+from agno.run.base import RunStatus
+from agno.session.agent import AgentSession
+
+from mindroom.ai import GenerationRequest, generate, load_history
+from mindroom.ai.session_store import TurnWrites, expecting_new_session
+from mindroom.ai.sessions import session_db, session_db_path, sqlite_store_class
+from mindroom.config.main import ModelConfig
+from mindroom.testing.model_server import ScriptedModelServer, Text
+
+
+def _session(session_id: str, *, user_id: str | None = "@ann:example.org", note: str = "one") -> AgentSession:
+    return AgentSession(
+        session_id=session_id,
+        agent_id="scribe",
+        user_id=user_id,
+        agent_data={"name": "Scribe", "model": {"id": "m"}},
+        session_data={"session_state": {"note": note}},
+        metadata={"room": "!r:example.org"},
+        created_at=1_700_000_000,
+    )
+
+
+def _run(run_id: str, session_id: str, text: str, status: RunStatus = RunStatus.completed) -> RunOutput:
+    return RunOutput(
+        run_id=run_id, session_id=session_id, agent_id="scribe", content=text, status=status, created_at=1_700_000_001
+    )
+
+
+def _rows(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every stored row but its `updated_at` (the clock at the write)."""
+    connection = sqlite3.connect(path)
+    try:
+        tables = {}
+        for table, key in (("agno_sessions", "session_id"), ("agno_runs", "run_id")):
+            cursor = connection.execute(f"SELECT * FROM {table} ORDER BY {key}")
+            names = [column[0] for column in cursor.description]
+            tables[table] = [
+                {name: value for name, value in zip(names, row, strict=True) if name != "updated_at"} for row in cursor
+            ]
+        return tables
+    finally:
+        connection.close()
+
+
+async def _write_turns(db: Any) -> None:
+    await db.upsert_session(_session("s1"))
+    await db.upsert_run(_run("r1", "s1", "first"), session_id="s1", user_id="@ann:example.org", run_index=0)
+    await db.upsert_session(_session("s1", note="two"))
+    await db.upsert_run(_run("r2", "s1", "second"), session_id="s1", user_id="@ann:example.org")  # index computed
+    await db.upsert_session(_session("s2", user_id=None))
+    await db.upsert_run(_run("r3", "s2", "other"), session_id="s2")
+    # A run written again (a status change): its index stays, its data and status change.
+    await db.upsert_run(_run("r1", "s1", "first, edited", RunStatus.error), session_id="s1", user_id="@ann:example.org")
+    # Another user's write to s1 does not take the session over (agno's conflict rule).
+    await db.upsert_session(_session("s1", user_id="@bob:example.org", note="bob"))
+    await db.upsert_run(_run("r4", "s1", "bob's"), session_id="s1", user_id="@bob:example.org", run_index=2)
+
+
+@pytest.mark.asyncio
+async def test_turn_writes_store_the_rows_agnos_own_store_stores(tmp_path: Path) -> None:
+    theirs = AsyncSqliteDb(db_file=str(tmp_path / "agno.db"))
+    ours = sqlite_store_class()(db_file=str(tmp_path / "ours.db"))
+    assert isinstance(ours, TurnWrites)
+    try:
+        await _write_turns(theirs)
+        await _write_turns(ours)
+    finally:
+        await theirs.close()
+        await ours.close()
+
+    expected = _rows(tmp_path / "agno.db")
+    assert [row["run_index"] for row in expected["agno_runs"]] == [0, 1, 0, 2]  # the sequence says something
+    assert expected["agno_sessions"][0]["session_data"] == '{"session_state": {"note": "two"}}'
+    assert _rows(tmp_path / "ours.db") == expected
+
+
+@pytest.mark.asyncio
+async def test_a_session_written_without_a_run_is_read_back_and_stored(tmp_path: Path) -> None:
+    db = sqlite_store_class()(db_file=str(tmp_path / "s.db"))
+    try:
+        await db.upsert_session(_session("lonely"))
+        read = await db.get_session("lonely")  # before its flush task had a chance to run
+        assert read is not None and read.session_data == {"session_state": {"note": "one"}}
+
+        await db.upsert_session(_session("later", note="flushed"))
+        for _ in range(20):  # the flush task runs once this task yields; the row lands within a few loop turns
+            await asyncio.sleep(0.01)
+            if _rows(tmp_path / "s.db")["agno_sessions"][-1]["session_id"] == "later":
+                break
+        ids = [row["session_id"] for row in _rows(tmp_path / "s.db")["agno_sessions"]]
+        assert ids == ["later", "lonely"]
+    finally:
+        await db.close()
+
+
+@pytest.mark.asyncio
+async def test_close_writes_what_still_waits(tmp_path: Path) -> None:
+    db = sqlite_store_class()(db_file=str(tmp_path / "s.db"))
+    await db.upsert_session(_session("s1"))
+    await db.close()
+
+    assert [row["session_id"] for row in _rows(tmp_path / "s.db")["agno_sessions"]] == ["s1"]
+
+
+@pytest.mark.asyncio
+async def test_a_failed_turn_write_rolls_back_and_raises(tmp_path: Path) -> None:
+    db = sqlite_store_class()(db_file=str(tmp_path / "s.db"))
+    try:
+        await db.upsert_session(_session("s1"))
+        await db.upsert_run(_run("r1", "s1", "ok"), session_id="s1", run_index=0)
+        with pytest.raises(sqlite3.IntegrityError):  # a run of a session that was never stored
+            await db.upsert_run(_run("r2", "nowhere", "orphan"), session_id="nowhere", run_index=0)
+        await db.upsert_session(_session("s1", note="after"))
+        await db.upsert_run(_run("r3", "s1", "still works"), session_id="s1")
+    finally:
+        await db.close()
+
+    rows = _rows(tmp_path / "s.db")
+    assert [row["run_id"] for row in rows["agno_runs"]] == ["r1", "r3"]
+    assert rows["agno_sessions"][0]["session_data"] == '{"session_state": {"note": "after"}}'
+
+
+@pytest.mark.asyncio
+async def test_a_new_threads_session_is_not_read_but_every_other_one_is(tmp_path: Path) -> None:
+    db = sqlite_store_class()(db_file=str(tmp_path / "s.db"))
+    try:
+        await db.upsert_session(_session("s1"))
+        await db.upsert_run(_run("r1", "s1", "stored"), session_id="s1", run_index=0)
+        with expecting_new_session(db, "s1", True):
+            assert await db.get_session("s1") is None  # what the turn was told: nothing stored yet
+            assert await db.get_session("s2") is None
+        with expecting_new_session(db, "s1", False):
+            assert await db.get_session("s1") is not None
+        stored = await db.get_session("s1")
+        assert stored is not None and [run.content for run in stored.runs] == ["stored"]
+    finally:
+        await db.close()
+
+
+def _request(model: ModelConfig, message: str, *, opens: bool) -> GenerationRequest:
+    return GenerationRequest(
+        agent_name="scribe",
+        display_name="Scribe",
+        role="",
+        instructions=(),
+        model=model,
+        user_message=message,
+        session_id="$root",
+        num_history_runs=5,
+        markdown=False,
+        opens_session=opens,
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_thread_opened_without_a_read_has_its_history_for_the_next_turn(
+    model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
+) -> None:
+    model_server.script(Text("first answer"), Text("second answer"))
+    await generate(_request(scripted_model, "first question", opens=True), storage_root=storage_root, env={})
+    await generate(_request(scripted_model, "second question", opens=False), storage_root=storage_root, env={})
+
+    assert await load_history("scribe", "$root", storage_root=storage_root) == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+        ("assistant", "second answer"),
+    ]
+    sent = model_server.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] in {"user", "assistant"}][:3] == [
+        "first question",
+        "first answer",
+        "second question",
+    ]
+    assert isinstance(session_db(storage_root, "scribe"), TurnWrites)
+    assert session_db_path(storage_root, "scribe").is_file()
