@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -90,6 +91,17 @@ def _fingerprint(request: GenerationRequest, env: Mapping[str, str]) -> tuple[An
     )
 
 
+_EARLY_CONTENT: ContextVar[Callable[[RunOutput], None] | None] = ContextVar("mindroom_early_content", default=None)
+"""Set by `generate_early` in the task that runs the turn: who gets the text before the turn is stored."""
+
+
+def _announce_content(run_output: RunOutput) -> None:
+    """agno post-hook (after the model's last word, before the store): pass the finished run to `generate_early`."""
+    announce = _EARLY_CONTENT.get()
+    if announce is not None:
+        announce(run_output)
+
+
 def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, str]) -> Agent:
     with_history = request.num_history_runs > 0
     return TurnAgent(
@@ -104,7 +116,7 @@ def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, 
         add_history_to_context=with_history,
         num_history_runs=request.num_history_runs if with_history else None,
         tools=list(request.tools) or None,
-        post_hooks=[strip_run_output_enrichment],
+        post_hooks=[strip_run_output_enrichment, _announce_content],
         telemetry=False,
     )
 
@@ -187,9 +199,12 @@ async def generate(request: GenerationRequest, *, storage_root: Path, env: Mappi
         await _strip_enrichment(db, run_id, request)
         status = output.status.value if output is not None and output.status is not None else None
         raise _failed(request, failure or error, status) from (failure or error)
+    return GenerationResult(text=_text_of(output), model_id=output.model or request.model.id)
+
+
+def _text_of(output: RunOutput) -> str:
     content = output.content
-    text = content if isinstance(content, str) else ("" if content is None else str(content))
-    return GenerationResult(text=text, model_id=output.model or request.model.id)
+    return content if isinstance(content, str) else ("" if content is None else str(content))
 
 
 async def stream_generate(
@@ -267,19 +282,20 @@ class EarlyAnswer:
 async def generate_early(request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]) -> EarlyAnswer:
     """Answer one turn and return as soon as the text is final, while the session is still being stored.
 
-    Storing the session takes a few milliseconds of SQLite work after the model has answered;
-    the reply need not wait for it. Raises `GenerationError` when the model fails.
+    The run is not streamed (a stream's events cost more than the wait for one response); agno hands the
+    finished run to its post-hooks before it stores the turn, and `_announce_content` passes the text on
+    from there, so the reply need not wait for the store. Raises `GenerationError` when the model fails.
     """
     content: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    parts: list[str] = []
+
+    def announce(output: RunOutput) -> None:
+        if not content.done():
+            content.set_result(_text_of(output))
 
     async def drive() -> None:
+        _EARLY_CONTENT.set(announce)  # in this task's own context: seen by this run's post-hook only
         try:
-            async for delta in _turn_events(request, storage_root=storage_root, env=env):
-                if delta is not None:
-                    parts.append(delta)
-                elif not content.done():
-                    content.set_result("".join(parts))
+            result = await generate(request, storage_root=storage_root, env=env)
         except GenerationError as exc:
             if not content.done():
                 content.set_exception(exc)
@@ -290,9 +306,9 @@ async def generate_early(request: GenerationRequest, *, storage_root: Path, env:
                 content.set_exception(generation_error(exc))
             else:
                 logger.warning("storing the turn after the answer failed", agent=request.agent_name, error=str(exc))
-        finally:
+        else:
             if not content.done():
-                content.set_result("".join(parts))
+                content.set_result(result.text)
 
     storing = asyncio.ensure_future(drive())
     try:
