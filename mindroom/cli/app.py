@@ -14,6 +14,7 @@ from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, 
 from mindroom.cli.plugins_command import load_registry, plugins_app
 from mindroom.cli.state_command import state_app
 from mindroom.constants import DEFAULT_CONFIG_FILENAME
+from mindroom.daemon.event_loop import run_on_fast_loop
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import configure_logging, get_logger, redact_value
 
@@ -86,7 +87,7 @@ def run(
         environment = read_cli_environment(config, storage_path)
         console = new_console()  # stdout: what a person reads (the password too); stderr carries the logs
         metrics = (metrics_host, metrics_port)
-        asyncio.run(run_daemon(environment, console, metrics, homeserver_port, standby=standby))
+        run_on_fast_loop(run_daemon(environment, console, metrics, homeserver_port, standby=standby))
     except ConfigError as exc:
         fail(str(exc))
     except StateLockedError as exc:

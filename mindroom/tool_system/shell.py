@@ -20,6 +20,7 @@ import shutil
 import signal
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
@@ -134,6 +135,18 @@ async def run_command(command: str, workspace: Path, settings: ShellToolConfig, 
             await asyncio.to_thread(shutil.rmtree, launch.private_home, True)
 
 
+def _set_private_umask() -> None:
+    os.umask(0o077)
+
+
+def _private_umask() -> dict[str, Any]:
+    """Spawn options giving the command umask 077: `umask` on asyncio's loop; uvloop's spawn has no such
+    option, so there a function sets it in the child before exec (it makes one system call, nothing else)."""
+    if isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop):
+        return {"umask": 0o077}
+    return {"preexec_fn": _set_private_umask}
+
+
 async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
     try:
         process = await asyncio.create_subprocess_exec(
@@ -144,7 +157,7 @@ async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            umask=0o077,  # what a command writes into the workspace is private to the daemon's user
+            **_private_umask(),  # what a command writes into the workspace is private to the daemon's user
         )
     except OSError as exc:
         raise ToolError(f"cannot run {program!r}: {exc.strerror}") from None
