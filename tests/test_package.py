@@ -218,10 +218,13 @@ def test_package_every_public_error_is_a_mindroom_error():
 
 
 def test_the_daemon_starts_without_agno_the_model_sdk_or_sqlalchemy() -> None:
-    """The slowest imports (about a second); the daemon loads them once it is ready (`preload_in_background`)."""
+    """The slowest imports (about a second); the daemon loads them once it is ready (`preload_in_background`).
+
+    croniter (with dateutil) loads when a cron schedule is first parsed or due.
+    """
     code = (
-        "import sys, mindroom.daemon.orchestrator, mindroom.cli.app; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'agno', 'openai', 'sqlalchemy'}))"
+        "import sys, mindroom.daemon.orchestrator, mindroom.cli.app, mindroom.cli.run; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'agno', 'openai', 'sqlalchemy', 'croniter'}))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]", f"imported at start: {loaded}"

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from croniter import croniter
-
 from mindroom.errors import MindroomError
 
 __all__ = ["ScheduleKind", "ScheduleParseError", "ScheduleSpec", "next_run_after", "parse_schedule"]
@@ -117,6 +115,8 @@ def _split_cron(text: str) -> tuple[str, str] | None:
     if len(parts) < 5 or not all(_CRON_FIELD.match(p) for p in parts[:5]):
         return None
     expression = " ".join(parts[:5])
+    from croniter import croniter  # on first use: it costs the daemon's start ~50 ms, and most never need it
+
     if not croniter.is_valid(expression):
         return None
     return expression, parts[5] if len(parts) > 5 else ""
@@ -177,6 +177,8 @@ def next_run_after(kind: str, expression: str, anchor: datetime, after: datetime
         step = timedelta(seconds=int(expression))
         return anchor + max(1, (after - anchor) // step + 1) * step
     if kind == "cron":
+        from croniter import croniter
+
         result: datetime = croniter(expression, after).get_next(datetime)
         return result
     msg = f"unknown schedule kind {kind!r}"
