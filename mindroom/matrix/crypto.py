@@ -178,6 +178,9 @@ class DeviceCrypto:
         event = self._megolm_event(room_id, raw)
         if event is None or not event.session_id or event.session_id in self._olm.outgoing_key_requests:
             return False
+        queued = self._olm.outgoing_to_device_messages
+        if any(isinstance(m, nio.RoomKeyRequestMessage) and m.session_id == event.session_id for m in queued):
+            return False  # several events of one session in one batch: one request
         request = event.as_key_request(event.sender, self._nio.device_id, event.session_id, event.device_id or None)
         self._olm.outgoing_to_device_messages.append(request)
         return True

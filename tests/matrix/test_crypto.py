@@ -200,3 +200,22 @@ async def test_crypto_encryption_turned_on_by_another_member_is_followed(make_bo
     secret = await bot.send_message(room_id, "now it is not")
 
     assert (await _raw_event(bot, room_id, secret))["type"] == "m.room.encrypted"
+
+
+async def test_crypto_one_key_request_per_session_however_many_of_its_events_come_at_once(make_bot):
+    alice, bob = await make_bot(), await make_bot()
+    entry = await alice.open_room(unique_localpart("sealed"), name="Sealed", encrypted=True)
+    first = await _raw_event(alice, entry.room_id, await alice.send_message(entry.room_id, "one", thread_root=None))
+    second = await _raw_event(alice, entry.room_id, await alice.send_message(entry.room_id, "two", thread_root=None))
+    assert first["content"]["session_id"] == second["content"]["session_id"]
+
+    crypto = bob._crypto
+    assert crypto.decrypt(entry.room_id, first) is None  # bob never got the room key
+    assert crypto.request_key(entry.room_id, first) is True
+    assert crypto.request_key(entry.room_id, second) is False  # the same session's request is already queued
+    queued = [m for m in crypto._olm.outgoing_to_device_messages if isinstance(m, nio.RoomKeyRequestMessage)]
+    assert len(queued) == 1
+
+    await crypto.maintain()  # sent: now it is an outgoing request nio tracks
+    assert crypto._olm.outgoing_to_device_messages == []
+    assert crypto.request_key(entry.room_id, second) is False
