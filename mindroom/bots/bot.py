@@ -33,11 +33,20 @@ from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient, MatrixEvent, MatrixEventKind
 from mindroom.tool_system.spec import AgentToolEnvironment, workspace_dir
 
-__all__ = ["INTERRUPTED_NOTE", "INTERRUPT_GRACE_S", "EntityBot", "EventHandler"]
+__all__ = ["INTERRUPTED_NOTE", "INTERRUPT_GRACE_S", "ROUTER_SYNC_SETTLE_S", "EntityBot", "EventHandler"]
 
 logger = get_logger(__name__)
 
 INTERRUPT_GRACE_S = 5.0
+ROUTER_SYNC_SETTLE_S = 0.25
+"""The router's pause before its next long-poll after a sync that brought room events.
+
+The router sits in every room, so every answer and every edit of a streamed answer wakes its sync,
+and each sync costs the homeserver about as much as a bare bot's. Gathering what arrives within a
+quarter second into one reply cut the homeserver's work per message (measured in
+`benchmarks/e2e_latency.py`'s burst); a message the router has to route waits at most that long, and
+only when it comes right after other traffic. Agents, which answer, never wait.
+"""
 
 EventHandler = Callable[[Entity, MatrixEvent], Awaitable[None]]
 """What the orchestrator injects per event kind: run one event as seen by one entity."""
@@ -104,8 +113,9 @@ class EntityBot:
 
     def start_sync(self) -> None:
         """Start the sync loop (owned by this bot)."""
+        settle_s = ROUTER_SYNC_SETTLE_S if self.is_router else 0.0
         self._sync_task = asyncio.create_task(
-            self.client.run_sync(self._on_event, on_invite=self._on_invite), name=f"sync-{self.name}"
+            self.client.run_sync(self._on_event, on_invite=self._on_invite, settle_s=settle_s), name=f"sync-{self.name}"
         )
 
     async def wait_ready(self, timeout_s: float = 60.0) -> None:

@@ -306,11 +306,12 @@ class MatrixBotClient(RoomMethods, MediaMethods):
 
     # -- sync ----------------------------------------------------------------------------------------
 
-    async def run_sync(self, handler: EventHandler, *, on_invite: InviteHandler) -> None:
+    async def run_sync(self, handler: EventHandler, *, on_invite: InviteHandler, settle_s: float = 0.0) -> None:
         """Sync until cancelled: deliver new timeline events to `handler`, answer invites with `on_invite`.
 
         The first run without a stored token skips the backlog. The token is stored after a batch was
         handled, so a batch cut short by cancellation or a crash is delivered again on the next run.
+        With `settle_s`, the next long-poll after a batch that brought room events starts that much later.
         """
         if self._syncing:
             msg = f"bot {self._bot!r} is already syncing"
@@ -327,6 +328,7 @@ class MatrixBotClient(RoomMethods, MediaMethods):
                 leave=self.leave,
                 first_sync=self._first_sync,
                 decryption=SyncDecryption(self._crypto, self._bot, self._notices.answer),
+                settle_s=settle_s,
             )
             await loop.run(handler, on_invite)
         finally:

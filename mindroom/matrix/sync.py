@@ -57,6 +57,12 @@ _INITIAL_FILTER = _sync_filter(1, lazy_load_members=True)
 _INCREMENTAL_FILTER = _sync_filter(100, lazy_load_members=False)
 
 
+def _has_room_events(batch: dict[str, Any]) -> bool:
+    """True when the batch brought timeline events in a joined room."""
+    joined = _as_dict(_as_dict(batch.get("rooms")).get("join"))
+    return any(_as_list(_as_dict(_as_dict(room).get("timeline")).get("events")) for room in joined.values())
+
+
 def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -140,6 +146,7 @@ class SyncLoop:
         first_sync: asyncio.Event,
         poll_timeout_ms: int = _POLL_TIMEOUT_MS,
         decryption: SyncDecryption | None = None,
+        settle_s: float = 0.0,
     ) -> None:
         self._bot = bot_name
         self._user_id = user_id
@@ -150,6 +157,7 @@ class SyncLoop:
         self._first_sync = first_sync
         self._poll_timeout_ms = poll_timeout_ms
         self._decryption = decryption
+        self._settle_s = settle_s
         self._unsaved: str | None = None
         self._saved_at = 0.0
 
@@ -221,6 +229,9 @@ class SyncLoop:
                     await asyncio.sleep(outage.failed(str(exc), refused=exc.refused))
                     continue
             self._first_sync.set()
+            if self._settle_s > 0 and _has_room_events(batch):
+                # Busy rooms: let the next events gather for one reply instead of one long-poll each.
+                await asyncio.sleep(self._settle_s)
 
     async def _fetch(self, token: str | None) -> JsonReply:
         if token is None:

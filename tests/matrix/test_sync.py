@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import stat
 
 import pytest
@@ -177,3 +178,34 @@ async def test_sync_runs_only_once_per_client(make_bot, start_sync):
 
     with pytest.raises(RuntimeError, match="already syncing"):
         await listener.run_sync(ignore, on_invite=decline)
+
+
+async def test_sync_with_settle_gathers_what_follows_a_batch_into_the_next_one(make_bot):
+    sender, listener = await make_bot(), await make_bot()
+    room_id = await _shared_room(sender, listener)
+    arrived: dict[str, float] = {}
+
+    async def handler(event):
+        if event.body:
+            arrived[event.body] = asyncio.get_running_loop().time()
+
+    async def on_invite(room_id: str, inviter: str) -> bool:
+        return False
+
+    task = asyncio.create_task(listener.run_sync(handler, on_invite=on_invite, settle_s=1.0))
+    try:
+        await asyncio.wait_for(listener.first_sync_done(), timeout=15)
+        await sender.send_message(room_id, "one")
+        while "one" not in arrived:
+            await asyncio.sleep(0.01)
+        await sender.send_message(room_id, "two")
+        await sender.send_message(room_id, "three")
+        while "three" not in arrived:
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    assert arrived["two"] - arrived["one"] >= 0.9  # the loop waited before its next long-poll
+    assert arrived["three"] - arrived["two"] < 0.2  # and both came in that one reply
