@@ -1,17 +1,21 @@
-"""agno's SQLite session store, with each turn's two writes in one transaction and no read for a new thread.
+"""agno's session stores with two savings: a new thread's session is not read, and on SQLite a turn's two
+writes go in one transaction.
 
-agno stores a finished turn as two upserts, the session row and then the run row. Through SQLAlchemy's
-async layer each is its own statement build, transaction and fsync, and every step hops to aiosqlite's
-thread and back. Profiled, those two writes and the session read before the run were about half of the
-CPU of a turn. This store keeps agno's class, schema and every other method, and changes three things:
+agno stores a finished turn as two upserts, the session row and then the run row, after reading the
+session (with its runs) before the run. Through SQLAlchemy's async layer each is its own statement
+build and transaction, and on SQLite every step hops to aiosqlite's thread and back. Profiled, those
+two writes and the read were about half of the CPU of a turn. The stores keep agno's classes, schema
+and every other method, and change this:
 
-- An agent session's row waits in memory for the run row agno writes right after it. Both go to SQLite
-  in one transaction, in one trip to a worker thread, through the `sqlite3` module, with the statements
-  agno itself would run (the same columns, JSON encoding, conflict rules and run index).
-- A session row with no run row behind it is written by a task of its own as soon as the turn's task
-  yields. Every read or change of session rows writes what waits first, so readers see their writes.
-- While a turn runs that opens a new thread (`expecting_new_session`), reading that session answers
-  "none" without a query: its id is the thread's first message, so nothing can be stored under it yet.
+- `NewSessionsUnread` (both backends): while a turn runs that opens a new thread
+  (`expecting_new_session`), reading that session answers "none" without a query. Its id is the
+  thread's first message, so nothing can be stored under it yet.
+- `TurnWrites` (SQLite): an agent session's row waits in memory for the run row agno writes right
+  after it. Both go to SQLite in one transaction, in one trip to a worker thread, through the `sqlite3`
+  module, with the statements agno itself would run (the same columns, JSON encoding, conflict rules
+  and run index). A session row with no run row behind it is written by a task of its own as soon as
+  the turn's task yields, and every read or change of session rows writes what waits first, so
+  readers see their writes.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from agno.db.base import AsyncBaseDb
 from agno.db.utils import build_single_run_row, json_serializer
 from agno.session.agent import AgentSession
 
-__all__ = ["TurnWrites", "expecting_new_session"]
+__all__ = ["NewSessionsUnread", "TurnWrites", "expecting_new_session"]
 
 _BUSY_TIMEOUT_MS = 5000
 _SESSION_COLUMNS = (
@@ -153,12 +157,42 @@ class _Writer:
                 self._connection = None
 
 
-class TurnWrites:
+class NewSessionsUnread:
+    """Mixed in before an agno store (SQLite or PostgreSQL): a new thread's session is not read (see the module
+    docstring)."""
+
+    def _fresh_sessions(self) -> set[str]:
+        fresh: set[str] | None = self.__dict__.get("_mindroom_fresh_sessions")
+        if fresh is None:
+            fresh = self.__dict__["_mindroom_fresh_sessions"] = set()
+        return fresh
+
+    @contextlib.contextmanager
+    def expect_new_session(self, session_id: str) -> Iterator[None]:
+        """While inside, reading `session_id` answers "none" without a query, until the session is written."""
+        fresh = self._fresh_sessions()
+        fresh.add(session_id)
+        try:
+            yield
+        finally:
+            fresh.discard(session_id)
+
+    async def get_session(self, session_id: str, *args: Any, **kwargs: Any) -> Any:
+        if session_id in self._fresh_sessions():
+            return None
+        parent: Any = super()
+        return await parent.get_session(session_id, *args, **kwargs)
+
+    async def upsert_session(self, session: Any, deserialize: bool | None = True) -> Any:
+        self._fresh_sessions().discard(session.session_id)
+        parent: Any = super()
+        return await parent.upsert_session(session, deserialize=deserialize)
+
+
+class TurnWrites(NewSessionsUnread):
     """Mixed in before agno's `AsyncSqliteDb` (see the module docstring); every other method is agno's."""
 
     db_file: str | None
-    session_table_name: str
-    runs_table_name: str
 
     def _turn_state(self) -> _TurnState:
         state: _TurnState | None = self.__dict__.get("_mindroom_turn_state")
@@ -196,24 +230,13 @@ class TurnWrites:
             if params is not None:
                 await self._write(params, None)
 
-    @contextlib.contextmanager
-    def expect_new_session(self, session_id: str) -> Iterator[None]:
-        """While inside, reading `session_id` answers "none" without a query (see the module docstring)."""
-        fresh = self._turn_state().fresh
-        fresh.add(session_id)
-        try:
-            yield
-        finally:
-            fresh.discard(session_id)
-
     async def upsert_session(self, session: Any, deserialize: bool | None = True) -> Any:
-        parent: Any = super()
         if not isinstance(session, AgentSession) or not deserialize:
             await self._flush(session.session_id)
-            return await parent.upsert_session(session, deserialize=deserialize)
+            return await super().upsert_session(session, deserialize=deserialize)
         state = self._turn_state()
         state.pending[session.session_id] = _session_params(session)
-        state.fresh.discard(session.session_id)
+        self._fresh_sessions().discard(session.session_id)
         task = asyncio.get_running_loop().create_task(self._flush(session.session_id))
         state.tasks.add(task)
         task.add_done_callback(state.tasks.discard)
@@ -226,11 +249,8 @@ class TurnWrites:
         await self._write(self._turn_state().pending.pop(session_id, None), _run_params(row))
 
     async def get_session(self, session_id: str, *args: Any, **kwargs: Any) -> Any:
-        if session_id in self._turn_state().fresh:
-            return None
         await self._flush(session_id)
-        parent: Any = super()
-        return await parent.get_session(session_id, *args, **kwargs)
+        return await super().get_session(session_id, *args, **kwargs)
 
     async def get_sessions(self, *args: Any, **kwargs: Any) -> Any:
         await self._flush()
@@ -262,18 +282,17 @@ class TurnWrites:
 
 
 class _TurnState:
-    """A store's session rows waiting for their run row, new sessions, flush tasks and writer."""
+    """A store's session rows waiting for their run row, flush tasks, writer and statements."""
 
     def __init__(self, writer: _Writer) -> None:
         self.writer = writer
         self.pending: dict[str, tuple[Any, ...]] = {}
-        self.fresh: set[str] = set()
         self.tasks: set[asyncio.Task[None]] = set()
         self.sql: tuple[str, str] | None = None
 
 
 def expecting_new_session(db: AsyncBaseDb, session_id: str, new: bool) -> contextlib.AbstractContextManager[None]:
     """`db.expect_new_session(session_id)` when `new` and the store has it; otherwise nothing."""
-    if new and isinstance(db, TurnWrites):
+    if new and isinstance(db, NewSessionsUnread):
         return db.expect_new_session(session_id)
     return contextlib.nullcontext()

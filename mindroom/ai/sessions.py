@@ -93,7 +93,9 @@ def _postgres_store_class() -> type[Any]:
     """agno's PostgreSQL session store, imported on first use (SQLite users never load it)."""
     from agno.db.postgres import AsyncPostgresDb
 
-    return _without_approval_updates((AsyncPostgresDb,), "PostgresSessionStore")
+    from mindroom.ai.session_store import NewSessionsUnread
+
+    return _without_approval_updates((NewSessionsUnread, AsyncPostgresDb), "PostgresSessionStore")
 
 
 def _postgres_store(engine: Any, agent_name: str) -> AsyncBaseDb:

@@ -14,10 +14,13 @@ from agno.run.base import RunStatus
 from agno.session.agent import AgentSession
 
 from mindroom.ai import GenerationRequest, generate, load_history
-from mindroom.ai.session_store import TurnWrites, expecting_new_session
+from mindroom.ai.session_store import NewSessionsUnread, TurnWrites, expecting_new_session
 from mindroom.ai.sessions import session_db, session_db_path, sqlite_store_class
 from mindroom.config.main import ModelConfig
 from mindroom.testing.model_server import ScriptedModelServer, Text
+from tests.state.postgres_server import postgres_server, postgres_url
+
+__all__ = ["postgres_server", "postgres_url"]
 
 
 def _session(session_id: str, *, user_id: str | None = "@ann:example.org", note: str = "one") -> AgentSession:
@@ -186,3 +189,27 @@ async def test_a_thread_opened_without_a_read_has_its_history_for_the_next_turn(
     ]
     assert isinstance(session_db(storage_root, "scribe"), TurnWrites)
     assert session_db_path(storage_root, "scribe").is_file()
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
+async def test_the_postgresql_store_skips_the_read_of_a_new_threads_session_too(postgres_url: str) -> None:
+    from agno.db.postgres import create_async_postgres_engine
+
+    from mindroom.ai.sessions import _postgres_store
+
+    engine = create_async_postgres_engine(postgres_url)
+    db = _postgres_store(engine, "scribe")
+    try:
+        assert isinstance(db, NewSessionsUnread) and not isinstance(db, TurnWrites)
+        await db.upsert_session(_session("s1"))
+        await db.upsert_run(_run("r1", "s1", "stored"), session_id="s1", run_index=0)
+        with expecting_new_session(db, "s1", True):
+            assert await db.get_session("s1") is None
+            await db.upsert_session(_session("s1", note="written in the turn"))
+            written = await db.get_session("s1")  # once the turn wrote it, it is read again
+            assert written is not None and written.session_data == {"session_state": {"note": "written in the turn"}}
+        stored = await db.get_session("s1")
+        assert stored is not None and [run.content for run in stored.runs] == ["stored"]
+    finally:
+        await engine.dispose()
