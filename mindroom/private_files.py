@@ -20,6 +20,7 @@ from mindroom.logging_config import get_logger
 
 __all__ = [
     "PRIVATE_UMASK",
+    "SQLITE_CACHE_PRAGMA",
     "create_private_file",
     "make_private",
     "open_private_database",
@@ -118,11 +119,18 @@ def write_private_file(path: Path, text: str | bytes, *, durable: bool = True) -
         os.close(dir_fd)
 
 
+SQLITE_CACHE_PRAGMA = "PRAGMA cache_size = -512"
+"""Every SQLite connection of the daemon keeps at most 512 KiB of pages. SQLite's default, 2 MiB per
+connection, fills as a file grows (the journal and each agent's history grow with every message); the
+daemon reads a few rows at a time, and the OS caches the files anyway."""
+
+
 def open_private_database(path: Path) -> sqlite3.Connection:
     """Open (or create) a SQLite file, mode 0600 in a 0700 folder, in WAL mode with autocommit."""
     prepare_private_sqlite(path)
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
+    db.execute(SQLITE_CACHE_PRAGMA)
     return db
 
 

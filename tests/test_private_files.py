@@ -96,6 +96,7 @@ def test_open_private_database_and_write_private_file_leave_nothing_open(tmp_pat
     write_private_file(data / "sync" / "token", "s1", durable=False)
 
     assert shared_paths(data) == []
+    assert db.execute("PRAGMA cache_size").fetchone()[0] == -512  # KiB: a small page cache per connection
     db.close()
 
 

@@ -32,6 +32,8 @@ from agno.db.base import AsyncBaseDb
 from agno.db.utils import build_single_run_row, json_serializer
 from agno.session.agent import AgentSession
 
+from mindroom.private_files import SQLITE_CACHE_PRAGMA
+
 __all__ = ["NewSessionsUnread", "TurnWrites", "expecting_new_session"]
 
 _BUSY_TIMEOUT_MS = 5000
@@ -140,6 +142,7 @@ class _Writer:
                 connection = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
                 connection.execute("PRAGMA foreign_keys = ON")
                 connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+                connection.execute(SQLITE_CACHE_PRAGMA)
                 self._connection = connection
             connection.execute("BEGIN IMMEDIATE")
             try:

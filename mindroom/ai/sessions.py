@@ -28,7 +28,7 @@ from agno.run.base import HISTORY_SKIP_STATUSES
 
 from mindroom.hooks.enrichment import strip_enrichment_blocks
 from mindroom.logging_config import get_logger
-from mindroom.private_files import prepare_private_sqlite
+from mindroom.private_files import SQLITE_CACHE_PRAGMA, prepare_private_sqlite
 from mindroom.state.migrate import CopyCount
 from mindroom.state.tokens import attached_state
 
@@ -84,8 +84,18 @@ def sqlite_store_class() -> type[Any]:
 
 
 def _sqlite_store(path: Path) -> AsyncBaseDb:
-    store: AsyncBaseDb = sqlite_store_class()(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
-    return store
+    from sqlalchemy import event
+
+    store: Any = sqlite_store_class()(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+
+    @event.listens_for(store.db_engine.sync_engine, "connect")
+    def _small_cache(dbapi_connection: Any, connection_record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(SQLITE_CACHE_PRAGMA)
+        cursor.close()
+
+    result: AsyncBaseDb = store
+    return result
 
 
 @functools.cache

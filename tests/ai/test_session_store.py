@@ -213,3 +213,23 @@ async def test_the_postgresql_store_skips_the_read_of_a_new_threads_session_too(
         assert stored is not None and [run.content for run in stored.runs] == ["stored"]
     finally:
         await engine.dispose()
+
+
+@pytest.mark.asyncio
+async def test_every_session_store_connection_keeps_a_small_page_cache(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    from mindroom.ai.sessions import _sqlite_store
+
+    db: Any = _sqlite_store(tmp_path / "s.db")
+    try:
+        await db.upsert_session(_session("s1"))
+        await db.upsert_run(_run("r1", "s1", "x"), session_id="s1", run_index=0)  # opens the turn writer
+        async with db.db_engine.connect() as connection:
+            agnos = (await connection.execute(text("PRAGMA cache_size"))).scalar()
+        writer = db._turn_state().writer._connection
+        assert writer is not None
+        ours = writer.execute("PRAGMA cache_size").fetchone()[0]
+    finally:
+        await db.close()
+    assert agnos == ours == -512  # KiB; SQLite's default would be -2000
