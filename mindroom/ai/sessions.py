@@ -103,9 +103,9 @@ def _postgres_store_class() -> type[Any]:
     """agno's PostgreSQL session store, imported on first use (SQLite users never load it)."""
     from agno.db.postgres import AsyncPostgresDb
 
-    from mindroom.ai.session_store import NewSessionsUnread
+    from mindroom.ai.session_store import PostgresTurnWrites
 
-    return _without_approval_updates((NewSessionsUnread, AsyncPostgresDb), "PostgresSessionStore")
+    return _without_approval_updates((PostgresTurnWrites, AsyncPostgresDb), "PostgresSessionStore")
 
 
 def _postgres_store(engine: Any, agent_name: str) -> AsyncBaseDb:

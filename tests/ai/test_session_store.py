@@ -227,9 +227,51 @@ async def test_every_session_store_connection_keeps_a_small_page_cache(tmp_path:
         await db.upsert_run(_run("r1", "s1", "x"), session_id="s1", run_index=0)  # opens the turn writer
         async with db.db_engine.connect() as connection:
             agnos = (await connection.execute(text("PRAGMA cache_size"))).scalar()
-        writer = db._turn_state().writer._connection
+        writer = db._writer()._connection
         assert writer is not None
         ours = writer.execute("PRAGMA cache_size").fetchone()[0]
     finally:
         await db.close()
     assert agnos == ours == -512  # KiB; SQLite's default would be -2000
+
+
+def _pg_rows(url: str, table: str, key: str) -> list[dict[str, Any]]:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(url, row_factory=dict_row) as connection:
+        rows = connection.execute(f"SELECT * FROM mindroom.{table} ORDER BY {key}").fetchall()
+    return [{name: value for name, value in row.items() if name != "updated_at"} for row in rows]
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
+async def test_turn_writes_on_postgresql_store_the_rows_agnos_own_store_stores(postgres_url: str) -> None:
+    from agno.db.postgres import AsyncPostgresDb, create_async_postgres_engine
+
+    from mindroom.ai.session_store import PostgresTurnWrites
+    from mindroom.ai.sessions import SESSION_SCHEMA, _postgres_store
+
+    engine = create_async_postgres_engine(postgres_url)
+    theirs = AsyncPostgresDb(db_engine=engine, db_schema=SESSION_SCHEMA, session_table="sessions_theirs")
+    ours = _postgres_store(engine, "ours")
+    assert isinstance(ours, PostgresTurnWrites)
+    try:
+        await _write_turns(theirs)
+        await _write_turns(ours)
+        nul = _run("r5", "s2", "a NUL \\x00 character")  # PostgreSQL text cannot hold one: agno drops it
+        nul.content = "a NUL \x00 character"
+        await theirs.upsert_run(nul, session_id="s2", run_index=None)
+        await ours.upsert_run(nul, session_id="s2", run_index=None)  # index computed under agno's lock
+    finally:
+        await ours.close()
+        await engine.dispose()
+
+    for table, key in (("sessions_{}", "session_id"), ("sessions_{}_runs", "run_id")):
+        expected = _pg_rows(postgres_url, table.format("theirs"), key)
+        assert expected, table
+        assert _pg_rows(postgres_url, table.format("ours"), key) == expected
+    runs = _pg_rows(postgres_url, "sessions_ours_runs", "run_id")
+    indexes = [(row["run_id"], row["run_index"]) for row in runs]
+    assert indexes == [("r1", 0), ("r2", 1), ("r3", 0), ("r4", 2), ("r5", 1)]
+    assert runs[-1]["run_data"]["content"] == "a NUL  character"
