@@ -159,7 +159,7 @@ class _Writer:
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
-    def write(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    def write(self, statements: list[_Statement]) -> None:
         with self._lock:
             connection = self._connection
             if connection is None:
