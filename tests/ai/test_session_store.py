@@ -13,11 +13,12 @@ from agno.run.agent import RunOutput
 from agno.run.base import RunStatus
 from agno.session.agent import AgentSession
 
-from mindroom.ai import GenerationRequest, generate, load_history
+from mindroom.ai import generate, load_history
 from mindroom.ai.session_store import NewSessionsUnread, TurnWrites, expecting_new_session
 from mindroom.ai.sessions import session_db, session_db_path, sqlite_store_class
 from mindroom.config.main import ModelConfig
 from mindroom.testing.model_server import ScriptedModelServer, Text
+from tests.ai.test_generation import make_request
 from tests.state.postgres_server import postgres_server, postgres_url
 
 __all__ = ["postgres_server", "postgres_url"]
@@ -152,30 +153,17 @@ async def test_a_new_threads_session_is_not_read_but_every_other_one_is(tmp_path
         await db.close()
 
 
-def _request(model: ModelConfig, message: str, *, opens: bool) -> GenerationRequest:
-    return GenerationRequest(
-        agent_name="scribe",
-        display_name="Scribe",
-        role="",
-        instructions=(),
-        model=model,
-        user_message=message,
-        session_id="$root",
-        num_history_runs=5,
-        markdown=False,
-        opens_session=opens,
-    )
-
-
 @pytest.mark.asyncio
 async def test_a_thread_opened_without_a_read_has_its_history_for_the_next_turn(
     model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
 ) -> None:
     model_server.script(Text("first answer"), Text("second answer"))
-    await generate(_request(scripted_model, "first question", opens=True), storage_root=storage_root, env={})
-    await generate(_request(scripted_model, "second question", opens=False), storage_root=storage_root, env={})
+    first = make_request(scripted_model, "first question", session_id="$root", opens_session=True)
+    second = make_request(scripted_model, "second question", session_id="$root")
+    for request in (first, second):
+        await generate(request, storage_root=storage_root, env={})
 
-    assert await load_history("scribe", "$root", storage_root=storage_root) == [
+    assert await load_history("helper", "$root", storage_root=storage_root) == [
         ("user", "first question"),
         ("assistant", "first answer"),
         ("user", "second question"),
@@ -187,8 +175,8 @@ async def test_a_thread_opened_without_a_read_has_its_history_for_the_next_turn(
         "first answer",
         "second question",
     ]
-    assert isinstance(session_db(storage_root, "scribe"), TurnWrites)
-    assert session_db_path(storage_root, "scribe").is_file()
+    assert isinstance(session_db(storage_root, "helper"), TurnWrites)
+    assert session_db_path(storage_root, "helper").is_file()
 
 
 @pytest.mark.postgres
