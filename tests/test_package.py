@@ -228,3 +228,16 @@ def test_the_daemon_starts_without_agno_the_model_sdk_or_sqlalchemy() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]", f"imported at start: {loaded}"
+
+
+@pytest.mark.parametrize("postgres", [True, False])
+def test_the_preload_brings_the_session_store_of_the_states_backend(postgres: bool) -> None:
+    """A standby preloads while it waits: the turns it takes over must not import agno's store on the loop."""
+    code = (
+        "import sys, threading, mindroom.ai as ai; "
+        f"ai.preload_in_background(postgres={postgres}); "
+        "[t.join() for t in threading.enumerate() if t.name == 'preload-ai']; "
+        "print('agno.db.postgres' in sys.modules, 'agno.models.openai' in sys.modules)"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == [str(postgres), "True"]

@@ -107,20 +107,27 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def _preload() -> None:
+def _preload(postgres: bool) -> None:
     try:
         for home in _TURN_MODULES:
             importlib.import_module(f"{__name__}.{home}")
         importlib.import_module("agno.models.openai")
         importlib.import_module("markdown_it")
-        importlib.import_module(f"{__name__}.sessions").sqlite_store_class()
+        sessions = importlib.import_module(f"{__name__}.sessions")
+        if postgres:
+            sessions._postgres_store_class()
+            importlib.import_module("agno.db.postgres")
+        else:
+            sessions.sqlite_store_class()
     except Exception as exc:  # the first turn imports them again and reports what is wrong
         logger.warning("preloading the model libraries failed", error=str(exc))
 
 
-def preload_in_background() -> None:
-    """Import, in a thread, what the first turn needs and the daemon's start does not (agno and the SDKs).
+def preload_in_background(*, postgres: bool = False) -> None:
+    """Import, in a thread, what the first turn needs and the daemon's start does not (agno, the SDKs and
+    the session store of the state's backend: SQLite, or PostgreSQL with `postgres`).
 
-    Called once the daemon is ready, so neither the start nor the first message waits for them.
+    Called once the daemon is ready, so neither the start nor the first message waits for them, and by a
+    standby while it waits: the turns it takes over would otherwise import them on the event loop.
     """
-    threading.Thread(target=_preload, name="preload-ai", daemon=True).start()
+    threading.Thread(target=_preload, args=(postgres,), name="preload-ai", daemon=True).start()

@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from mindroom import ai
 from mindroom.bots.runtime import DaemonRuntime
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.config.loading import load_config
@@ -264,8 +265,11 @@ async def run_daemon(
         state = daemon_state(environment, config)
         stack.push_async_callback(state.close)
         await state.open()
-        # A standby does now what needs no lock: config, plugins, tools, the hook registry.
+        # A standby does now what needs no lock: config, plugins, tools, the hook registry, and the imports
+        # the turns it takes over need.
         prepared = await prepare_live_state(environment) if standby else None
+        if standby:
+            ai.preload_in_background(postgres=state.kind == "postgresql")
         takeover = await take_state(state, console, stop, standby=standby)
         if takeover is None:
             return

@@ -169,7 +169,7 @@ class Orchestrator:
             plugins=[plugin.name for plugin in live.plugins],
             hooks=len(live.registry),
         )
-        ai.preload_in_background()
+        ai.preload_in_background(postgres=self.state is not None and self.state.kind == "postgresql")
         return runtime
 
     async def _open_state(self, live: LiveState) -> StateStores:
