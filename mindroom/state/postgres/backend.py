@@ -125,7 +125,7 @@ class PostgresState(StateBackend):
 
     async def _release(self) -> None:
         if self._stores is not None:
-            self._stores.close()  # before the connection closes: it applies what the stores queued
+            self._stores.close()  # first: whatever a store queues as it closes is applied before the connection ends
         if self._opened:
             await asyncio.to_thread(self.connection.close)
             self._opened = False

@@ -94,7 +94,7 @@ class SqliteState(StateBackend):
         return None
 
     async def _load_stores(self) -> StateStores:
-        # Sync positions and agent sessions stay with the layers that own their files (None below).
+        # No sync_tokens or session_url: the Matrix and AI layers keep those in files of their own.
         return StateStores(
             journal=SqliteTurnJournal(self.state_dir / "daemon.db"),
             rooms=SqliteRoomMemory(self.state_dir / "rooms.db"),
