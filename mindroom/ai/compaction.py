@@ -226,6 +226,7 @@ async def compact_history(
     num_history_runs: int,
     storage_root: Path,
     env: Mapping[str, str],
+    database_url: str | None = None,
     on_chunk: ChunkListener | None = None,
     with_messages: bool = False,
 ) -> CompactionResult | None:
@@ -236,7 +237,7 @@ async def compact_history(
     """
     if not budget or budget <= 0 or num_history_runs <= 0:
         return None
-    db = session_db(storage_root, agent_name)
+    db = session_db(storage_root, agent_name, database_url)
     runs = await _runs(db, session_id)
     total = sum(run.tokens for run in runs)
     if total <= budget:

@@ -121,11 +121,13 @@ def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, 
     )
 
 
-def _agent_for(request: GenerationRequest, storage_root: Path, env: Mapping[str, str]) -> tuple[Agent, AsyncBaseDb]:
+def _agent_for(
+    request: GenerationRequest, storage_root: Path, env: Mapping[str, str], database_url: str | None = None
+) -> tuple[Agent, AsyncBaseDb]:
     try:
-        db = session_db(storage_root, request.agent_name)
+        db = session_db(storage_root, request.agent_name, database_url)
         agent = agent_cache.agent(
-            ("agent", str(storage_root), request.agent_name),
+            ("agent", str(storage_root), database_url, request.agent_name),
             _fingerprint(request, env),
             lambda: _build_agent(request, db, env),
         )
@@ -171,9 +173,14 @@ def _failed(request: GenerationRequest, error: BaseException | None, status: str
     return failure
 
 
-async def generate(request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]) -> GenerationResult:
-    """Answer one turn (non-streaming); raises `GenerationError` when the model fails."""
-    agent, db = _agent_for(request, storage_root, env)
+async def generate(
+    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str], database_url: str | None = None
+) -> GenerationResult:
+    """Answer one turn (non-streaming); raises `GenerationError` when the model fails.
+
+    The session is stored under `storage_root`, or in the PostgreSQL database at `database_url` (the state's).
+    """
+    agent, db = _agent_for(request, storage_root, env, database_url)
     run_id = str(uuid4())
     failure_log.watch(run_id)
     output: RunOutput | None = None
@@ -208,22 +215,22 @@ def _text_of(output: RunOutput) -> str:
 
 
 async def stream_generate(
-    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]
+    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str], database_url: str | None = None
 ) -> AsyncGenerator[str, None]:
     """Answer one turn as text deltas; the turn is persisted once the stream ends. Raises `GenerationError`."""
-    async for delta in _turn_events(request, storage_root=storage_root, env=env):
+    async for delta in _turn_events(request, storage_root=storage_root, env=env, database_url=database_url):
         if delta is not None:
             yield delta
 
 
 async def _turn_events(
-    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]
+    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str], database_url: str | None
 ) -> AsyncGenerator[str | None, None]:
     """Text deltas, then None when agno marks the content complete; ends once the turn is stored.
 
     Raises `GenerationError` when the model fails.
     """
-    agent, db = _agent_for(request, storage_root, env)
+    agent, db = _agent_for(request, storage_root, env, database_url)
     # Set, not reset: this generator is driven by a task of its own (the stream reader, or the early-answer
     # driver), whose context ends with it; a reset could run in another context when the generator is closed.
     set_run_system_context(request.system_context)
@@ -279,7 +286,9 @@ class EarlyAnswer:
         await self.storing
 
 
-async def generate_early(request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str]) -> EarlyAnswer:
+async def generate_early(
+    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str], database_url: str | None = None
+) -> EarlyAnswer:
     """Answer one turn and return as soon as the text is final, while the session is still being stored.
 
     The run is not streamed (a stream's events cost more than the wait for one response); agno hands the
@@ -295,7 +304,7 @@ async def generate_early(request: GenerationRequest, *, storage_root: Path, env:
     async def drive() -> None:
         _EARLY_CONTENT.set(announce)  # in this task's own context: seen by this run's post-hook only
         try:
-            result = await generate(request, storage_root=storage_root, env=env)
+            result = await generate(request, storage_root=storage_root, env=env, database_url=database_url)
         except GenerationError as exc:
             if not content.done():
                 content.set_exception(exc)

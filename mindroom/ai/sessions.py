@@ -2,8 +2,8 @@
 
 By default each agent has a SQLite file; every prompt, answer and tool result of an agent is in it, so
 the file is created 0600 in a 0700 folder before agno opens it (agno would create both with the process
-umask, normally world-readable). When the daemon's state lives in PostgreSQL (it attaches the URL to its
-data directory, see `mindroom.state.tokens`), each agent gets the tables `sessions_<agent>` and
+umask, normally world-readable). When the daemon's state lives in PostgreSQL, the daemon passes that
+database's URL (`database_url`) to every call here, and each agent gets the tables `sessions_<agent>` and
 `sessions_<agent>_runs` in schema `mindroom` of that database, through agno's async store (psycopg),
 all on one engine per event loop.
 
@@ -30,7 +30,6 @@ from mindroom.hooks.enrichment import strip_enrichment_blocks
 from mindroom.logging_config import get_logger
 from mindroom.private_files import SQLITE_CACHE_PRAGMA, prepare_private_sqlite
 from mindroom.state.migrate import CopyCount
-from mindroom.state.tokens import attached_state
 
 __all__ = [
     "RUN_EVENT_KEY",
@@ -185,12 +184,12 @@ def session_table(agent_name: str) -> str:
     return f"sessions_{agent_name}"
 
 
-def session_db(storage_root: Path, agent_name: str) -> AsyncBaseDb:
-    """The agent's session store (SQLite file, or PostgreSQL when the daemon's state is there), reused per loop."""
-    attached = attached_state(storage_root)
-    if attached is not None and attached.session_url is not None:
+def session_db(storage_root: Path, agent_name: str, database_url: str | None = None) -> AsyncBaseDb:
+    """The agent's session store, reused per loop: in the PostgreSQL database at `database_url` (the state's),
+    or without one a SQLite file under `storage_root`."""
+    if database_url is not None:
         session_db_path(storage_root, agent_name)  # validates the name
-        return _DBS.get_postgres(attached.session_url, agent_name)
+        return _DBS.get_postgres(database_url, agent_name)
     return _DBS.get(session_db_path(storage_root, agent_name))
 
 
@@ -260,9 +259,11 @@ async def strip_run_enrichment(db: AsyncBaseDb, run_id: str) -> bool:
     return True
 
 
-async def strip_session_enrichment(agent_name: str, session_id: str, *, storage_root: Path) -> int:
+async def strip_session_enrichment(
+    agent_name: str, session_id: str, *, storage_root: Path, database_url: str | None = None
+) -> int:
     """Strip enrichment blocks from every stored run of a session; returns how many runs were rewritten."""
-    db = session_db(storage_root, agent_name)
+    db = session_db(storage_root, agent_name, database_url)
     rewritten = 0
     for row in await _run_rows(db, session_id):
         if _strip_run_data(row["run_data"]):
@@ -273,9 +274,11 @@ async def strip_session_enrichment(agent_name: str, session_id: str, *, storage_
     return rewritten
 
 
-async def load_history(agent_name: str, session_id: str, *, storage_root: Path) -> list[tuple[str, str]]:
+async def load_history(
+    agent_name: str, session_id: str, *, storage_root: Path, database_url: str | None = None
+) -> list[tuple[str, str]]:
     """The (role, text) turns a model sees as history for this session: user and assistant, oldest first."""
-    db = session_db(storage_root, agent_name)
+    db = session_db(storage_root, agent_name, database_url)
     history: list[tuple[str, str]] = []
     for row in await _run_rows(db, session_id):
         if row.get("status") in _SKIPPED_STATUSES or row.get("parent_run_id") is not None:
@@ -296,9 +299,11 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-async def forget_turn(agent_name: str, session_id: str, source_event_id: str, *, storage_root: Path) -> int:
+async def forget_turn(
+    agent_name: str, session_id: str, source_event_id: str, *, storage_root: Path, database_url: str | None = None
+) -> int:
     """Remove the stored runs that answered `source_event_id` (an edited question takes their place)."""
-    db = session_db(storage_root, agent_name)
+    db = session_db(storage_root, agent_name, database_url)
     run_ids = [
         str(row["run_id"])
         for row in await _run_rows(db, session_id)
@@ -310,9 +315,11 @@ async def forget_turn(agent_name: str, session_id: str, source_event_id: str, *,
     return len(run_ids)
 
 
-async def session_exists(agent_name: str, session_id: str, *, storage_root: Path) -> bool:
+async def session_exists(
+    agent_name: str, session_id: str, *, storage_root: Path, database_url: str | None = None
+) -> bool:
     """Whether the conversation has a stored run yet."""
-    return bool(await _run_rows(session_db(storage_root, agent_name), session_id))
+    return bool(await _run_rows(session_db(storage_root, agent_name, database_url), session_id))
 
 
 def _session_files(storage_root: Path) -> list[Path]:

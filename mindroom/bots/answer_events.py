@@ -107,8 +107,13 @@ class SessionProbe:
 
     async def _exists(self) -> bool | None:
         try:
-            storage = self.entity.runtime.runtime_paths.storage_root
-            return await ai.session_exists(self.entity.name, self.session_id, storage_root=storage)
+            runtime = self.entity.runtime
+            return await ai.session_exists(
+                self.entity.name,
+                self.session_id,
+                storage_root=runtime.runtime_paths.storage_root,
+                database_url=runtime.session_url,
+            )
         except Exception as exc:  # a failed probe only means the event is not sent
             logger.warning("session probe failed", agent=self.entity.name, session=self.session_id, error=str(exc))
             return None
@@ -168,6 +173,7 @@ async def compact_before_answer(
         num_history_runs=num_history_runs,
         storage_root=runtime.runtime_paths.storage_root,
         env=runtime.env,
+        database_url=runtime.session_url,
         on_chunk=before if registry.has_hooks(EVENT_COMPACTION_BEFORE) else None,
         with_messages=after,
     )

@@ -207,7 +207,11 @@ async def _generate(
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
     if turn.replaces is not None:
         await ai.forget_turn(
-            entity.name, session_id(envelope), question, storage_root=runtime.runtime_paths.storage_root
+            entity.name,
+            session_id(envelope),
+            question,
+            storage_root=runtime.runtime_paths.storage_root,
+            database_url=runtime.session_url,
         )
     if settings.num_history_runs > 0 and not _opens_conversation(turn):
         await compact_before_answer(
@@ -252,7 +256,10 @@ async def _generate(
                 streamed = await stream_to_matrix(turn.channel, live, request, runtime.env, existing)
             else:
                 answer = await ai.generate_early(
-                    request, storage_root=runtime.runtime_paths.storage_root, env=runtime.env
+                    request,
+                    storage_root=runtime.runtime_paths.storage_root,
+                    env=runtime.env,
+                    database_url=runtime.session_url,
                 )
                 after_reply.push_async_callback(answer.stored)
                 streamed = Streamed(answer.text, None)

@@ -183,6 +183,8 @@ class DaemonRuntime:
     """Turns started by other bots' messages, per entity and thread (two bots cannot talk without end)."""
     approvals: ApprovalDesk | None = None
     """Tool-call approvals asked on cards (None: gates that ask a person are denied)."""
+    session_url: str | None = None
+    """The state's PostgreSQL database, where agents' sessions live too; None: SQLite files under the data dir."""
 
     @property
     def agent_user_ids(self) -> dict[str, str]:

@@ -51,7 +51,10 @@ async def stream_to_matrix(
     shown = ""
     last_edit = 0.0
     deltas: asyncio.Queue[str | None] = asyncio.Queue()
-    stream = ai.stream_generate(request, storage_root=entity.runtime.runtime_paths.storage_root, env=env)
+    runtime = entity.runtime
+    stream = ai.stream_generate(
+        request, storage_root=runtime.runtime_paths.storage_root, env=env, database_url=runtime.session_url
+    )
 
     async def read() -> None:
         try:

@@ -31,7 +31,7 @@ from mindroom.daemon.standby import daemon_state, database_url
 from mindroom.private_files import open_to_others, shared_paths
 from mindroom.state.errors import StateError
 from mindroom.state.location import is_postgres_url, safe_url
-from mindroom.state.sqlite import LOCK_FILENAME, SqliteState, lock_held, read_lock_file
+from mindroom.state.sqlite.backend import LOCK_FILENAME, SqliteState, lock_held, read_lock_file
 
 if TYPE_CHECKING:
     import psycopg

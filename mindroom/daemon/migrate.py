@@ -15,7 +15,7 @@ from mindroom.logging_config import get_logger
 from mindroom.state.errors import StateError
 from mindroom.state.location import is_postgres_url, open_state_backend, safe_url
 from mindroom.state.migrate import CopyCount, copy_state
-from mindroom.state.sqlite import SqliteState
+from mindroom.state.sqlite.backend import SqliteState
 
 __all__ = ["count_lines", "migrate_state"]
 

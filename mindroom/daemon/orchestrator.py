@@ -39,7 +39,7 @@ from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.attachments import AttachmentStore
 from mindroom.state.backend import StateBackend, StateStores
-from mindroom.state.tokens import attach_state, detach_state
+from mindroom.state.tokens import SyncTokens
 from mindroom.tool_system.isolation import shared_pool
 from mindroom.tool_system.runtime_context import set_registry_provider
 
@@ -93,6 +93,7 @@ class Orchestrator:
         self._stopped = asyncio.Event()
         self.state = state
         self._owns_state = state is None
+        self._sync_tokens: SyncTokens | None = None
         self._prepared = prepared
         self._run_since = run_since
 
@@ -127,6 +128,7 @@ class Orchestrator:
             attachments=AttachmentStore(paths.storage_root),
             bots=self.bots,
             approvals=ApprovalDesk(stores.approvals),
+            session_url=stores.session_url,
         )
         if self._run_since is not None:
             runtime.started_at_ms = int(self._run_since * 1000)
@@ -173,13 +175,13 @@ class Orchestrator:
         return runtime
 
     async def _open_state(self, live: LiveState) -> StateStores:
-        """The stores, under the state's lock (taken here unless the caller did), attached to the data directory."""
+        """The stores, under the state's lock (taken here unless the caller did)."""
         if self.state is None:
             self.state = daemon_state(self.environment, live.config)
         if not self.state.locked:
             await self.state.acquire()
         stores = await self.state.open_stores()
-        attach_state(self.runtime_paths.storage_root, stores.attached)
+        self._sync_tokens = stores.sync_tokens
         return stores
 
     async def _expire_approvals(self, runtime: DaemonRuntime) -> None:
@@ -206,6 +208,7 @@ class Orchestrator:
             display_name=config.router.display_name if is_router else config.agents[name].display_name,
             account_prefix=homeserver.account_prefix,
             new_crypto_device=self._new_crypto_device,
+            sync_tokens=self._sync_tokens,
         )
         handlers: dict[MatrixEventKind, EventHandler] = {
             MatrixEventKind.MESSAGE: partial(handle_message_event, commands=self.commands),
@@ -360,8 +363,8 @@ class Orchestrator:
         logger.info("daemon stopped", reason=reason)
 
     async def _release_state(self) -> None:
-        """Detach the state from the data directory; close it if this orchestrator opened it itself."""
-        detach_state(self.runtime_paths.storage_root)
+        """Stop handing out the state's sync positions; close the state if this orchestrator opened it itself."""
+        self._sync_tokens = None
         if self.state is not None and self._owns_state:
             await self.state.close()
             self.state = None

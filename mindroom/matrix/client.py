@@ -40,6 +40,7 @@ from mindroom.matrix.rooms import RoomMethods
 from mindroom.matrix.sync import EventHandler, InviteHandler, SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path, send_room_event
 from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
+from mindroom.state.tokens import SyncTokens
 
 __all__ = ["MatrixBotClient"]
 
@@ -68,7 +69,9 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         display_name: str = "",
         account_prefix: str = DEFAULT_ACCOUNT_PREFIX,
         new_crypto_device: bool = False,
+        sync_tokens: SyncTokens | None = None,
     ) -> None:
+        """`sync_tokens`: the state's sync positions, when they are not files under `storage_root` (PostgreSQL)."""
         bot_localpart(bot_name, account_prefix)  # rejects invalid localparts before anything touches disk
         self._bot = bot_name
         self._server_name = server_name
@@ -99,7 +102,7 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         self._new_crypto_device = new_crypto_device
         self._notices = UnreadableNotices(self, account_prefix)
         self._credentials = CredentialStore(storage_root)
-        self._tokens = SyncTokenStore(storage_root)
+        self._tokens: SyncTokens = SyncTokenStore(storage_root) if sync_tokens is None else sync_tokens
         self._first_sync = asyncio.Event()
         self._user_id: str | None = None
         self._syncing = False

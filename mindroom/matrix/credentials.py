@@ -12,7 +12,6 @@ from typing import Any
 from mindroom.constants import DEFAULT_ACCOUNT_PREFIX
 from mindroom.logging_config import get_logger
 from mindroom.private_files import write_private_file
-from mindroom.state.tokens import attached_state
 
 __all__ = [
     "DEFAULT_ACCOUNT_PREFIX",
@@ -117,13 +116,11 @@ class CredentialStore:
 
 
 class SyncTokenStore:
-    """The last fully handled sync token per bot: `<storage_root>/matrix/sync/<bot>.token`, or the daemon's
-    database when the daemon attached one to this data directory (state in PostgreSQL)."""
+    """The last fully handled sync token per bot as files, `<storage_root>/matrix/sync/<bot>.token` (a `SyncTokens`
+    of `mindroom.state.tokens`; with state in PostgreSQL the client is given the database's one instead)."""
 
     def __init__(self, storage_root: Path) -> None:
         self._dir = Path(storage_root) / "matrix" / "sync"
-        attached = attached_state(storage_root)
-        self._shared = attached.sync_tokens if attached is not None else None
 
     def path(self, bot_name: str) -> Path:
         """The token file of one bot."""
@@ -132,8 +129,6 @@ class SyncTokenStore:
 
     def load(self, bot_name: str) -> str | None:
         """The stored token, or None."""
-        if self._shared is not None:
-            return self._shared.load(bot_name)
         try:
             token = self.path(bot_name).read_text(encoding="utf-8").strip()
         except FileNotFoundError:
@@ -141,16 +136,10 @@ class SyncTokenStore:
         return token or None
 
     def save(self, bot_name: str, token: str) -> None:
-        """Write the token atomically with mode 0600 (or hand it to the database)."""
-        if self._shared is not None:
-            self._shared.save(bot_name, token)
-            return
+        """Write the token atomically with mode 0600."""
         write_private_file(self.path(bot_name), token + "\n", durable=False)
 
     def clear(self, bot_name: str) -> None:
         """Forget the token so the next sync starts fresh (without backlog)."""
-        if self._shared is not None:
-            self._shared.clear(bot_name)
-            return
         with contextlib.suppress(FileNotFoundError):
             self.path(bot_name).unlink()

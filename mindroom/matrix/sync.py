@@ -14,12 +14,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mindroom.logging_config import get_logger
-from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.matrix.delivery import REFUSED_RETRY_S
 from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
 from mindroom.matrix.transport import JsonReply, JsonTransport, quote_path
 from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
+from mindroom.state.tokens import SyncTokens
 
 __all__ = ["EventHandler", "InviteHandler", "SyncLoop"]
 
@@ -140,7 +140,7 @@ class SyncLoop:
         bot_name: str,
         user_id: str,
         transport: JsonTransport,
-        tokens: SyncTokenStore,
+        tokens: SyncTokens,
         join: Callable[[str], Awaitable[str]],
         leave: Callable[[str], Awaitable[None]],
         first_sync: asyncio.Event,

@@ -1,36 +1,19 @@
 """Which message each agent answered with which message, so an edit of a question can edit its answer.
 
 One row per (agent, question): where the conversation is (room and thread), who asked, and the answer's
-event id. Kept for as long as handled events are (30 days).
+event id. Kept for as long as handled events are (30 days). `sqlite.answers.SqliteAnswerLog` keeps them
+in a file under the data directory, `postgres.answers.PostgresAnswerLog` in the state's database.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
-
-from mindroom.private_files import open_private_database
+from typing import Protocol
 
 __all__ = ["RETENTION_S", "AnswerLog", "AnswerRecord"]
 
 RETENTION_S = 30 * 24 * 3600
 """How long an answer can still be changed by editing its question."""
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS answers (
-    entity TEXT NOT NULL,
-    source_event_id TEXT NOT NULL,
-    room_id TEXT NOT NULL,
-    conversation TEXT NOT NULL,
-    thread_root TEXT,
-    requester_id TEXT NOT NULL,
-    response_event_id TEXT NOT NULL,
-    answered_at REAL NOT NULL,
-    PRIMARY KEY (entity, source_event_id)
-);
-CREATE INDEX IF NOT EXISTS answers_by_conversation ON answers (entity, conversation, answered_at);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,55 +29,17 @@ class AnswerRecord:
     response_event_id: str
 
 
-class AnswerLog:
-    """Answered questions per agent, in SQLite under the data directory."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._db = open_private_database(path)
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._db.execute("DELETE FROM answers WHERE answered_at < ?", (time.time() - RETENTION_S,))
+class AnswerLog(Protocol):
+    """Answered questions per agent."""
 
     def record(self, answer: AnswerRecord) -> None:
         """Remember (or refresh) an answer; the newest answer of a conversation is the one an edit may change."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    answer.entity,
-                    answer.source_event_id,
-                    answer.room_id,
-                    answer.conversation,
-                    answer.thread_root,
-                    answer.requester_id,
-                    answer.response_event_id,
-                    time.time(),
-                ),
-            )
 
     def for_question(self, entity: str, source_event_id: str) -> AnswerRecord | None:
         """The answer `entity` gave to `source_event_id`, if any."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT entity, source_event_id, room_id, conversation, thread_root, requester_id, response_event_id"
-                " FROM answers WHERE entity = ? AND source_event_id = ?",
-                (entity, source_event_id),
-            ).fetchone()
-        return AnswerRecord(*row) if row else None
 
     def latest(self, entity: str, conversation: str) -> AnswerRecord | None:
         """The newest answer of `entity` in a conversation."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT entity, source_event_id, room_id, conversation, thread_root, requester_id, response_event_id"
-                " FROM answers WHERE entity = ? AND conversation = ? ORDER BY answered_at DESC LIMIT 1",
-                (entity, conversation),
-            ).fetchone()
-        return AnswerRecord(*row) if row else None
 
     def close(self) -> None:
-        """Close the database."""
-        with self._lock:
-            self._db.close()
+        """Release what the log holds of its own (the backend closes shared connections)."""

@@ -1,20 +1,16 @@
-"""Tool-call approvals in SQLite: the card each one was asked on, and how it ended.
+"""Tool-call approvals: the card each one was asked on, and how it ended.
 
-One row per approval id (derived from the turn, the asking hook, the tool and its arguments), so a
-turn replayed after a crash finds its card instead of posting a second one. A pending row changes
+One record per approval id (derived from the turn, the asking hook, the tool and its arguments), so a
+turn replayed after a crash finds its card instead of posting a second one. A pending approval changes
 state once: `resolve` only moves it out of `pending`, so a reaction and a timeout cannot both win.
-Decided rows are kept for 30 days.
+Decided ones are kept for 30 days. `sqlite.approvals.SqliteApprovalStore` keeps them in a file under
+the data directory, `postgres.approvals.PostgresApprovalStore` in the state's database.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Literal
-
-from mindroom.private_files import open_private_database
+from typing import Literal, Protocol
 
 __all__ = ["COLUMNS", "RETENTION_S", "ApprovalRecord", "ApprovalStatus", "ApprovalStore"]
 
@@ -22,26 +18,6 @@ ApprovalStatus = Literal["pending", "approved", "denied", "expired"]
 
 RETENTION_S = 30 * 24 * 3600
 """How long a decided approval is kept (a pending one is kept until it is decided or expires)."""
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS approvals (
-    approval_id TEXT PRIMARY KEY,
-    agent TEXT NOT NULL,
-    room_id TEXT NOT NULL,
-    thread_root TEXT,
-    tool_name TEXT NOT NULL,
-    prompt TEXT NOT NULL,
-    question TEXT NOT NULL,
-    card_event_id TEXT,
-    status TEXT NOT NULL,
-    decided_by TEXT,
-    reason TEXT,
-    created_at REAL NOT NULL,
-    expires_at REAL NOT NULL,
-    decided_at REAL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS approvals_by_card ON approvals (card_event_id);
-CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (status, expires_at);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,79 +47,31 @@ class ApprovalRecord:
 
 
 COLUMNS = ", ".join(f.name for f in fields(ApprovalRecord))
-"""The record's fields in order, as the table's columns."""
+"""The record's fields in order, as the table's columns (the same in both backends)."""
 
 
-class ApprovalStore:
-    """Approvals in one SQLite file; every write is committed at once, so a pending approval survives a crash."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._db = open_private_database(path)
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._db.execute(
-            "DELETE FROM approvals WHERE status != 'pending' AND decided_at < ?", (time.time() - RETENTION_S,)
-        )
-
-    def _one(self, where: str, value: str) -> ApprovalRecord | None:
-        with self._lock:
-            row = self._db.execute(f"SELECT {COLUMNS} FROM approvals WHERE {where} = ?", (value,)).fetchone()  # noqa: S608 - fixed column names
-        return ApprovalRecord(*row) if row else None
+class ApprovalStore(Protocol):
+    """Approvals by id and by card; a pending one is decided at most once."""
 
     def get(self, approval_id: str) -> ApprovalRecord | None:
         """The approval with this id, if it was ever asked."""
-        return self._one("approval_id", approval_id)
 
     def by_card(self, card_event_id: str) -> ApprovalRecord | None:
         """The approval asked on this Matrix event, if it is a card."""
-        return self._one("card_event_id", card_event_id)
 
     def open(self, record: ApprovalRecord) -> ApprovalRecord:
         """Store a new pending approval; when its id exists already (a replayed turn), return that one instead."""
-        with self._lock:
-            self._db.execute(
-                f"INSERT OR IGNORE INTO approvals ({COLUMNS}) VALUES ({', '.join('?' * len(fields(record)))})",  # noqa: S608
-                tuple(getattr(record, f.name) for f in fields(record)),
-            )
-            row = self._db.execute(
-                f"SELECT {COLUMNS} FROM approvals WHERE approval_id = ?",  # noqa: S608 - fixed column names
-                (record.approval_id,),
-            ).fetchone()
-        return ApprovalRecord(*row)
 
     def set_card(self, approval_id: str, card_event_id: str) -> None:
         """The approval's card was posted as `card_event_id`."""
-        with self._lock:
-            self._db.execute(
-                "UPDATE approvals SET card_event_id = ? WHERE approval_id = ?", (card_event_id, approval_id)
-            )
 
     def resolve(
         self, approval_id: str, status: ApprovalStatus, *, by: str | None = None, reason: str | None = None
     ) -> bool:
         """Decide a pending approval; False when it was no longer pending (someone else decided first)."""
-        with self._lock:
-            cursor = self._db.execute(
-                "UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?"
-                " WHERE approval_id = ? AND status = 'pending'",
-                (status, by, reason, time.time(), approval_id),
-            )
-        return cursor.rowcount == 1
 
     def overdue(self, now: float | None = None) -> list[ApprovalRecord]:
         """Pending approvals whose time is up, oldest first."""
-        moment = time.time() if now is None else now
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ?"  # noqa: S608
-                " ORDER BY expires_at",
-                (moment,),
-            ).fetchall()
-        return [ApprovalRecord(*row) for row in rows]
 
     def close(self) -> None:
-        """Close the database."""
-        with self._lock:
-            self._db.close()
+        """Release what the store holds of its own (the backend closes shared connections)."""

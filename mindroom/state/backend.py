@@ -7,8 +7,10 @@
     ...
     await backend.close()             # flushes the stores, then releases the lock
 
-Two implementations: `SqliteState` (files under the data directory, an `flock` lock file; the default)
-and `PostgresState` (one database; an advisory lock held by the session that also does every write).
+Two implementations: `sqlite.backend.SqliteState` (files under the data directory, an `flock` lock file;
+the default) and `postgres.backend.PostgresState` (one database; an advisory lock held by the session that
+also does every write). Each store is typed by its interface (`journal.TurnJournal`, ...), so the code
+above the state never learns which backend it runs on.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduleStore
 from mindroom.state.snapshots import SnapshotStore
-from mindroom.state.tokens import AttachedState
+from mindroom.state.tokens import SyncTokens
 
 __all__ = ["DEFAULT_LOCK_POLL_S", "StateBackend", "StateStores"]
 
@@ -46,7 +48,15 @@ class StateStores:
     approvals: ApprovalStore
     schedules: ScheduleStore
     snapshots: SnapshotStore
-    attached: AttachedState
+    sync_tokens: SyncTokens | None = None
+    """Where the Matrix clients keep their sync positions; None: as files beside the bots' credentials."""
+    session_url: str | None = None
+    """The PostgreSQL database holding agno's agent sessions; None: SQLite files under the data directory."""
+
+    def close(self) -> None:
+        """Close every store (each releases what it holds of its own; the backend closes shared connections)."""
+        for store in (self.journal, self.rooms, self.answers, self.approvals, self.schedules):
+            store.close()
 
 
 class StateBackend(ABC):

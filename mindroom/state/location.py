@@ -49,7 +49,7 @@ def _passwords(url: str) -> list[str | None]:
 def open_state_backend(storage_root: Path, database_url: str | None) -> StateBackend:
     """The backend for this data directory and URL (nothing is connected or locked yet)."""
     if not database_url:
-        from mindroom.state.sqlite import SqliteState
+        from mindroom.state.sqlite.backend import SqliteState
 
         return SqliteState(storage_root)
     if not is_postgres_url(database_url):
@@ -66,7 +66,7 @@ def open_state_backend(storage_root: Path, database_url: str | None) -> StateBac
 def read_state_snapshot(storage_root: Path, database_url: str | None, name: str) -> str | None:
     """Read a snapshot without the lock (another process writes it): the file, or one query on a short session."""
     if not is_postgres_url(database_url):
-        from mindroom.state.snapshots import FileSnapshots
+        from mindroom.state.sqlite.snapshots import FileSnapshots
 
         return FileSnapshots(storage_root / "state").read(name)
     assert database_url is not None

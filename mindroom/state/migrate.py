@@ -13,11 +13,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mindroom.state.answers import AnswerLog
-from mindroom.state.approvals import ApprovalRecord, ApprovalStore
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
-from mindroom.state.schedules import ScheduledTask, ScheduleStore
+from mindroom.state.approvals import ApprovalRecord
+from mindroom.state.schedules import ScheduledTask
+from mindroom.state.sqlite.answers import SqliteAnswerLog
+from mindroom.state.sqlite.approvals import SqliteApprovalStore
+from mindroom.state.sqlite.journal import SqliteTurnJournal
+from mindroom.state.sqlite.rooms import SqliteRoomMemory
+from mindroom.state.sqlite.schedules import SqliteScheduleStore
 
 if TYPE_CHECKING:
     import psycopg
@@ -89,12 +91,14 @@ _TABLES = (
     ),
     _Table("approvals", "approvals.db", "approvals", tuple(f.name for f in fields(ApprovalRecord)), ("approval_id",)),
 )
-_OPENERS: dict[str, type[TurnJournal | RoomMemory | ScheduleStore | AnswerLog | ApprovalStore]] = {
-    "daemon.db": TurnJournal,
-    "rooms.db": RoomMemory,
-    "answers.db": AnswerLog,
-    "approvals.db": ApprovalStore,
-    "schedules.db": ScheduleStore,
+_OPENERS: dict[
+    str, type[SqliteTurnJournal | SqliteRoomMemory | SqliteScheduleStore | SqliteAnswerLog | SqliteApprovalStore]
+] = {
+    "daemon.db": SqliteTurnJournal,
+    "rooms.db": SqliteRoomMemory,
+    "answers.db": SqliteAnswerLog,
+    "approvals.db": SqliteApprovalStore,
+    "schedules.db": SqliteScheduleStore,
 }
 
 

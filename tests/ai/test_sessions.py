@@ -1,4 +1,5 @@
-"""Session storage: one SQLite file per agent, history as the model sees it, enrichment stripping."""
+"""Session storage: one SQLite file per agent (or the state's database), history as the model sees it, enrichment
+stripping."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from mindroom.config.main import ModelConfig
 from mindroom.hooks.enrichment import ENRICHMENT_TAG, EnrichmentItem, append_enrichment
 from mindroom.private_files import shared_paths
 from mindroom.testing.model_server import HttpError, ScriptedModelServer, Text
+from tests.state.postgres_server import postgres_server, postgres_url
+
+__all__ = ["postgres_server", "postgres_url"]
 
 
 def request_for(model: ModelConfig, message: str) -> GenerationRequest:
@@ -135,3 +139,26 @@ async def test_strip_session_enrichment_rewrites_stored_runs(
 @pytest.mark.asyncio
 async def test_load_history_of_unknown_session_is_empty(storage_root: Path) -> None:
     assert await load_history("scribe", "nothing-here", storage_root=storage_root) == []
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
+async def test_sessions_go_to_the_database_url_they_are_given_and_to_files_without_one(
+    model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path, postgres_url: str
+) -> None:
+    model_server.script(Text("in the database"), Text("in a file"))
+    await generate(request_for(scripted_model, "first"), storage_root=storage_root, env={}, database_url=postgres_url)
+
+    assert not session_db_path(storage_root, "scribe").exists()
+    assert await load_history("scribe", "room-thread", storage_root=storage_root, database_url=postgres_url) == [
+        ("user", "first"),
+        ("assistant", "in the database"),
+    ]
+
+    await generate(request_for(scripted_model, "second"), storage_root=storage_root, env={})
+
+    assert await load_history("scribe", "room-thread", storage_root=storage_root) == [
+        ("user", "second"),
+        ("assistant", "in a file"),
+    ]
+    assert len(await load_history("scribe", "room-thread", storage_root=storage_root, database_url=postgres_url)) == 2

@@ -8,10 +8,10 @@ from typing import Any
 
 from mindroom.bots.runtime import DaemonRuntime, LiveState
 from mindroom.constants import RuntimePaths
-from mindroom.state.answers import AnswerLog
 from mindroom.state.attachments import AttachmentStore
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
+from mindroom.state.sqlite.answers import SqliteAnswerLog
+from mindroom.state.sqlite.journal import SqliteTurnJournal
+from mindroom.state.sqlite.rooms import SqliteRoomMemory
 
 
 def unit_runtime(
@@ -31,9 +31,9 @@ def unit_runtime(
         runtime_paths=RuntimePaths.for_directory(tmp_path),
         env={},
         server_name="localhost",
-        journal=TurnJournal(tmp_path / "daemon.db"),
-        room_memory=RoomMemory(tmp_path / "rooms.db"),
-        answers=AnswerLog(tmp_path / "answers.db"),
+        journal=SqliteTurnJournal(tmp_path / "daemon.db"),
+        room_memory=SqliteRoomMemory(tmp_path / "rooms.db"),
+        answers=SqliteAnswerLog(tmp_path / "answers.db"),
         attachments=AttachmentStore(tmp_path),
         bot_user_ids=dict(bots),
         room_ids=dict(rooms),

@@ -24,7 +24,7 @@ from mindroom.config.main import Config
 from mindroom.hooks import ApprovalRequest
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
-from mindroom.state.approvals import ApprovalStore
+from mindroom.state.sqlite.approvals import SqliteApprovalStore
 from tests.bots.support import unit_runtime
 
 ALICE = "@alice:localhost"
@@ -78,7 +78,7 @@ def ask(prompt: str = "it deletes files", timeout_s: float = 5.0, **arguments: A
 
 @pytest.fixture
 def desk(tmp_path: Path) -> Iterator[ApprovalDesk]:
-    store = ApprovalStore(tmp_path / "approvals.db")
+    store = SqliteApprovalStore(tmp_path / "approvals.db")
     yield ApprovalDesk(store)
     store.close()
 
@@ -202,7 +202,7 @@ async def test_desk_expire_overdue_marks_cards_whose_time_ran_out(desk, tmp_path
     waiting.cancel()  # the daemon went down before the clock ran out
     await asyncio.gather(waiting, return_exceptions=True)
     await asyncio.sleep(0.3)
-    restarted = ApprovalDesk(ApprovalStore(tmp_path / "approvals.db"))
+    restarted = ApprovalDesk(SqliteApprovalStore(tmp_path / "approvals.db"))
 
     assert await restarted.expire_overdue({"helper": client}) == 1  # type: ignore[dict-item]
 

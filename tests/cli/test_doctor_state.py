@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from mindroom.cli import app
 from mindroom.cli.doctor_state import check_sqlite_state
-from mindroom.state.sqlite import SqliteState, lock_held
+from mindroom.state.sqlite.backend import SqliteState, lock_held
 from tests.state.postgres_server import TestPostgres, postgres_server, postgres_url
 
 __all__ = ["postgres_server", "postgres_url"]
@@ -33,7 +33,7 @@ _NOBODY = 65534
 _HOLD = (
     "import asyncio, sys\n"
     "from pathlib import Path\n"
-    "from mindroom.state.sqlite import SqliteState\n"
+    "from mindroom.state.sqlite.backend import SqliteState\n"
     "async def main():\n"
     "    state = SqliteState(Path(sys.argv[1]))\n"
     "    await state.acquire()\n"

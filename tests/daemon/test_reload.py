@@ -20,10 +20,10 @@ from mindroom.daemon.watch import ConfigWatcher
 from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.plugins.discovery import plugin_digest, plugin_watch_paths
-from mindroom.state.answers import AnswerLog
 from mindroom.state.attachments import AttachmentStore
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
+from mindroom.state.sqlite.answers import SqliteAnswerLog
+from mindroom.state.sqlite.journal import SqliteTurnJournal
+from mindroom.state.sqlite.rooms import SqliteRoomMemory
 
 CONFIG = """
 agents:
@@ -110,9 +110,9 @@ def _deploy(tmp_path: Path, version: str = "v1") -> DaemonRuntime:
         runtime_paths=paths,
         env={},
         server_name="localhost",
-        journal=TurnJournal(tmp_path / "data" / "daemon.db"),
-        room_memory=RoomMemory(tmp_path / "data" / "rooms.db"),
-        answers=AnswerLog(tmp_path / "data" / "answers.db"),
+        journal=SqliteTurnJournal(tmp_path / "data" / "daemon.db"),
+        room_memory=SqliteRoomMemory(tmp_path / "data" / "rooms.db"),
+        answers=SqliteAnswerLog(tmp_path / "data" / "answers.db"),
         attachments=AttachmentStore(tmp_path),
         room_ids={"lobby": "!lobby:localhost", "notes": "!notes:localhost"},
     )

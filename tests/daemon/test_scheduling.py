@@ -20,7 +20,8 @@ from mindroom.daemon.scheduling.parse import ScheduleParseError, next_run_after,
 from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.hooks import EVENT_SCHEDULE_FIRED, HookRegistry, hook
 from mindroom.hooks.context import HookBindings
-from mindroom.state.schedules import ScheduledTask, ScheduleStore
+from mindroom.state.schedules import ScheduledTask
+from mindroom.state.sqlite.schedules import SqliteScheduleStore
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=BERLIN)  # a Tuesday
@@ -85,11 +86,11 @@ def _task(task_id: str, next_run: float | None, **fields: Any) -> ScheduledTask:
 
 def test_schedule_store_persists_across_reopen_and_deletes_finished_one_offs(tmp_path: Path) -> None:
     path = tmp_path / "state" / "schedules.db"
-    store = ScheduleStore(path)
+    store = SqliteScheduleStore(path)
     store.add(_task("aaa111", 200.0))
     store.add(_task("bbb222", 100.0, room_id="!other:localhost"))
     store.close()
-    store = ScheduleStore(path)
+    store = SqliteScheduleStore(path)
     assert [task.task_id for task in store.pending()] == ["bbb222", "aaa111"]
     assert [task.task_id for task in store.in_room("!room:localhost")] == ["aaa111"]
     store.set_next_run("aaa111", None)
@@ -127,7 +128,7 @@ def _plugin(callbacks: list[Any]) -> Any:
 
 @pytest.mark.asyncio
 async def test_scheduler_fires_a_run_missed_while_down_once_then_resumes_its_rhythm(tmp_path: Path) -> None:
-    store = ScheduleStore(tmp_path / "schedules.db")
+    store = SqliteScheduleStore(tmp_path / "schedules.db")
     store.add(_task("miss01", time.time() - 3 * 86400))  # every minute, down for three days
     runtime, client = _runtime(HookRegistry.empty())
     scheduler = Scheduler(runtime, store)
@@ -158,7 +159,7 @@ async def test_scheduler_schedule_fired_hook_rewrites_or_suppresses(tmp_path: Pa
             ctx.suppress = True
         ctx.message_text = ctx.message_text.upper()
 
-    store = ScheduleStore(tmp_path / "schedules.db")
+    store = SqliteScheduleStore(tmp_path / "schedules.db")
     runtime, client = _runtime(HookRegistry.from_plugins([_plugin([edit])]))
     scheduler = Scheduler(runtime, store)
     assert await scheduler.fire(_task("loud01", None, message="hello")) == "$event1"
@@ -169,7 +170,7 @@ async def test_scheduler_schedule_fired_hook_rewrites_or_suppresses(tmp_path: Pa
 
 @pytest.mark.asyncio
 async def test_scheduler_create_wakes_the_loop_and_a_one_off_runs_once(tmp_path: Path) -> None:
-    store = ScheduleStore(tmp_path / "schedules.db")
+    store = SqliteScheduleStore(tmp_path / "schedules.db")
     runtime, client = _runtime(HookRegistry.empty())
     scheduler = Scheduler(runtime, store)
     scheduler.start()

@@ -11,7 +11,7 @@ import pytest
 from mindroom.config.environment import DaemonEnvironment
 from mindroom.config.main import Config
 from mindroom.daemon.standby import daemon_state, database_url, wait_for_lock
-from mindroom.state.sqlite import SqliteState
+from mindroom.state.sqlite.backend import SqliteState
 
 pytestmark = pytest.mark.asyncio
 

@@ -87,7 +87,7 @@ async def test_postgres_every_kind_of_state_round_trips_and_no_sqlite_file_is_wr
     second = [r for r in e2e.model_server.requests if r.get("model") == "agent-model"][-1]
     history = [(m["role"], m.get("content")) for m in second["messages"] if m["role"] in ("user", "assistant")]
     assert history[:2] == [("user", "first question"), ("assistant", "First answer.")]
-    assert await load_history(agent, f"{room_id}:{root}", storage_root=e2e.storage) == [
+    assert await load_history(agent, f"{room_id}:{root}", storage_root=e2e.storage, database_url=postgres_url) == [
         ("user", "first question"),
         ("assistant", "First answer."),
         ("user", "second question"),

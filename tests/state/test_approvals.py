@@ -2,7 +2,8 @@
 
 import time
 
-from mindroom.state.approvals import ApprovalRecord, ApprovalStore
+from mindroom.state.approvals import ApprovalRecord
+from mindroom.state.sqlite.approvals import SqliteApprovalStore
 
 
 def record(approval_id="a1", *, expires_in=60.0, **changes):
@@ -27,7 +28,7 @@ def record(approval_id="a1", *, expires_in=60.0, **changes):
 
 
 def test_approval_store_open_returns_the_existing_question_for_a_replayed_turn(tmp_path):
-    store = ApprovalStore(tmp_path / "approvals.db")
+    store = SqliteApprovalStore(tmp_path / "approvals.db")
     first = store.open(record())
     store.set_card("a1", "$card")
 
@@ -38,7 +39,7 @@ def test_approval_store_open_returns_the_existing_question_for_a_replayed_turn(t
 
 
 def test_approval_store_resolves_a_pending_approval_once(tmp_path):
-    store = ApprovalStore(tmp_path / "approvals.db")
+    store = SqliteApprovalStore(tmp_path / "approvals.db")
     store.open(record())
 
     assert store.resolve("a1", "approved", by="@alice:localhost") is True
@@ -49,7 +50,7 @@ def test_approval_store_resolves_a_pending_approval_once(tmp_path):
 
 
 def test_approval_store_finds_approvals_by_card(tmp_path):
-    store = ApprovalStore(tmp_path / "approvals.db")
+    store = SqliteApprovalStore(tmp_path / "approvals.db")
     store.open(record("a1"))
     store.open(record("a2"))
     store.set_card("a2", "$card2")
@@ -59,7 +60,7 @@ def test_approval_store_finds_approvals_by_card(tmp_path):
 
 
 def test_approval_store_overdue_lists_only_pending_expired_ones(tmp_path):
-    store = ApprovalStore(tmp_path / "approvals.db")
+    store = SqliteApprovalStore(tmp_path / "approvals.db")
     store.open(record("late", expires_in=-5))
     store.open(record("later", expires_in=-1))
     store.open(record("decided", expires_in=-5))
@@ -71,12 +72,12 @@ def test_approval_store_overdue_lists_only_pending_expired_ones(tmp_path):
 
 def test_approval_store_is_private_and_survives_a_reopen(tmp_path):
     path = tmp_path / "state" / "approvals.db"
-    store = ApprovalStore(path)
+    store = SqliteApprovalStore(path)
     store.open(record())
     store.set_card("a1", "$card")
     store.close()
 
-    reopened = ApprovalStore(path)
+    reopened = SqliteApprovalStore(path)
 
     assert reopened.by_card("$card").pending
     assert oct(path.stat().st_mode & 0o777) == "0o600"

@@ -251,7 +251,7 @@ async def test_backends_safe_url_drops_the_password_wherever_the_url_holds_it():
 
 
 async def test_sqlite_lock_held_asks_without_taking_or_disturbing_the_lock(tmp_path: Path):
-    from mindroom.state.sqlite import SqliteState, lock_held
+    from mindroom.state.sqlite.backend import SqliteState, lock_held
 
     data = tmp_path / "data"
     lock = data / "state" / "daemon.lock"

@@ -2,34 +2,34 @@
 
 import sqlite3
 
-from mindroom.state.journal import TurnJournal
+from mindroom.state.sqlite.journal import SqliteTurnJournal
 
 
 def test_state_claim_is_once_per_entity_across_reopen(tmp_path):
     path = tmp_path / "state.db"
-    state = TurnJournal(path)
+    state = SqliteTurnJournal(path)
     assert state.claim("agent", "$e1") is True
     assert state.claim("agent", "$e1") is False
     assert state.claim("router", "$e1") is True
     state.close()
-    reopened = TurnJournal(path)
+    reopened = SqliteTurnJournal(path)
     assert reopened.claim("agent", "$e1") is False
     assert reopened.seen("agent", "$e1")
     assert oct(path.stat().st_mode & 0o777) == "0o600"
 
 
 def test_state_pending_turns_until_completed(tmp_path):
-    state = TurnJournal(tmp_path / "state.db")
+    state = SqliteTurnJournal(tmp_path / "state.db")
     state.claim("agent", "$done", {"event_id": "$done"})
     state.claim("agent", "$cut", {"event_id": "$cut", "content": {"body": "hi"}})
     state.complete("agent", "$done")
-    pending = TurnJournal(tmp_path / "state.db").pending("agent")
+    pending = SqliteTurnJournal(tmp_path / "state.db").pending("agent")
     assert [(p.event_id, p.event["content"]["body"]) for p in pending] == [("$cut", "hi")]
     assert state.pending("router") == []
 
 
 def test_state_open_answers_recorded_before_send_and_closed_after(tmp_path):
-    state = TurnJournal(tmp_path / "state.db")
+    state = SqliteTurnJournal(tmp_path / "state.db")
     state.begin_answer("agent", "!room", "txn1", "$source", "$root")
     state.begin_answer("agent", "!room", "txn2", "$other", None)
     state.answer_sent("txn1", "$reply")
@@ -52,7 +52,7 @@ def test_state_migrates_a_file_from_the_earlier_layout(tmp_path):
     )
     db.commit()
     db.close()
-    state = TurnJournal(path)
+    state = SqliteTurnJournal(path)
     assert state.claim("agent", "$old") is False
     state.begin_answer("agent", "!room", "txn", "$source", None)
     assert [a.txn_id for a in state.open_answers("agent")] == ["txn"]

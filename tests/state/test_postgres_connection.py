@@ -119,9 +119,9 @@ async def test_postgres_connection_loses_the_lock_to_a_standby_and_stops_writing
 
 async def test_postgres_connection_drops_a_refused_write_alone(active: PostgresState, postgres_url: str):
     stores = await active.open_stores()
-    assert stores.attached.sync_tokens is not None
+    assert stores.sync_tokens is not None
     stores.rooms.remember("router", "!one:hs", "created")
-    stores.attached.sync_tokens.save("router", "text PostgreSQL refuses \x00")
+    stores.sync_tokens.save("router", "text PostgreSQL refuses \x00")
     stores.rooms.remember("router", "!two:hs", "created")
 
     assert await asyncio.to_thread(active.connection.flush, 30)

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from mindroom.state.answers import RETENTION_S, AnswerLog, AnswerRecord
+from mindroom.state.answers import RETENTION_S, AnswerRecord
 from mindroom.state.postgres.connection import StateConnection
 
 __all__ = ["PostgresAnswerLog"]
@@ -16,10 +16,10 @@ __all__ = ["PostgresAnswerLog"]
 _COLUMNS = "entity, source_event_id, room_id, conversation, thread_root, requester_id, response_event_id"
 
 
-class PostgresAnswerLog(AnswerLog):
-    """`AnswerLog`'s interface on PostgreSQL."""
+class PostgresAnswerLog:
+    """`AnswerLog` on PostgreSQL."""
 
-    def __init__(self, connection: StateConnection) -> None:  # no SQLite file: the base's __init__ is not used
+    def __init__(self, connection: StateConnection) -> None:
         self._conn = connection
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, str], tuple[float, AnswerRecord]] = {}

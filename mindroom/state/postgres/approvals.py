@@ -13,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from mindroom.state.approvals import COLUMNS, RETENTION_S, ApprovalRecord, ApprovalStatus, ApprovalStore
+from mindroom.state.approvals import COLUMNS, RETENTION_S, ApprovalRecord, ApprovalStatus
 from mindroom.state.postgres.connection import StateConnection
 
 __all__ = ["PostgresApprovalStore"]
@@ -21,10 +21,10 @@ __all__ = ["PostgresApprovalStore"]
 _FIELDS = [f.name for f in dataclasses.fields(ApprovalRecord)]
 
 
-class PostgresApprovalStore(ApprovalStore):
-    """`ApprovalStore`'s interface on PostgreSQL."""
+class PostgresApprovalStore:
+    """`ApprovalStore` on PostgreSQL."""
 
-    def __init__(self, connection: StateConnection) -> None:  # no SQLite file: the base's __init__ is not used
+    def __init__(self, connection: StateConnection) -> None:
         self._conn = connection
         self._lock = threading.Lock()
         self._records: dict[str, ApprovalRecord] = {}

@@ -23,7 +23,6 @@ from mindroom.state.postgres.schema import (
     read_holder,
     write_holder,
 )
-from mindroom.state.tokens import AttachedState
 
 __all__ = ["PostgresState"]
 
@@ -113,7 +112,8 @@ class PostgresState(StateBackend):
             approvals=approvals,
             schedules=schedules,
             snapshots=PostgresSnapshots(connection),
-            attached=AttachedState(sync_tokens=tokens, session_url=self.url),
+            sync_tokens=tokens,
+            session_url=self.url,
         )
 
     async def wait_lost(self) -> str:
@@ -124,6 +124,8 @@ class PostgresState(StateBackend):
         return self.connection.lost or "the state lock was lost"
 
     async def _release(self) -> None:
+        if self._stores is not None:
+            self._stores.close()  # first: whatever a store queues as it closes is applied before the connection ends
         if self._opened:
             await asyncio.to_thread(self.connection.close)
             self._opened = False

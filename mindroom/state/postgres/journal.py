@@ -19,14 +19,12 @@ from typing import Any
 
 import psycopg
 
-from mindroom.state.journal import OpenAnswer, PendingEvent, TurnJournal
+from mindroom.state.journal import PENDING_MAX_AGE_S, RETENTION_S, OpenAnswer, PendingEvent
 from mindroom.state.postgres.connection import StateConnection
 
 __all__ = ["MIRROR_S", "PostgresTurnJournal"]
 
 MIRROR_S = 2 * 24 * 3600
-_RETENTION_S = 30 * 24 * 3600
-_PENDING_MAX_AGE_S = 24 * 3600
 _PRUNE_EVERY = 1000
 
 _Key = tuple[str, str]
@@ -40,10 +38,10 @@ class _Answer:
         self.answer = answer
 
 
-class PostgresTurnJournal(TurnJournal):
-    """`TurnJournal`'s interface on PostgreSQL (see the module docstring for what is kept in memory)."""
+class PostgresTurnJournal:
+    """`TurnJournal` on PostgreSQL (see the module docstring for what is kept in memory)."""
 
-    def __init__(self, connection: StateConnection) -> None:  # no SQLite file: the base's __init__ is not used
+    def __init__(self, connection: StateConnection) -> None:
         self._conn = connection
         self._lock = threading.Lock()
         self._handled: OrderedDict[_Key, float] = OrderedDict()
@@ -54,7 +52,7 @@ class PostgresTurnJournal(TurnJournal):
     def load(self, conn: psycopg.Connection[Any]) -> None:
         """On the connection's thread, under the lock: drop expired rows, read the rest into memory."""
         now = time.time()
-        conn.execute("DELETE FROM mindroom.handled_events WHERE handled_at < %s", (now - _RETENTION_S,))
+        conn.execute("DELETE FROM mindroom.handled_events WHERE handled_at < %s", (now - RETENTION_S,))
         rows = conn.execute(
             "SELECT entity, event_id, handled_at, pending, event_json FROM mindroom.handled_events"
             " WHERE handled_at >= %s OR pending ORDER BY handled_at",
@@ -119,7 +117,7 @@ class PostgresTurnJournal(TurnJournal):
 
     def pending(self, entity: str) -> list[PendingEvent]:
         """Turns of `entity` that started but never completed (recent ones only), oldest first."""
-        horizon = time.time() - _PENDING_MAX_AGE_S
+        horizon = time.time() - PENDING_MAX_AGE_S
         with self._lock:
             rows = sorted(
                 (handled_at, event_id, payload)

@@ -9,15 +9,15 @@ from typing import Any
 import psycopg
 
 from mindroom.state.postgres.connection import StateConnection
-from mindroom.state.rooms import RememberedRoom, RoomMemory, RoomOrigin
+from mindroom.state.rooms import RememberedRoom, RoomOrigin
 
 __all__ = ["PostgresRoomMemory"]
 
 
-class PostgresRoomMemory(RoomMemory):
-    """`RoomMemory`'s interface on PostgreSQL."""
+class PostgresRoomMemory:
+    """`RoomMemory` on PostgreSQL."""
 
-    def __init__(self, connection: StateConnection) -> None:  # no SQLite file: the base's __init__ is not used
+    def __init__(self, connection: StateConnection) -> None:
         self._conn = connection
         self._lock = threading.Lock()
         self._rooms: dict[tuple[str, str], tuple[float, RememberedRoom]] = {}

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 
 from mindroom.state.postgres.connection import StateConnection
-from mindroom.state.schedules import ScheduledTask, ScheduleStore
+from mindroom.state.schedules import ScheduledTask
 
 __all__ = ["PostgresScheduleStore"]
 
@@ -22,10 +22,10 @@ _UPSERT = (
 )
 
 
-class PostgresScheduleStore(ScheduleStore):
-    """`ScheduleStore`'s interface on PostgreSQL."""
+class PostgresScheduleStore:
+    """`ScheduleStore` on PostgreSQL."""
 
-    def __init__(self, connection: StateConnection) -> None:  # no SQLite file: the base's __init__ is not used
+    def __init__(self, connection: StateConnection) -> None:
         self._conn = connection
         self._lock = threading.Lock()
         self._tasks: dict[str, ScheduledTask] = {}

@@ -1,4 +1,4 @@
-"""The embedded default: state in SQLite files under the data directory, one daemon per directory by `flock`.
+"""`SqliteState`: state in SQLite files under the data directory, one daemon per directory by `flock`.
 
 The lock is `<data>/state/daemon.lock`, held (`flock`, exclusive) by an open file for as long as the daemon
 runs; the kernel releases it when the process ends, however it ends. The file holds the holder's host,
@@ -14,15 +14,14 @@ import os
 from pathlib import Path
 
 from mindroom.private_files import private_dir
-from mindroom.state.answers import AnswerLog
-from mindroom.state.approvals import ApprovalStore
 from mindroom.state.backend import StateBackend, StateStores
 from mindroom.state.holder import LockHolder
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
-from mindroom.state.schedules import ScheduleStore
-from mindroom.state.snapshots import FileSnapshots
-from mindroom.state.tokens import AttachedState
+from mindroom.state.sqlite.answers import SqliteAnswerLog
+from mindroom.state.sqlite.approvals import SqliteApprovalStore
+from mindroom.state.sqlite.journal import SqliteTurnJournal
+from mindroom.state.sqlite.rooms import SqliteRoomMemory
+from mindroom.state.sqlite.schedules import SqliteScheduleStore
+from mindroom.state.sqlite.snapshots import FileSnapshots
 
 __all__ = ["LOCK_FILENAME", "SqliteState", "lock_held", "read_lock_file"]
 
@@ -95,24 +94,20 @@ class SqliteState(StateBackend):
         return None
 
     async def _load_stores(self) -> StateStores:
+        # No sync_tokens or session_url: the Matrix and AI layers keep those in files of their own.
         return StateStores(
-            journal=TurnJournal(self.state_dir / "daemon.db"),
-            rooms=RoomMemory(self.state_dir / "rooms.db"),
-            answers=AnswerLog(self.state_dir / "answers.db"),
-            approvals=ApprovalStore(self.state_dir / "approvals.db"),
-            schedules=ScheduleStore(self.state_dir / "schedules.db"),
+            journal=SqliteTurnJournal(self.state_dir / "daemon.db"),
+            rooms=SqliteRoomMemory(self.state_dir / "rooms.db"),
+            answers=SqliteAnswerLog(self.state_dir / "answers.db"),
+            approvals=SqliteApprovalStore(self.state_dir / "approvals.db"),
+            schedules=SqliteScheduleStore(self.state_dir / "schedules.db"),
             snapshots=FileSnapshots(self.state_dir),
-            attached=AttachedState(),
         )
 
     async def _release(self) -> None:
         stores = self._stores
         if stores is not None:
-            stores.journal.close()
-            stores.rooms.close()
-            stores.answers.close()
-            stores.approvals.close()
-            stores.schedules.close()
+            stores.close()
         if self._fd is not None:
             # The content stays: it only counts while the file is locked, and the next holder rewrites it.
             with contextlib.suppress(OSError):
