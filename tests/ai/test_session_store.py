@@ -327,3 +327,26 @@ def test_the_installed_agno_is_what_the_batched_writes_write() -> None:
     assert agno_differences(AsyncSqliteDb, SQLITE) == []
     assert agno_differences(AsyncPostgresDb, POSTGRES) == []
     assert issubclass(sqlite_store_class(), TurnWrites)
+
+
+@pytest.mark.asyncio
+async def test_a_read_waits_for_the_session_row_a_flush_is_writing(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    db = sqlite_store_class()(db_file=str(path))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    try:
+        await db.upsert_session(_session("s0"))
+        await db.upsert_run(_run("r0", "s0", "tables made"), session_id="s0", run_index=0)
+        blocker.execute("BEGIN IMMEDIATE")  # the flush below starts its write and waits for this lock
+        await db.upsert_session(_session("s1"))
+        await asyncio.sleep(0.05)
+        asyncio.get_running_loop().call_later(0.3, blocker.execute, "COMMIT")
+
+        found = await db.get_sessions(deserialize=False)
+        one = await db.get_session("s1")
+    finally:
+        blocker.close()
+        await db.close()
+
+    assert isinstance(found, tuple) and sorted(row["session_id"] for row in found[0]) == ["s0", "s1"]
+    assert one is not None
