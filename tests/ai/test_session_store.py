@@ -319,16 +319,6 @@ async def test_a_store_whose_tables_differ_from_the_batched_writes_is_agnos_own(
     assert _rows(tmp_path / "s.db")["agno_sessions"][0]["session_data"] == '{"session_state": {"note": "two"}}'
 
 
-def test_the_installed_agno_is_what_the_batched_writes_write() -> None:
-    from agno.db.postgres import AsyncPostgresDb
-
-    from mindroom.ai.session_rows import POSTGRES, SQLITE, agno_differences
-
-    assert agno_differences(AsyncSqliteDb, SQLITE) == []
-    assert agno_differences(AsyncPostgresDb, POSTGRES) == []
-    assert issubclass(sqlite_store_class(), TurnWrites)
-
-
 @pytest.mark.asyncio
 async def test_a_read_waits_for_the_session_row_a_flush_is_writing(tmp_path: Path) -> None:
     path = tmp_path / "s.db"

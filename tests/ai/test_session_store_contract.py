@@ -293,6 +293,20 @@ def _session_ids(tables: dict[str, list[dict[str, Any]]]) -> set[str]:
     return {row["session_id"] for row in tables["agno_sessions"]}
 
 
+def test_contract_the_installed_agno_is_what_the_batched_writes_write() -> None:
+    """Else the stores are agno's own (a warning at start), and every comparison below would hold trivially."""
+    from agno.db.postgres import AsyncPostgresDb
+
+    from mindroom.ai.session_rows import POSTGRES, SQLITE, agno_differences
+    from mindroom.ai.session_store import PostgresTurnWrites, TurnWrites
+    from mindroom.ai.sessions import _postgres_store_class
+
+    assert agno_differences(AsyncSqliteDb, SQLITE) == []
+    assert agno_differences(AsyncPostgresDb, POSTGRES) == []
+    assert issubclass(sqlite_store_class(), TurnWrites)
+    assert issubclass(_postgres_store_class(), PostgresTurnWrites)
+
+
 def test_contract_has_a_scenario_for_every_session_method_of_agnos_sqlite_store() -> None:
     methods = session_methods(AsyncSqliteDb)
 
