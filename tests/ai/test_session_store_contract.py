@@ -26,6 +26,7 @@ from agno.db.sqlite import AsyncSqliteDb
 from agno.run.agent import RunOutput
 from agno.run.base import RunStatus
 from agno.session.agent import AgentSession
+from agno.session.summary import SessionSummary
 
 from mindroom.ai.sessions import sqlite_store_class
 from tests.state.postgres_server import postgres_server, postgres_url
@@ -67,9 +68,10 @@ def _session(session_id: str, user_id: str | None, note: str = "one") -> AgentSe
         session_id=session_id,
         agent_id="scribe",
         user_id=user_id,
-        agent_data={"name": "Scribe"},
+        agent_data={"name": "Scribe", "note": note},
         session_data={"session_state": {"note": note}},
-        metadata={"room": "!r:example.org"},
+        metadata={"room": "!r:example.org", "note": note},
+        summary=SessionSummary(summary=f"about {note}"),
         created_at=1_700_000_000,
     )
 
