@@ -1,4 +1,4 @@
-"""The shape of the package: no import cycle, short modules, foundations at the top, one environment reader.
+"""The package's shape: no import cycle, a package order, agno only in `mindroom.ai`, short modules, one env reader.
 
 These read the source (with `ast`), so they hold for imports under `TYPE_CHECKING` and inside functions too.
 """
@@ -241,3 +241,115 @@ def test_the_preload_brings_the_session_store_of_the_states_backend(postgres: bo
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == [str(postgres), "True"]
+
+
+def _agno_imports(source: str) -> list[int]:
+    """Lines of `source` that import agno: statements anywhere (functions, `TYPE_CHECKING`) and `import_module`."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if node.level == 0 else []
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in {
+            "import_module",
+            "__import__",
+        }:
+            names = [arg.value for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+        else:
+            continue
+        if any(name.split(".")[0] == "agno" for name in names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_package_only_ai_imports_agno():
+    outside = [
+        f"{module}:{line}"
+        for module, path in MODULES.items()
+        if module != "mindroom.ai" and not module.startswith("mindroom.ai.")
+        for line in _agno_imports(path.read_text(encoding="utf-8"))
+    ]
+
+    assert outside == [], f"agno imported outside mindroom.ai: {outside}"
+
+
+def test_package_agno_finder_sees_imports_in_functions_type_checking_and_import_module():
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import agnostic\n"
+        "if TYPE_CHECKING:\n"
+        "    from agno.agent import Agent\n"
+        "def build():\n"
+        "    import agno.models.openai\n"
+        "    return importlib.import_module('agno.db.sqlite')\n"
+        "from .agno import x\n"
+    )
+
+    assert _agno_imports(source) == [4, 6, 7]
+
+
+LAYERS = [
+    "foundations",  # the loose modules (FOUNDATIONS) and the package itself
+    "config",
+    "hooks",
+    "plugins",
+    "state",
+    "matrix",
+    "tool_system",  # below ai: `ai/tools.py` turns the tool system's specs into agno functions
+    "ai",
+    "bots",
+    "daemon",
+    "homeserver",
+    # The import paths MindRoom plugins use: facades over the packages above (the CLI's plugin check reads one).
+    "dispatch_source",
+    "message_target",
+    "turn_origin",
+    "model_loading",
+    "plugin_api",
+    "cli",  # with `mindroom.__main__`, which runs it
+    "testing",
+]
+"""The package order, lowest first: a package imports only packages before it in this list."""
+KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {}
+"""Imports against the order that are known and kept for now: (importer, imported) -> why."""
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if module == "mindroom.__main__":
+        return "cli"
+    if len(parts) == 1 or f"{parts[1]}.py" in FOUNDATIONS:
+        return "foundations"
+    return parts[1]
+
+
+def _upward_imports(graph: dict[str, set[str]], layers: list[str]) -> list[str]:
+    """Every import of a module by one whose package is drawn before it in `layers`."""
+    rank = {layer: index for index, layer in enumerate(layers)}
+    return [
+        f"{module} -> {target}"
+        for module in sorted(graph)
+        for target in sorted(graph[module])
+        if rank[_layer(target)] > rank[_layer(module)]
+    ]
+
+
+def test_package_order_names_every_package():
+    assert {_layer(module) for module in MODULES} == set(LAYERS)
+
+
+def test_package_imports_no_package_drawn_above_it():
+    graph = {module: _imported(module, path) for module, path in MODULES.items()}
+    known = {f"{importer} -> {imported}" for importer, imported in KNOWN_UPWARD_IMPORTS}
+
+    upward = _upward_imports(graph, LAYERS)
+
+    assert [arrow for arrow in upward if arrow not in known] == [], "imports against the package order"
+    assert sorted(known - set(upward)) == [], "known upward imports that are gone: drop them from the list"
+
+
+def test_package_order_check_names_an_upward_import():
+    graph = {"mindroom.config.main": {"mindroom.errors"}, "mindroom.hooks.x": {"mindroom.bots.turn", "mindroom.config"}}
+
+    assert _upward_imports(graph, LAYERS) == ["mindroom.hooks.x -> mindroom.bots.turn"]

@@ -12,143 +12,64 @@ and every other method, and change this:
   be stored under it yet.
 - `TurnWrites` (SQLite) and `PostgresTurnWrites`: an agent session's row waits in memory for the run
   row agno writes right after it, and both go to the database in one transaction, with the statements
-  agno itself would run (the same columns, JSON encoding, conflict rules and run index). On SQLite
-  that is one trip to a worker thread and the `sqlite3` module; on PostgreSQL one connection of agno's
-  engine, as driver SQL. A session row with no run row behind it is written by a task of its own as
-  soon as the turn's task yields, and every read or change of session rows writes what waits first,
-  so readers see their writes.
+  agno itself would run (`mindroom.ai.session_rows`). On SQLite that is one trip to a worker thread and
+  the `sqlite3` module; on PostgreSQL one connection of agno's engine, as driver SQL. A session row
+  with no run row behind it is written by a task of its own as soon as the turn's task yields.
+
+`session_store_class` builds a store class. Every other coroutine method of agno's store (found on
+agno's class when it is built, so methods a newer agno adds are covered) first writes what waits, and
+waits for writes under way, so every read and change sees the rows written before it; the upserts it
+makes itself (`rename_session` is a read and an upsert) are agno's own, with agno's results. When the
+installed agno's tables or row helpers are not what the batched writes write, it logs what differs
+and builds the store without them: agno writes each row itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 import sqlite3
 import threading
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from agno.db.base import AsyncBaseDb
-from agno.db.utils import build_single_run_row, json_serializer
 from agno.session.agent import AgentSession
-from agno.utils.string import sanitize_postgres_strings
 
+from mindroom.ai.session_rows import (
+    POSTGRES,
+    RUN_COLUMNS,
+    SQLITE,
+    Dialect,
+    agno_differences,
+    run_params,
+    run_sql,
+    session_params,
+    session_sql,
+)
+from mindroom.logging_config import get_logger
 from mindroom.private_files import SQLITE_CACHE_PRAGMA
 
-__all__ = ["NewSessionsUnread", "PostgresTurnWrites", "TurnWrites", "expecting_new_session"]
+__all__ = [
+    "NewSessionsUnread",
+    "PostgresTurnWrites",
+    "TurnWrites",
+    "expecting_new_session",
+    "session_store_class",
+]
+
+logger = get_logger(__name__)
 
 _BUSY_TIMEOUT_MS = 5000
 _Statement = tuple[str, tuple[Any, ...]]
-_SESSION_COLUMNS = (
-    "session_id",
-    "session_type",
-    "agent_id",
-    "user_id",
-    "agent_data",
-    "session_data",
-    "summary",
-    "metadata",
-    "created_at",
-    "updated_at",
-)
-_SESSION_UPDATED = ("agent_id", "user_id", "agent_data", "session_data", "summary", "metadata")
-_RUN_COLUMNS = (
-    "run_id",
-    "session_id",
-    "run_type",
-    "agent_id",
-    "team_id",
-    "workflow_id",
-    "user_id",
-    "parent_run_id",
-    "status",
-    "run_index",
-    "run_data",
-    "created_at",
-    "updated_at",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Dialect:
-    """How agno's two turn statements are spelled for one database, and how it prepares their values."""
-
-    mark: str  # parameter placeholder
-    json: str  # cast of a JSON text parameter
-    integer: str  # cast of a nullable integer parameter
-    created_or_now: bool  # SQLite's store stamps a session without `created_at`; PostgreSQL's passes it on
-    strip_nul: bool  # PostgreSQL text cannot hold NUL characters: agno removes them first
-
-
-_SQLITE = _Dialect(mark="?", json="", integer="", created_or_now=True, strip_nul=False)
-_POSTGRES = _Dialect(mark="%s", json="::jsonb", integer="::bigint", created_or_now=False, strip_nul=True)
-_JSON_SESSION_COLUMNS = frozenset({"agent_data", "session_data", "summary", "metadata"})
-
-
-def _session_sql(target: str, qualifier: str, d: _Dialect) -> str:
-    names = ", ".join(_SESSION_COLUMNS)
-    marks = ", ".join(d.mark + (d.json if name in _JSON_SESSION_COLUMNS else "") for name in _SESSION_COLUMNS)
-    updates = ", ".join(f"{name} = excluded.{name}" for name in _SESSION_UPDATED)
-    return (
-        f"INSERT INTO {target} ({names}) VALUES ({marks}) "  # noqa: S608 - agno's table name, fixed columns
-        f"ON CONFLICT (session_id) DO UPDATE SET updated_at = {d.mark}, {updates} "
-        f"WHERE {qualifier}.user_id = {d.mark} OR {qualifier}.user_id IS NULL"
-    )
-
-
-def _run_sql(target: str, qualifier: str, table: str, d: _Dialect) -> str:
-    names = ", ".join(_RUN_COLUMNS)
-    next_index = f"(SELECT COALESCE(MAX(run_index) + 1, 0) FROM {table} WHERE session_id = {d.mark})"  # noqa: S608
-    marks = ", ".join(
-        f"COALESCE({d.mark}{d.integer}, {next_index})"
-        if name == "run_index"
-        else d.mark + (d.json if name == "run_data" else "")
-        for name in _RUN_COLUMNS
-    )
-    return (
-        f"INSERT INTO {target} ({names}) VALUES ({marks}) "  # noqa: S608 - agno's table name, fixed columns
-        "ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, "
-        "user_id = excluded.user_id, parent_run_id = excluded.parent_run_id, updated_at = excluded.updated_at, "
-        f"run_index = COALESCE({qualifier}.run_index, excluded.run_index)"
-    )
-
-
-def _session_params(session: AgentSession, d: _Dialect) -> tuple[Any, ...]:
-    """The row agno's `upsert_session` writes for an agent session, as statement parameters."""
-    data = session.to_dict(include_runs=False)
-    if d.strip_nul:
-        data.update({key: sanitize_postgres_strings(data[key]) for key in _JSON_SESSION_COLUMNS if data.get(key)})
-    now = int(time.time())
-    created = data.get("created_at") or now if d.created_or_now else data.get("created_at")
-    return (
-        data.get("session_id"),
-        "agent",
-        data.get("agent_id"),
-        data.get("user_id"),
-        json_serializer(data.get("agent_data")),
-        json_serializer(data.get("session_data")),
-        json_serializer(data.get("summary")),
-        json_serializer(data.get("metadata")),
-        created,
-        created,
-        now,
-        data.get("user_id"),
-    )
-
-
-def _run_params(row: dict[str, Any], d: _Dialect) -> tuple[Any, ...]:
-    values: list[Any] = []
-    for name in _RUN_COLUMNS:
-        if name == "run_index":
-            values += [row["run_index"], row["session_id"]]
-        elif name == "run_data":
-            data = sanitize_postgres_strings(row["run_data"]) if d.strip_nul else row["run_data"]
-            values.append(json_serializer(data))
-        else:
-            values.append(row[name])
-    return tuple(values)
+_RUN_INDEX = RUN_COLUMNS.index("run_index")  # in `run_params`, None when the index is computed
+_IN_AGNOS_METHOD: ContextVar[bool] = ContextVar("mindroom_in_agnos_store_method", default=False)
+"""Set while one of agno's own store methods runs: the upserts it makes are agno's, with its results."""
+_TABLE_UPKEEP = frozenset({"table_exists", "get_latest_schema_version", "upsert_schema_version"})
+"""agno's bookkeeping of its tables, called while a table is resolved for a write: no session rows in it."""
 
 
 class _Writer:
@@ -217,10 +138,11 @@ class NewSessionsUnread:
 
 
 class _TurnState:
-    """A store's session rows waiting for their run row, their flush tasks, and its two statements."""
+    """A store's session rows waiting for their run row, the writes of them under way, and its two statements."""
 
     def __init__(self) -> None:
         self.pending: dict[str, tuple[Any, ...]] = {}
+        self.writing: dict[str, asyncio.Future[None]] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.sql: tuple[str, str] | None = None
 
@@ -231,7 +153,7 @@ class _BatchedTurnWrites(NewSessionsUnread):
     Subclasses give the dialect, the statements for their tables, and how statements run in one transaction.
     """
 
-    _dialect: _Dialect
+    _dialect: Dialect
 
     def _turn_state(self) -> _TurnState:
         state: _TurnState | None = self.__dict__.get("_mindroom_turn_state")
@@ -245,39 +167,53 @@ class _BatchedTurnWrites(NewSessionsUnread):
     async def _run_in_transaction(self, statements: list[_Statement]) -> None:
         raise NotImplementedError
 
-    async def _write(
-        self, session: tuple[Any, ...] | None, run: tuple[Any, ...] | None, prelude: tuple[_Statement, ...] = ()
-    ) -> None:
+    async def _statements(self) -> tuple[str, str]:
+        """The session row's and the run row's statement (agno's tables are resolved on first use)."""
         state = self._turn_state()
         if state.sql is None:
             parent: Any = super()
             sessions = await parent._get_table(table_type="sessions", create_table_if_not_found=True)
             runs = await parent._get_table(table_type="runs", create_table_if_not_found=True)
             state.sql = self._statements_for(sessions, runs)
-        session_sql, run_sql = state.sql
-        statements = list(prelude)
-        if session is not None:
-            statements.append((session_sql, session))
-        if run is not None:
-            statements.append((run_sql, run))
-        if statements:
+        return state.sql
+
+    async def _settled(self, session_id: str) -> None:
+        """Return once no write of `session_id`'s rows is under way."""
+        writing = self._turn_state().writing
+        while (busy := writing.get(session_id)) is not None:
+            await asyncio.shield(busy)
+
+    async def _write_rows(self, session_id: str, statements: list[_Statement]) -> None:
+        """Run `statements` (rows of `session_id`) in one transaction; its readers wait until they are written."""
+        state = self._turn_state()
+        done = state.writing[session_id] = asyncio.get_running_loop().create_future()
+        try:
             await self._run_in_transaction(statements)
+        finally:
+            del state.writing[session_id]
+            done.set_result(None)
 
     async def _flush(self, session_id: str | None = None) -> None:
-        """Write the session rows still waiting (one session's, or all)."""
-        pending = self._turn_state().pending
-        ids = [session_id] if session_id is not None else list(pending)
-        for waiting in ids:
-            params = pending.pop(waiting, None)
-            if params is not None:
-                await self._write(params, None)
+        """Write the session rows still waiting (one session's, or all), and wait for those being written."""
+        state = self._turn_state()
+        for waiting in [session_id] if session_id is not None else [*state.pending, *state.writing]:
+            while True:
+                await self._settled(waiting)
+                if waiting not in state.pending:
+                    break
+                if state.sql is None:  # resolving agno's tables may wait: settle again after it
+                    await self._statements()
+                    continue
+                await self._write_rows(waiting, [(state.sql[0], state.pending.pop(waiting))])
+                break
 
     async def upsert_session(self, session: Any, deserialize: bool | None = True) -> Any:
-        if not isinstance(session, AgentSession) or not deserialize:
+        if _IN_AGNOS_METHOD.get() or not isinstance(session, AgentSession) or not deserialize:
             await self._flush(session.session_id)
             return await super().upsert_session(session, deserialize=deserialize)
+        # The session as given, not re-read as agno's returns it: agno's turn does not use what this returns.
         state = self._turn_state()
-        state.pending[session.session_id] = _session_params(session, self._dialect)
+        state.pending[session.session_id] = session_params(session, self._dialect)
         self._fresh_sessions().discard(session.session_id)
         task = asyncio.get_running_loop().create_task(self._flush(session.session_id))
         state.tasks.add(task)
@@ -287,10 +223,19 @@ class _BatchedTurnWrites(NewSessionsUnread):
     async def upsert_run(
         self, run: Any, session_id: str, user_id: str | None = None, run_index: int | None = None
     ) -> None:
-        row = build_single_run_row(run=run, session_id=session_id, user_id=user_id, run_index=run_index)
-        prelude = self._index_lock(session_id) if row["run_index"] is None else ()
+        if _IN_AGNOS_METHOD.get():
+            await self._flush(session_id)
+            parent: Any = super()
+            await parent.upsert_run(run, session_id, user_id=user_id, run_index=run_index)
+            return
+        session_sql, run_sql = await self._statements()
+        params = run_params(run, session_id, user_id, run_index, self._dialect)
+        statements = list(self._index_lock(session_id)) if params[_RUN_INDEX] is None else []
+        await self._settled(session_id)
         session = self._turn_state().pending.pop(session_id, None)
-        await self._write(session, _run_params(row, self._dialect), prelude)
+        if session is not None:
+            statements.append((session_sql, session))
+        await self._write_rows(session_id, [*statements, (run_sql, params)])
 
     def _index_lock(self, session_id: str) -> tuple[_Statement, ...]:
         """Statements run first when the run's index is computed from the stored ones."""
@@ -299,26 +244,6 @@ class _BatchedTurnWrites(NewSessionsUnread):
     async def get_session(self, session_id: str, *args: Any, **kwargs: Any) -> Any:
         await self._flush(session_id)
         return await super().get_session(session_id, *args, **kwargs)
-
-    async def get_sessions(self, *args: Any, **kwargs: Any) -> Any:
-        await self._flush()
-        parent: Any = super()
-        return await parent.get_sessions(*args, **kwargs)
-
-    async def delete_session(self, *args: Any, **kwargs: Any) -> Any:
-        await self._flush()
-        parent: Any = super()
-        return await parent.delete_session(*args, **kwargs)
-
-    async def delete_sessions(self, *args: Any, **kwargs: Any) -> Any:
-        await self._flush()
-        parent: Any = super()
-        return await parent.delete_sessions(*args, **kwargs)
-
-    async def rename_session(self, *args: Any, **kwargs: Any) -> Any:
-        await self._flush()
-        parent: Any = super()
-        return await parent.rename_session(*args, **kwargs)
 
     async def close(self) -> None:
         state = self._turn_state()
@@ -332,7 +257,7 @@ class TurnWrites(_BatchedTurnWrites):
     """Mixed in before agno's `AsyncSqliteDb`: the turn's statements run in a worker thread on one `sqlite3`
     connection."""
 
-    _dialect = _SQLITE
+    _dialect = SQLITE
     db_file: str | None
 
     def _writer(self) -> _Writer:
@@ -347,8 +272,8 @@ class TurnWrites(_BatchedTurnWrites):
     def _statements_for(self, sessions: Any, runs: Any) -> tuple[str, str]:
         session_table, run_table = f'"{sessions.name}"', f'"{runs.name}"'
         return (
-            _session_sql(session_table, session_table, _SQLITE),
-            _run_sql(run_table, run_table, run_table, _SQLITE),
+            session_sql(session_table, session_table, SQLITE),
+            run_sql(run_table, run_table, run_table, SQLITE),
         )
 
     async def _run_in_transaction(self, statements: list[_Statement]) -> None:
@@ -363,14 +288,14 @@ class PostgresTurnWrites(_BatchedTurnWrites):
     """Mixed in before agno's `AsyncPostgresDb`: the turn's statements run on a connection of agno's own engine,
     as driver SQL (no statement building), in one transaction."""
 
-    _dialect = _POSTGRES
+    _dialect = POSTGRES
     db_engine: Any
 
     def _statements_for(self, sessions: Any, runs: Any) -> tuple[str, str]:
         session_table, run_table = f'"{sessions.schema}"."{sessions.name}"', f'"{runs.schema}"."{runs.name}"'
         return (
-            _session_sql(f"{session_table} AS t", "t", _POSTGRES),
-            _run_sql(f"{run_table} AS t", "t", run_table, _POSTGRES),
+            session_sql(f"{session_table} AS t", "t", POSTGRES),
+            run_sql(f"{run_table} AS t", "t", run_table, POSTGRES),
         )
 
     def _index_lock(self, session_id: str) -> tuple[_Statement, ...]:
@@ -381,6 +306,42 @@ class PostgresTurnWrites(_BatchedTurnWrites):
         async with self.db_engine.begin() as connection:
             for sql, params in statements:
                 await connection.exec_driver_sql(sql, params)
+
+
+def _writing_first(store: type[Any], name: str) -> Callable[..., Any]:
+    """`store`'s inherited coroutine method `name`, run once the session rows that wait are written."""
+
+    async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        await self._flush()
+        inside = _IN_AGNOS_METHOD.set(True)
+        try:
+            return await getattr(super(store, self), name)(*args, **kwargs)
+        finally:
+            _IN_AGNOS_METHOD.reset(inside)
+
+    functools.update_wrapper(method, getattr(store, name))
+    return method
+
+
+def session_store_class(
+    base: type[Any], batching: type[_BatchedTurnWrites], name: str, methods: Mapping[str, Any]
+) -> type[Any]:
+    """agno's store class `base` with `methods`, new threads' sessions unread, and a turn's writes batched by
+    `batching` (`TurnWrites` or `PostgresTurnWrites`), unless the installed agno differs from what they write."""
+    differences = agno_differences(base, batching._dialect)
+    if differences:
+        logger.warning(
+            "agno's session store is not what the batched turn writes expect: agno writes each row itself",
+            store=base.__name__,
+            differences=differences,
+        )
+        return type(name, (NewSessionsUnread, base), dict(methods))
+    store = type(name, (batching, base), dict(methods))
+    own = {attribute for cls in batching.__mro__ if cls is not object for attribute in vars(cls)} | set(methods)
+    for attribute, _method in inspect.getmembers(base, inspect.iscoroutinefunction):
+        if not attribute.startswith("_") and attribute not in own and attribute not in _TABLE_UPKEEP:
+            setattr(store, attribute, _writing_first(store, attribute))
+    return store
 
 
 def expecting_new_session(db: AsyncBaseDb, session_id: str, new: bool) -> contextlib.AbstractContextManager[None]:

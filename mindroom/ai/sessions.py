@@ -66,9 +66,8 @@ async def _no_approval_update(self: Any, run_id: str, run_status: Any) -> int:
     return 0
 
 
-def _without_approval_updates(bases: tuple[type[Any], ...], name: str) -> type[Any]:
-    """`bases` minus agno's per-run approvals update: one SQL statement fewer for every turn stored."""
-    return type(name, bases, {"update_approval_run_status": _no_approval_update, "__module__": __name__})
+_STORE_METHODS = {"update_approval_run_status": _no_approval_update, "__module__": __name__}
+"""Added to agno's stores: its per-run approvals update skipped, one SQL statement fewer for every turn stored."""
 
 
 @functools.cache
@@ -77,9 +76,9 @@ def sqlite_store_class() -> type[Any]:
     (SQLAlchemy is kept off the daemon's start)."""
     from agno.db.sqlite import AsyncSqliteDb
 
-    from mindroom.ai.session_store import TurnWrites
+    from mindroom.ai.session_store import TurnWrites, session_store_class
 
-    return _without_approval_updates((TurnWrites, AsyncSqliteDb), "SessionStore")
+    return session_store_class(AsyncSqliteDb, TurnWrites, "SessionStore", _STORE_METHODS)
 
 
 def _sqlite_store(path: Path) -> AsyncBaseDb:
@@ -102,9 +101,9 @@ def _postgres_store_class() -> type[Any]:
     """agno's PostgreSQL session store, imported on first use (SQLite users never load it)."""
     from agno.db.postgres import AsyncPostgresDb
 
-    from mindroom.ai.session_store import PostgresTurnWrites
+    from mindroom.ai.session_store import PostgresTurnWrites, session_store_class
 
-    return _without_approval_updates((PostgresTurnWrites, AsyncPostgresDb), "PostgresSessionStore")
+    return session_store_class(AsyncPostgresDb, PostgresTurnWrites, "PostgresSessionStore", _STORE_METHODS)
 
 
 def _postgres_store(engine: Any, agent_name: str) -> AsyncBaseDb:
@@ -158,8 +157,9 @@ class _SessionDbs:
         loop = asyncio.get_running_loop()
         dbs = self._by_loop.pop(loop, {})
         for db in dbs.values():
-            if isinstance(db, sqlite_store_class()):
-                await db.close()
+            # Writes the session rows that wait. A PostgreSQL store's close also disposes the shared engine
+            # (as below): a later store's close opens a connection of it again, the last dispose ends it.
+            await db.close()
         for engine in self._engines.pop(loop, {}).values():
             await engine.dispose()
 

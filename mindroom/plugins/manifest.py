@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mindroom.constants import PLUGIN_MANIFEST_FILENAME
 from mindroom.errors import ManifestError, PluginStateError
 from mindroom.hooks.state import PLUGIN_NAME_PATTERN, validate_plugin_name
-from mindroom.plugin_api.version import PLUGIN_API_VERSION, api_version_key, supports_api_version
+from mindroom.plugins.api_version import PLUGIN_API_VERSION, api_version_key, supports_api_version
 
 __all__ = [
     "MAX_MANIFEST_BYTES",

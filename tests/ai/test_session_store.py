@@ -263,3 +263,80 @@ async def test_turn_writes_on_postgresql_store_the_rows_agnos_own_store_stores(p
     indexes = [(row["run_id"], row["run_index"]) for row in runs]
     assert indexes == [("r1", 0), ("r2", 1), ("r3", 0), ("r4", 2), ("r5", 1)]
     assert runs[-1]["run_data"]["content"] == "a NUL  character"
+
+
+def _with_column(definition: Any) -> Any:
+    def changed(table_type: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        found = dict(definition(table_type, *args, **kwargs))
+        if table_type == "sessions":
+            found["session_name"] = {"type": str, "nullable": True}
+        return found
+
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("where", "name", "change", "difference"),
+    [
+        (
+            "agno.db.sqlite.schemas",
+            "get_table_schema_definition",
+            _with_column,
+            "agno's sessions table has the column session_name, not written here",
+        ),
+        (
+            "mindroom.ai.session_rows",
+            "build_single_run_row",
+            lambda build: lambda **kwargs: {**build(**kwargs), "attempt": 1},
+            "agno builds a run row of agent_id, attempt, created_at",
+        ),
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_store_whose_tables_differ_from_the_batched_writes_is_agnos_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str, name: str, change: Any, difference: str
+) -> None:
+    import importlib
+
+    from structlog.testing import capture_logs
+
+    from mindroom.ai.session_store import session_store_class
+
+    module = importlib.import_module(where)
+    with monkeypatch.context() as patch, capture_logs() as logs:
+        patch.setattr(module, name, change(getattr(module, name)))
+        store_class = session_store_class(AsyncSqliteDb, TurnWrites, "Fallback", {})
+
+    assert not issubclass(store_class, TurnWrites) and issubclass(store_class, NewSessionsUnread)
+    [warning] = [log for log in logs if log["log_level"] == "warning"]
+    assert warning["store"] == "AsyncSqliteDb"
+    assert any(found.startswith(difference) for found in warning["differences"]), warning["differences"]
+    db = store_class(db_file=str(tmp_path / "s.db"))
+    try:
+        await _write_turns(db)
+    finally:
+        await db.close()
+    assert _rows(tmp_path / "s.db")["agno_sessions"][0]["session_data"] == '{"session_state": {"note": "two"}}'
+
+
+@pytest.mark.asyncio
+async def test_a_read_waits_for_the_session_row_a_flush_is_writing(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    db = sqlite_store_class()(db_file=str(path))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    try:
+        await db.upsert_session(_session("s0"))
+        await db.upsert_run(_run("r0", "s0", "tables made"), session_id="s0", run_index=0)
+        blocker.execute("BEGIN IMMEDIATE")  # the flush below starts its write and waits for this lock
+        await db.upsert_session(_session("s1"))
+        await asyncio.sleep(0.05)
+        asyncio.get_running_loop().call_later(0.3, blocker.execute, "COMMIT")
+
+        found = await db.get_sessions(deserialize=False)
+        one = await db.get_session("s1")
+    finally:
+        blocker.close()
+        await db.close()
+
+    assert isinstance(found, tuple) and sorted(row["session_id"] for row in found[0]) == ["s0", "s1"]
+    assert one is not None
