@@ -52,7 +52,10 @@ def accepts_older_shape(cls: type[_T]) -> type[_T]:
 
     @functools.wraps(canonical)
     def either_shape(self: Any, *args: Any, **kwargs: Any) -> None:
-        if (len(args) > 1 and not isinstance(args[1], MessageTarget)) or not FLAT_NAMES.isdisjoint(kwargs):
+        """The canonical constructor, given a call with flat names as `_canonical_keywords` turns it."""
+        # Flat: a room id where the target goes, no target at all, or flat names beside the target.
+        flat = not isinstance(args[1], MessageTarget) if len(args) > 1 else "target" not in kwargs
+        if flat or not FLAT_NAMES.isdisjoint(kwargs):
             canonical(self, **_canonical_keywords(args, kwargs))
         else:
             canonical(self, *args, **kwargs)
@@ -69,24 +72,29 @@ def _canonical_keywords(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[s
     """
     if args:
         kwargs = _with_positional(args, kwargs)
-    target, origin = kwargs.pop("target", None), kwargs.pop("origin", None)
-    if target is None and origin is None:
+    if "target" not in kwargs and "origin" not in kwargs:
         # The flat shape in full: how the daemon itself builds every inbound message.
+        pop = kwargs.pop
         try:
-            where = (kwargs.pop("room_id"), kwargs.pop("thread_id"), kwargs.pop("resolved_thread_id"))
-            who = (kwargs.pop("requester_id"), kwargs.pop("sender_id"), kwargs.pop("source_kind"))
+            room_id, thread_id, resolved_thread_id = pop("room_id"), pop("thread_id"), pop("resolved_thread_id")
+            requester_id, sender_id, source_kind = pop("requester_id"), pop("sender_id"), pop("source_kind")
         except KeyError as missing:
             msg = f"MessageEnvelope() missing required argument: {missing}"
             raise TypeError(msg) from None
-        kwargs["target"] = _target(*where, kwargs.get("source_event_id"))
-        kwargs["origin"] = _origin(*who)
+        kwargs["target"] = _target(room_id, thread_id, resolved_thread_id, kwargs.get("source_event_id"))
+        kwargs["origin"] = _origin(requester_id, sender_id, source_kind)
         return kwargs
+    target, origin = kwargs.pop("target", None), kwargs.pop("origin", None)
     carried_target = _target_names(target) if isinstance(target, MessageTarget) else None
     carried_origin = _origin_names(origin) if isinstance(origin, TurnOrigin) else None
     where = _take(kwargs, TARGET_NAMES, carried_target)
     who = _take(kwargs, ORIGIN_NAMES, carried_origin)
-    kwargs["target"] = target if where == carried_target else _target(*where, kwargs.get("source_event_id"))
-    kwargs["origin"] = origin if who == carried_origin else _origin(*who)
+    if where != carried_target:
+        target = _target(where[0], where[1], where[2], kwargs.get("source_event_id"))
+    if who != carried_origin:
+        origin = _origin(who[0], who[1], who[2])
+    kwargs["target"] = target
+    kwargs["origin"] = origin
     return kwargs
 
 
@@ -138,21 +146,19 @@ def _origin(requester_id: Any, sender_id: Any, source_kind: Any) -> TurnOrigin:
         return TurnOrigin.from_envelope_fields(sender_id, requester_id, source_kind)
 
 
+_set = object.__setattr__
+
+
 def _target(room_id: Any, thread_id: Any, resolved_thread_id: Any, source_event_id: Any) -> MessageTarget:
-    """The target flat names imply; the answer replies to the message itself."""
-    try:
-        return MessageTarget(room_id, thread_id, resolved_thread_id, source_event_id or None)
-    except ValueError:
-        pass
-    # The hooks spec never checked these ids (a context built without a message has no room): a target
-    # that cannot be valid keeps them as given rather than refuse the plugin's envelope.
+    """The target flat names imply (the answer replies to the message itself), holding the ids as given.
+
+    The hooks spec never checked these ids, and a context built without a message has an empty room: the
+    target is filled in without `MessageTarget`'s checks, which the flat shape's envelope never had.
+    """
     target = object.__new__(MessageTarget)
-    for name, value in (
-        ("room_id", room_id),
-        ("source_thread_id", thread_id),
-        ("resolved_thread_id", resolved_thread_id),
-        ("reply_to_event_id", source_event_id or None),
-        ("session_id", session_id_for(room_id, resolved_thread_id)),
-    ):
-        object.__setattr__(target, name, value)
+    _set(target, "room_id", room_id)
+    _set(target, "source_thread_id", thread_id)
+    _set(target, "resolved_thread_id", resolved_thread_id)
+    _set(target, "reply_to_event_id", source_event_id or None)
+    _set(target, "session_id", session_id_for(room_id, resolved_thread_id))
     return target
