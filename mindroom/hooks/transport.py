@@ -1,5 +1,8 @@
 """Transport objects: the message, the draft and the delivered result that hook contexts carry.
 
+`MessageEnvelope` stores the 2026 API's shape only; the hooks spec's flat shape reaches it through the
+adapter in `older_envelope.py`.
+
 The kinds are typed as `Literal`s for readers and type checkers; values are not checked at runtime,
 so an older or newer daemon's kinds still pass through.
 """
@@ -45,6 +48,8 @@ SourceKind = Literal[
 ResponseKind = Literal["ai", "team", "router", "system"]
 DeliveryKind = Literal["sent", "edited"]
 
+# `origin` is required; its default lets `__post_init__` reject a missing one and `None` alike, after the
+# target, with one message.
 _NO_ORIGIN: Any = None
 
 
