@@ -246,7 +246,7 @@ async def _generate(
         target=envelope.target,
         message_received_depth=envelope.message_received_depth,
         approval_requester=_approvals(turn, agent.display_name),
-        **turn.bindings.fields(),
+        **turn.bindings.tool_runtime_fields(),
     )
     streamed = Streamed("", None)
     try:

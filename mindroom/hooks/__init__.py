@@ -5,100 +5,19 @@ with their contexts and the capability types plugins import (`HookMessageSender`
 This package imports neither nio nor agno: plugins and tests can use it on its own.
 """
 
-from mindroom.hooks.capabilities import (
-    AgentMessageSnapshot,
-    HookMatrixAdmin,
-    HookMessageSender,
-    HookRoomStatePutter,
-    HookRoomStateQuerier,
-)
-from mindroom.hooks.context import (
-    AfterResponseContext,
-    AgentLifecycleContext,
-    BeforeResponseContext,
-    CancelledResponseContext,
-    CancelledResponseInfo,
-    CompactionHookContext,
-    ConfigReloadedContext,
-    CustomEventContext,
-    FinalResponseDraft,
-    FinalResponseTransformContext,
-    HistoryScope,
-    HookBindings,
-    HookContext,
-    MessageEnrichContext,
-    MessageReceivedContext,
-    ReactionReceivedContext,
-    RoomMemberJoinedContext,
-    RoomMemberLeftContext,
-    ScheduleFiredContext,
-    SessionHookContext,
-    SystemEnrichContext,
-    ToolAfterCallContext,
-    ToolBeforeCallContext,
-    ToolEnvironment,
-    ToolEnvironmentContext,
-)
-from mindroom.hooks.decorators import HookMetadata, get_hook_metadata, hook
-from mindroom.hooks.enrichment import (
-    EnrichmentItem,
-    append_enrichment,
-    enrichment_digest,
-    render_enrichment_block,
-    render_system_context,
-    strip_enrichment_blocks,
-    transient_context_message,
-)
-from mindroom.hooks.hook_context import HookContextBase
-from mindroom.hooks.origin import SenderKind, TurnIntent, TurnOrigin, TurnTrust
-from mindroom.hooks.registry import HookRegistry, HookStats, RegisteredHook
-from mindroom.hooks.telemetry import HookTelemetry, hook_telemetry
-from mindroom.hooks.tool_contexts import (
-    DEFAULT_APPROVAL_TIMEOUT_S,
-    ApprovalRequest,
-    ApprovalRequester,
-    ToolEnvironmentChanges,
-    merge_tool_environment,
-)
-from mindroom.hooks.transport import (
-    MessageEnvelope,
-    MessageTarget,
-    ResponseDraft,
-    ResponseResult,
-    ToolTraceEntry,
-)
-from mindroom.hooks.types import (
-    BUILTIN_EVENTS,
-    DEFAULT_TIMEOUTS_MS,
-    EVENT_AGENT_STARTED,
-    EVENT_AGENT_STOPPED,
-    EVENT_BOT_READY,
-    EVENT_COMPACTION_AFTER,
-    EVENT_COMPACTION_BEFORE,
-    EVENT_CONFIG_RELOADED,
-    EVENT_MESSAGE_AFTER_RESPONSE,
-    EVENT_MESSAGE_BEFORE_RESPONSE,
-    EVENT_MESSAGE_CANCELLED,
-    EVENT_MESSAGE_ENRICH,
-    EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
-    EVENT_MESSAGE_RECEIVED,
-    EVENT_REACTION_RECEIVED,
-    EVENT_ROOM_MEMBER_JOINED,
-    EVENT_ROOM_MEMBER_LEFT,
-    EVENT_SCHEDULE_FIRED,
-    EVENT_SESSION_STARTED,
-    EVENT_SYSTEM_ENRICH,
-    EVENT_TOOL_AFTER_CALL,
-    EVENT_TOOL_BEFORE_CALL,
-    EVENT_TOOL_ENVIRONMENT,
-    NEWER_EVENTS,
-    PIPELINE_ORDER,
-    RESERVED_NAMESPACES,
-    HookExecutionMode,
-    default_timeout_ms,
-    execution_mode,
-    validate_event_name,
-)
+# ruff: noqa: F403, F405 - the package's names are listed once, in `__all__`; each comes from the
+# `__all__` of the module defining it (a test checks every one of them exists).
+from mindroom.hooks.capabilities import *
+from mindroom.hooks.context import *
+from mindroom.hooks.decorators import *
+from mindroom.hooks.enrichment import *
+from mindroom.hooks.hook_context import *
+from mindroom.hooks.origin import *
+from mindroom.hooks.registry import *
+from mindroom.hooks.telemetry import *
+from mindroom.hooks.tool_contexts import *
+from mindroom.hooks.transport import *
+from mindroom.hooks.types import *
 
 __all__ = [
     "BUILTIN_EVENTS",

@@ -96,14 +96,17 @@ __all__ = [
     "new_correlation_id",
 ]
 
-_BINDING_FIELDS = ("config", "runtime_paths", "message_sender", "room_state_querier", "room_state_putter")
+_TOOL_RUNTIME_FIELDS = ("config", "runtime_paths", "message_sender", "room_state_querier", "room_state_putter")
 
 
 @dataclass(frozen=True, slots=True)
 class HookBindings:
-    """The capabilities every context of one bot gets: config, paths, and its Matrix send/state/admin helpers.
+    """The capabilities every context of one bot gets: config, paths, its Matrix send/state/admin helpers,
+    when it started and a reader of the messages it has seen.
 
-    The message sender is wrapped in a `RelaySender`, so a plugin calling it raw in the 2026 shape works.
+    Every hook context takes `fields()`. A `ToolRuntimeContext` takes `tool_runtime_fields()`: the same
+    but the start time and the snapshot reader, which tools do not have. The message sender is wrapped
+    in a `RelaySender`, so a plugin calling it raw in the 2026 shape works.
     """
 
     config: Any = None
@@ -121,19 +124,24 @@ class HookBindings:
             object.__setattr__(self, "message_sender", RelaySender(sender))
 
     def fields(self) -> dict[str, Any]:
-        """Keywords for any context and for `ToolRuntimeContext`: the five, and `matrix_admin` when bound."""
-        values = {name: getattr(self, name) for name in _BINDING_FIELDS}
+        """Keywords for any hook context: `tool_runtime_fields()`, and the start time and the snapshot
+        reader when bound (so every context offers `get_latest_agent_message_snapshot`)."""
+        values = self.tool_runtime_fields()
+        if self.runtime_started_at is not None:
+            values["runtime_started_at"] = self.runtime_started_at
+        if self.agent_message_snapshot_reader is not None:
+            values["agent_message_snapshot_reader"] = self.agent_message_snapshot_reader
+        return values
+
+    # The name the contexts around a message were first built with: the same keywords.
+    context_fields = fields
+
+    def tool_runtime_fields(self) -> dict[str, Any]:
+        """Keywords for a `ToolRuntimeContext`: the five, and the router's admin helper when bound."""
+        values = {name: getattr(self, name) for name in _TOOL_RUNTIME_FIELDS}
         if self.matrix_admin is not None:
             values["matrix_admin"] = self.matrix_admin
         return values
-
-    def context_fields(self) -> dict[str, Any]:
-        """`fields()` plus the start time and snapshot reader, for contexts the bot builds around a message."""
-        return {
-            **self.fields(),
-            "runtime_started_at": self.runtime_started_at,
-            "agent_message_snapshot_reader": self.agent_message_snapshot_reader,
-        }
 
 
 @dataclass(slots=True, kw_only=True)

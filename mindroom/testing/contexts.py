@@ -10,29 +10,20 @@ their own fields. An unknown keyword is a `TypeError` naming it.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import mindroom.hooks as hooks
 from mindroom.constants import RuntimePaths
 from mindroom.hooks.context import (
-    AfterResponseContext,
     AgentLifecycleContext,
-    BeforeResponseContext,
-    CancelledResponseContext,
-    CancelledResponseInfo,
     CompactionHookContext,
-    ConfigReloadedContext,
     CustomEventContext,
-    FinalResponseDraft,
-    FinalResponseTransformContext,
     HistoryScope,
-    MessageEnrichContext,
     MessageEnvelope,
-    MessageReceivedContext,
     ReactionReceivedContext,
-    ResponseDraft,
-    ResponseResult,
     RoomMemberJoinedContext,
     RoomMemberLeftContext,
     ScheduleFiredContext,
@@ -42,42 +33,30 @@ from mindroom.hooks.context import (
     ToolBeforeCallContext,
     ToolEnvironmentContext,
 )
-from mindroom.hooks.hook_context import HookContextBase
+from mindroom.hooks.hook_context import HookContext, HookContextBase
+from mindroom.hooks.older_envelope import ORIGIN_NAMES, TARGET_NAMES
 from mindroom.hooks.target import session_id_for
 from mindroom.logging_config import get_logger
 
 __all__ = ["CONTEXT_TYPES", "make_hook_context"]
 
 CONTEXT_TYPES: Mapping[str, type[HookContextBase]] = {
-    cls.__name__: cls
-    for cls in (
-        MessageReceivedContext,
-        MessageEnrichContext,
-        SystemEnrichContext,
-        BeforeResponseContext,
-        FinalResponseTransformContext,
-        AfterResponseContext,
-        CancelledResponseContext,
-        AgentLifecycleContext,
-        SessionHookContext,
-        CompactionHookContext,
-        ScheduleFiredContext,
-        ReactionReceivedContext,
-        RoomMemberJoinedContext,
-        RoomMemberLeftContext,
-        ConfigReloadedContext,
-        CustomEventContext,
-        ToolBeforeCallContext,
-        ToolAfterCallContext,
-        ToolEnvironmentContext,
-    )
+    name: value
+    for name in hooks.__all__
+    if isinstance(value := getattr(hooks, name), type)
+    and issubclass(value, HookContextBase)
+    and value not in (HookContextBase, HookContext)
 }
+"""Every hook context the hooks package exports, by class name."""
 
 _ROOM = "!room:localhost"
 _AGENT = "code"
 _USER = "@user:localhost"
 
-_ENVELOPE_FIELDS = frozenset(f.name for f in dataclasses.fields(MessageEnvelope))
+# The envelope takes its own fields and the hooks spec's flat names; a draft, result or info takes its own.
+_ENVELOPE_KEYWORDS = frozenset(f.name for f in dataclasses.fields(MessageEnvelope) if f.init) | set(
+    TARGET_NAMES + ORIGIN_NAMES
+)
 _ENVELOPE_DEFAULTS: dict[str, Any] = {
     "source_event_id": "$event:localhost",
     "room_id": _ROOM,
@@ -90,28 +69,41 @@ _ENVELOPE_DEFAULTS: dict[str, Any] = {
     "agent_name": _AGENT,
     "source_kind": "message",
 }
-# The keywords that belong to the object a context wraps around its envelope, per context class.
-_WRAPPED_FIELDS: dict[type, frozenset[str]] = {
-    BeforeResponseContext: frozenset({"response_text", "response_kind", "tool_trace", "extra_content", "suppress"}),
-    FinalResponseTransformContext: frozenset({"response_text", "response_kind"}),
-    AfterResponseContext: frozenset({"response_text", "response_event_id", "delivery_kind", "response_kind"}),
-    CancelledResponseContext: frozenset({"visible_response_event_id", "response_kind", "failure_reason"}),
+_WRAPPED_DEFAULTS: dict[str, Any] = {
+    "response_text": "",
+    "response_kind": "ai",
+    "tool_trace": None,
+    "extra_content": None,
+    "suppress": False,
+    "response_event_id": "$response:localhost",
+    "delivery_kind": "sent",
 }
-_WRAPPER_NAMES = {
-    BeforeResponseContext: "draft",
-    FinalResponseTransformContext: "draft",
-    AfterResponseContext: "result",
-    CancelledResponseContext: "info",
-}
-_ENVELOPE_CONTEXTS = (
-    MessageReceivedContext,
-    MessageEnrichContext,
-    SystemEnrichContext,
-    BeforeResponseContext,
-    FinalResponseTransformContext,
-    AfterResponseContext,
-    CancelledResponseContext,
-)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _MessageShape:
+    """How a context holds its message: in an `envelope` field, and in a draft, result or info around it."""
+
+    has_envelope: bool
+    wrapper: tuple[str, type] | None = None
+    wrapper_keywords: frozenset[str] = frozenset()
+
+
+def _message_shape(cls: type) -> _MessageShape | None:
+    """Read from the context's field types; None for a context without a message."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    has_envelope = hints.get("envelope") is MessageEnvelope
+    for name in names:
+        kind = hints[name]
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            own = {f.name for f in dataclasses.fields(kind)}
+            if "envelope" in own:
+                return _MessageShape(has_envelope, (name, kind), frozenset(own - {"envelope"}))
+    return _MessageShape(has_envelope) if has_envelope else None
+
+
+_MESSAGE_SHAPES = {cls: _message_shape(cls) for cls in CONTEXT_TYPES.values()}
 _TOOL_SCOPE = {"agent_name": _AGENT, "room_id": _ROOM, "requester_id": _USER}
 _CONVERSATION_SCOPE = {"agent_name": _AGENT, "room_id": _ROOM}
 _SCOPE_DEFAULTS: dict[type, dict[str, Any]] = {
@@ -156,50 +148,30 @@ def _resolve_type(context_type: type[HookContextBase] | str) -> type[HookContext
 
 
 def _build_envelope(fields: dict[str, Any]) -> MessageEnvelope:
-    values = {**_ENVELOPE_DEFAULTS, **{k: fields.pop(k) for k in list(fields) if k in _ENVELOPE_FIELDS}}
-    values.setdefault("sender_id", values["requester_id"])
+    given = {name: fields.pop(name) for name in list(fields) if name in _ENVELOPE_KEYWORDS}
+    values = dict(_ENVELOPE_DEFAULTS)
+    # A given target or origin stands for its flat names: their defaults would contradict it.
+    for whole, names in (("target", TARGET_NAMES), ("origin", ORIGIN_NAMES)):
+        if whole in given:
+            for name in names:
+                values.pop(name, None)
+    values.update(given)
+    if "origin" not in given:
+        values.setdefault("sender_id", values["requester_id"])
     values["attachment_ids"] = tuple(values["attachment_ids"])
     values["mentioned_agents"] = tuple(values["mentioned_agents"])
     return MessageEnvelope(**values)
 
 
-def _wrapped(cls: type, envelope: MessageEnvelope, values: dict[str, Any]) -> Any:
-    """The draft, result or info a context wraps around its envelope, from the flat keywords given."""
-    if cls is BeforeResponseContext:
-        return ResponseDraft(
-            response_text=values.get("response_text", ""),
-            response_kind=values.get("response_kind", "ai"),
-            tool_trace=values.get("tool_trace"),
-            extra_content=values.get("extra_content"),
-            envelope=envelope,
-            suppress=values.get("suppress", False),
-        )
-    if cls is FinalResponseTransformContext:
-        return FinalResponseDraft(values.get("response_text", ""), values.get("response_kind", "ai"), envelope)
-    if cls is AfterResponseContext:
-        return ResponseResult(
-            response_text=values.get("response_text", ""),
-            response_event_id=values.get("response_event_id", "$response:localhost"),
-            delivery_kind=values.get("delivery_kind", "sent"),
-            response_kind=values.get("response_kind", "ai"),
-            envelope=envelope,
-        )
-    return CancelledResponseInfo(
-        envelope,
-        visible_response_event_id=values.get("visible_response_event_id"),
-        response_kind=values.get("response_kind", "ai"),
-        failure_reason=values.get("failure_reason"),
-    )
-
-
-def _envelope_fields(cls: type, fields: dict[str, Any]) -> dict[str, Any]:
+def _envelope_fields(cls: type, shape: _MessageShape, fields: dict[str, Any]) -> dict[str, Any]:
     """The envelope (built from flat message fields unless given), and what wraps it, for a message context."""
-    wrapped = {k: fields.pop(k) for k in list(fields) if k in _WRAPPED_FIELDS.get(cls, ())}
+    wrapped = {name: fields.pop(name) for name in list(fields) if name in shape.wrapper_keywords}
     envelope = fields.pop("envelope", None) or _build_envelope(fields)
-    kwargs: dict[str, Any] = {} if cls is CancelledResponseContext else {"envelope": envelope}
-    wrapper = _WRAPPER_NAMES.get(cls)
-    if wrapper is not None and wrapper not in fields:
-        kwargs[wrapper] = _wrapped(cls, envelope, wrapped)
+    kwargs: dict[str, Any] = {"envelope": envelope} if shape.has_envelope else {}
+    if shape.wrapper is not None and shape.wrapper[0] not in fields:
+        name, wrapper_type = shape.wrapper
+        values = {**{k: v for k, v in _WRAPPED_DEFAULTS.items() if k in shape.wrapper_keywords}, **wrapped}
+        kwargs[name] = wrapper_type(envelope=envelope, **values)
     if cls is SystemEnrichContext and "target_entity_name" not in fields:
         kwargs["target_entity_name"] = envelope.agent_name
     return kwargs
@@ -231,8 +203,10 @@ def make_hook_context(
     if "runtime_paths" not in fields:
         config_path = storage_root.parent / "config.yaml"
         kwargs["runtime_paths"] = RuntimePaths(config_path=config_path, storage_root=storage_root)
-    if issubclass(cls, _ENVELOPE_CONTEXTS):
-        kwargs.update(_envelope_fields(cls, fields))
+    # A plugin's own subclass holds its message as the context it extends does.
+    shape = next((_MESSAGE_SHAPES[base] for base in cls.__mro__ if base in _MESSAGE_SHAPES), None)
+    if shape is not None:
+        kwargs.update(_envelope_fields(cls, shape, fields))
     else:
         kwargs.update(_scope_fields(cls, fields))
     unknown = sorted(set(fields) - own_fields)

@@ -7,14 +7,19 @@ from mindroom.hooks import (
     EVENT_MESSAGE_RECEIVED,
     AgentMessageSnapshot,
     HookBindings,
+    HookContext,
     HookMatrixAdmin,
     HookRegistry,
     MessageReceivedContext,
     ScheduleFiredContext,
+    ToolAfterCallContext,
+    ToolBeforeCallContext,
     hook,
 )
 from mindroom.hooks.capabilities import RelaySender
 from mindroom.hooks.execution import emit
+from mindroom.testing import CONTEXT_TYPES
+from mindroom.tool_system.runtime_context import ToolRuntimeContext
 from tests.hooks.support import stub_plugin
 
 # -- is_active() ----------------------------------------------------------------------------------------
@@ -213,3 +218,48 @@ def test_bindings_fields_stay_the_five_until_newer_capabilities_are_bound():
     full = HookBindings(runtime_started_at=12.5).context_fields()
     assert full["runtime_started_at"] == 12.5
     assert MessageReceivedContext(**full).runtime_started_at == 12.5
+
+
+# The contexts the daemon builds from a bot's bindings (tool hooks get theirs from the tool runtime).
+BOUND_CONTEXTS = [
+    cls
+    for cls in CONTEXT_TYPES.values()
+    if issubclass(cls, HookContext) and cls not in (ToolBeforeCallContext, ToolAfterCallContext)
+]
+
+
+@pytest.mark.parametrize("cls", BOUND_CONTEXTS, ids=lambda cls: cls.__name__)
+@pytest.mark.asyncio
+async def test_bindings_give_every_context_the_start_time_and_the_snapshot_reader(cls):
+    seen = AgentMessageSnapshot(content={"body": "Working..."}, origin_server_ts=7)
+    asked = []
+
+    async def reader(room_id, sender, thread_id):
+        asked.append((room_id, sender, thread_id))
+        return seen
+
+    bindings = HookBindings(runtime_started_at=12.5, agent_message_snapshot_reader=reader)
+    ctx = cls(**bindings.fields())
+
+    assert ctx.runtime_started_at == 12.5
+    assert await ctx.get_latest_agent_message_snapshot("!r", "@mindroom_code:l", thread_id="$t") is seen
+    assert asked == [("!r", "@mindroom_code:l", "$t")]
+    assert bindings.context_fields() == bindings.fields()
+
+
+def test_bindings_tool_runtime_fields_build_a_tool_runtime_context_with_everything_bound():
+    admin = RouterAdmin()
+
+    async def reader(room_id, sender, thread_id):
+        return None
+
+    bindings = HookBindings(
+        config="cfg", matrix_admin=admin, runtime_started_at=1.0, agent_message_snapshot_reader=reader
+    )
+    runtime = ToolRuntimeContext(HookRegistry.empty(), **bindings.tool_runtime_fields())
+
+    assert (runtime.config, runtime.matrix_admin) == ("cfg", admin)
+    assert set(bindings.fields()) - set(bindings.tool_runtime_fields()) == {
+        "runtime_started_at",
+        "agent_message_snapshot_reader",
+    }

@@ -176,3 +176,60 @@ async def test_hook_dispatch_from_message_received_skips_the_plugin_that_sent_it
     assert {"plugin": "watch", "body": "relayed by a hook"} in seen
     assert {"plugin": "relay", "body": "relayed by a hook"} not in seen
     assert seen.count({"plugin": "relay", "body": "!relay-me"}) == 1
+
+
+SNAPSHOTS = """
+import json
+from pathlib import Path
+from mindroom.hooks import hook
+
+async def _note(ctx, room_id, sender):
+    snapshot = await ctx.get_latest_agent_message_snapshot(room_id, sender)
+    with Path(ctx.settings["log"]).open("a") as fh:
+        body = None if snapshot is None else snapshot.content.get("body")
+        fh.write(json.dumps({"event": ctx.event_name, "started": ctx.runtime_started_at, "body": body}) + "\\n")
+
+@hook("message:received")
+async def received(ctx):
+    await _note(ctx, ctx.envelope.room_id, ctx.envelope.requester_id)
+
+@hook("message:enrich")
+async def enrich(ctx):
+    await _note(ctx, ctx.envelope.room_id, ctx.envelope.requester_id)
+
+@hook("message:before_response")
+async def before(ctx):
+    await _note(ctx, ctx.envelope.room_id, ctx.envelope.requester_id)
+
+@hook("message:after_response")
+async def after(ctx):
+    await _note(ctx, ctx.result.envelope.room_id, ctx.result.envelope.requester_id)
+
+@hook("reaction:received")
+async def reacted(ctx):
+    await _note(ctx, ctx.room_id, ctx.sender_id)
+"""
+
+
+async def test_hook_contexts_of_a_turn_read_message_snapshots(e2e: E2E, tmp_path):
+    log = tmp_path / "snapshots.jsonl"
+    e2e.plugin("snapshots", SNAPSHOTS)
+    human, agent, room_id = await _world(e2e, [{"path": "plugins/snapshots", "settings": {"log": str(log)}}])
+    e2e.model_server.set_default(Text("It is noon."), model="agent-model")
+
+    question = await human.send(room_id, "what time is it?")
+    answer = await human.wait_for(thread_replies(question, e2e.user_id(agent)))
+    await human.react(room_id, answer["event_id"], "👍")
+
+    def entries():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    events = ("message:received", "message:enrich", "message:before_response", "message:after_response")
+    deadline = asyncio.get_running_loop().time() + 20
+    while not {*events, "reaction:received"} <= {e["event"] for e in entries()}:
+        assert asyncio.get_running_loop().time() < deadline, entries()
+        await asyncio.sleep(0.1)
+    # Each context of the turn reads the daemon's own record of the room: the question, then the reaction's sender.
+    for entry in entries():
+        assert entry["body"] == "what time is it?", entry
+        assert isinstance(entry["started"], float), entry

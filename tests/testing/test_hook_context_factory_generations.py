@@ -12,12 +12,15 @@ from mindroom.hooks import (
     HookContextBase,
     HookRegistry,
     MessageEnvelope,
+    MessageTarget,
     RoomMemberJoinedContext,
     RoomMemberLeftContext,
     SessionHookContext,
     SystemEnrichContext,
     ToolBeforeCallContext,
     ToolEnvironmentContext,
+    TurnIntent,
+    TurnOrigin,
     hook,
 )
 from mindroom.hooks.execution import (
@@ -261,3 +264,26 @@ async def test_hook_context_factory_newer_contexts_bind_a_message_sender(hook_co
 
     assert await ctx.send_message("!room:localhost", "hi", thread_id="$t") == "$event"
     assert sent == [("!room:localhost", "hi", "$t")]
+
+
+def test_hook_context_factory_takes_the_2026_envelope_names(hook_context_factory):
+    target = MessageTarget("!lab:localhost", "$root", "$root", "$q")
+    origin = TurnOrigin.classify(
+        transport_sender_id="@mindroom_router:localhost",
+        requester_id="@alice:localhost",
+        source_kind="voice",
+        sender_entity_name="router",
+        trusted_user_relay=True,
+    )
+
+    ctx = hook_context_factory("MessageEnrichContext", target=target, origin=origin, body="hi")
+    flat = hook_context_factory("MessageEnrichContext", origin=origin, room_id="!lab:localhost")
+
+    assert ctx.envelope.target is target and ctx.envelope.origin is origin
+    assert (ctx.envelope.room_id, ctx.envelope.sender_id, ctx.envelope.source_kind) == (
+        "!lab:localhost",
+        "@mindroom_router:localhost",
+        "voice",
+    )
+    assert ctx.envelope.origin.intent is TurnIntent.ROUTER_HANDOFF
+    assert flat.envelope.origin is origin and flat.envelope.room_id == "!lab:localhost"
