@@ -3,7 +3,8 @@
 The model always gets text back. A declined call becomes a declined result that names the reason (the
 tool never runs); a tool that raises becomes an error result; either way `tool:after_call` still fires.
 An `isolated` tool runs in a worker process under its limits (`mindroom.tool_system.isolation`), an
-`in_thread` one in a worker thread, anything else on the event loop.
+`in_thread` one in a worker thread, anything else on the event loop. The body runs through
+`tool_hooks._call_tool`, looked up at each call, so a plugin that replaces it wraps every call.
 Hooks see deep copies of the arguments and of the result, and the model's text is fixed before any
 observer runs, so a hook cannot change what the tool receives or what the model reads.
 
@@ -152,6 +153,16 @@ async def _invoke(spec: ToolSpec, arguments: dict[str, Any]) -> Any:
     return result
 
 
+async def _run_body(spec: ToolSpec, agent_name: str, args: dict[str, Any]) -> Any:
+    # Looked up at each call, not imported once: a plugin may have replaced `tool_hooks._call_tool` since.
+    from mindroom.tool_system import tool_hooks
+
+    async def body(**arguments: Any) -> Any:
+        return await _invoke(spec, arguments)
+
+    return await tool_hooks._call_tool(body, args, tool_name=spec.name, agent_name=agent_name)
+
+
 def _cancelled_from_outside() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
@@ -193,7 +204,7 @@ async def call_tool(spec: ToolSpec, agent_name: str, arguments: Mapping[str, Any
             # `tool:environment` comes after the gate: a declined call never asks for an environment.
             environment = await collect_tool_environment(spec.name, spec.toolkit, asked, agent_name)
             with bind_tool_environment(environment):
-                value = await _invoke(spec, args)
+                value = await _run_body(spec, agent_name, args)
         except (KeyboardInterrupt, GeneratorExit):
             raise
         except asyncio.CancelledError as exc:
