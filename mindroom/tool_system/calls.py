@@ -21,8 +21,8 @@ import dataclasses
 import inspect
 import json
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, ClassVar
 
 from mindroom.hooks.context import ToolAfterCallContext, ToolBeforeCallContext, ToolTraceEntry
 from mindroom.hooks.execution import emit, emit_gate
@@ -40,7 +40,16 @@ from mindroom.tool_system.runtime_context import (
 )
 from mindroom.tool_system.spec import ToolError, ToolSpec
 
-__all__ = ["MAX_RESULT_CHARS", "call_tool", "declined_result", "failed_result", "result_text", "tool_trace"]
+__all__ = [
+    "MAX_RESULT_CHARS",
+    "ToolBodyRunner",
+    "call_tool",
+    "declined_result",
+    "failed_result",
+    "result_text",
+    "run_tool_body",
+    "tool_trace",
+]
 
 logger = get_logger(__name__)
 # Hook contexts bind a logger when given none; the engine replaces it per hook anyway, so bind these once.
@@ -153,14 +162,29 @@ async def _invoke(spec: ToolSpec, arguments: dict[str, Any]) -> Any:
     return result
 
 
-async def _run_body(spec: ToolSpec, agent_name: str, args: dict[str, Any]) -> Any:
-    # Looked up at each call, not imported once: a plugin may have replaced `tool_hooks._call_tool` since.
-    from mindroom.tool_system import tool_hooks
+async def run_tool_body(
+    func: Callable[..., Awaitable[Any]],
+    args: dict[str, Any],
+    *,
+    tool_name: str,
+    agent_name: str | None,
+) -> Any:
+    """Run one tool's body, `await func(**args)`: `tool_hooks._call_tool` until a plugin replaces it."""
+    return await func(**args)
 
+
+class ToolBodyRunner:
+    """The function every tool body runs through; `tool_hooks._call_tool` reads and replaces `current`."""
+
+    current: ClassVar[Callable[..., Awaitable[Any]]] = run_tool_body
+
+
+async def _run_body(spec: ToolSpec, agent_name: str, args: dict[str, Any]) -> Any:
     async def body(**arguments: Any) -> Any:
         return await _invoke(spec, arguments)
 
-    return await tool_hooks._call_tool(body, args, tool_name=spec.name, agent_name=agent_name)
+    # Read at each call: a plugin may have replaced it since the tool was built.
+    return await ToolBodyRunner.current(body, args, tool_name=spec.name, agent_name=agent_name)
 
 
 def _cancelled_from_outside() -> bool:

@@ -5,20 +5,22 @@ Every tool call goes through `call_tool` (the `tool:before_call` gate, the tool,
 makes the merged result what `current_tool_environment()` returns while the call runs, for the shell
 tool to apply to the commands it starts.
 
-`_call_tool` runs the tool's body once the gate let the call through, inside its `tool:environment`.
-`call_tool` looks it up in this module at every call, so a plugin that replaces the attribute at import
-(MindRoom 2026.10's agent-vault-bridge does, to route calls through its broker) wraps every tool call
-from then on: built-in, plugin, threaded and isolated tools alike. A declined call never reaches it; an
-exception of the tool passes through it.
+`_call_tool(func, args, *, tool_name, agent_name)` runs the tool's body once the gate let the call
+through, inside its `tool:environment`. `call_tool` calls whatever the attribute holds at that moment,
+so a plugin that replaces it at import (MindRoom 2026.10's agent-vault-bridge does, to route calls
+through its broker) wraps every later tool call: built-in, plugin, threaded and isolated tools alike. A
+declined call never reaches it; an exception of the tool passes through it.
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mindroom.hooks.context import ToolAfterCallContext, ToolBeforeCallContext, ToolEnvironment, ToolEnvironmentContext
-from mindroom.tool_system.calls import call_tool, declined_result
+from mindroom.tool_system.calls import ToolBodyRunner, call_tool, declined_result
 from mindroom.tool_system.environment import bind_tool_environment, collect_tool_environment, current_tool_environment
 
 __all__ = [
@@ -34,12 +36,20 @@ __all__ = [
 ]
 
 
-async def _call_tool(
-    func: Callable[..., Awaitable[Any]],
-    args: dict[str, Any],
-    *,
-    tool_name: str,
-    agent_name: str | None,
-) -> Any:
-    """Run one tool body, `await func(**args)`: the attribute plugins replace to wrap every tool call."""
-    return await func(**args)
+class _ToolHooksModule(types.ModuleType):
+    """This module, whose `_call_tool` is the function `call_tool` runs each tool body through.
+
+    The tool path lives in `calls`, which this module imports; the property hands a plugin's replacement
+    over to it, so plain `tool_hooks._call_tool = wrapper` re-routes every later call.
+    """
+
+    @property
+    def _call_tool(self) -> Callable[..., Awaitable[Any]]:
+        return ToolBodyRunner.current
+
+    @_call_tool.setter
+    def _call_tool(self, replacement: Callable[..., Awaitable[Any]]) -> None:
+        ToolBodyRunner.current = replacement
+
+
+sys.modules[__name__].__class__ = _ToolHooksModule
