@@ -69,6 +69,28 @@ async def test_call_tool_seam_has_mindrooms_signature():
     assert inspect.iscoroutinefunction(tool_hooks._call_tool)
 
 
+async def test_call_tool_seam_is_a_plain_module_attribute_to_read_replace_and_restore():
+    from mindroom.tool_system.tool_hooks import _call_tool as imported
+
+    original = tool_hooks._call_tool
+    calls = []
+
+    async def wrapper(func, args, *, tool_name, agent_name):
+        calls.append(tool_name)
+        return await original(func, args, tool_name=tool_name, agent_name=agent_name)
+
+    tool_hooks._call_tool = wrapper
+    try:
+        assert tool_hooks._call_tool is wrapper
+        assert await call_tool(ToolSpec("sync_tool", broker_value), "helper", {}) == "(no output)"
+    finally:
+        tool_hooks._call_tool = original
+
+    assert imported is original
+    assert await call_tool(ToolSpec("sync_tool", broker_value), "helper", {}) == "(no output)"
+    assert calls == ["sync_tool"]
+
+
 async def test_replacing_call_tool_wraps_every_kind_of_tool_call(wrapped):
     specs = [
         ToolSpec("sync_tool", broker_value),
