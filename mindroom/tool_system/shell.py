@@ -131,8 +131,8 @@ async def run_command(command: str, workspace: Path, settings: ShellToolConfig, 
     try:
         return await _run(launch, argv[0], settings)
     finally:
-        if launch.private_home is not None:
-            await asyncio.to_thread(shutil.rmtree, launch.private_home, True)
+        if launch.scratch is not None:
+            await asyncio.to_thread(shutil.rmtree, launch.scratch, True)
 
 
 def _set_private_umask() -> None:
