@@ -10,8 +10,8 @@ daemon's process, its environment or its other children.
 
 Fallback (`sandbox: none`, or `auto` without a working bwrap): the same clean environment and a fresh empty
 HOME outside the workspace, and the command runs under `reaper.py`, which kills every descendant when the
-command ends or is stopped. Whatever the daemon's user can read or signal stays reachable; a warning says
-so once.
+command ends or is stopped; should the command kill the reaper, the daemon still finds them
+(`containment.py`). Whatever the daemon's user can read or signal stays reachable; a warning says so once.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ class Launch:
     """One command ready to start: its argv, environment and folder, how to stop it, and what to remove after.
 
     `scratch` is a host folder made for this command alone (the fallback's private HOME, or the sandbox's
-    `passwd` and `group`), which the caller removes once it ended.
+    `passwd` and `group`), which the caller removes once it ended. `under_reaper`: the command runs under
+    `reaper.py`, which waits for the caller's hold (`containment.CommandHold`) before it starts it.
     """
 
     argv: tuple[str, ...]
@@ -104,6 +105,7 @@ class Launch:
     cwd: Path
     stop_signal: int
     scratch: Path | None = None
+    under_reaper: bool = False
 
 
 def _bwrap_argv(
@@ -206,4 +208,4 @@ def prepare_launch(
     command = [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), *argv]
     env = {"PATH": search_path, "LANG": _LANG, "HOME": str(home)}
     # SIGTERM, not SIGKILL: the reaper needs the moment to kill what the command started.
-    return Launch(tuple(command), env, workspace, signal.SIGTERM, home)
+    return Launch(tuple(command), env, workspace, signal.SIGTERM, home, under_reaper=True)
