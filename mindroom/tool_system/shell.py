@@ -172,6 +172,8 @@ async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
         return await _collect(process, launch, program, settings)
     finally:
         if hold is not None:
+            if process.returncode is None:  # stopped while the reaper still waited for its go
+                await asyncio.shield(_stop(process, launch))
             # Whatever the command did to its reaper, nothing it started outlives the call.
             await asyncio.shield(hold.release())
 

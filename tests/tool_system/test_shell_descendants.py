@@ -129,3 +129,17 @@ async def test_shell_without_a_usable_cgroup_falls_back_to_the_subreaper(tmp_pat
     assert gone_within(marker)
     held = [log for log in logs if log["event"] == "shell commands are held without cgroups"]
     assert len(held) == 1 and held[0]["log_level"] == "warning"
+
+
+@pytest.mark.asyncio
+async def test_shell_reaper_waiting_for_its_go_is_stopped_when_the_hold_fails(tmp_path, marker, monkeypatch):
+    async def broken_start(self, reaper, stdin):
+        raise RuntimeError("hold failed")
+
+    monkeypatch.setattr(containment.CommandHold, "start", broken_start)
+    settings = ShellToolConfig(allowed_commands=["sh"], sandbox="none", timeout_s=5)
+
+    with pytest.raises(RuntimeError, match="hold failed"):
+        await run_command(f"sh -c 'sleep {marker}'", tmp_path / "ws", settings)
+
+    assert gone_within(marker), f"the waiting reaper survived: {running(marker)}"
