@@ -62,7 +62,7 @@ SANDBOXED = (
 UNSANDBOXED = "the plugin's modules are imported in this process with your rights, without a sandbox (--import)"
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 # Run in the sandbox: the parent's module path, the plugin's findings as JSON on the original stdout, and
-# anything the plugin prints on stderr instead, so it cannot forge a finding.
+# what the plugin prints on stderr instead, so it does not mix into the findings.
 _CHILD = """
 import json, os, sys
 sys.path[:] = json.loads(sys.argv[1])
@@ -248,8 +248,8 @@ def check_plugin_sandboxed(path: Path | str, bwrap: str) -> list[Finding]:
     if not folder.is_dir():
         return [Finding("error", f"{path}: not a folder")]
     shown, search = _python_paths()
-    environ = process_environ()
-    hidden = [resolve_storage_root(Path(DEFAULT_CONFIG_FILENAME), None, environ)]
+    # The default data directory, in case a folder shown holds it: covered, as in the shell sandbox.
+    data = resolve_storage_root(Path(DEFAULT_CONFIG_FILENAME), None, process_environ())
     with tempfile.TemporaryDirectory(prefix="mindroom-plugin-check-") as scratch:
         options = bwrap_command(
             bwrap,
@@ -257,7 +257,7 @@ def check_plugin_sandboxed(path: Path | str, bwrap: str) -> list[Finding]:
             lang="C.UTF-8",
             accounts=write_accounts(Path(scratch)),
             readonly=shown,
-            hidden=[secret for secret in hidden if secret != folder and secret not in folder.parents],
+            hidden=(data,),
             on_top=((folder, False),),
             chdir=folder,
         )
