@@ -176,6 +176,10 @@ async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
                 await asyncio.shield(_stop(process, launch))
             # Whatever the command did to its reaper, nothing it started outlives the call.
             await asyncio.shield(hold.release())
+        # All it started is dead now, so the output pipe closes at once: let its transport close while the
+        # loop runs (bounded, should a process have escaped even so).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), STOP_GRACE_S)
 
 
 async def _collect(process: asyncio.subprocess.Process, launch: Launch, program: str, settings: ShellToolConfig) -> str:
