@@ -28,8 +28,10 @@ __all__ = [
     "wants_json",
 ]
 
+# A field named `key`, or with a name ending in `_key`/`-key`/`.key`, holds a secret; `monkey` does not.
 _SECRET_KEYS = re.compile(
-    r"(token|secret|password|passwd|api_?key|authorization|cookie|credential|private_key)", re.IGNORECASE
+    r"(token|secret|password|passwd|api_?key|authorization|cookie|credential|private_key)|(?:^|[_.-])key$",
+    re.IGNORECASE,
 )
 # Environment names whose values are secrets wherever they show up later (`*_KEY`, `*_PASS`, `*TOKEN*`, ...).
 _SECRET_ENV = re.compile(
@@ -68,6 +70,13 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"(?i)(?<![\w.-])([\w.-]{0,48}(?:token(?!s)|secret|password|passwd|api_?key|credential|private_key|_pass)[\w.-]{0,48})"
             r"([\"']?\s*[=:]\s*[\"']?)" + _NOT_ALREADY + r"[^\s\"'&,;})\]]+"
+        ),
+        rf"\1\2{_REDACTED}",
+    ),
+    # `key=...`, `"key": "..."`, `signing_key=...`: `key` as the whole name or its last part; `monkey=` is kept.
+    (
+        re.compile(
+            r"(?i)(?<![\w.-])((?:[\w.-]{0,48}[_.-])?key)([\"']?\s*[=:]\s*[\"']?)" + _NOT_ALREADY + r"[^\s\"'&,;})\]]+"
         ),
         rf"\1\2{_REDACTED}",
     ),

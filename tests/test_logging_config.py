@@ -129,7 +129,7 @@ def test_redact_text_leaves_ordinary_text_alone(text):
 
 def test_redact_text_takes_linear_time_on_long_lines():
     started = time.monotonic()
-    for text in ("a-" * 200_000, "a " * 200_000, "://" * 100_000, "token=" * 50_000):
+    for text in ("a-" * 200_000, "a " * 200_000, "://" * 100_000, "token=" * 50_000, "key=" * 50_000, " _" * 200_000):
         redact_text(text)
 
     assert time.monotonic() - started < 5
@@ -271,3 +271,77 @@ def test_library_loggers_with_their_own_handlers_are_adopted(capsys):
 
     assert own.handlers == [] and own.propagate is True
     assert _json_lines(capsys.readouterr().err)[0]["event"] == "model call failed"
+
+
+# A bare `key` (and a name ending in `_key`/`-key`/`.key`) names a secret; a word that only ends in
+# "key" (`monkey`, `hotkey`, `turkey`) does not.
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("upstream refused key=k3y-value-0042", "k3y-value-0042", "key=[redacted]"),
+        ('{"key": "k3y-value-0042", "model": "gpt"}', "k3y-value-0042", '"key": "[redacted]", "model": "gpt"'),
+        ("{'key': 'k3y-value-0042'}", "k3y-value-0042", "'key': '[redacted]'"),
+        ("KEY: k3y-value-0042", "k3y-value-0042", "KEY: [redacted]"),
+        ("signing_key=k3y-value-0042 done", "k3y-value-0042", "signing_key=[redacted] done"),
+        ("STRIPE_KEY=k3y-value-0042", "k3y-value-0042", "STRIPE_KEY=[redacted]"),
+        ("x-key: k3y-value-0042", "k3y-value-0042", "x-key: [redacted]"),
+    ],
+)
+def test_redact_text_blanks_a_bare_key(text, secret, kept):
+    scrubbed = redact_text(text)
+
+    assert secret not in scrubbed
+    assert kept in scrubbed
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["monkey=george", "hotkey=ctrl-k", "turkey: roasted", "keyboard=us", "keys=3", "key_id=12", "the key is here"],
+)
+def test_redact_text_keeps_words_that_only_end_in_key(text):
+    assert redact_text(text) == text
+
+
+def test_redact_value_blanks_fields_named_key():
+    out = redact_value({"key": "k3y-value-0042", "signing_key": "other-value-77", "monkey": "george", "keys": 3})
+
+    assert out == {"key": "[redacted]", "signing_key": "[redacted]", "monkey": "george", "keys": 3}
+
+
+def test_json_log_lines_never_hold_a_bare_key(capsys):
+    configure_logging("INFO", json=True)
+
+    get_logger("mindroom.test").warning("upstream failed", detail="GET /v1?x=1 key=k3y-value-0042", key="k3y-2-0042")
+    logging.getLogger("some.dependency").warning('rejected {"key": "k3y-3-0042"}')
+
+    text = capsys.readouterr().err
+    assert len(_json_lines(text)) == 2
+    assert "k3y-value-0042" not in text and "k3y-2-0042" not in text and "k3y-3-0042" not in text
+
+
+def test_hooks_snapshot_never_holds_a_bare_key(tmp_path):
+    import asyncio
+
+    from mindroom.daemon.hooks_snapshot import write_hooks_snapshot
+    from mindroom.hooks import EVENT_MESSAGE_RECEIVED, HookRegistry, MessageReceivedContext
+    from mindroom.hooks.execution import emit
+    from mindroom.plugins import load_plugin_dir
+
+    plugin = tmp_path / "leaky"
+    plugin.mkdir()
+    (plugin / "mindroom.plugin.json").write_text(json.dumps({"name": "leaky", "hooks_module": "hooks.py"}))
+    (plugin / "hooks.py").write_text(
+        "from mindroom.hooks import hook\n\n"
+        '@hook("message:received")\n'
+        "async def leak(ctx):\n"
+        '    raise RuntimeError(\'upstream said {"key": "k3y-value-0042"} for key=k3y-2-0042\')\n'
+    )
+    registry = HookRegistry.from_plugins([load_plugin_dir(plugin)])
+    asyncio.run(emit(registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext()))
+    path = tmp_path / "state" / "hooks.json"
+
+    write_hooks_snapshot(path, registry, running=True)
+
+    (row,) = json.loads(path.read_text())["hooks"]
+    assert row["last_error"].startswith("RuntimeError: upstream said")
+    assert "k3y-value-0042" not in path.read_text() and "k3y-2-0042" not in path.read_text()

@@ -4,26 +4,73 @@ It reads the manifest, checks the plugin API version, imports the plugin the way
 looks at what it declares: hooks (names, events, filters), tools (names, clashes with built-ins,
 registered toolkits and their `file_access`) and skills. Errors stop the plugin from loading or from
 working; warnings are things a plugin author should know; `ok` lines say what was found.
+
+Importing a plugin runs its code. `check_plugin_sandboxed` does that in a child process under bubblewrap
+(`mindroom.tool_system.bubblewrap`): no network, an empty throw-away HOME and /tmp, the plugin folder
+read-only, no data directory, and of the host only the system folders, the Python installation and the
+`mindroom` package, read-only. `check_plugin` imports in this process, with the caller's rights
+(`--import`); `check_manifest` imports nothing. The first line of the report says which ran.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+import mindroom
+from mindroom.config.environment import process_environ, resolve_storage_root
 from mindroom.config.main import Config
+from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.errors import PluginError
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.hooks.types import NEWER_EVENTS, is_custom_event
 from mindroom.plugin_api.version import PLUGIN_API_VERSION
 from mindroom.plugins.loader import Plugin, load_plugin_dir
+from mindroom.plugins.manifest import check_api_version, read_manifest
 from mindroom.plugins.skills import SkillCatalog, SkillError
+from mindroom.tool_system.bubblewrap import bwrap_command, write_accounts
 from mindroom.tool_system.catalog import ToolCatalogError, build_tool_catalog, registered_toolkits
 
-__all__ = ["Finding", "Level", "check_plugin", "format_finding", "has_errors"]
+__all__ = [
+    "SANDBOXED",
+    "SANDBOX_TIMEOUT_S",
+    "UNSANDBOXED",
+    "Finding",
+    "Level",
+    "check_manifest",
+    "check_plugin",
+    "check_plugin_sandboxed",
+    "find_bwrap",
+    "format_finding",
+    "has_errors",
+    "report_in_child",
+]
+
+SANDBOX_TIMEOUT_S = 120.0
+SANDBOXED = (
+    "the plugin's modules are imported in a bubblewrap sandbox: no network, an empty HOME, "
+    "the plugin folder read-only, no data directory"
+)
+UNSANDBOXED = "the plugin's modules are imported in this process with your rights, without a sandbox (--import)"
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Run in the sandbox: the parent's module path, the plugin's findings as JSON on the original stdout, and
+# what the plugin prints on stderr instead, so it does not mix into the findings.
+_CHILD = """
+import json, os, sys
+sys.path[:] = json.loads(sys.argv[1])
+report = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+from mindroom.cli.plugin_check import report_in_child
+report.write(report_in_child(sys.argv[2]))
+"""
 
 Level = Literal["error", "warning", "ok"]
 
@@ -135,3 +182,99 @@ def check_plugin(path: Path | str) -> list[Finding]:
     if not plugin.discovered_hooks and plugin.tools_module is None and not plugin.skill_dirs:
         findings.append(Finding("warning", "the plugin has no hooks, tools or skills"))
     return findings
+
+
+def check_manifest(path: Path | str) -> list[Finding]:
+    """The findings that need no import: the manifest and the plugin API version."""
+    folder = Path(path).resolve()
+    try:
+        manifest = read_manifest(folder)
+        check_api_version(manifest, folder)
+    except PluginError as exc:
+        return [Finding("error", f"{exc.plugin}: {exc.cause}")]
+    version = manifest.api_version
+    needs = f"plugin API {version}" if version else "no api_version (the hooks spec's API)"
+    return [Finding("ok", f"{manifest.name}: manifest read, modules not imported; needs {needs}")]
+
+
+def report_in_child(path: str) -> str:
+    """`check_plugin(path)` as JSON: what the sandboxed child hands back."""
+    from mindroom.logging_config import configure_logging
+
+    configure_logging("CRITICAL", json=True)
+    return json.dumps([asdict(finding) for finding in check_plugin(path)])
+
+
+def _python_paths() -> tuple[list[str], list[str]]:
+    """What the child needs to import what this process imports: folders to show, and its `sys.path`.
+
+    The Python installation and site-packages folders are shown whole; of a source folder on the path
+    (a checkout, the working directory) only the `mindroom` package is, so its other files stay out.
+    """
+    roots = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    package = Path(mindroom.__file__).resolve().parent
+    shown: set[Path] = set(roots)
+    search: list[str] = []
+    for entry in sys.path:
+        if not entry or not Path(entry).exists():
+            continue
+        folder = Path(entry).resolve()
+        if any(folder == root or root in folder.parents for root in roots):
+            search.append(str(folder))
+        elif folder.is_file() or folder.name in ("site-packages", "dist-packages"):
+            shown.add(folder)
+            search.append(str(folder))
+        elif folder == package.parent:
+            shown.add(package)
+            search.append(str(folder))
+    if not any(Path(entry) == package.parent or Path(entry) in package.parents for entry in search):
+        shown.add(package)
+        search.insert(0, str(package.parent))
+    return sorted(str(p) for p in shown), search
+
+
+def _child_failure(output: str) -> Finding:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    if lines and lines[0].startswith("bwrap:"):
+        cause = f"cannot start the sandbox ({lines[0]}); pass --import to import it here, with your rights"
+    else:
+        cause = "the sandboxed check failed: " + (" | ".join(lines[-5:]) or "no output")
+    return Finding("error", cause)
+
+
+def check_plugin_sandboxed(path: Path | str, bwrap: str) -> list[Finding]:
+    """`check_plugin` run in a bubblewrap sandbox by `bwrap`; the first finding says so."""
+    folder = Path(path).resolve()
+    if not folder.is_dir():
+        return [Finding("error", f"{path}: not a folder")]
+    shown, search = _python_paths()
+    # The default data directory, in case a folder shown holds it: covered, as in the shell sandbox.
+    data = resolve_storage_root(Path(DEFAULT_CONFIG_FILENAME), None, process_environ())
+    with tempfile.TemporaryDirectory(prefix="mindroom-plugin-check-") as scratch:
+        options = bwrap_command(
+            bwrap,
+            path=_PATH,
+            lang="C.UTF-8",
+            accounts=write_accounts(Path(scratch)),
+            readonly=shown,
+            hidden=(data,),
+            on_top=((folder, False),),
+            chdir=folder,
+        )
+        argv = [*options, "--", sys.executable, "-I", "-c", _CHILD, json.dumps(search), str(folder)]
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=SANDBOX_TIMEOUT_S, env={"PATH": _PATH}, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return [Finding("error", f"the sandboxed import did not finish within {SANDBOX_TIMEOUT_S:g} s")]
+    try:
+        found = [Finding(item["level"], item["message"]) for item in json.loads(done.stdout)]
+    except (ValueError, TypeError, KeyError):
+        return [_child_failure(done.stderr)]
+    return [Finding("ok", SANDBOXED), *found]
+
+
+def find_bwrap() -> str | None:
+    """The `bwrap` on this process's PATH, if any."""
+    return shutil.which("bwrap", path=process_environ().get("PATH") or _PATH)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -59,12 +61,47 @@ def plugins_list(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_p
 @plugins_app.command("check")
 def plugins_check(
     path: Annotated[Path, typer.Argument(help="The plugin folder (holding mindroom.plugin.json).")],
+    unsandboxed: Annotated[
+        bool,
+        typer.Option(
+            "--import",
+            help="Import the plugin's modules in this process, with your rights, without a sandbox.",
+        ),
+    ] = False,
 ) -> None:
-    """Check a plugin folder without a homeserver: manifest, API version, imports, hooks, tools, skills."""
-    from mindroom.cli.plugin_check import check_plugin, format_finding, has_errors
+    """Check a plugin folder without a homeserver: manifest, API version, imports, hooks, tools, skills.
+
+    Importing runs the plugin's code. By default it runs in a bubblewrap sandbox: no network, an empty
+    HOME, the plugin folder read-only, no data directory. Where bubblewrap is missing the modules are not
+    imported (an error says so) unless --import asks to import them here, with your rights. The first
+    line of the report says which ran.
+    """
+    from mindroom.cli.plugin_check import (
+        UNSANDBOXED,
+        Finding,
+        check_manifest,
+        check_plugin,
+        check_plugin_sandboxed,
+        find_bwrap,
+        format_finding,
+        has_errors,
+    )
 
     configure_logging("CRITICAL")
-    findings = check_plugin(path)
+    bwrap = None if unsandboxed else find_bwrap()
+    if unsandboxed:
+        # What the plugin prints while it is imported goes to stderr: stdout is the report.
+        with contextlib.redirect_stdout(sys.stderr):
+            findings = [Finding("warning", UNSANDBOXED), *check_plugin(path)]
+    elif bwrap is not None:
+        findings = check_plugin_sandboxed(path, bwrap)
+    else:
+        refused = Finding(
+            "error",
+            "the plugin's modules are not imported: bubblewrap (bwrap) is not installed to sandbox its code; "
+            "install it, or pass --import to import them in this process, with your rights",
+        )
+        findings = [refused, *check_manifest(path)] if Path(path).is_dir() else [refused]
     for finding in findings:
         typer.echo(redact_text(format_finding(finding)))
     if has_errors(findings):

@@ -3,7 +3,8 @@
 The model always gets text back. A declined call becomes a declined result that names the reason (the
 tool never runs); a tool that raises becomes an error result; either way `tool:after_call` still fires.
 An `isolated` tool runs in a worker process under its limits (`mindroom.tool_system.isolation`), an
-`in_thread` one in a worker thread, anything else on the event loop.
+`in_thread` one in a worker thread, anything else on the event loop. The body runs through
+`tool_hooks._call_tool`, looked up at each call, so a plugin that replaces it wraps every call.
 Hooks see deep copies of the arguments and of the result, and the model's text is fixed before any
 observer runs, so a hook cannot change what the tool receives or what the model reads.
 
@@ -20,8 +21,8 @@ import dataclasses
 import inspect
 import json
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, ClassVar
 
 from mindroom.hooks.context import ToolAfterCallContext, ToolBeforeCallContext, ToolTraceEntry
 from mindroom.hooks.execution import emit, emit_gate
@@ -39,7 +40,16 @@ from mindroom.tool_system.runtime_context import (
 )
 from mindroom.tool_system.spec import ToolError, ToolSpec
 
-__all__ = ["MAX_RESULT_CHARS", "call_tool", "declined_result", "failed_result", "result_text", "tool_trace"]
+__all__ = [
+    "MAX_RESULT_CHARS",
+    "ToolBodyRunner",
+    "call_tool",
+    "declined_result",
+    "failed_result",
+    "result_text",
+    "run_tool_body",
+    "tool_trace",
+]
 
 logger = get_logger(__name__)
 # Hook contexts bind a logger when given none; the engine replaces it per hook anyway, so bind these once.
@@ -152,6 +162,31 @@ async def _invoke(spec: ToolSpec, arguments: dict[str, Any]) -> Any:
     return result
 
 
+async def run_tool_body(
+    func: Callable[..., Awaitable[Any]],
+    args: dict[str, Any],
+    *,
+    tool_name: str,
+    agent_name: str | None,
+) -> Any:
+    """Run one tool's body, `await func(**args)`: `tool_hooks._call_tool` until a plugin replaces it."""
+    return await func(**args)
+
+
+class ToolBodyRunner:
+    """The function every tool body runs through; `tool_hooks._call_tool` reads and replaces `current`."""
+
+    current: ClassVar[Callable[..., Awaitable[Any]]] = run_tool_body
+
+
+async def _run_body(spec: ToolSpec, agent_name: str, args: dict[str, Any]) -> Any:
+    async def body(**arguments: Any) -> Any:
+        return await _invoke(spec, arguments)
+
+    # Read at each call: a plugin may have replaced it since the tool was built.
+    return await ToolBodyRunner.current(body, args, tool_name=spec.name, agent_name=agent_name)
+
+
 def _cancelled_from_outside() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
@@ -193,7 +228,7 @@ async def call_tool(spec: ToolSpec, agent_name: str, arguments: Mapping[str, Any
             # `tool:environment` comes after the gate: a declined call never asks for an environment.
             environment = await collect_tool_environment(spec.name, spec.toolkit, asked, agent_name)
             with bind_tool_environment(environment):
-                value = await _invoke(spec, args)
+                value = await _run_body(spec, agent_name, args)
         except (KeyboardInterrupt, GeneratorExit):
             raise
         except asyncio.CancelledError as exc:

@@ -4,7 +4,11 @@ The shell tool starts this when no sandbox is available, as `python -I -S reaper
 ARG...`. `PR_SET_CHILD_SUBREAPER` makes orphaned descendants (a `setsid` or double-forked daemon included)
 children of this process instead of init's, so when the command exits, or SIGTERM arrives (the shell
 tool's timeout, or the daemon dying: `PR_SET_PDEATHSIG`), every one of them can be found and killed.
-Standard library only: it runs without site-packages.
+
+It starts the command only once the daemon holds it (`containment.py`: in a cgroup of its own, or known
+as a reaper) and says so with `GO` on stdin; then it marks itself for the daemon, which finds what the
+command started even if the command kills this process. Standard library only: it runs without
+site-packages.
 """
 
 from __future__ import annotations
@@ -12,12 +16,17 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import sys
 import time
 
-__all__ = ["descendants", "kill_descendants", "main"]
+__all__ = ["GO", "MARK_CEILING", "descendants", "hard_msgqueue_limit", "kill_descendants", "main", "process_tree"]
 
+GO = b"g"
+"""What the daemon writes to the reaper's stdin once it holds the reaper: the command starts then."""
+MARK_CEILING = 2**62
+"""The marked hard `RLIMIT_MSGQUEUE` when the daemon's is unlimited."""
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -31,8 +40,8 @@ class _StopError(Exception):
         self.signum = signum
 
 
-def descendants(pid: int) -> set[int]:
-    """Every live process below `pid` in the process tree (read from `/proc`)."""
+def process_tree() -> dict[int, list[int]]:
+    """The children of every process, by parent pid (read from `/proc`)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -45,6 +54,12 @@ def descendants(pid: int) -> set[int]:
         # The command name in parentheses may hold spaces and parentheses; the fields after the last ')' do not.
         parent = int(data[data.rindex(b")") + 2 :].split()[1])
         children.setdefault(parent, []).append(int(entry))
+    return children
+
+
+def descendants(pid: int, tree: dict[int, list[int]] | None = None) -> set[int]:
+    """Every live process below `pid` in the process tree (`tree`, or read from `/proc` now)."""
+    children = process_tree() if tree is None else tree
     found: set[int] = set()
     frontier = [pid]
     while frontier:
@@ -71,6 +86,35 @@ def kill_descendants(limit_s: float = 5.0) -> None:
         time.sleep(0.01)
 
 
+def hard_msgqueue_limit(pid: int = 0) -> int:
+    """The hard `RLIMIT_MSGQUEUE` of process `pid` (this one for 0), unlimited as a number above any mark."""
+    hard = resource.prlimit(pid, resource.RLIMIT_MSGQUEUE)[1]
+    return 2 * MARK_CEILING if hard == resource.RLIM_INFINITY else hard
+
+
+def _mark() -> None:
+    """Lower this process's hard `RLIMIT_MSGQUEUE` by a byte: inherited by every descendant, never raised again.
+
+    Without the privilege to raise it back, a descendant cannot drop the mark by which the daemon finds it.
+    """
+    hard = hard_msgqueue_limit()
+    if hard == 0:
+        return
+    marked = MARK_CEILING if hard > MARK_CEILING else hard - 1
+    soft = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[0]
+    soft = marked if soft == resource.RLIM_INFINITY or soft > marked else soft
+    resource.setrlimit(resource.RLIMIT_MSGQUEUE, (soft, marked))
+
+
+def _held() -> bool:
+    """Wait for the daemon's `GO` on stdin; the command then gets /dev/null as its stdin."""
+    said = os.read(0, len(GO))
+    empty = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(empty, 0)
+    os.close(empty)
+    return said == GO
+
+
 def _stop(signum: int, _frame: object) -> None:
     raise _StopError(signum)
 
@@ -92,6 +136,9 @@ def main(argv: list[str]) -> int:
         signal.signal(signum, _stop)
     code = 1
     try:
+        if not _held():
+            return 1  # the daemon gave up on the command before it started
+        _mark()
         # Blocked across fork, so a stop signal never runs our handler inside the child.
         signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         child = os.fork()

@@ -2,15 +2,16 @@
 
 bwrap: new user, pid, ipc, uts, cgroup and network namespaces (`--unshare-all`; the network is shared only
 with `tools.shell.network`), `--die-with-parent`, `--new-session`, no capabilities, a clean environment
-(PATH, LANG, HOME). The system folders and `tools.shell.readonly_paths` are mounted read-only, the agent's
-workspace read-write at its own path, and HOME, /tmp and /proc are the sandbox's own. Nothing else of the
-host is there: not the data directory (a tmpfs covers it even below a visible folder), not the daemon's
-process, its environment or its other children.
+(PATH, LANG, HOME), run as the unprivileged user `agent` (`mindroom.tool_system.bubblewrap` says how, and
+which files of `/etc` it sees). The system folders and `tools.shell.readonly_paths` are mounted read-only,
+the agent's workspace read-write at its own path, and HOME, /tmp and /proc are the sandbox's own. Nothing
+else of the host is there: not the data directory (a tmpfs covers it even below a visible folder), not the
+daemon's process, its environment or its other children.
 
 Fallback (`sandbox: none`, or `auto` without a working bwrap): the same clean environment and a fresh empty
 HOME outside the workspace, and the command runs under `reaper.py`, which kills every descendant when the
-command ends or is stopped. Whatever the daemon's user can read or signal stays reachable; a warning says
-so once.
+command ends or is stopped; should the command kill the reaper, the daemon still finds them
+(`containment.py`). Whatever the daemon's user can read or signal stays reachable; a warning says so once.
 """
 
 from __future__ import annotations
@@ -28,12 +29,11 @@ from typing import ClassVar
 
 from mindroom.config.main import ShellToolConfig
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.bubblewrap import SYSTEM_DIRS, bwrap_command, write_accounts
 from mindroom.tool_system.spec import ToolError
 
 __all__ = [
     "DEFAULT_PATH",
-    "SANDBOX_HOME",
-    "SYSTEM_DIRS",
     "WEAKER_WITHOUT_SANDBOX",
     "Launch",
     "Sandbox",
@@ -44,8 +44,6 @@ __all__ = [
 logger = get_logger(__name__)
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-SANDBOX_HOME = "/home/agent"
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 WEAKER_WITHOUT_SANDBOX = (
     "commands can read every file the daemon's user can (the data directory and the homeserver's secrets too), "
     "read the daemon's /proc entries (its environment), signal its processes and use the network; they still "
@@ -95,41 +93,43 @@ class Sandbox:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """One command ready to start: its argv, environment and folder, how to stop it, and what to remove after."""
+    """One command ready to start: its argv, environment and folder, how to stop it, and what to remove after.
+
+    `scratch` is a host folder made for this command alone (the fallback's private HOME, or the sandbox's
+    `passwd` and `group`), which the caller removes once it ended. `under_reaper`: the command runs under
+    `reaper.py`, which waits for the caller's hold (`containment.CommandHold`) before it starts it.
+    """
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: Path
     stop_signal: int
-    private_home: Path | None = None
+    scratch: Path | None = None
+    under_reaper: bool = False
 
 
-def _bwrap_argv(bwrap: str, settings: ShellToolConfig, workspace: Path, hidden: Sequence[Path], path: str) -> list[str]:
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if settings.network:
-        argv.append("--share-net")
-    argv += ["--clearenv", "--setenv", "PATH", path, "--setenv", "LANG", _LANG, "--setenv", "HOME", SANDBOX_HOME]
-    for system_dir in SYSTEM_DIRS:
-        if os.path.islink(system_dir):  # merged /usr: /bin -> usr/bin
-            argv += ["--symlink", os.readlink(system_dir), system_dir]
-        elif os.path.isdir(system_dir):
-            argv += ["--ro-bind", system_dir, system_dir]
-    # The sandbox's own /tmp and /home: fresh, empty tmpfs mounts nobody else sees.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/home", "--dir", SANDBOX_HOME]  # noqa: S108
-    for extra in settings.readonly_paths:
-        argv += ["--ro-bind-try", extra, extra]
-    # After the read-only mounts, so a data directory below one of them is covered; before the workspace,
-    # which lives inside the data directory and is mounted back on top.
-    for secret in hidden:
-        argv += ["--tmpfs", str(Path(secret).resolve())]
-    return [*argv, "--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
+def _bwrap_argv(
+    bwrap: str, settings: ShellToolConfig, workspace: Path, hidden: Sequence[Path], path: str, accounts: Path
+) -> list[str]:
+    return bwrap_command(
+        bwrap,
+        path=path,
+        lang=_LANG,
+        accounts=accounts,
+        network=settings.network,
+        readonly=settings.readonly_paths,
+        hidden=hidden,
+        on_top=((workspace, True),),
+        chdir=workspace,
+    )
 
 
 async def _probe(bwrap: str) -> str | None:
     """None if a bwrap sandbox like the real one starts and runs `true` here, else what went wrong."""
     true = shutil.which("true", path=DEFAULT_PATH) or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="mindroom-probe-") as folder:
-        argv = [*_bwrap_argv(bwrap, ShellToolConfig(), Path(folder), (), DEFAULT_PATH), "--", true]
+        accounts = write_accounts(Path(folder))
+        argv = [*_bwrap_argv(bwrap, ShellToolConfig(), Path(folder), (), DEFAULT_PATH, accounts), "--", true]
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -197,14 +197,15 @@ def prepare_launch(
 ) -> Launch:
     """How to start `argv` (its executable already resolved) in `workspace` under `sandbox`.
 
-    Without a sandbox this makes a private HOME folder: the caller removes `Launch.private_home` afterwards.
+    This makes a folder for the command (`Launch.scratch`): the caller removes it afterwards.
     """
     workspace = workspace.resolve()
     if sandbox.bwrap is not None:
-        command = [*_bwrap_argv(sandbox.bwrap, settings, workspace, hidden, search_path), "--", *argv]
-        return Launch(tuple(command), {"PATH": search_path, "LANG": _LANG}, workspace, signal.SIGKILL)
+        accounts = write_accounts(Path(tempfile.mkdtemp(prefix="mindroom-sandbox-")))
+        command = [*_bwrap_argv(sandbox.bwrap, settings, workspace, hidden, search_path, accounts), "--", *argv]
+        return Launch(tuple(command), {"PATH": search_path, "LANG": _LANG}, workspace, signal.SIGKILL, accounts)
     home = Path(tempfile.mkdtemp(prefix="mindroom-home-"))
     command = [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), *argv]
     env = {"PATH": search_path, "LANG": _LANG, "HOME": str(home)}
     # SIGTERM, not SIGKILL: the reaper needs the moment to kill what the command started.
-    return Launch(tuple(command), env, workspace, signal.SIGTERM, home)
+    return Launch(tuple(command), env, workspace, signal.SIGTERM, home, under_reaper=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
+from mindroom.tool_system.containment import CommandHold
 from mindroom.tool_system.environment import current_tool_environment
 from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, Sandbox, choose_sandbox, prepare_launch
 from mindroom.tool_system.spec import WORKSPACES_DIRNAME, AgentToolEnvironment, ToolError, ToolSpec
@@ -131,8 +132,8 @@ async def run_command(command: str, workspace: Path, settings: ShellToolConfig, 
     try:
         return await _run(launch, argv[0], settings)
     finally:
-        if launch.private_home is not None:
-            await asyncio.to_thread(shutil.rmtree, launch.private_home, True)
+        if launch.scratch is not None:
+            await asyncio.to_thread(shutil.rmtree, launch.scratch, True)
 
 
 def _set_private_umask() -> None:
@@ -148,19 +149,40 @@ def _private_umask() -> dict[str, Any]:
 
 
 async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
+    hold = CommandHold() if launch.under_reaper else None
     try:
         process = await asyncio.create_subprocess_exec(
             *launch.argv,
             cwd=launch.cwd,
             env=dict(launch.env),
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if hold is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
             **_private_umask(),  # what a command writes into the workspace is private to the daemon's user
         )
     except OSError as exc:
+        if hold is not None:
+            await hold.release()
         raise ToolError(f"cannot run {program!r}: {exc.strerror}") from None
+    try:
+        if hold is not None:
+            assert process.stdin is not None
+            await hold.start(process.pid, process.stdin)
+        return await _collect(process, launch, program, settings)
+    finally:
+        if hold is not None:
+            if process.returncode is None:  # stopped while the reaper still waited for its go
+                await asyncio.shield(_stop(process, launch))
+            # Whatever the command did to its reaper, nothing it started outlives the call.
+            await asyncio.shield(hold.release())
+        # All it started is dead now, so the output pipe closes at once: let its transport close while the
+        # loop runs (bounded, should a process have escaped even so).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+
+
+async def _collect(process: asyncio.subprocess.Process, launch: Launch, program: str, settings: ShellToolConfig) -> str:
     assert process.stdout is not None
     limit = settings.max_output_chars * 4
     output = bytearray()
