@@ -8,6 +8,9 @@ itself runs either way).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from mindroom import ai
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.config.main import ModelConfig
@@ -93,10 +96,11 @@ async def report_cancelled(
 class SessionProbe:
     """Tells, after a run, whether it created the conversation's stored session (`session:started`)."""
 
-    def __init__(self, entity: Entity, live: LiveState, session_id: str) -> None:
+    def __init__(self, entity: Entity, live: LiveState, session_id: str, storage_root: Path) -> None:
         self.entity = entity
         self.live = live
         self.session_id = session_id
+        self.storage_root = storage_root
         self._existed: bool | None = None
 
     async def before(self) -> None:
@@ -107,8 +111,7 @@ class SessionProbe:
 
     async def _exists(self) -> bool | None:
         try:
-            storage = self.entity.runtime.runtime_paths.storage_root
-            return await ai.session_exists(self.entity.name, self.session_id, storage_root=storage)
+            return await ai.session_exists(self.entity.name, self.session_id, storage_root=self.storage_root)
         except Exception as exc:  # a failed probe only means the event is not sent
             logger.warning("session probe failed", agent=self.entity.name, session=self.session_id, error=str(exc))
             return None
@@ -137,6 +140,9 @@ async def compact_before_answer(
     correlation_id: str,
     model: ModelConfig,
     num_history_runs: int,
+    *,
+    storage_root: Path,
+    env: Mapping[str, str],
 ) -> None:
     """Fold the conversation's oldest turns into a summary when its history is over the budget.
 
@@ -158,7 +164,6 @@ async def compact_before_answer(
         ctx = CompactionHookContext(messages=chunk.messages, token_count_before=chunk.token_count_before, **base)
         await emit(registry, EVENT_COMPACTION_BEFORE, ctx)
 
-    runtime = entity.runtime
     after = registry.has_hooks(EVENT_COMPACTION_AFTER)
     result = await ai.compact_history(
         entity.name,
@@ -166,8 +171,8 @@ async def compact_before_answer(
         model=model,
         budget=live.config.defaults.history_token_budget,
         num_history_runs=num_history_runs,
-        storage_root=runtime.runtime_paths.storage_root,
-        env=runtime.env,
+        storage_root=storage_root,
+        env=env,
         on_chunk=before if registry.has_hooks(EVENT_COMPACTION_BEFORE) else None,
         with_messages=after,
     )
