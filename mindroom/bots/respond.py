@@ -94,6 +94,14 @@ class _Generated:
     """Why the answer ended early (a stop reaction, shutdown), if it did: reported as `message:cancelled`."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    """An answer that ends without delivery: why (reported as `message:cancelled` when given), and what shows it."""
+
+    reason: str | None
+    visible_event_id: str | None = None
+
+
 def session_id(envelope: MessageEnvelope) -> str:
     """The conversation a message belongs to: its thread, or the room when answers go to the main timeline."""
     thread = envelope.resolved_thread_id
@@ -153,24 +161,37 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
     after_reply.push_async_callback(probe.after, envelope, turn.bindings, turn.correlation_id)
     journal = turn.stores.journal
     thread = envelope.resolved_thread_id
+    stopped: str | None = None
+    # A streamed answer's record ends on the way out of this block, whichever way the answer went.
     with open_answer(journal, entity.name, envelope.room_id, envelope.source_event_id, thread) as answer:
         async with typing_notice(turn.channel):
             generated = await _generate(turn, items, system, after_reply, answer)
-        if generated is None:
-            return
-        draft = await _transform(turn, generated, answer)
-        if draft is None:
-            return
-        try:
-            result = await _deliver(turn, generated, draft, answer)
-        except MatrixError:
-            await _cancelled(turn, "delivery_failed", generated.stream_event_id)
-            raise
-    entity.metrics.record_answer(time.perf_counter() - started)
-    if generated.cancelled is not None:
-        await _cancelled(turn, generated.cancelled, result.response_event_id)
+        if isinstance(generated, _Ended):
+            outcome: ResponseResult | _Ended = generated
+        else:
+            outcome = await _final(turn, generated)
+            stopped = generated.cancelled
+    if isinstance(outcome, _Ended):
+        if outcome.reason is not None:
+            await _cancelled(turn, outcome.reason, outcome.visible_event_id)
         return
-    await _report(turn, result)
+    entity.metrics.record_answer(time.perf_counter() - started)
+    if stopped is not None:
+        await _cancelled(turn, stopped, outcome.response_event_id)
+        return
+    await _report(turn, outcome)
+
+
+async def _final(turn: _Turn, generated: _Generated) -> ResponseResult | _Ended:
+    """`message:before_response`, then the delivery; or why there is none."""
+    draft = await _transform(turn, generated)
+    if isinstance(draft, _Ended):
+        return draft
+    try:
+        return await _deliver(turn, generated, draft)
+    except MatrixError:
+        await _cancelled(turn, "delivery_failed", generated.stream_event_id)
+        raise
 
 
 def _opens_conversation(turn: _Turn) -> bool:
@@ -194,15 +215,15 @@ async def _enrich(turn: _Turn) -> list[EnrichmentItem]:
 
 async def _generate(
     turn: _Turn, items: list[EnrichmentItem], system: str, after_reply: contextlib.AsyncExitStack, answer: OpenAnswer
-) -> _Generated | None:
-    """Run the model (streamed into Matrix, or whole); None when it failed and the error was answered."""
+) -> _Generated | _Ended:
+    """Run the model (streamed into Matrix, or whole); `_Ended` when it failed and the error was answered."""
     entity, live, envelope = turn.entity, turn.live, turn.envelope
     config = live.config
     agent = config.agents[entity.name]
     model = config.models.get(agent.model)
     if model is None:
         await turn.channel.error(f"No model named {agent.model!r} is configured.")
-        return None
+        return _Ended(None)
     settings = agent.resolved(config.defaults)
     storage_root, env = turn.paths.storage_root, turn.paths.env_values
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
@@ -263,11 +284,9 @@ async def _generate(
                 after_reply.push_async_callback(early.stored)
                 streamed = Streamed(early.text, None)
     except (GenerationError, ModelConfigError) as exc:
-        # The error takes the place of what the stream showed so far, which ends the answer.
+        # The error takes the place of what the stream showed so far.
         await turn.channel.error(str(exc), edit_event_id=answer.event_id)
-        answer.end()
-        await _cancelled(turn, str(exc), answer.event_id)
-        return None
+        return _Ended(str(exc), answer.event_id)
     draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), None, envelope)
     return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""))
 
@@ -303,8 +322,8 @@ async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ai.ImageInput,
     return (), "\n[The sender attached images this model cannot see: " + "; ".join(notes) + ".]"
 
 
-async def _transform(turn: _Turn, generated: _Generated, answer: OpenAnswer) -> ResponseDraft | None:
-    """`message:before_response`; None when a hook suppressed the answer (a streamed one is removed)."""
+async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | _Ended:
+    """`message:before_response`; `_Ended` when a hook suppressed the answer (a streamed one is removed)."""
     ctx = BeforeResponseContext(
         envelope=turn.envelope,
         draft=generated.draft,
@@ -316,13 +335,11 @@ async def _transform(turn: _Turn, generated: _Generated, answer: OpenAnswer) -> 
         return draft
     if generated.stream_event_id is not None:
         await turn.channel.redact(generated.stream_event_id, "response suppressed")
-        answer.end()
     logger.info("response suppressed by a hook", event_id=turn.envelope.source_event_id)
-    await _cancelled(turn, "suppressed_by_hook")
-    return None
+    return _Ended("suppressed_by_hook")
 
 
-async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft, answer: OpenAnswer) -> ResponseResult:
+async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> ResponseResult:
     """Send the final answer: the last edit of a streamed one, else a new reply."""
     text = draft.response_text if draft.response_text.strip() else "(empty response)"
     delivery: DeliveryKind
@@ -330,7 +347,6 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft, ans
     if generated.stream_event_id is not None:
         text = await final_text(turn.live, turn.envelope, turn.bindings, turn.correlation_id, text, draft.response_kind)
         await turn.channel.edit(generated.stream_event_id, text, draft.extra_content)
-        answer.end()
         event_id, delivery = generated.stream_event_id, "edited"
     elif replaced is not None:
         await turn.channel.edit(replaced, text, draft.extra_content)

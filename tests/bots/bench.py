@@ -17,6 +17,7 @@ from mindroom.bots.bot import EntityBot
 from mindroom.bots.commands import CommandTable
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
+from mindroom.config.plugin import PluginEntryConfig
 from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.hooks import HookRegistry
 from mindroom.matrix import MatrixEvent, bot_user_id
@@ -127,3 +128,14 @@ async def until(condition: Any, timeout_s: float = 10.0) -> None:
     async with asyncio.timeout(timeout_s):
         while not condition():
             await asyncio.sleep(0.01)
+
+
+def registry_of(*callbacks: Any) -> HookRegistry:
+    """The hook registry of one plugin made of `callbacks` (functions decorated with `@hook`)."""
+    attributes = {
+        "name": "bench",
+        "discovered_hooks": callbacks,
+        "entry_config": PluginEntryConfig(path="./bench"),
+        "plugin_order": 0,
+    }
+    return HookRegistry.from_plugins([type("PluginStub", (), attributes)()])

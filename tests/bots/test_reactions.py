@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from mindroom.bots.approvals import ApprovalSeat
-from mindroom.config.plugin import PluginEntryConfig
-from mindroom.hooks import EVENT_REACTION_RECEIVED, ApprovalRequest, HookRegistry, hook
-from tests.bots.bench import ALICE, BOB, LOBBY, MALLORY, Bench, until
+from mindroom.hooks import EVENT_REACTION_RECEIVED, ApprovalRequest, hook
+from tests.bots.bench import ALICE, BOB, LOBBY, MALLORY, Bench, registry_of, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -123,17 +122,7 @@ async def test_reactions_other_reactions_reach_hooks_once_from_the_owner_of_the_
     async def noticed(ctx: Any) -> None:
         seen.append((ctx.agent_name, ctx.reaction_key))
 
-    plugin = type(
-        "PluginStub",
-        (),
-        {
-            "name": "reactions",
-            "discovered_hooks": (noticed,),
-            "entry_config": PluginEntryConfig(path="./reactions"),
-            "plugin_order": 0,
-        },
-    )()
-    bench = await make_bench(HELPER, registry=HookRegistry.from_plugins([plugin]))
+    bench = await make_bench(HELPER, registry=registry_of(noticed))
     answer = await bench.client("helper").send_message(LOBBY, "an answer", thread_root=ROOT)
     person = bench.server.message(LOBBY, ALICE, "a person's message")
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from mindroom.constants import HOPS_KEY
+from mindroom.hooks import EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_CANCELLED, hook
 from mindroom.matrix.delivery import STREAM_CURSOR
-from mindroom.testing.model_server import Echo, ScriptedModelServer, Stream
-from tests.bots.bench import ALICE, LOBBY, MALLORY, until
+from mindroom.testing.model_server import Echo, HttpError, ScriptedModelServer, Stream
+from tests.bots.bench import ALICE, LOBBY, MALLORY, registry_of, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -106,3 +109,42 @@ async def test_respond_a_stop_reaction_ends_the_stream_but_only_from_someone_aut
     assert final.target_event_id == stream.event_id and final.body.endswith("(stopped)")
     assert "word39" not in final.body
     assert bench.daemon.stores.journal.open_answers("helper") == []
+
+
+async def test_respond_a_streamed_answer_a_hook_suppresses_is_removed_and_reported(make_bench, model_server):
+    cancelled: list[str] = []
+
+    @hook(EVENT_MESSAGE_BEFORE_RESPONSE)
+    async def suppress(ctx: Any) -> None:
+        ctx.draft.suppress = True
+
+    @hook(EVENT_MESSAGE_CANCELLED)
+    async def noticed(ctx: Any) -> None:
+        cancelled.append(ctx.info.failure_reason)
+
+    model_server.set_default(Stream(["not ", "to ", "be ", "seen"], delay_s=0.05))
+    registry = registry_of(suppress, noticed)
+    bench = await make_bench({"helper": HELPER}, registry=registry, defaults={"enable_streaming": True})
+
+    await bench.deliver(bench.server.message(LOBBY, ALICE, "say something"))
+    await bench.settle()
+
+    client = bench.client("helper")
+    [stream] = client.messages
+    assert [r.target_event_id for r in client.redactions] == [stream.event_id]
+    assert cancelled == ["suppressed_by_hook"]
+    assert bench.daemon.stores.journal.open_answers("helper") == []
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streamed"])
+async def test_respond_a_model_failure_is_answered_with_the_error(make_bench, model_server, streaming: bool):
+    model_server.set_default(HttpError(500, "the model fell over"))
+    bench = await make_bench({"helper": HELPER}, defaults={"enable_streaming": streaming})
+
+    await bench.deliver(bench.server.message(LOBBY, ALICE, "hello?"))
+    await bench.settle()
+
+    [error] = bench.client("helper").messages
+    assert error.body.startswith("⚠️")
+    journal = bench.daemon.stores.journal
+    assert journal.open_answers("helper") == [] and journal.pending("helper") == []
