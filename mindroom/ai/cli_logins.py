@@ -1,7 +1,8 @@
 """Keys borrowed from the command-line tools a user already signed in with: the Codex CLI and the Kimi Code CLI.
 
 Only a token the tool stored and that has not expired is used; signing in again (`codex login`, `/login` in
-`kimi`) renews it. A model's `api_key` wins over both.
+`kimi`) renews it. A model's `api_key` wins over both. A login that cannot give a token is a `ValueError`
+whose message says how to sign in again.
 """
 
 from __future__ import annotations
@@ -14,13 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CliLogin", "CliLoginError", "codex_login", "kimi_login"]
+__all__ = ["CliLogin", "codex_login", "kimi_login"]
 
 _EXPIRY_MARGIN_S = 30
-
-
-class CliLoginError(Exception):
-    """The tool's stored login cannot give a usable token (the message says how to sign in again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +32,11 @@ def _read(path: Path, how_to_login: str) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CliLoginError(f"no login found at {path}: {how_to_login}") from None
+        raise ValueError(f"no login found at {path}: {how_to_login}") from None
     except (OSError, ValueError) as exc:
-        raise CliLoginError(f"cannot read {path} ({exc}): {how_to_login}") from None
+        raise ValueError(f"cannot read {path} ({exc}): {how_to_login}") from None
     if not isinstance(data, dict):
-        raise CliLoginError(f"{path} holds no login: {how_to_login}")
+        raise ValueError(f"{path} holds no login: {how_to_login}")
     return data
 
 
@@ -64,9 +61,9 @@ def codex_login(env: Mapping[str, str]) -> CliLogin:
     tokens = _read(path, how).get("tokens")
     token = tokens.get("access_token") if isinstance(tokens, dict) else None
     if not isinstance(token, str) or not token:
-        raise CliLoginError(f"{path} has no ChatGPT access token: {how}")
+        raise ValueError(f"{path} has no ChatGPT access token: {how}")
     if not _fresh(_jwt_expiry(token)):
-        raise CliLoginError(f"the Codex login in {path} has expired: {how} again")
+        raise ValueError(f"the Codex login in {path} has expired: {how} again")
     account = tokens.get("account_id") if isinstance(tokens, dict) else None
     return CliLogin(token, str(account) if account else None)
 
@@ -78,8 +75,8 @@ def kimi_login(env: Mapping[str, str]) -> CliLogin:
     data = _read(path, how)
     token = data.get("access_token")
     if not isinstance(token, str) or not token:
-        raise CliLoginError(f"{path} has no access token: {how}")
+        raise ValueError(f"{path} has no access token: {how}")
     expiry = data.get("expires_at")
     if not _fresh(float(expiry) if isinstance(expiry, int | float) else None):
-        raise CliLoginError(f"the Kimi Code login in {path} has expired: {how} again")
+        raise ValueError(f"the Kimi Code login in {path} has expired: {how} again")
     return CliLogin(token)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mindroom.ai.cli_logins import CliLoginError, codex_login, kimi_login
+from mindroom.ai.cli_logins import codex_login, kimi_login
 from mindroom.ai.errors import ModelConfigError
 from mindroom.config.main import ModelConfig
 from mindroom.config.providers import PROVIDERS
@@ -172,7 +172,7 @@ def _codex(entry: _Entry) -> _Recipe:
     if key is None:
         try:
             login = codex_login(entry.env)
-        except CliLoginError as exc:
+        except ValueError as exc:
             raise ModelConfigError(entry.label, f"needs `api_key` or a Codex CLI login ({exc})") from None
         key = login.token
         if login.account_id:
@@ -188,7 +188,7 @@ def _kimi(entry: _Entry) -> _Recipe:
     if key is None:
         try:
             key = kimi_login(entry.env).token
-        except CliLoginError as exc:
+        except ValueError as exc:
             raise ModelConfigError(entry.label, f"needs `api_key` or a Kimi Code CLI login ({exc})") from None
     model_id = entry.model.id.strip().removeprefix("kimi-code/")
     base_url = entry.endpoint() or KIMI_BASE_URL

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import httpx
 from agno.exceptions import AgnoError
 
+from mindroom.ai.errors import GenerationError
 from mindroom.logging_config import get_logger
 
 __all__ = [
@@ -48,12 +49,12 @@ _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _AGNO_DEFAULT_STATUS = 502
 
 
-class StreamStalledError(TimeoutError):
+class StreamStalledError(GenerationError):
     """A streamed model call sent nothing for longer than its idle limit."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        super().__init__(f"the model's stream was silent for {seconds:g} s")
+        super().__init__("The model went silent part-way through its answer.", kind="stalled")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mindroom.logging_config import get_logger
 from mindroom.testing.model_api import Answer, ModelApi, StreamPlan
@@ -17,9 +17,6 @@ from mindroom.testing.model_api_anthropic import AnthropicMessagesApi
 from mindroom.testing.model_api_ollama import OllamaChatApi
 from mindroom.testing.model_api_openai import ChatCompletionsApi, ResponsesApi
 from mindroom.testing.model_replies import ContextOverflow, Delay, Echo, Hang, HttpError, Stall, Stream, Text, ToolCall
-
-if TYPE_CHECKING:
-    from mindroom.testing.model_server import ScriptedModelServer
 
 __all__ = ["ModelHttpServer", "ModelRequestHandler"]
 
@@ -38,7 +35,8 @@ class ModelHttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], owner: ScriptedModelServer):
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], owner: Any):
+        # `owner` is the `ScriptedModelServer` (not imported: that module imports this one)
         self.owner = owner
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
