@@ -59,11 +59,12 @@ class ModelRecipe:
 def model_recipe(model: ModelConfig, env: Mapping[str, str], label: str) -> ModelRecipe:
     """The recipe for one config entry; `ModelConfigError` (naming `label`) when a key or endpoint is missing."""
     options = dict(model.extra_kwargs)
+    idle_timeout = _idle_timeout(model, env, options)
     retries = options.pop("max_retries", DEFAULT_MAX_RETRIES)
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise ModelConfigError(label, "extra_kwargs.max_retries must be a whole number, 0 or more")
     module, class_name, kwargs = _RECIPES[model.provider](_Entry(model, env, label, options))
-    return ModelRecipe(module, class_name, kwargs, retries, _idle_timeout(model, env, options))
+    return ModelRecipe(module, class_name, kwargs, retries, idle_timeout)
 
 
 def _idle_timeout(model: ModelConfig, env: Mapping[str, str], options: Mapping[str, Any]) -> float | None:

@@ -69,7 +69,10 @@ PROVIDERS: dict[str, Provider] = {
             packages=("anthropic", "boto3"),
             extra="bedrock",
         ),
-        Provider("cerebras", "CEREBRAS_API_KEY", "CEREBRAS_BASE_URL"),
+        # agno's Cerebras package imports the Cerebras SDK even for its OpenAI-compatible class
+        Provider(
+            "cerebras", "CEREBRAS_API_KEY", "CEREBRAS_BASE_URL", packages=("cerebras.cloud.sdk",), extra="cerebras"
+        ),
         Provider("codex", env_vars=("CODEX_HOME",)),
         Provider("deepseek", "DEEPSEEK_API_KEY"),
         Provider("google", "GOOGLE_API_KEY", packages=("google.genai",), extra="google"),
@@ -123,7 +126,11 @@ def _installed(package: str | None) -> bool:
         return False
 
 
-_DISTRIBUTIONS = {"google.genai": "google-genai", "google.auth": "google-auth"}
+_DISTRIBUTIONS = {
+    "google.genai": "google-genai",
+    "google.auth": "google-auth",
+    "cerebras.cloud.sdk": "cerebras-cloud-sdk",
+}
 """The name to install a module by, where it differs from the module's."""
 
 
