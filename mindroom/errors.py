@@ -15,6 +15,7 @@
     ├── PathConfinementError      a path would leave its root, or is a link  (tool_system.path_confinement; ValueError)
     ├── ModelConfigError          a model cannot be built (names model and problem)  (ai.errors)
     ├── GenerationError           the model failed while answering; safe to show in chat  (ai.errors)
+    │   └── StreamStalledError    a streamed answer went silent past its idle limit  (ai.resilience)
     ├── TranscriptionError        a voice message could not be turned into text  (ai.media)
     ├── MatrixError               anything the Matrix layer reports  (matrix.errors)
     │   ├── MatrixConnectionError   the homeserver could not be reached (also ConnectionError)

@@ -2,8 +2,8 @@
 
 Checks: the config loads; the data dir is writable; the state backend can be used, and which daemon holds
 its lock (`doctor_state`); the homeserver answers (or the embedded one can start); each account has a
-usable session or a way to get one; each bot's device has a healthy crypto store; each model has its key
-and answers; each plugin imports.
+usable session or a way to get one; each bot's device has a healthy crypto store; each configured model has
+its key and package and answers (`doctor_models`); each plugin imports.
 """
 
 from __future__ import annotations
@@ -12,21 +12,20 @@ import asyncio
 import contextlib
 import json
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mindroom.cli.doctor_models import check_models
 from mindroom.cli.doctor_result import CheckResult, CheckStatus
 from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.cli.doctor_state import check_state
 from mindroom.config.loading import load_config
-from mindroom.config.main import Config, ModelConfig
-from mindroom.config.providers import PROVIDER_ENV_VARS
+from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.errors import ConfigError
 from mindroom.homeserver.embedded import embedded_connection, synapse_installed
@@ -48,8 +47,6 @@ __all__ = [
 ]
 
 _HTTP_TIMEOUT_S = 5.0
-_MODEL_TIMEOUT_S = 60.0
-_PROBE = "Reply with the single word OK."
 
 
 def _get_json(url: str, token: str | None = None) -> tuple[int, dict[str, Any]]:
@@ -231,90 +228,6 @@ async def check_crypto_stores(config: Config, storage_root: Path, url: str | Non
                     _warn(name, f"device {device}; {report.describe()} (the homeserver could not say if it had keys)")
                 )
     return results
-
-
-def _used_models(config: Config) -> dict[str, ModelConfig]:
-    names = [agent.model for agent in config.agents.values()]
-    if len(config.agents) > 1:
-        names.append(config.router.model)
-    return {name: config.models[name] for name in dict.fromkeys(names) if name in config.models}
-
-
-def _key_problem(model: ModelConfig, env: Mapping[str, str]) -> tuple[str, str] | None:
-    """(what is missing, the fix) for a model whose provider cannot be used as configured."""
-    import importlib.util
-
-    custom_url = model.host or model.extra_kwargs.get("base_url")
-    if model.provider == "openai" and not (model.api_key or env.get("OPENAI_API_KEY") or custom_url):
-        return "no OpenAI key", "set OPENAI_API_KEY (or `api_key` on the model)"
-    if model.provider == "anthropic":
-        if importlib.util.find_spec("anthropic") is None:
-            return "the anthropic package is missing", "pip install anthropic"
-        if not (model.api_key or env.get("ANTHROPIC_API_KEY")):
-            return "no Anthropic key", "set ANTHROPIC_API_KEY (or `api_key` on the model)"
-    if model.provider == "ollama" and importlib.util.find_spec("ollama") is None:
-        return "the ollama package is missing", "pip install ollama"
-    return None
-
-
-async def check_models(config: Config, env: Mapping[str, str], *, call_models: bool) -> list[CheckResult]:
-    """Each model the agents use has its key, and (unless `call_models` is False) answers a short prompt."""
-    results = []
-    for model_name, model in _used_models(config).items():
-        name = f"model {model_name}"
-        problem = _key_problem(model, env)
-        if problem is not None:
-            results.append(_fail(name, f"{model.provider}:{model.id}: {problem[0]}", problem[1]))
-            continue
-        if model.provider == "offline":
-            results.append(
-                _warn(
-                    name,
-                    "the offline model answers by repeating the message",
-                    f"set {', '.join(PROVIDER_ENV_VARS[:-1])} or {PROVIDER_ENV_VARS[-1]} for a real model",
-                )
-            )
-            continue
-        if not call_models:
-            results.append(_ok(name, f"{model.provider}:{model.id} is configured (not called)"))
-            continue
-        results.append(await _probe_model(name, model_name, model, env))
-    return results
-
-
-async def _probe_model(name: str, model_name: str, model: ModelConfig, env: Mapping[str, str]) -> CheckResult:
-    from mindroom.ai import GenerationRequest, close_caches, generate
-
-    request = GenerationRequest(
-        agent_name="doctor",
-        display_name="Doctor",
-        role="Checks that the model answers.",
-        instructions=(),
-        model=model,
-        user_message=_PROBE,
-        session_id="doctor",
-        num_history_runs=0,
-        markdown=False,
-    )
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="mindroom-doctor-") as scratch:
-        try:
-            async with asyncio.timeout(_MODEL_TIMEOUT_S):
-                result = await generate(request, storage_root=Path(scratch), env=env)
-        except TimeoutError:
-            return _fail(
-                name,
-                f"{model.provider}:{model.id} did not answer within {_MODEL_TIMEOUT_S:.0f} s",
-                "check the provider",
-            )
-        except Exception as exc:
-            return _fail(name, f"{model.provider}:{model.id}: {exc}", "check the key, the model id and the network")
-        finally:
-            await close_caches()
-    seconds = time.monotonic() - started
-    if not result.text.strip():
-        return _warn(name, f"{model.provider}:{model.id} answered with nothing", "check the model id")
-    return _ok(name, f"{model.provider}:{model.id} answered in {seconds:.1f} s")
 
 
 def check_plugins(config: Config, config_path: Path, storage_root: Path, env: Mapping[str, str]) -> list[CheckResult]:
