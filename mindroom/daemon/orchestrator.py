@@ -28,7 +28,7 @@ from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutco
 from mindroom.daemon.scheduling.command import schedule_command
 from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.daemon.standby import daemon_state
-from mindroom.daemon.watch import ConfigWatcher
+from mindroom.daemon.watch import ConfigWatcher, EnvFile
 from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
@@ -52,8 +52,7 @@ Bot = EntityBot[MatrixBotClient]
 
 async def prepare_live_state(environment: DaemonEnvironment) -> LiveState:
     """Config, plugins, tools and the hook registry, built off the loop (as on reload); needs no lock."""
-    built = await asyncio.to_thread(build_live_state, environment.runtime_paths, previous=None, strict=False)
-    assert built.live is not None  # a tolerant build always yields a state
+    built = await asyncio.to_thread(build_live_state, environment.runtime_paths, previous=None)
     return built.live
 
 
@@ -82,6 +81,7 @@ class Orchestrator:
             else new_crypto_device
         )
         self.runtime_paths = environment.runtime_paths
+        self._env_file = EnvFile(environment.config_path.parent / ".env")
         self._watch = watch
         self._reload_debounce_s = reload_debounce_s
         self._on_reload = on_reload
@@ -154,9 +154,10 @@ class Orchestrator:
         self.reloader = ReloadCoordinator(
             cell,
             directory,
-            build=lambda previous: build_live_state(paths, previous=previous, strict=True),
+            build=lambda previous: build_live_state(paths, previous=previous),
             apply=self.apply_entity_changes,
             on_outcome=self._on_reload,
+            env_file=self._env_file,
         )
         self.commands.register(reload_command(self.reloader))
         if self._watch:
