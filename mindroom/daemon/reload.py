@@ -231,7 +231,8 @@ class ReloadCoordinator:
             return None
 
     async def reload(self, reason: str, *, on_decided: Callable[[ReloadOutcome], None] | None = None) -> ReloadOutcome:
-        """Reload config and plugins; keep the last good state on any error. Serialized."""
+        """Reload config and plugins (an invalid config keeps the last good state, a plugin that fails its last
+        good generation). Serialized."""
         async with self._lock:
             if self._env_file is not None:
                 self._env_file.note_change()
