@@ -175,10 +175,11 @@ async def check_accounts(
     return results
 
 
-_NEW_DEVICE_FIX = (
-    "restore the store from a backup, or run once with MINDROOM_NEW_CRYPTO_DEVICE=1 for a new device"
-    " (it cannot read messages encrypted for the old one)"
-)
+def _new_device_fix(bot: str) -> str:
+    return (
+        f"restore the store from a backup, or start once with `mindroom run --new-device {bot}` for a new device"
+        " (it cannot read messages encrypted for the old one)"
+    )
 
 
 async def _keys_published(url: str, stored: BotCredentials) -> bool | None:
@@ -215,14 +216,14 @@ async def check_crypto_stores(config: Config, storage_root: Path, url: str | Non
         if report.healthy:
             results.append(_ok(name, f"device {device}; {report.describe()}"))
         elif report.state is CryptoStoreState.UNREADABLE:
-            results.append(_fail(name, f"device {device}; {report.describe()}", _NEW_DEVICE_FIX))
+            results.append(_fail(name, f"device {device}; {report.describe()}", _new_device_fix(bot)))
         else:
             published = await _keys_published(url, stored) if url and stored.access_token else None
             if published is False:
                 results.append(_ok(name, f"device {device} has no keys yet; `mindroom run` makes {report.path}"))
             elif published:
-                lost = f"device {device}; {report.describe()}, but its keys are on the homeserver: run refuses this bot"
-                results.append(_fail(name, lost, _NEW_DEVICE_FIX))
+                lost = f"device {device}; {report.describe()}, but its keys are on the homeserver: this bot stays down"
+                results.append(_fail(name, lost, _new_device_fix(bot)))
             else:
                 results.append(
                     _warn(name, f"device {device}; {report.describe()} (the homeserver could not say if it had keys)")

@@ -252,9 +252,10 @@ async def run_daemon(
     homeserver_port: int | None,
     *,
     standby: bool = False,
+    new_devices: tuple[str, ...] = (),
 ) -> None:
     """Run until SIGTERM or SIGINT: the state under its lock (a standby waits for it), the embedded homeserver
-    when none is configured, the daemon, its extras."""
+    when none is configured, the daemon, its extras. `new_devices`: bots that may replace a lost crypto store."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -279,7 +280,9 @@ async def run_daemon(
             with _status(console, "Starting the embedded homeserver…"):
                 session = await stack.enter_async_context(embedded_homeserver(environment, port=homeserver_port))
             environment = session.environment
-        orchestrator = Orchestrator(environment, state=state, prepared=prepared, run_since=takeover.run_since)
+        orchestrator = Orchestrator(
+            environment, state=state, prepared=prepared, run_since=takeover.run_since, new_devices=new_devices
+        )
         if not await _start_orchestrator(stack, orchestrator, console, stop):
             return
         assert orchestrator.running is not None

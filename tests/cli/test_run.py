@@ -66,3 +66,10 @@ def test_ready_lines_show_rooms_agents_and_the_password_only_once(tmp_path):
     assert not any("pw-123456" in line for line in later)
     assert any("mindroom chat" in line for line in later)
     assert ready_lines(running, None, tmp_path) == [first[0]]
+
+
+def test_run_offers_new_device_per_bot_and_repeatable():
+    result = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 0
+    assert "--new-device" in result.output and "BOT" in result.output and "repeatable" in result.output

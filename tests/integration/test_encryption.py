@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import secrets
 import time
 from typing import Any
@@ -17,9 +16,6 @@ from rich.console import Console
 from structlog.testing import capture_logs
 
 from mindroom.cli.chat import ChatLogin, TerminalChat
-from mindroom.cli.doctor import CheckStatus, check_crypto_stores
-from mindroom.config.loading import load_config
-from mindroom.matrix import MatrixCryptoStoreError
 from mindroom.matrix.undecrypted import UNDECRYPTABLE_NOTICE
 from mindroom.testing.model_server import HttpError, Stream, Text, last_user_message
 from tests.integration.conftest import E2E
@@ -228,46 +224,6 @@ async def test_encryption_unreadable_messages_get_one_notice_and_are_answered_wh
     asked = [last_user_message(r) for r in e2e.model_server.requests if r.get("model") == "agent-model"]
     assert any("you cannot read this" in text for text in asked)
     assert any("nor this" in text for text in asked)
-
-
-async def test_encryption_lost_store_refuses_to_start_until_a_new_device_is_allowed(e2e: E2E):
-    human = await _encrypted_human(e2e)
-    agent = e2e.name("helper")
-    room_id, config = await _encrypted_room_world(e2e, human, [agent])
-    client = e2e.daemon.bots[agent].client
-    old_device, store = client.device_id, client.crypto_store_path
-    loaded = load_config(e2e.write_config(config), {})
-    healthy = {r.name: r for r in await check_crypto_stores(loaded, e2e.storage, e2e.homeserver.url)}
-    assert healthy[f"crypto {agent}"].status is CheckStatus.PASS
-    assert old_device in healthy[f"crypto {agent}"].detail
-    await e2e.stop()
-    store.unlink()
-
-    with pytest.raises(MatrixCryptoStoreError, match=str(store)):
-        await e2e.start(config)
-    assert not store.exists()
-    daemon = e2e.spawn(config)  # the command: one error line naming the file, then exit code 1
-    daemon.start()
-    assert await asyncio.to_thread(daemon.process.wait, 60) == 1
-    refusal = [json.loads(line) for line in daemon.output().splitlines() if "crypto store lost" in line]
-    assert [(r["agent"], r["path"], r["device_id"]) for r in refusal] == [(agent, str(store), old_device)]
-    assert "MINDROOM_NEW_CRYPTO_DEVICE=1" in refusal[0]["fix"]
-    assert not store.exists()
-    lost = {r.name: r for r in await check_crypto_stores(loaded, e2e.storage, e2e.homeserver.url)}
-    assert lost[f"crypto {agent}"].status is CheckStatus.FAIL
-    assert "MINDROOM_NEW_CRYPTO_DEVICE=1" in lost[f"crypto {agent}"].fix
-    assert lost["crypto router"].status is CheckStatus.PASS
-
-    await e2e.start(config, new_crypto_device=True)
-    new_device = e2e.daemon.bots[agent].client.device_id
-    assert new_device != old_device
-    agent_id = e2e.user_id(agent)
-    e2e.model_server.set_default(Text("new device, same agent"), model="agent-model")
-    # As in Element, a message sent before the sender's client saw the new device is unreadable to it.
-    await human.wait_for_device(agent_id, new_device)
-    event_id = await human.send(room_id, "can the new device read me?")
-    reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
-    assert reply.get("decrypted") is True
 
 
 async def test_encryption_terminal_chat_talks_in_an_encrypted_room(e2e: E2E):
