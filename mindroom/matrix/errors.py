@@ -6,6 +6,7 @@
         ├── MatrixRequestError     the homeserver answered with a Matrix error (errcode, HTTP status)
         ├── MatrixLoginError       a bot could not log in, register or reuse its credentials (names the bot)
         ├── MatrixCryptoStoreError a device's crypto store is lost or unreadable (names the file; nothing replaces it)
+        ├── MatrixRecoveryError    a bot's crypto state cannot be opened or recovered with the recovery key given
         └── MatrixEncryptionError  an event for an encrypted room could not be encrypted (it is not sent at all)
 
 Matrix error responses on the read-only and state helpers (`resolve_room`, `get_room_state`,
@@ -22,6 +23,7 @@ __all__ = [
     "MatrixEncryptionError",
     "MatrixError",
     "MatrixLoginError",
+    "MatrixRecoveryError",
     "MatrixRequestError",
 ]
 
@@ -74,6 +76,17 @@ class MatrixCryptoStoreError(MatrixError):
             f"bot {bot_name!r}: crypto store {problem}; messages encrypted for its device cannot be read without"
             " it, so the bot is not started with a new device unless MINDROOM_NEW_CRYPTO_DEVICE=1 is set"
         )
+
+
+class MatrixRecoveryError(MatrixError):
+    """A bot's crypto state (in the database) or secret storage cannot be opened with the recovery key given, so
+    its device cannot go on or be restored; names the bot, what is wrong and the fix."""
+
+    def __init__(self, bot_name: str, problem: str, fix: str) -> None:
+        self.bot_name = bot_name
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"bot {bot_name!r}: {problem}; {fix}")
 
 
 class MatrixEncryptionError(MatrixError):

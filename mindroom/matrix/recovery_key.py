@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mindroom.logging_config import register_secret_values
+from mindroom.matrix.errors import MatrixError
 from mindroom.private_files import private_dir, write_private_file
 
 __all__ = [
@@ -45,7 +46,7 @@ _FILE_NAME = "recovery-key"
 _UNSHOWN_NAME = "recovery-key.unshown"
 
 
-class RecoveryKeyError(ValueError):
+class RecoveryKeyError(MatrixError, ValueError):
     """A recovery key's text is not one (wrong characters, length, prefix or parity); names where it came from."""
 
 

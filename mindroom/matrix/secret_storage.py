@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from mindroom.matrix.errors import MatrixError
 from mindroom.matrix.signing import decode_base64, encode_base64
 from mindroom.matrix.transport import JsonTransport, quote_path
 
@@ -39,7 +40,7 @@ _KEY_TYPE_PREFIX = "m.secret_storage.key."
 _ZERO_SALT = bytes(32)
 
 
-class SecretStorageError(ValueError):
+class SecretStorageError(MatrixError, ValueError):
     """A stored secret cannot be read with the key given (its MAC does not match, or it is malformed)."""
 
 
