@@ -40,9 +40,15 @@ class BotVault:
         self._bot = bot_name
         self._sealer = sealer
         self._items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.replace_items(raw)
+
+    def replace_items(self, raw: CryptoItems) -> None:
+        """Take `raw` as the items now (read again after another client of the bot changed them)."""
+        opened = {}
         for (kind, key), value in raw.items():
-            plain = sealer.unseal(bot_name, kind, key, value) if sealer is not None else value
-            self._items[(kind, key)] = _decode(plain)
+            plain = self._sealer.unseal(self._bot, kind, key, value) if self._sealer is not None else value
+            opened[(kind, key)] = _decode(plain)
+        self._items = opened
 
     @property
     def vault(self) -> CryptoVault:
