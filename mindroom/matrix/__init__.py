@@ -17,6 +17,7 @@ from mindroom.matrix.errors import (
     MatrixEncryptionError,
     MatrixError,
     MatrixLoginError,
+    MatrixRecoveryError,
     MatrixRequestError,
 )
 from mindroom.matrix.events import MatrixEvent, MatrixEventKind
@@ -37,6 +38,7 @@ __all__ = [
     "MatrixEvent",
     "MatrixEventKind",
     "MatrixLoginError",
+    "MatrixRecoveryError",
     "MatrixRequestError",
     "MatrixUserClient",
     "SyncTokenStore",
