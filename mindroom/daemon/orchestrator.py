@@ -33,12 +33,20 @@ from mindroom.daemon.standby import daemon_state
 from mindroom.daemon.watch import ConfigWatcher
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixBotClient, MatrixEventKind, MatrixRequestError
+from mindroom.matrix import (
+    MatrixBotClient,
+    MatrixCryptoStoreError,
+    MatrixEventKind,
+    MatrixRecoveryError,
+    MatrixRequestError,
+)
+from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.attachments import AttachmentStore
 from mindroom.state.backend import StateBackend, StateStores
+from mindroom.state.crypto import CryptoVault
 from mindroom.state.tokens import SyncTokens
 from mindroom.tool_system.isolation import shared_pool
 from mindroom.tool_system.runtime_context import set_registry_provider
@@ -94,6 +102,8 @@ class Orchestrator:
         self.state = state
         self._owns_state = state is None
         self._sync_tokens: SyncTokens | None = None
+        self._crypto_vault: CryptoVault | None = None
+        self._recovery_keys = RecoveryKeys.from_environment(environment.values, environment.storage_root)
         self._prepared = prepared
         self._run_since = run_since
 
@@ -138,7 +148,7 @@ class Orchestrator:
         for name in names:
             self.bots[name] = self._make_bot(name, runtime, live)
         logger.info("logging in", bots=names, homeserver=homeserver.url)
-        await asyncio.gather(*(bot.start() for bot in self.bots.values()))
+        await self._start_bots()
         await self._setup_rooms(runtime, live, live.config.managed_room_keys(), self.bots)
         await self._expire_approvals(runtime)
         for bot in self.bots.values():
@@ -182,7 +192,21 @@ class Orchestrator:
             await self.state.acquire()
         stores = await self.state.open_stores()
         self._sync_tokens = stores.sync_tokens
+        self._crypto_vault = stores.crypto
         return stores
+
+    async def _start_bots(self) -> None:
+        """Log every bot in; an agent whose device's crypto state cannot be opened is left out (it logged why and
+        the fix), and the others run. The router is needed for the rooms: its failure stops the start."""
+        names = list(self.bots)
+        results = await asyncio.gather(*(self.bots[name].start() for name in names), return_exceptions=True)
+        for name, result in zip(names, results, strict=True):
+            if not isinstance(result, BaseException):
+                continue
+            if name == ROUTER_AGENT_NAME or not isinstance(result, MatrixCryptoStoreError | MatrixRecoveryError):
+                raise result
+            logger.error("agent not started; the other bots run", agent=name, error=str(result))
+            await self.bots.pop(name).client.close()
 
     async def _expire_approvals(self, runtime: DaemonRuntime) -> None:
         """Before syncing: approvals whose time ran out while the daemon was down are marked so on their cards.
@@ -209,6 +233,8 @@ class Orchestrator:
             account_prefix=homeserver.account_prefix,
             new_crypto_device=self._new_crypto_device,
             sync_tokens=self._sync_tokens,
+            crypto_vault=self._crypto_vault,
+            recovery_keys=self._recovery_keys,
         )
         handlers: dict[MatrixEventKind, EventHandler] = {
             MatrixEventKind.MESSAGE: partial(handle_message_event, commands=self.commands),
@@ -365,6 +391,7 @@ class Orchestrator:
     async def _release_state(self) -> None:
         """Stop handing out the state's sync positions; close the state if this orchestrator opened it itself."""
         self._sync_tokens = None
+        self._crypto_vault = None
         if self.state is not None and self._owns_state:
             await self.state.close()
             self.state = None

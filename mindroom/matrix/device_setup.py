@@ -135,11 +135,9 @@ class DeviceSetup:
         except SealError as exc:
             problem = f"its crypto state in the database ({self.location}) does not open: {exc}"
             fix = "give the recovery key it was sealed with: " + _GIVE_KEY if exc.other_key else _LOST_STORE_FIX
-            raise MatrixRecoveryError(self._name, problem, fix) from exc
+            raise self._unopened(problem, fix) from exc
         except ValueError as exc:
-            raise MatrixRecoveryError(
-                self._name, f"its crypto items at {self.location} are damaged ({exc})", _LOST_STORE_FIX
-            ) from exc
+            raise self._unopened(f"its crypto items at {self.location} are damaged ({exc})", _LOST_STORE_FIX) from exc
         if self.shared:
             self.credentials = VaultCredentials(self.vault, self._files)
 
@@ -147,15 +145,20 @@ class DeviceSetup:
         try:
             key = self._recovery.load()
         except RecoveryKeyError as exc:
-            raise MatrixRecoveryError(self._name, str(exc), _GIVE_KEY) from exc
+            raise self._unopened(str(exc), _GIVE_KEY) from exc
         if key is None:
             # A new key only for a database without sealed state: another bot's would then need two keys.
             sealed_bots = [self._name] if has_items else await asyncio.to_thread(self._source.bots)
             if sealed_bots:
                 problem = f"its crypto state in the database ({self.location}) is sealed with the recovery key"
-                raise MatrixRecoveryError(self._name, problem + ", and none is given", _GIVE_KEY)
+                raise self._unopened(problem + ", and none is given", _GIVE_KEY)
             key = self._recovery.load_or_create()
         return Sealer(key.key)
+
+    def _unopened(self, problem: str, fix: str) -> MatrixRecoveryError:
+        """The error for crypto state that does not open, logged once with what to do."""
+        logger.error("crypto state cannot be opened; bot not started", agent=self._name, problem=problem, fix=fix)
+        return MatrixRecoveryError(self._name, problem, fix)
 
     # -- the device's store -------------------------------------------------------------------------
 
@@ -198,19 +201,20 @@ class DeviceSetup:
             self._restore = await keys.restorable()
         except KeyProblem as problem:
             if not self._new_device:
-                self._refuse(lost, credentials, problem.problem)
-                raise MatrixRecoveryError(
-                    self._name,
-                    f"its crypto store is lost ({lost.problem}) and {problem.problem}",
+                fix = (
                     f"{problem.fix}; or start once with MINDROOM_NEW_CRYPTO_DEVICE=1 to replace the device without"
-                    " the messages before",
+                    " the messages before"
+                )
+                self._refuse(lost, credentials, problem.problem, fix)
+                raise MatrixRecoveryError(
+                    self._name, f"its crypto store is lost ({lost.problem}) and {problem.problem}", fix
                 ) from problem
         if not (self._restore or self._new_device):
             self._refuse(lost, credentials, lost.problem)
             raise MatrixCryptoStoreError(self._name, lost.location, lost.problem)
         return await self._replace(lost, credentials, password)
 
-    def _refuse(self, lost: _Lost, credentials: BotCredentials, problem: str) -> None:
+    def _refuse(self, lost: _Lost, credentials: BotCredentials, problem: str, fix: str = _LOST_STORE_FIX) -> None:
         logger.error(
             "crypto store lost; bot not started",
             agent=self._name,
@@ -218,7 +222,7 @@ class DeviceSetup:
             device_id=credentials.device_id,
             problem=problem,
             meaning=_LOST_STORE_MEANING,
-            fix=_LOST_STORE_FIX,
+            fix=fix,
         )
 
     async def _replace(self, lost: _Lost, credentials: BotCredentials, password: str | None) -> BotCredentials:
