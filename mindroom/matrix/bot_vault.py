@@ -63,6 +63,10 @@ class BotVault:
         """Every item of `kind`, by key."""
         return {key: value for (item_kind, key), value in self._items.items() if item_kind == kind}
 
+    def item_keys(self) -> set[tuple[str, str]]:
+        """The (kind, key) of every item."""
+        return set(self._items)
+
     def has(self, kind: str, key: str) -> bool:
         """True when the item exists."""
         return (kind, key) in self._items

@@ -1,7 +1,8 @@
 """Moving a device's crypto state from files into a shared vault: nio's file store and the bot's vault file.
 
-Used by `mindroom state migrate` (every bot of a data directory, into PostgreSQL) and by a bot's first start
-on PostgreSQL when its data directory still holds the store of the device it logs in as.
+Used by `mindroom state migrate` (every bot of a data directory, into PostgreSQL, sealed with the data
+directory's recovery key: made there if it has none, and shown by the next `mindroom run`) and by a bot's
+first start on PostgreSQL when its data directory still holds the store of the device it logs in as.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import json
 from pathlib import Path
 
 from mindroom.matrix.bot_vault import BotVault
-from mindroom.matrix.credentials import BotCredentials
+from mindroom.matrix.credentials import BotCredentials, CredentialStore
 from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore, inspect_crypto_store
+from mindroom.matrix.recovery_key import RecoveryKeys
+from mindroom.matrix.sealing import Sealer
 from mindroom.matrix.vault_store import VaultStore
+from mindroom.state.crypto import CryptoVault
+from mindroom.state.migrate import CopyCount
 from mindroom.state.sqlite.crypto import SqliteCryptoVault
 
-__all__ = ["import_crypto_files", "import_file_store"]
+__all__ = ["copy_crypto_state", "import_crypto_files", "import_file_store"]
 
 
 def import_file_store(directory: Path, user_id: str, device_id: str, target: BotVault) -> int:
@@ -68,3 +73,24 @@ def import_crypto_files(storage_root: Path, bot_name: str, credentials: BotCrede
         directory = Path(storage_root) / "crypto" / bot_name
         copied += import_file_store(directory, credentials.user_id, credentials.device_id, target)
     return copied
+
+
+def copy_crypto_state(storage_root: Path, vault: CryptoVault) -> list[CopyCount]:
+    """Copy every bot's credentials and crypto files into `vault` (blocks); each bot's items counted on both sides."""
+    folder = Path(storage_root) / "matrix" / "credentials"
+    names = sorted(path.stem for path in folder.glob("*.json")) if folder.is_dir() else []
+    if not names:
+        return []
+    sealer = Sealer(RecoveryKeys(storage_root).load_or_create().key)
+    stored = CredentialStore(storage_root)
+    counts = []
+    for name in names:
+        credentials = stored.load(name)
+        if credentials is None:
+            continue
+        target = BotVault(vault, name, sealer, {})
+        import_crypto_files(storage_root, name, credentials, target)
+        written = target.item_keys()
+        present = written & set(vault.load(name))
+        counts.append(CopyCount(f"crypto items of {name}", len(written), len(present)))
+    return counts
