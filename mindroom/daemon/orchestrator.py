@@ -33,13 +33,7 @@ from mindroom.daemon.standby import daemon_state
 from mindroom.daemon.watch import ConfigWatcher
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
-from mindroom.matrix import (
-    MatrixBotClient,
-    MatrixCryptoStoreError,
-    MatrixEventKind,
-    MatrixRecoveryError,
-    MatrixRequestError,
-)
+from mindroom.matrix import MatrixBotClient, MatrixDeviceError, MatrixEventKind, MatrixRequestError
 from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
@@ -196,17 +190,14 @@ class Orchestrator:
         return stores
 
     async def _start_bots(self) -> None:
-        """Log every bot in; an agent whose device's crypto state cannot be opened is left out (it logged why and
-        the fix), and the others run. The router is needed for the rooms: its failure stops the start."""
-        names = list(self.bots)
-        results = await asyncio.gather(*(self.bots[name].start() for name in names), return_exceptions=True)
-        for name, result in zip(names, results, strict=True):
-            if not isinstance(result, BaseException):
-                continue
-            if name == ROUTER_AGENT_NAME or not isinstance(result, MatrixCryptoStoreError | MatrixRecoveryError):
+        """Log every bot in; an agent whose device cannot go on is left out (it logged the fix), the others run."""
+        results = await asyncio.gather(*(bot.start() for bot in self.bots.values()), return_exceptions=True)
+        for name, result in zip(list(self.bots), results, strict=True):
+            if isinstance(result, MatrixDeviceError) and name != ROUTER_AGENT_NAME:
+                logger.error("agent not started; the other bots run", agent=name, error=str(result))
+                await self.bots.pop(name).client.close()
+            elif isinstance(result, BaseException):
                 raise result
-            logger.error("agent not started; the other bots run", agent=name, error=str(result))
-            await self.bots.pop(name).client.close()
 
     async def _expire_approvals(self, runtime: DaemonRuntime) -> None:
         """Before syncing: approvals whose time ran out while the daemon was down are marked so on their cards.

@@ -14,6 +14,7 @@ from mindroom.matrix.credentials import (
 from mindroom.matrix.errors import (
     MatrixConnectionError,
     MatrixCryptoStoreError,
+    MatrixDeviceError,
     MatrixEncryptionError,
     MatrixError,
     MatrixLoginError,
@@ -33,6 +34,7 @@ __all__ = [
     "MatrixBotClient",
     "MatrixConnectionError",
     "MatrixCryptoStoreError",
+    "MatrixDeviceError",
     "MatrixEncryptionError",
     "MatrixError",
     "MatrixEvent",

@@ -27,7 +27,7 @@ from mindroom.matrix.cross_signing import (
     sign_own_device,
     upload_cross_signing_keys,
 )
-from mindroom.matrix.errors import MatrixRequestError
+from mindroom.matrix.errors import MatrixError, MatrixRequestError
 from mindroom.matrix.key_backup import (
     BACKUP_ALGORITHM,
     BACKUP_SECRET,
@@ -52,7 +52,7 @@ _GIVE_KEY = (
 )
 
 
-class KeyProblem(Exception):  # noqa: N818 - internal signal, always logged with its fix
+class KeyProblem(MatrixError):  # noqa: N818 - a finding more than an error: logged with its fix, the bot goes on
     """Something about the account's keys the bot cannot set right itself: what, and the operator's fix."""
 
     def __init__(self, problem: str, fix: str) -> None:

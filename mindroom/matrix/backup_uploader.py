@@ -34,7 +34,7 @@ _FLUSH_S = 5.0
 
 BackupTarget = tuple[str, str]
 """(backup version, its public key)."""
-Replaced = Callable[[], Awaitable[BackupTarget | None]]
+_Replaced = Callable[[], Awaitable[BackupTarget | None]]
 
 
 class KeyBackupUploader:
@@ -46,7 +46,7 @@ class KeyBackupUploader:
         vault: BotVault,
         name: str,
         target: BackupTarget,
-        on_replaced: Replaced,
+        on_replaced: _Replaced,
         sessions: Callable[[], Iterable[InboundGroupSession]],
     ) -> None:
         """`sessions`: every room key the device holds (queued again when the keys go to a new version)."""

@@ -5,8 +5,9 @@
         ├── MatrixConnectionError  the homeserver could not be reached (also a `ConnectionError`)
         ├── MatrixRequestError     the homeserver answered with a Matrix error (errcode, HTTP status)
         ├── MatrixLoginError       a bot could not log in, register or reuse its credentials (names the bot)
-        ├── MatrixCryptoStoreError a device's crypto store is lost or unreadable (names the file; nothing replaces it)
-        ├── MatrixRecoveryError    a bot's crypto state cannot be opened or recovered with the recovery key given
+        ├── MatrixDeviceError      a bot's device cannot go on: the bot is not started (names the bot)
+        │   ├── MatrixCryptoStoreError its crypto store is lost or unreadable (names the file; nothing replaces it)
+        │   └── MatrixRecoveryError    its crypto state cannot be opened or restored with the recovery key given
         └── MatrixEncryptionError  an event for an encrypted room could not be encrypted (it is not sent at all)
 
 Matrix error responses on the read-only and state helpers (`resolve_room`, `get_room_state`,
@@ -20,6 +21,7 @@ from mindroom.errors import MindroomError
 __all__ = [
     "MatrixConnectionError",
     "MatrixCryptoStoreError",
+    "MatrixDeviceError",
     "MatrixEncryptionError",
     "MatrixError",
     "MatrixLoginError",
@@ -65,7 +67,13 @@ class MatrixLoginError(MatrixError):
         super().__init__(f"bot {bot_name!r} could not log in to Matrix: {detail}")
 
 
-class MatrixCryptoStoreError(MatrixError):
+class MatrixDeviceError(MatrixError):
+    """A bot's device cannot go on (its crypto state is lost, or does not open); `bot_name` names the bot."""
+
+    bot_name: str
+
+
+class MatrixCryptoStoreError(MatrixDeviceError):
     """A bot's crypto store is missing or unreadable while its device has published keys; names the file."""
 
     def __init__(self, bot_name: str, path: str, problem: str) -> None:
@@ -78,7 +86,7 @@ class MatrixCryptoStoreError(MatrixError):
         )
 
 
-class MatrixRecoveryError(MatrixError):
+class MatrixRecoveryError(MatrixDeviceError):
     """A bot's crypto state (in the database) or secret storage cannot be opened with the recovery key given, so
     its device cannot go on or be restored; names the bot, what is wrong and the fix."""
 
