@@ -4,8 +4,13 @@ bot by bot, naming the bot and the fix, never replaced by a new device."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -164,3 +169,38 @@ async def test_crypto_state_one_bot_sealed_with_another_key_is_left_out_and_the_
     await human.wait_for_member(room_id, kept_id)
     question = await human.send(room_id, "who is still here?", mentions=[kept_id])
     assert (await human.wait_for(thread_replies(question, kept_id), timeout=30)).get("decrypted") is True
+
+
+async def test_crypto_state_migrate_moves_the_devices_into_the_database(postgres_url: str, e2e: E2E):
+    human = await encrypted_human(e2e)
+    agent, room = e2e.name("helper"), e2e.name("vault")
+    config = agent_config(e2e, human, [agent], room)
+    e2e.model_server.set_default(Echo(prefix="echo: "), model="agent-model")
+    daemon = await _start_in(e2e, config, e2e.storage, {})
+    devices = {name: bot.client.device_id for name, bot in daemon.bots.items()}
+    room_id, agent_id = e2e.room_id(room), e2e.user_id(agent)
+    await e2e.joined(human, room_id)
+    await human.wait_for_member(room_id, agent_id)
+    before = await human.send(room_id, "said on SQLite")
+    await human.wait_for(thread_replies(before, agent_id), timeout=30)
+    await e2e.stop()
+
+    migrated = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "mindroom", "state", "migrate", "--to", postgres_url,
+         "--config", str(e2e.config_dir / "config.yaml")],
+        capture_output=True, text=True, timeout=120, cwd=e2e.config_dir,
+        env={**os.environ, "MINDROOM_STORAGE_PATH": str(e2e.storage)},
+    )  # fmt: skip
+
+    assert migrated.returncode == 0, migrated.stderr
+    assert re.search(rf"^crypto items of {agent}\s+(\d+)\s+\1\s+ok$", migrated.stdout, re.M), migrated.stdout
+    for name in devices:
+        shutil.rmtree(e2e.storage / "crypto" / name)  # from now on only the database holds the devices
+    config["storage"] = {"database_url": postgres_url}
+    daemon = await _start_in(e2e, config, e2e.storage, {})
+    assert {name: bot.client.device_id for name, bot in daemon.bots.items()} == devices
+    earlier = await daemon.bots[agent].client.get_event(room_id, before)
+    assert earlier is not None and earlier.body == "said on SQLite"
+    after = await human.send(room_id, "said on PostgreSQL")
+    assert (await human.wait_for(thread_replies(after, agent_id), timeout=30)).get("decrypted") is True
