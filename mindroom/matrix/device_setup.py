@@ -99,7 +99,6 @@ class DeviceSetup:
         self._transport = transport
         self._account = account
         self._name = account.bot_name
-        self._storage_root = storage_root
         self.directory = crypto_store_dir(storage_root, account.bot_name)
         self._owns_source = vault is None
         self._source: CryptoVault = vault if vault is not None else SqliteCryptoVault(storage_root)

@@ -244,7 +244,7 @@ async def test_encryption_lost_store_refuses_to_start_until_a_new_device_is_allo
     (e2e.storage / "crypto" / "recovery-key").unlink()  # with it, the key backup would restore the store
 
     with capture_logs() as logs:
-        daemon = await e2e.start(config)  # the agent is left out; the router runs
+        daemon = await e2e.start(config, watch=False)  # the agent is left out; the router runs
     assert agent not in daemon.bots and "router" in daemon.bots
     left_out = next(entry for entry in logs if entry["event"] == "agent not started; the other bots run")
     assert left_out["agent"] == agent and str(store) in left_out["error"]
