@@ -22,7 +22,13 @@
     │   ├── MatrixRequestError      the homeserver answered with a Matrix error
     │   │   └── MediaTooLargeError    an attachment is larger than the daemon takes  (matrix.media)
     │   ├── MatrixLoginError        a bot could not log in, register or reuse its credentials
-    │   ├── MatrixCryptoStoreError  a bot's crypto store is lost or unreadable (names the file)
+    │   ├── MatrixDeviceError       a bot's device cannot go on, so the bot is not started (names the bot)
+    │   │   ├── MatrixCryptoStoreError  its crypto store is lost or unreadable (names the file)
+    │   │   └── MatrixRecoveryError     its crypto state does not open with the recovery key given (names the fix)
+    │   ├── KeyProblem              an account's keys need the operator (logged with the fix)  (matrix.account_keys)
+    │   ├── RecoveryKeyError        a recovery key's text is not one (also ValueError)  (matrix.recovery_key)
+    │   ├── SecretStorageError      a stored secret does not open with that key (ValueError)  (matrix.secret_storage)
+    │   ├── SealError               a sealed crypto item does not open (also ValueError)  (matrix.sealing)
     │   └── MatrixEncryptionError   an event for an encrypted room could not be encrypted (so it was not sent)
     ├── StateError                the daemon's state cannot be used  (state.errors)
     │   ├── StateLockedError      another daemon holds the state; names it (host, pid, since when)

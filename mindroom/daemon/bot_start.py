@@ -1,4 +1,4 @@
-"""Starting the bots: one whose crypto store is lost stays down, the others start.
+"""Starting the bots: one whose device cannot go on (its crypto store lost or locked) stays down, the others start.
 
 A bot whose device has published keys but whose crypto store is missing or unreadable is refused by its
 Matrix client (`MatrixCryptoStoreError`): a new device would silently make every message encrypted for
@@ -19,7 +19,7 @@ from typing import Protocol
 
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixCryptoStoreError
+from mindroom.matrix import MatrixCryptoStoreError, MatrixDeviceError, MatrixRecoveryError
 
 __all__ = ["BotDown", "NewDevices", "StartingBot", "start_bots", "tell_admin_room"]
 
@@ -58,22 +58,41 @@ class NewDevices:
 
 @dataclass(frozen=True, slots=True)
 class BotDown:
-    """A bot that did not start because its crypto store is lost, and what the operator can do."""
+    """A bot that did not start because its device cannot go on, and what the operator can do.
+
+    `path` is the lost crypto store, when that is the cause; otherwise the crypto state (in the database,
+    or secret storage) did not open with the recovery key given, and `remedy` says what to do.
+    """
 
     name: str
-    path: str
+    path: str | None
     problem: str
+    remedy: str | None = None
+
+    @classmethod
+    def from_error(cls, name: str, error: MatrixDeviceError) -> BotDown:
+        """What `error` says about bot `name`."""
+        if isinstance(error, MatrixCryptoStoreError):
+            return cls(name, error.path, error.problem)
+        if isinstance(error, MatrixRecoveryError):
+            return cls(name, None, error.problem, error.fix)
+        return cls(name, None, str(error))
 
     @property
     def fix(self) -> str:
-        """The two ways out, for the log, the admin room and `mindroom doctor`."""
+        """The ways out, for the log, the admin room and `mindroom doctor`."""
+        if self.remedy is not None:
+            return self.remedy
         return (
-            f"restore {self.path} from a backup, or start once with `mindroom run --new-device {self.name}` for a"
-            " new device (it cannot read messages encrypted for the old one)"
+            f"restore {self.path or 'its crypto store'} from a backup, or start once with"
+            f" `mindroom run --new-device {self.name}` for a new device (it cannot read messages encrypted for the"
+            " old one)"
         )
 
     def notice(self) -> str:
         """What the admin room is told (the store's place under the data directory, no absolute path)."""
+        if self.path is None:
+            return f"⚠️ {self.name} is not running: {self.problem}. {self.fix}."
         return (
             f"⚠️ {self.name} is not running: its encryption store (crypto/{self.name}/crypto.db) is missing or"
             f" unreadable, and starting it as a new device would leave messages encrypted for its old device"
@@ -95,7 +114,7 @@ class _Closable(Protocol):
 
 
 async def start_bots(bots: Mapping[str, StartingBot]) -> dict[str, BotDown]:
-    """Start every bot at once; returns those that stay down for a lost crypto store (their clients closed).
+    """Start every bot at once; returns those that stay down for their device (their clients closed).
 
     A lost store of the router, or any other failure, is raised as before: the daemon cannot run.
     """
@@ -103,15 +122,15 @@ async def start_bots(bots: Mapping[str, StartingBot]) -> dict[str, BotDown]:
     results = await asyncio.gather(*(bots[name].start() for name in names), return_exceptions=True)
     down: dict[str, BotDown] = {}
     for name, result in zip(names, results, strict=True):
-        if isinstance(result, MatrixCryptoStoreError) and name != ROUTER_AGENT_NAME:
-            down[name] = BotDown(name, result.path, result.problem)
+        if isinstance(result, MatrixDeviceError) and name != ROUTER_AGENT_NAME:
+            down[name] = BotDown.from_error(name, result)
             with contextlib.suppress(Exception):  # the client never finished logging in; closing is tidying up
                 await bots[name].client.close()
             logger.error(
-                "bot not started: its crypto store is lost; the other bots run",
+                "bot not started: its device cannot go on; the other bots run",
                 agent=name,
-                path=result.path,
-                problem=result.problem,
+                path=down[name].path,
+                problem=down[name].problem,
                 fix=down[name].fix,
             )
     for name, result in zip(names, results, strict=True):

@@ -35,10 +35,12 @@ from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient
+from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.attachments import AttachmentStore
 from mindroom.state.backend import StateBackend, StateStores
+from mindroom.state.crypto import CryptoVault
 from mindroom.state.tokens import SyncTokens
 from mindroom.tool_system.isolation import shared_pool
 from mindroom.tool_system.runtime_context import set_registry_provider
@@ -102,6 +104,8 @@ class Orchestrator:
         self.state = state
         self._owns_state = state is None
         self._sync_tokens: SyncTokens | None = None
+        self._crypto_vault: CryptoVault | None = None
+        self._recovery_keys = RecoveryKeys.from_environment(environment.values, environment.storage_root)
         self._prepared = prepared
         self._run_since = run_since
 
@@ -210,6 +214,7 @@ class Orchestrator:
             await self.state.acquire()
         stores = await self.state.open_stores()
         self._sync_tokens = stores.sync_tokens
+        self._crypto_vault = stores.crypto
         return stores
 
     async def _expire_approvals(self, stores: TurnStores) -> None:
@@ -237,6 +242,8 @@ class Orchestrator:
             account_prefix=homeserver.account_prefix,
             new_crypto_device=self._new_devices.allows(name),
             sync_tokens=self._sync_tokens,
+            crypto_vault=self._crypto_vault,
+            recovery_keys=self._recovery_keys,
         )
         return EntityBot(
             name,
@@ -352,6 +359,7 @@ class Orchestrator:
     async def _release_state(self) -> None:
         """Stop handing out the state's sync positions; close the state if this orchestrator opened it itself."""
         self._sync_tokens = None
+        self._crypto_vault = None
         if self.state is not None and self._owns_state:
             await self.state.close()
             self.state = None

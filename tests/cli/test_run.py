@@ -9,8 +9,9 @@ from types import SimpleNamespace
 from typer.testing import CliRunner
 
 from mindroom.cli import app
-from mindroom.cli.run import ready_lines
+from mindroom.cli.run import ready_lines, recovery_key_lines
 from mindroom.homeserver.embedded import HumanAccount
+from mindroom.matrix.recovery_key import RecoveryKeys
 
 runner = CliRunner()
 
@@ -73,3 +74,15 @@ def test_run_offers_new_device_per_bot_and_repeatable():
 
     assert result.exit_code == 0
     assert "--new-device" in result.output and "BOT" in result.output and "repeatable" in result.output
+
+
+def test_recovery_key_lines_show_a_new_key_once_and_a_given_one_never(tmp_path):
+    made = RecoveryKeys(tmp_path).load_or_create()
+
+    first = recovery_key_lines(tmp_path)
+    later = recovery_key_lines(tmp_path)
+
+    assert made.text in first[0] and "shown once" in first[0] and str(tmp_path / "crypto" / "recovery-key") in first[0]
+    assert "MINDROOM_RECOVERY_KEY_FILE" in first[1]
+    assert later == []
+    assert recovery_key_lines(tmp_path / "elsewhere") == []

@@ -82,6 +82,7 @@ async def test_lost_crypto_store_keeps_that_bot_down_and_the_others_running(e2e:
     other_id = e2e.user_id(other)
     await e2e.stop()
     store.unlink()
+    (e2e.storage / "crypto" / "recovery-key").unlink()  # with it, the key backup would restore the store
 
     await e2e.start(config)  # the daemon runs: before, the lost store of one agent stopped it whole
     daemon = e2e.daemon
@@ -131,6 +132,7 @@ async def test_lost_crypto_store_of_the_router_still_stops_the_daemon(e2e: E2E):
     store = e2e.daemon.bots["router"].client.crypto_store_path
     await e2e.stop()
     store.unlink()
+    (e2e.storage / "crypto" / "recovery-key").unlink()  # with it, the key backup would restore the store
 
     with pytest.raises(MatrixCryptoStoreError, match=str(store)):
         await e2e.start(config)

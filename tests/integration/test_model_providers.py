@@ -162,8 +162,8 @@ async def test_final_failure_is_a_short_answer_and_message_cancelled_fires(e2e: 
     (cancelled,) = logged(log, "message:cancelled")
     assert "too long" in cancelled["reason"]
     assert logged(log, "message:after_response") == []
-    assert e2e.daemon is not None and e2e.daemon.runtime is not None
-    journal = e2e.daemon.runtime.journal
+    assert e2e.daemon is not None and e2e.daemon.running is not None
+    journal = e2e.daemon.running.stores.journal
     for _ in range(50):  # the turn is marked complete once its answer (the warning) is out
         if journal.seen(agent, event_id) and not journal.pending(agent):
             break

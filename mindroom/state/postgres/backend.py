@@ -18,6 +18,7 @@ from mindroom.state.holder import LockHolder
 from mindroom.state.postgres.answers import PostgresAnswerLog
 from mindroom.state.postgres.approvals import PostgresApprovalStore
 from mindroom.state.postgres.connection import DEFAULT_LEASE_S, StateConnection
+from mindroom.state.postgres.crypto import PostgresCryptoVault
 from mindroom.state.postgres.journal import PostgresTurnJournal
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
 from mindroom.state.postgres.rooms import PostgresRoomMemory
@@ -132,6 +133,7 @@ class PostgresState(StateBackend):
             snapshots=PostgresSnapshots(connection),
             sync_tokens=tokens,
             session_url=self.url,
+            crypto=PostgresCryptoVault(connection, self.location),
         )
 
     async def wait_lost(self) -> str:

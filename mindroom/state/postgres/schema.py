@@ -92,6 +92,13 @@ _DDL = (
         bot TEXT PRIMARY KEY,
         token TEXT NOT NULL,
         saved_at DOUBLE PRECISION NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS mindroom.crypto_items (
+        bot TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value BYTEA NOT NULL,
+        saved_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (bot, kind, key))""",
     """CREATE TABLE IF NOT EXISTS mindroom.snapshots (
         name TEXT PRIMARY KEY,
         body TEXT NOT NULL,
