@@ -8,8 +8,8 @@ turns. Claiming an accepted message (and dropping one already handled) is the tu
 (`mindroom.bots.lifecycle.claimed_turn`).
 
 Answers to a pending approval card (a reply, or a reaction) are the one exception to "older than this
-run": a person may answer while the daemon is down. A reply to a pending card is consumed here (it
-denies the call); it never becomes a turn.
+run": a person may answer while the daemon is down. A reply to a pending card, in the card's room, from a
+person authorized there, is consumed here (it denies the call); it never becomes a turn.
 """
 
 from __future__ import annotations
@@ -301,14 +301,16 @@ class Ingress:
         return InboundMessage(envelope, False, 0, False, None, replaces=answer)
 
     def _replied_card(self, event: MatrixEvent) -> ApprovalRecord | None:
-        """The pending approval card this message replies to, if it is a reply (not a thread's fallback) to one."""
+        """The pending approval card this message replies to, if it is a reply (not a thread's fallback) to one
+        in the same room: a card is answered only where it was asked."""
         desk = self.stores.approvals
         target = event.reply_to
         if desk is None or target is None or event.relation.get("is_falling_back") is True:
             return None
         if event.relation_type == "m.replace":
             return None
-        return desk.pending_card(target)
+        card = desk.pending_card(target)
+        return card if card is not None and card.room_id == event.room_id else None
 
     def _approval_reply(self, entity: Entity, event: MatrixEvent, card: ApprovalRecord) -> IngressDrop:
         """A person replied to a pending card: that denies the call (the card's agent records it, once)."""
@@ -338,7 +340,8 @@ class Ingress:
         """True for a reaction to a pending approval card (given while the daemon was down, it still counts)."""
         desk = self.stores.approvals
         target = event.related_event_id
-        return desk is not None and target is not None and desk.pending_card(target) is not None
+        card = desk.pending_card(target) if desk is not None and target is not None else None
+        return card is not None and card.room_id == event.room_id
 
     def reaction(self, entity: Entity, live: LiveState, event: MatrixEvent) -> InboundReaction | IngressDrop:
         """Accept one reaction for `entity`, or say why not (which entity acts on it is the caller's decision)."""
