@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mindroom.bots.authorization import room_keys_for
+from mindroom.bots.authorization import is_authorized, room_keys_for
 from mindroom.bots.runtime import Entity
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME
@@ -102,6 +102,16 @@ class Directory:
             for name, agent in config.agents.items()
             if name in entities
             and (any(room in keys for room in agent.rooms) or room_id in entities[name].joined_rooms)
+        )
+
+    def may_reach(self, config: Config, user_id: str, room_id: str) -> bool:
+        """True if `user_id` may reach the daemon's bots in `room_id` (the `authorization:` rules)."""
+        return is_authorized(
+            config,
+            user_id,
+            self.room_keys(room_id),
+            bot_user_ids=self._user_ids.values(),
+            managed=self.is_managed(room_id),
         )
 
     def router_in_room(self, room_id: str) -> bool:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.authorization import is_authorized
 from mindroom.bots.capabilities import RunClock, TurnStores
 from mindroom.bots.directory import Directory
 from mindroom.bots.limits import SlidingWindow
@@ -222,14 +221,7 @@ class Ingress:
     bot_turns: SlidingWindow
 
     def _authorized(self, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
-        directory = self.directory
-        return is_authorized(
-            live.config,
-            user_id,
-            directory.room_keys(event.room_id),
-            bot_user_ids=directory.bot_user_ids.values(),
-            managed=directory.is_managed(event.room_id),
-        )
+        return self.directory.may_reach(live.config, user_id, event.room_id)
 
     def _older(self, event: MatrixEvent) -> bool:
         return older_than_run(event.origin_server_ts, self.clock.started_at_ms)

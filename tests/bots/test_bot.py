@@ -75,3 +75,15 @@ async def test_bot_leaving_an_invited_room_forgets_it(make_bench):
 
     assert DM not in bench.bots["helper"].joined_rooms
     assert kept_rooms(bench, "helper") == []
+
+
+async def test_bot_sync_asks_keys_and_answers_unreadable_events_only_for_people_who_may_reach_it(make_bench):
+    bench = await make_bench(HELPER)
+
+    for name in ("router", "helper"):
+        check = bench.client(name).sender_check
+        assert check is not None
+        assert check(LOBBY, BOB) and check(LOBBY, ALICE)
+        assert not check(LOBBY, MALLORY)
+        assert not check("!elsewhere:localhost", BOB)
+        assert check(LOBBY, bench.user_id("router"))
