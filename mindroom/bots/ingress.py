@@ -220,8 +220,8 @@ class Ingress:
     clock: RunClock
     bot_turns: SlidingWindow
 
-    def _authorized(self, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
-        return self.directory.may_reach(live.config, user_id, event.room_id)
+    def _authorized(self, entity: Entity, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
+        return self.directory.may_reach(live.config, user_id, event.room_id, entity.name)
 
     def _older(self, event: MatrixEvent) -> bool:
         return older_than_run(event.origin_server_ts, self.clock.started_at_ms)
@@ -237,7 +237,7 @@ class Ingress:
         directory = self.directory
         card = self._replied_card(event)
         from_person = event.sender not in directory.bot_user_ids.values()
-        if card is not None and from_person and self._authorized(live, event, event.sender):
+        if card is not None and from_person and self._authorized(entity, live, event, event.sender):
             return self._approval_reply(entity, event, card)
         if not replay and self._older(event):
             return _drop(entity, event, "older than this run")
@@ -317,7 +317,7 @@ class Ingress:
     ) -> InboundMessage | IngressDrop:
         """Authorize the requester and limit bot chatter (both before the claim: nothing is stored of a message
         that will not be answered)."""
-        if not self._authorized(live, event, accepted.envelope.requester_id):
+        if not self._authorized(entity, live, event, accepted.envelope.requester_id):
             # Every entity in the room sees the message; one of them says so.
             responsible = entity.is_router or not self.directory.router_in_room(event.room_id)
             return _drop(entity, event, "unauthorized sender", notable=responsible)
@@ -345,6 +345,6 @@ class Ingress:
         key = event.reaction_key
         if not target_event_id or not key:
             return _drop(entity, event, "no target or key")
-        if not self._authorized(live, event, event.sender):
+        if not self._authorized(entity, live, event, event.sender):
             return _drop(entity, event, "unauthorized sender")
         return InboundReaction(event, key, target_event_id)
