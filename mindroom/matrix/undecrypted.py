@@ -7,9 +7,10 @@ callback.
 
 Anyone in a room can send `m.room.encrypted` events with a made-up session and ciphertext, so all of that is
 only for senders the daemon would answer there (the `SenderCheck` the bot gives its sync): a stranger's
-unreadable event is dropped, with no key request sent to her device and no notice. Even for them, a sender
-gets at most one notice per room every `NOTICE_INTERVAL_S` (whatever sessions she makes up), at most
-`MAX_PARKED_PER_SENDER` of her events wait for keys, and no notice goes into a room that is not encrypted.
+unreadable event is dropped, with no key request sent to her device and no notice. Even an authorized
+sender gets at most one notice per room every `NOTICE_INTERVAL_S` (whatever sessions her events name), at
+most `MAX_PARKED_PER_SENDER` of her events wait for keys, and no notice goes into a room that is not
+encrypted.
 """
 
 from __future__ import annotations
