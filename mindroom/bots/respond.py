@@ -22,6 +22,7 @@ from mindroom.bots.answer_events import (
 )
 from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.capabilities import TurnStores
+from mindroom.bots.edits import EditWatch
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.lifecycle import OpenAnswer, open_answer
 from mindroom.bots.reply import ReplyChannel, typing_notice
@@ -67,6 +68,8 @@ class Turn:
     replaces: AnswerRecord | None = None
     """For an edited question: the earlier answer, edited in place instead of a new one sent."""
     image_ids: tuple[str, ...] = ()
+    edit: EditWatch | None = None
+    """For an edited question: whether a newer edit of it came (this one then gives way to it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,7 @@ class _Turn:
     image_ids: tuple[str, ...]
     stores: TurnStores
     paths: RuntimePaths
+    edit: EditWatch | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +138,7 @@ class Responder:
             given.image_ids,
             self.stores,
             self.paths,
+            given.edit,
         )
         if given.replaces is not None:
             # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
@@ -144,6 +149,9 @@ class Responder:
                 entity.turn_slot(envelope.room_id, envelope.resolved_thread_id or envelope.room_id),
                 contextlib.AsyncExitStack() as after_reply,
             ):
+                if given.edit is not None and not await given.edit.settled():  # a newer edit answers instead
+                    logger.info("edit superseded by a newer one", event_id=envelope.source_event_id)
+                    return
                 await _answer(turn, after_reply)
         except QueueFullError:
             logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
@@ -168,6 +176,8 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
             generated = await _generate(turn, items, system, after_reply, answer)
         if isinstance(generated, _Ended):
             outcome: ResponseResult | _Ended = generated
+        elif turn.edit is not None and turn.edit.superseded():  # the newer edit answers in place instead
+            outcome = _Ended("superseded", generated.stream_event_id)
         else:
             outcome = await _final(turn, generated)
             stopped = generated.cancelled
@@ -303,20 +313,11 @@ async def _generate(
 
 def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
     """How this turn's tool gates ask a person: on a card the agent posts in the conversation."""
-    desk = turn.stores.approvals
+    desk, entity = turn.stores.approvals, turn.entity
     if desk is None:
         return None
-    envelope = turn.envelope
     return desk.requester(
-        ApprovalSeat(
-            agent=turn.entity.name,
-            display_name=display_name,
-            client=turn.entity.client,
-            room_id=envelope.room_id,
-            thread_root=envelope.resolved_thread_id,
-            reply_to=envelope.source_event_id,
-            correlation_id=turn.correlation_id,
-        )
+        ApprovalSeat.answering(entity.name, display_name, entity.client, turn.envelope, turn.correlation_id)
     )
 
 

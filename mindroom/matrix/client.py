@@ -28,7 +28,7 @@ from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.matrix.rooms import RoomMethods
 from mindroom.matrix.sync import EventHandler, InviteHandler, SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path, send_room_event
-from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
+from mindroom.matrix.undecrypted import SenderCheck, SyncDecryption, is_encrypted
 from mindroom.state.crypto import CryptoVault
 from mindroom.state.tokens import SyncTokens
 
@@ -286,12 +286,20 @@ class MatrixBotClient(RoomMethods, MediaMethods):
 
     # -- sync ----------------------------------------------------------------------------------------
 
-    async def run_sync(self, handler: EventHandler, *, on_invite: InviteHandler, settle_s: float = 0.0) -> None:
+    async def run_sync(
+        self,
+        handler: EventHandler,
+        *,
+        on_invite: InviteHandler,
+        settle_s: float = 0.0,
+        authorized: SenderCheck | None = None,
+    ) -> None:
         """Sync until cancelled: deliver new timeline events to `handler`, answer invites with `on_invite`.
 
         The first run without a stored token skips the backlog. The token is stored after a batch was
         handled, so a batch cut short by cancellation or a crash is delivered again on the next run.
         With `settle_s`, the next long-poll after a batch that brought room events starts that much later.
+        Only senders `authorized` in a room get key requests and notices for the events the bot cannot read.
         """
         if self._syncing:
             msg = f"bot {self._bot!r} is already syncing"
@@ -307,7 +315,7 @@ class MatrixBotClient(RoomMethods, MediaMethods):
                 join=self.join,
                 leave=self.leave,
                 first_sync=self._first_sync,
-                decryption=SyncDecryption(self._crypto, self._bot, self._notices.answer),
+                decryption=SyncDecryption(self._crypto, self._bot, self._notices.answer, authorized=authorized),
                 settle_s=settle_s,
             )
             await loop.run(handler, on_invite)

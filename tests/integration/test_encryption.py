@@ -226,6 +226,58 @@ async def test_encryption_unreadable_messages_get_one_notice_and_are_answered_wh
     assert any("nor this" in text for text in asked)
 
 
+def _made_up_encrypted_content(device_id: str) -> dict[str, Any]:
+    """An `m.room.encrypted` content with a random session and ciphertext: nobody holds a key to it."""
+    return {
+        "algorithm": "m.megolm.v1.aes-sha2",
+        "sender_key": secrets.token_urlsafe(32),
+        "ciphertext": secrets.token_urlsafe(96),
+        "session_id": secrets.token_urlsafe(32),
+        "device_id": device_id,
+    }
+
+
+async def test_encryption_made_up_encrypted_events_of_a_stranger_get_no_notice_and_no_key_request(e2e: E2E):
+    human = await _encrypted_human(e2e)
+    stranger = await _encrypted_human(e2e, "mallory")
+    agent, vault, plain = e2e.name("helper"), e2e.name("vault"), e2e.name("plain")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {**_agent(agent, vault), "rooms": [vault, plain]}},
+        rooms={vault: {"name": "Vault", "encrypted": True}, plain: {"name": "Plain"}},
+        room_defaults={"invite_users": [human.user_id, stranger.user_id]},
+    )
+    await e2e.start(config)
+    vault_id, plain_id = e2e.room_id(vault), e2e.room_id(plain)
+    for person in (human, stranger):
+        for room_id in (vault_id, plain_id):
+            await e2e.joined(person, room_id)
+
+    with capture_logs() as logs:
+        fakes = [
+            await stranger.send_raw(room_id, "m.room.encrypted", _made_up_encrypted_content(stranger.device_id))
+            for room_id in (vault_id, plain_id)
+            for _ in range(6)
+        ]
+        in_plain = await human.send_raw(plain_id, "m.room.encrypted", _made_up_encrypted_content(human.device_id))
+        withheld = await human.send_withheld(vault_id, "you cannot read this", WithheldSession())
+        notice = await human.wait_for(lambda e: _body(e) == UNDECRYPTABLE_NOTICE, timeout=30)
+        await asyncio.sleep(2.0)  # every made-up event is overdue by now
+
+    assert notice["room_id"] == vault_id
+    assert notice["content"]["m.relates_to"]["event_id"] == withheld
+    notices = human.matching(lambda e: _body(e) == UNDECRYPTABLE_NOTICE)
+    assert [n["event_id"] for n in notices] == [notice["event_id"]]
+    assert stranger.matching(lambda e: _body(e) == UNDECRYPTABLE_NOTICE) == [notice]  # she sees it, nothing more
+    parked = {entry["event_id"] for entry in logs if entry["event"] == "encrypted event not readable yet"}
+    assert parked == {in_plain, withheld}  # keys are asked for the human's events only
+    dropped = {
+        entry["event_id"] for entry in logs if entry["event"] == "unreadable event of an unauthorized sender dropped"
+    }
+    assert dropped == set(fakes)
+    assert any(entry["event"] == "unreadable event in a plain room not answered" for entry in logs)
+
+
 async def test_encryption_terminal_chat_talks_in_an_encrypted_room(e2e: E2E):
     human = await _encrypted_human(e2e)
     agent = e2e.name("helper")
