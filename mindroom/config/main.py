@@ -6,9 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from mindroom.config.plugin import PluginEntryConfig
+from mindroom.config.tool_entries import ToolEntry, parse_tool_entries
 from mindroom.constants import ROUTER_AGENT_NAME
 
 __all__ = [
@@ -81,6 +83,26 @@ class AgentConfig(_Strict):
     password: str | None = None
     thread_mode: ThreadMode | None = None
     accept_invites: InvitePolicy = "authorized"
+    _tool_entries: tuple[ToolEntry, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _tool_settings(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> AgentConfig:
+        # `tools` holds the names (what most code needs); the MindRoom-shaped entries with settings sit beside.
+        entries: tuple[ToolEntry, ...] | None = None
+        if isinstance(data, dict) and "tools" in data:
+            entries = parse_tool_entries(data["tools"])
+            data = {**data, "tools": [entry.name for entry in entries]}
+        agent: AgentConfig = handler(data)
+        if entries is not None:
+            agent._tool_entries = entries
+        elif not agent._tool_entries:
+            agent._tool_entries = tuple(ToolEntry(name) for name in agent.tools)
+        return agent
+
+    def tool_entries(self) -> tuple[ToolEntry, ...]:
+        """This agent's `tools:` entries with their settings, in list order."""
+        return self._tool_entries or tuple(ToolEntry(name) for name in self.tools)
 
     @field_validator("instructions", mode="before")
     @classmethod

@@ -6,7 +6,9 @@ Naming and per-agent filtering (an agent's `tools:` list):
 - a plugin's name gives every tool of that plugin;
 - a tool's own name (`read_file`, a plugin function's name) gives just that tool;
 - a toolkit a plugin registered with `register_tool_with_metadata` gives its functions under the
-  registered name (`thread_goal`); one registered under its plugin's own name joins the plugin's tools.
+  registered name (`thread_goal`); one registered under its plugin's own name joins the plugin's tools;
+- one of MindRoom's catalogue names for an agno toolkit (`duckduckgo`, `tavily`: `toolkit_table.py`) gives
+  that toolkit's functions, built with the agent's settings when its tools are first built.
 
 An agent gets exactly the tools its list names, in list order, nothing else. Tool names are the names the
 model calls; they are unique across the built-ins and every plugin, and a tool may not be named like a
@@ -35,6 +37,7 @@ from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
 from mindroom.tool_system.registration import ToolRegistration, get_tool_registration, managed_init_kwargs
 from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools
 from mindroom.tool_system.spec import RESERVED_PARAMETERS, AgentToolEnvironment, ToolSpec
+from mindroom.tool_system.toolkits import named_toolkits, toolkit_build
 
 if TYPE_CHECKING:
     from mindroom.config.main import Config
@@ -67,12 +70,17 @@ class ToolCatalogError(MindroomError):
 
 @dataclass(frozen=True, slots=True)
 class ToolProvider:
-    """A named set of tools: a built-in group, or a plugin's tools."""
+    """A named set of tools: a built-in group, or a plugin's tools.
+
+    A `dynamic` provider's tool names are known only once it is built (an agno toolkit, an MCP server):
+    an agent naming it gets whatever its build returns.
+    """
 
     name: str
     kind: str
     tool_names: tuple[str, ...]
     build: Callable[[AgentToolEnvironment], tuple[ToolSpec, ...]]
+    dynamic: bool = False
 
     @property
     def label(self) -> str:
@@ -217,18 +225,33 @@ class ToolCatalog:
         return tuple(chosen)
 
     def tools_for(self, wanted: Iterable[str], env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
-        """The tools an agent with this `tools:` list gets, built for its environment."""
-        names = self.selection(wanted)
-        built: dict[str, ToolSpec] = {}
-        for provider_name in dict.fromkeys(self.owners[name] for name in names):
-            built.update(
-                (spec.name, dataclasses.replace(spec, toolkit=provider_name))
-                for spec in self.providers[provider_name].build(env)
-            )
-        specs = tuple(built[name] for name in names if name in built)
-        if any(spec.isolated for spec in specs):
+        """The tools an agent with this `tools:` list gets, built for its environment, in list order."""
+        built: dict[str, dict[str, ToolSpec]] = {}
+
+        def of(owner: str) -> dict[str, ToolSpec]:
+            if owner not in built:
+                specs = self.providers[owner].build(env)
+                built[owner] = {spec.name: dataclasses.replace(spec, toolkit=owner) for spec in specs}
+            return built[owner]
+
+        chosen: dict[str, ToolSpec] = {}
+        for name in wanted:
+            provider = self.providers.get(name)
+            if provider is not None:
+                owned = of(name)
+                names: Iterable[str] = tuple(owned) if provider.dynamic else provider.tool_names
+            elif name in self.owners:
+                owned, names = of(self.owners[name]), (name,)
+            else:
+                continue
+            for tool_name in names:
+                spec = owned.get(tool_name)
+                if spec is not None and chosen.setdefault(tool_name, spec) is not spec:
+                    logger.warning("two tools of an agent share a name", tool=tool_name, agent=env.agent_name)
+        result = tuple(chosen.values())
+        if any(spec.isolated for spec in result):
             shared_pool().warm()  # the worker starts now, so the agent's first isolated call does not wait for it
-        return specs
+        return result
 
 
 def _parameter_names(spec: ToolSpec) -> set[str]:
@@ -288,6 +311,18 @@ def _plugin_provider(plugin: Plugin, adapt: ForeignToolAdapter | None, problems:
     return ToolProvider(plugin.name, "plugin", tuple(dict.fromkeys(s.name for s in specs)), lambda _env: specs)
 
 
+def _toolkit_providers(
+    config: Config, env: Mapping[str, str], adapt: ForeignToolAdapter | None, taken: set[str], problems: list[str]
+) -> list[ToolProvider]:
+    """A provider for each agno toolkit an agent names (unless a plugin or group owns the name)."""
+    named, found = named_toolkits(config, env, taken)
+    problems.extend(found)
+    return [
+        ToolProvider(name, "agno toolkit", (), toolkit_build(toolkit, config, env, adapt), dynamic=True)
+        for name, toolkit in named.items()
+    ]
+
+
 def _catalog(providers: Sequence[ToolProvider], problems: list[str]) -> tuple[dict[str, ToolProvider], dict[str, str]]:
     by_name: dict[str, ToolProvider] = {}
     owners: dict[str, str] = {}
@@ -330,6 +365,9 @@ def build_tool_catalog(
     shared = {"runtime_paths": runtime_paths, "runtime_config": config}
     for plugin in plugins:
         providers.extend(_plugin_providers(plugin, adapt, problems, shared))
+    env = runtime_paths.env_values if runtime_paths is not None else {}
+    taken = {provider.name for provider in providers}
+    providers.extend(_toolkit_providers(config, env, adapt, taken, problems))
     by_name, owners = _catalog(providers, problems)
     catalog = ToolCatalog(by_name, owners)
     missing = [
