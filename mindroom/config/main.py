@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from mindroom.config.approval import ToolApprovalConfig
+from mindroom.config.mcp import MCPSandboxConfig, MCPServerConfig
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.config.tool_entries import ToolEntry, parse_tool_entries
 from mindroom.constants import ROUTER_AGENT_NAME
@@ -215,6 +217,9 @@ class ToolsConfig(_Strict):
 
     shell: ShellToolConfig = Field(default_factory=ShellToolConfig)
     file: FileToolConfig = Field(default_factory=FileToolConfig)
+    mcp: MCPSandboxConfig = Field(default_factory=MCPSandboxConfig)
+    max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    """The largest file or image a tool may send with an answer (larger ones are left out, and the model told)."""
 
 
 class StorageConfig(_Strict):
@@ -248,6 +253,24 @@ class Config(_Strict):
     admin_room: str | None = None
     timezone: str = "UTC"
     voice: VoiceConfig = Field(default_factory=VoiceConfig)
+    mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
+    tool_approval: ToolApprovalConfig = Field(default_factory=ToolApprovalConfig)
+
+    @field_validator("mcp_servers", "tool_approval", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_ids(cls, servers: dict[str, MCPServerConfig]) -> dict[str, MCPServerConfig]:
+        import re
+
+        bad = [server_id for server_id in servers if not re.match(r"^[A-Za-z0-9_]+$", server_id)]
+        if bad:
+            msg = f"MCP server ids must be letters, digits and underscores, not {bad}"
+            raise ValueError(msg)
+        return servers
 
     @field_validator("agents")
     @classmethod

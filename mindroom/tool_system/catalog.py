@@ -34,10 +34,12 @@ from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_to
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
 from mindroom.tool_system.isolation import function_reference, isolation_limits, shared_pool
 from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
+from mindroom.tool_system.mcp_servers import MCPServerPool, mcp_providers
+from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.registration import ToolRegistration, get_tool_registration, managed_init_kwargs
 from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools
 from mindroom.tool_system.spec import RESERVED_PARAMETERS, AgentToolEnvironment, ToolSpec
-from mindroom.tool_system.toolkits import named_toolkits, toolkit_build
+from mindroom.tool_system.toolkits import toolkit_providers
 
 if TYPE_CHECKING:
     from mindroom.config.main import Config
@@ -66,26 +68,6 @@ class ToolCatalogError(MindroomError):
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
         super().__init__("tool catalogue problems:\n" + "\n".join(f"  {problem}" for problem in self.problems))
-
-
-@dataclass(frozen=True, slots=True)
-class ToolProvider:
-    """A named set of tools: a built-in group, or a plugin's tools.
-
-    A `dynamic` provider's tool names are known only once it is built (an agno toolkit, an MCP server):
-    an agent naming it gets whatever its build returns.
-    """
-
-    name: str
-    kind: str
-    tool_names: tuple[str, ...]
-    build: Callable[[AgentToolEnvironment], tuple[ToolSpec, ...]]
-    dynamic: bool = False
-
-    @property
-    def label(self) -> str:
-        """How errors name this provider, e.g. `plugin 'weather'`."""
-        return f"{self.kind} {self.name!r}"
 
 
 BUILTIN_PROVIDERS: tuple[ToolProvider, ...] = (
@@ -196,10 +178,19 @@ def _toolkit_provider(
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ToolCatalog:
-    """Every tool provider by name, and the owner of every tool name."""
+    """Every tool provider by name, and the owner of every tool name.
+
+    `revision()` changes when a dynamic provider's tools may have (an MCP server listed new ones):
+    tools built from the catalogue before are stale then.
+    """
 
     providers: Mapping[str, ToolProvider]
     owners: Mapping[str, str]
+    mcp: MCPServerPool | None = None
+
+    def revision(self) -> int:
+        """A number that changes whenever the MCP servers' tool lists do."""
+        return self.mcp.revision if self.mcp is not None else 0
 
     @classmethod
     def builtin(cls) -> ToolCatalog:
@@ -311,18 +302,6 @@ def _plugin_provider(plugin: Plugin, adapt: ForeignToolAdapter | None, problems:
     return ToolProvider(plugin.name, "plugin", tuple(dict.fromkeys(s.name for s in specs)), lambda _env: specs)
 
 
-def _toolkit_providers(
-    config: Config, env: Mapping[str, str], adapt: ForeignToolAdapter | None, taken: set[str], problems: list[str]
-) -> list[ToolProvider]:
-    """A provider for each agno toolkit an agent names (unless a plugin or group owns the name)."""
-    named, found = named_toolkits(config, env, taken)
-    problems.extend(found)
-    return [
-        ToolProvider(name, "agno toolkit", (), toolkit_build(toolkit, config, env, adapt), dynamic=True)
-        for name, toolkit in named.items()
-    ]
-
-
 def _catalog(providers: Sequence[ToolProvider], problems: list[str]) -> tuple[dict[str, ToolProvider], dict[str, str]]:
     by_name: dict[str, ToolProvider] = {}
     owners: dict[str, str] = {}
@@ -353,12 +332,15 @@ def build_tool_catalog(
     adapt: ForeignToolAdapter | None = None,
     strict: bool = True,
     runtime_paths: RuntimePaths | None = None,
+    mcp: MCPServerPool | None = None,
 ) -> ToolCatalog:
     """The catalogue of built-in and plugin tools, checked against every agent's `tools:` list.
 
     Clashes are always errors. An agent naming an unknown tool is an error when `strict`, else
     (some plugin failed to load, and the name may be one of its tools) a warning, and the name is skipped.
     `runtime_paths` and `config` are what registered toolkits asking for them get in their constructor.
+    Each enabled server of `config.mcp_servers` is the tool `mcp_<id>`; its tools come from `mcp`, the
+    daemon's running servers (none without it).
     """
     problems: list[str] = []
     providers = list(BUILTIN_PROVIDERS)
@@ -367,9 +349,10 @@ def build_tool_catalog(
         providers.extend(_plugin_providers(plugin, adapt, problems, shared))
     env = runtime_paths.env_values if runtime_paths is not None else {}
     taken = {provider.name for provider in providers}
-    providers.extend(_toolkit_providers(config, env, adapt, taken, problems))
+    providers.extend(toolkit_providers(config, env, adapt, taken, problems))
+    providers.extend(mcp_providers(config, mcp, {provider.name for provider in providers}, problems))
     by_name, owners = _catalog(providers, problems)
-    catalog = ToolCatalog(by_name, owners)
+    catalog = ToolCatalog(by_name, owners, mcp)
     missing = [
         f"agents.{agent_name}.tools: unknown tool {name!r}"
         for agent_name, agent in config.agents.items()

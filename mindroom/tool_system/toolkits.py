@@ -23,6 +23,7 @@ from typing import Any, Literal
 from mindroom.config.environment import secret_value
 from mindroom.config.main import Config
 from mindroom.logging_config import get_logger, register_secret_values
+from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
 from mindroom.tool_system.toolkit_table import AGNO_TOOLKITS, AgnoToolkit
 
@@ -36,6 +37,7 @@ __all__ = [
     "named_toolkits",
     "toolkit_build",
     "toolkit_parameters",
+    "toolkit_providers",
     "toolkit_status",
 ]
 
@@ -263,3 +265,19 @@ def named_toolkits(
             problems.extend(f"{where}: {problem}" for problem in check_toolkit_settings(toolkit, entry.overrides))
             named[entry.name] = toolkit
     return named, problems
+
+
+def toolkit_providers(
+    config: Config,
+    env: Mapping[str, str],
+    adapt: Callable[[Any], Sequence[ToolSpec] | None] | None,
+    taken: Collection[str],
+    problems: list[str],
+) -> list[ToolProvider]:
+    """A catalogue provider for each agno toolkit an agent names (unless a plugin or group owns the name)."""
+    named, found = named_toolkits(config, env, taken)
+    problems.extend(found)
+    return [
+        ToolProvider(name, "agno toolkit", (), toolkit_build(toolkit, config, env, adapt), dynamic=True)
+        for name, toolkit in named.items()
+    ]
