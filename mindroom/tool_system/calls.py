@@ -205,13 +205,14 @@ def _deliver(value: Any, bound: ToolRuntimeContext | None, spec: ToolSpec, agent
     """The model's text for a tool's return value; the files of a `ToolOutput` go to the turn's outbox."""
     if not isinstance(value, ToolOutput):
         return result_text(value)
-    if value.files:
-        if bound is not None:
-            bound.outbox.extend(value.files)
-        else:
-            logger.warning("tool files dropped: no turn to send them with", tool=spec.name, agent=agent_name)
+    if not value.files:
+        return result_text(value.text)
+    if bound is None:
+        logger.warning("tool files dropped: no turn to send them with", tool=spec.name, agent=agent_name)
+        return result_text(value.text)
+    bound.outbox.extend(value.files)
     names = ", ".join(file.name for file in value.files)
-    return result_text(value.text) + (f"\n[attached to your answer: {names}]" if names else "")
+    return result_text(value.text) + f"\n[attached to your answer: {names}]"
 
 
 def _cancelled_from_outside() -> bool:

@@ -340,8 +340,9 @@ def build_tool_catalog(
     (some plugin failed to load, and the name may be one of its tools) a warning, and the name is skipped.
     `runtime_paths` and `config` are what registered toolkits asking for them get in their constructor.
     Each enabled server of `config.mcp_servers` is the tool `mcp_<id>`; its tools come from `mcp`, the
-    daemon's running servers (none without it).
+    running servers (default: the daemon's, `MCPServerPool.shared()`).
     """
+    mcp = mcp if mcp is not None else MCPServerPool.shared()
     problems: list[str] = []
     providers = list(BUILTIN_PROVIDERS)
     shared = {"runtime_paths": runtime_paths, "runtime_config": config}

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mindroom.config.main import Config
 from mindroom.config.mcp import MCPSandboxConfig, MCPServerConfig, check_mcp_agent_overrides, mcp_tool_name
@@ -67,18 +67,31 @@ class _Running:
 
 
 class MCPServerPool:
-    """The running MCP servers of one daemon (owner of their supervisor tasks and processes)."""
+    """The running MCP servers of one daemon (owner of their supervisor tasks and processes).
+
+    `MCPServerPool.shared()` is the daemon's own, which the tool catalogue uses unless given another.
+    """
+
+    _shared: ClassVar[MCPServerPool | None] = None
+
+    @classmethod
+    def shared(cls) -> MCPServerPool:
+        """The process's pool (made on first use; the daemon applies its config and closes it on stop)."""
+        if cls._shared is None:
+            cls._shared = cls()
+        return cls._shared
 
     def __init__(
         self,
-        runtime_paths: RuntimePaths,
+        runtime_paths: RuntimePaths | None = None,
         *,
         retry: RetryPolicy | None = None,
         on_change: Callable[[ServerStatus], None] | None = None,
     ) -> None:
         self._paths = runtime_paths
         self._retry = retry
-        self._on_change = on_change
+        self.on_change = on_change
+        """Told of every change of a server's state (for the admin room)."""
         self._running: dict[str, _Running] = {}
         self._sessions: dict[str, StdioSession] = {}
         self._listed: dict[str, tuple[RemoteTool, ...]] = {}
@@ -93,13 +106,25 @@ class MCPServerPool:
         """Every running server's status, by id."""
         return [running.connection.status() for _, running in sorted(self._running.items())]
 
+    def process_id(self, server_id: str) -> int | None:
+        """The process id of a stdio server's current process (bubblewrap's, when sandboxed), if it runs."""
+        session = self._sessions.get(server_id)
+        if session is None or session.process.returncode is not None:
+            return None
+        return session.process.pid
+
     def stderr_tail(self, server_id: str) -> str:
         """What a stdio server last wrote to stderr (why it failed, often)."""
         session = self._sessions.get(server_id)
         return session.stderr_tail() if session is not None else ""
 
-    async def apply(self, config: Config) -> tuple[str, ...]:
-        """Start, stop and restart servers to match `config`; returns the ids of those started or restarted."""
+    async def apply(self, config: Config, runtime_paths: RuntimePaths | None = None) -> tuple[str, ...]:
+        """Start, stop and restart servers to match `config`; returns the ids of those started or restarted.
+
+        `runtime_paths` (needed once, before a stdio server starts): where servers get their folders.
+        """
+        if runtime_paths is not None:
+            self._paths = runtime_paths
         wanted = {server_id: server for server_id, server in config.mcp_servers.items() if server.enabled}
         changed: list[str] = []
         for server_id, running in list(self._running.items()):
@@ -134,14 +159,17 @@ class MCPServerPool:
         if self._listed.get(connection.server_id) != connection.tools:
             self._listed[connection.server_id] = connection.tools
             self.revision += 1
-        if self._on_change is not None:
-            self._on_change(connection.status())
+        if self.on_change is not None:
+            self.on_change(connection.status())
 
     def _transport(
         self, server_id: str, server: MCPServerConfig, sandbox: MCPSandboxConfig
     ) -> Callable[[AsyncExitStack], Any]:
         stdio = None
         if server.transport == "stdio":
+            if self._paths is None:
+                msg = "the pool needs runtime paths before it starts a stdio server"
+                raise RuntimeError(msg)
             folder = self._paths.storage_root / "mcp" / server_id
             if server.cwd:
                 folder = resolve_config_relative_path(server.cwd, self._paths)
