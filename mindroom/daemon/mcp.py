@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import LiveCell, LiveState
@@ -36,9 +38,17 @@ class MCPLifecycle:
     """Starts, reloads and stops the daemon's MCP servers, and keeps the admin room told."""
 
     def __init__(
-        self, cell: LiveCell, directory: Directory, paths: RuntimePaths, pool: MCPServerPool | None = None
+        self,
+        cell: LiveCell,
+        directory: Directory,
+        paths: RuntimePaths,
+        pool: MCPServerPool | None = None,
+        *,
+        notify: Callable[[str], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
+        """`notify` says a line in the admin room (default: as the router, when the admin room is set up)."""
         self.pool = pool if pool is not None else MCPServerPool.shared()
+        self._notify = notify or self._admin_notice
         self._cell = cell
         self._directory = directory
         self._paths = paths
@@ -81,11 +91,11 @@ class MCPLifecycle:
             self._ready[status.server_id] = False
         else:
             return
-        task = asyncio.get_running_loop().create_task(self._notify(notice_text(status)))
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._notify(notice_text(status)))
         self._notices.add(task)
         task.add_done_callback(self._notices.discard)
 
-    async def _notify(self, text: str) -> None:
+    async def _admin_notice(self, text: str) -> None:
         key = self._cell.live.config.admin_room
         router = self._directory.router
         room_id = self._directory.room_ids.get(key) if key else None

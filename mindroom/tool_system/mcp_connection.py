@@ -116,14 +116,14 @@ class MCPConnection:
 
     async def _attempt(self, ready: asyncio.Event) -> bool:
         """One connection, from start to end (entered and left in this task); True once it was ready."""
+        broken = self._broken = asyncio.Event()  # this connection's own: a late call cannot break the next one
         async with AsyncExitStack() as stack:
             client, exited = await self._transport(stack)
             self._tools = await list_remote_tools(client)
             self._client = client
-            self._broken.clear()
             ready.set()
             try:
-                await _first(self._broken.wait(), exited)
+                await _first(broken.wait(), self._stopping.wait(), exited())
             finally:
                 self._client = None
         return True

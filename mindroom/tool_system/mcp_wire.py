@@ -64,8 +64,12 @@ async def check_remote_url(url: str, allow_private_network: bool) -> None:
 
 
 @asynccontextmanager
-async def stdio_streams(session: StdioSession) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's read and write streams over a started server's stdout and stdin."""
+async def stdio_streams(session: StdioSession, ends: list[Any] | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's read and write streams over a started server's stdout and stdin.
+
+    The sending end of the read stream is appended to `ends`: closing it ends the client's reading at
+    once, where waiting for the server's stdout to close could wait on a server that never closes it.
+    """
     import anyio
     import mcp_types
     from mcp.shared.message import SessionMessage
@@ -76,6 +80,8 @@ async def stdio_streams(session: StdioSession) -> AsyncIterator[tuple[Any, Any]]
     stdout, stdin = process.stdout, process.stdin
     read_in, read_out = anyio.create_memory_object_stream[Any](16)
     write_in, write_out = anyio.create_memory_object_stream[Any](16)
+    if ends is not None:
+        ends.append(read_in)
 
     async def reader() -> None:
         async with read_in:
@@ -113,24 +119,28 @@ async def connect_client(
     *,
     stdio: StdioServerSpec | None,
     on_session: Callable[[StdioSession], None] | None = None,
-) -> tuple[Any, Awaitable[Any]]:
-    """An initialized `mcp.Client` for the server (entered on `stack`), and what completes when it ended."""
+) -> tuple[Any, Callable[[], Awaitable[Any]]]:
+    """An initialized `mcp.Client` for the server (entered on `stack`), and what to await for its end."""
     from mcp import Client
 
-    exited: Awaitable[Any]
+    exited: Callable[[], Awaitable[Any]]
     if config.transport == "stdio":
         assert stdio is not None
         session = await stack.enter_async_context(start_stdio_server(stdio))
         if on_session is not None:
             on_session(session)
-        transport: Any = stdio_streams(session)
-        exited = session.process.wait()
+        ends: list[Any] = []
+        transport: Any = stdio_streams(session, ends)
+        exited = session.process.wait
     else:
         assert config.url is not None
         await check_remote_url(config.url, config.allow_private_network)
         transport = _remote_transport(config)
-        exited = asyncio.get_running_loop().create_future()  # a remote server's end shows as a failed call
+        exited = asyncio.Event().wait  # a remote server's end shows as a failed call
     client = await stack.enter_async_context(Client(transport, client_info=_client_info(), cache=None))
+    if config.transport == "stdio":
+        for end in ends:
+            stack.callback(end.close)  # runs before the client's exit, which waits for its reading to end
     return client, exited
 
 
