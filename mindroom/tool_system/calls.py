@@ -30,6 +30,7 @@ from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.hooks.types import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.approval_rules import rule_gate
 from mindroom.tool_system.environment import bind_tool_environment, collect_tool_environment
 from mindroom.tool_system.isolation import run_isolated
 from mindroom.tool_system.runtime_context import (
@@ -251,6 +252,14 @@ async def call_tool(spec: ToolSpec, agent_name: str, arguments: Mapping[str, Any
             logger.info("tool call declined", tool=spec.name, agent=agent_name, reason=gate.decline_reason)
         else:
             started = time.perf_counter()
+    if not declined:
+        # The operator's approval rules, after the plugins' gates: a call a hook declines asks nobody.
+        refusal = await rule_gate(spec.name, agent_name, asked, bound)
+        if refusal is not None:
+            declined = True
+            value = text = declined_result(spec.name, refusal)
+            logger.info("tool call not approved", tool=spec.name, agent=agent_name, reason=refusal)
+        started = time.perf_counter()
     if not declined:
         try:
             # `tool:environment` comes after the gate: a declined call never asks for an environment.
