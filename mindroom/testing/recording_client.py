@@ -276,6 +276,13 @@ class RecordingClient:
         self.records.append(SentMessage(room_id, event_id, body, content, thread_root, reply_to, txn_id))
         return event_id
 
+    async def send_file(self, room_id: str, data: bytes, name: str, mimetype: str, **where: Any) -> str:
+        """Record a file message (`m.image`, `m.file`) whose file the server keeps; `where`: thread, reply, txn id."""
+        info = {"mimetype": mimetype, "size": len(data)}
+        extra = {"url": self.server.upload(data, name, mimetype), "info": info, "filename": name}
+        kind = "m.image" if mimetype.startswith("image/") else "m.file"
+        return await self.send_message(room_id, name, msgtype=kind, extra_content=extra, **where)
+
     async def edit_message(
         self,
         room_id: str,

@@ -32,6 +32,7 @@ from mindroom.hooks.types import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.approval_rules import rule_gate
 from mindroom.tool_system.environment import bind_tool_environment, collect_tool_environment
+from mindroom.tool_system.files_out import admit_files
 from mindroom.tool_system.isolation import run_isolated
 from mindroom.tool_system.runtime_context import (
     ToolCallRecord,
@@ -211,9 +212,11 @@ def _deliver(value: Any, bound: ToolRuntimeContext | None, spec: ToolSpec, agent
     if bound is None:
         logger.warning("tool files dropped: no turn to send them with", tool=spec.name, agent=agent_name)
         return result_text(value.text)
-    bound.outbox.extend(value.files)
-    names = ", ".join(file.name for file in value.files)
-    return result_text(value.text) + f"\n[attached to your answer: {names}]"
+    before = len(bound.outbox)
+    refused = admit_files(value.files, bound)
+    names = ", ".join(file.name for file in bound.outbox[before:])
+    notes = [f"[attached to your answer: {names}]"] if names else []
+    return "\n".join([result_text(value.text), *notes, *(f"[{note}]" for note in refused)])
 
 
 def _cancelled_from_outside() -> bool:
