@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
@@ -82,5 +83,5 @@ def tools_list(
     styles = {"available": "green", "configured": "green", "not offered": "dim"}
     for row in rows:
         style = styles.get(row.status, "yellow")
-        table.add_row(row.name, row.kind, f"[{style}]{row.status}[/]", ", ".join(row.used_by), row.detail)
+        table.add_row(row.name, row.kind, f"[{style}]{row.status}[/]", ", ".join(row.used_by), escape(row.detail))
     new_console().print(table)

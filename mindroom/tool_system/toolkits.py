@@ -77,9 +77,11 @@ class ToolkitRef:
 
 def _installed(module: str) -> bool:
     try:
-        return importlib.util.find_spec(module) is not None
+        spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         return False
+    # A folder that merely has the module's name (a namespace package, `docker/` beside a config) is not it.
+    return spec is not None and spec.origin not in (None, "namespace")
 
 
 def toolkit_status(toolkit: AgnoToolkit, env: Mapping[str, str]) -> ToolkitStatus:
