@@ -43,7 +43,8 @@ from tests.integration.support import HumanClient  # noqa: E402
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "30"))
 MCP_CALLS = int(os.environ.get("BENCH_MCP_CALLS", "200"))
 TEN_TOOLS = [
-    "calculator", "file", "shell", "matrix", "attachments", "reasoning", "sleep", "file_generation", "hackernews", "pubmed",
+    "calculator", "file", "shell", "matrix", "attachments",
+    "reasoning", "sleep", "file_generation", "hackernews", "pubmed",
 ]  # fmt: skip
 
 
