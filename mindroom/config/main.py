@@ -12,7 +12,7 @@ from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 from mindroom.config.approval import ToolApprovalConfig
 from mindroom.config.mcp import MCPSandboxConfig, MCPServerConfig
 from mindroom.config.plugin import PluginEntryConfig
-from mindroom.config.tool_entries import ToolEntry, parse_tool_entries
+from mindroom.config.tool_entries import ToolEntry, merged_entries, parse_tool_entries
 from mindroom.constants import ROUTER_AGENT_NAME
 
 __all__ = [
@@ -85,6 +85,8 @@ class AgentConfig(_Strict):
     password: str | None = None
     thread_mode: ThreadMode | None = None
     accept_invites: InvitePolicy = "authorized"
+    include_default_tools: bool = True
+    """Whether `defaults.tools` are added to this agent's `tools:`."""
     _tool_entries: tuple[ToolEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -155,6 +157,15 @@ class RoomDefaultsConfig(_Strict):
 
 class DefaultsConfig(_Strict):
     """Defaults for every agent unless the agent overrides them."""
+
+    tools: list[Any] = Field(default_factory=list)
+    """Tool entries every agent gets (unless `include_default_tools: false`), in MindRoom's shapes."""
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_entries(cls, value: list[Any]) -> list[Any]:
+        parse_tool_entries(value, "defaults.tools")
+        return value
 
     enable_streaming: bool = True
     markdown: bool = True
@@ -285,6 +296,22 @@ class Config(_Strict):
                 msg = f"agent name {name!r} is reserved for the router"
                 raise ValueError(msg)
         return agents
+
+    @model_validator(mode="after")
+    def _default_tools(self) -> Config:
+        # Each agent's `tools` become its own entries plus the defaults', so every reader sees one list.
+        defaults = parse_tool_entries(self.defaults.tools, "defaults.tools")
+        if not defaults:
+            return self
+        agents = dict(self.agents)
+        for name, agent in agents.items():
+            if agent.include_default_tools:
+                entries = merged_entries(agent.tool_entries(), defaults)
+                merged = agent.model_copy(update={"tools": [entry.name for entry in entries]})
+                merged._tool_entries = entries
+                agents[name] = merged
+        object.__setattr__(self, "agents", agents)  # still validating: the frozen model is not handed out yet
+        return self
 
     @model_validator(mode="after")
     def _models_exist(self) -> Config:

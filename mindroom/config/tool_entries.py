@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["CONTROL_KEYS", "ToolEntry", "parse_tool_entries"]
+__all__ = ["CONTROL_KEYS", "INHERIT", "ToolEntry", "merged_entries", "parse_tool_entries"]
 
 CONTROL_KEYS = frozenset({"defer", "initial"})
+INHERIT = "__MINDROOM_INHERIT__"
+"""As an agent's setting: drop that one setting inherited from `defaults.tools`."""
 _EXPLICIT_KEYS = frozenset({"name", "overrides", "defer", "initial"})
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -103,3 +105,19 @@ def parse_tool_entries(raw: Any, where: str = "tools") -> tuple[ToolEntry, ...]:
             raise ValueError(msg)
         seen.add(entry.name)
     return entries
+
+
+def merged_entries(own: tuple[ToolEntry, ...], defaults: tuple[ToolEntry, ...]) -> tuple[ToolEntry, ...]:
+    """An agent's entries with `defaults.tools` added: a default the agent also lists gives its settings
+    first, the agent's win field by field (`__MINDROOM_INHERIT__` drops an inherited one)."""
+    inherited = {entry.name: entry for entry in defaults}
+    merged: list[ToolEntry] = []
+    for entry in own:
+        base = inherited.pop(entry.name, None)
+        if base is None:
+            merged.append(entry)
+            continue
+        settings = {**base.overrides, **entry.overrides}
+        settings = {key: value for key, value in settings.items() if value != INHERIT}
+        merged.append(ToolEntry(entry.name, MappingProxyType(settings), entry.defer or base.defer, entry.initial))
+    return (*merged, *inherited.values())

@@ -131,3 +131,29 @@ def test_tool_approval_first_matching_rule_wins_and_rules_have_one_decider():
         ToolApprovalConfig.model_validate({"timeout_days": True})
     with pytest.raises(ValueError, match="at most"):
         ToolApprovalConfig.model_validate({"timeout_days": 40000})
+
+
+def test_defaults_tools_join_each_agent_with_the_agents_settings_winning():
+    config = Config.model_validate(
+        {
+            "defaults": {"tools": ["reasoning", {"sleep": {"enable_sleep": True, "all": False}}]},
+            "agents": {
+                "a": {
+                    "display_name": "A",
+                    "tools": ["shell", {"sleep": {"all": True, "enable_sleep": "__MINDROOM_INHERIT__"}}],
+                },
+                "b": {"display_name": "B", "tools": ["shell"], "include_default_tools": False},
+            },
+        }
+    )
+
+    a = config.agents["a"]
+    assert a.tools == ["shell", "sleep", "reasoning"]
+    assert {e.name: dict(e.overrides) for e in a.tool_entries()} == {
+        "shell": {},
+        "sleep": {"all": True},
+        "reasoning": {},
+    }
+    assert config.agents["b"].tools == ["shell"]
+    with pytest.raises(ValueError, match=r"defaults\.tools"):
+        Config.model_validate({"defaults": {"tools": ["x", "x"]}})
