@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mindroom.tool_system.calls import call_tool
 from mindroom.tool_system.spec import ToolSpec
+from mindroom.tool_system.toolkits import ToolkitRef
 
 if TYPE_CHECKING:
     from agno.tools.function import Function
@@ -90,8 +91,13 @@ def _spec_from_function(function: Function) -> ToolSpec:
 def foreign_tool_specs(value: Any) -> tuple[ToolSpec, ...] | None:
     """Our tools for an agno `Toolkit` or `Function` found in a plugin's tools module; None for anything else.
 
+    A `ToolkitRef` (a catalogue tool such as `duckduckgo`) is built here, with its module imported now.
     `ValueError` for a function that needs what agno injects (agent, team, run context, media).
     """
+    if isinstance(value, ToolkitRef):
+        from mindroom.ai.toolkits import toolkit_specs
+
+        return toolkit_specs(value)
     if "agno.tools.function" not in sys.modules:
         return None  # nothing has imported agno's tools, so no plugin made one (and the daemon starts without agno)
     from agno.tools.function import Function

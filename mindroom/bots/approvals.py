@@ -26,6 +26,7 @@ from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
 from mindroom.state.approvals import ApprovalRecord, ApprovalStatus, ApprovalStore
+from mindroom.tool_system.approval_rules import APPROVAL_RULES_PLUGIN
 
 __all__ = [
     "ALLOW_KEYS",
@@ -111,6 +112,8 @@ class ApprovalDesk:
         self.store = store
         # Set when an approval is decided, for the turns waiting on it in this process.
         self._decided: dict[str, asyncio.Event] = {}
+        # Cards the config's approval rules asked: only the person who asked the agent may answer them.
+        self._answerer: dict[str, str] = {}
 
     def requester(self, seat: ApprovalSeat) -> ApprovalRequester:
         """What a turn's tool gates call to ask a person (bound into the turn's tool runtime context)."""
@@ -157,6 +160,8 @@ class ApprovalDesk:
         if not record.pending:
             logger.info("approval already decided", **fields, status=record.status)
             return record.status == "approved"
+        if request.plugin_name == APPROVAL_RULES_PLUGIN and request.requester_id:
+            self._answerer[key] = request.requester_id
         decided = self._decided.setdefault(key, asyncio.Event())  # before any await: no decision can slip past
         try:
             if record.card_event_id is None:
@@ -178,6 +183,7 @@ class ApprovalDesk:
         finally:
             if self._decided.get(key) is decided:
                 del self._decided[key]
+                self._answerer.pop(key, None)
         logger.info("approval ended", **fields, status=current.status, by=current.decided_by)
         return current.status == "approved"
 
@@ -211,6 +217,10 @@ class ApprovalDesk:
 
         An answer given after the card expired expires it instead. False when it was already decided.
         """
+        answerer = self._answerer.get(record.approval_id)
+        if answerer is not None and by != answerer:
+            logger.info("approval answer ignored: not the requester's", approval=record.approval_id, by=by)
+            return False
         if at_ms is not None and at_ms / 1000 > record.expires_at:
             return await self.expire(client, record)
         text = reason.strip()[:_REASON_CHARS] if reason else None

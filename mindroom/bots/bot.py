@@ -322,7 +322,8 @@ class EntityBot(Generic[ClientT]):
         agent = live.config.agents.get(self.name)
         if agent is None or not agent.tools:
             return ()
-        key = (live.tools, tuple(agent.tools), live.config.tools)
+        # The revision moves when an MCP server lists new tools: the agent then gets them.
+        key = (live.tools, tuple(agent.tools), live.config.tools, live.tools.revision())
         cached = self._tools
         if cached is not None and cached[0] == key:
             return cached[1]

@@ -116,6 +116,19 @@ class BotClient(Protocol):
     async def download_media(self, content: Mapping[str, Any], max_bytes: int) -> MediaFile:
         """Download a message's attachment (`MediaTooLargeError` past `max_bytes`)."""
 
+    async def send_file(
+        self,
+        room_id: str,
+        data: bytes,
+        name: str,
+        mimetype: str,
+        *,
+        thread_root: str | None = None,
+        reply_to: str | None = None,
+        txn_id: str | None = None,
+    ) -> str:
+        """Upload a file (encrypted in an encrypted room) and post it as `m.image` or `m.file`."""
+
     async def api(self, method: str, path: str, body: Any = None) -> JsonReply:
         """One client-API request as this account; the reply, whatever its status."""
 

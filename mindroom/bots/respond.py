@@ -6,7 +6,6 @@ declares: the turn's stores and the paths (data directory, environment) the mode
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
@@ -25,10 +24,11 @@ from mindroom.bots.capabilities import TurnStores
 from mindroom.bots.edits import EditWatch
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.lifecycle import OpenAnswer, open_answer
+from mindroom.bots.media import images_for_model
+from mindroom.bots.outbox import draft_listing, send_files, take_files
 from mindroom.bots.reply import ReplyChannel, typing_notice
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
 from mindroom.bots.streaming import Streamed, stream_to_matrix
-from mindroom.config.main import ModelConfig
 from mindroom.constants import RuntimePaths
 from mindroom.hooks.context import (
     AfterResponseContext,
@@ -49,6 +49,7 @@ from mindroom.matrix import MatrixError
 from mindroom.state.answers import AnswerRecord
 from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
+from mindroom.tool_system.spec import OutboundFile
 
 __all__ = ["Responder", "Turn", "session_id"]
 
@@ -96,6 +97,7 @@ class _Generated:
     draft: ResponseDraft
     cancelled: str | None = None
     """Why the answer ended early (a stop reaction, shutdown), if it did: reported as `message:cancelled`."""
+    files: tuple[OutboundFile, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,14 +196,17 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
 
 async def _final(turn: _Turn, generated: _Generated) -> ResponseResult | _Ended:
     """`message:before_response`, then the delivery; or why there is none."""
-    draft = await _transform(turn, generated)
-    if isinstance(draft, _Ended):
-        return draft
+    transformed = await _transform(turn, generated)
+    if isinstance(transformed, _Ended):
+        return transformed
+    draft, files = take_files(transformed, generated.files)  # the files a hook left listed follow the answer
     try:
-        return await _deliver(turn, generated, draft)
+        result = await _deliver(turn, generated, draft)
     except MatrixError:
         await _cancelled(turn, "delivery_failed", generated.stream_event_id)
         raise
+    await send_files(turn.entity, turn.envelope, files)
+    return result
 
 
 def _opens_conversation(turn: _Turn) -> bool:
@@ -254,7 +259,7 @@ async def _generate(
             env=env,
             database_url=database_url,
         )
-    images, image_notes = await _images(turn, model)
+    images, image_notes = await images_for_model(turn.stores.attachments, turn.image_ids, model)
     request = ai.GenerationRequest(
         agent_name=entity.name,
         display_name=agent.display_name,
@@ -307,8 +312,9 @@ async def _generate(
         # The error takes the place of what the stream showed so far.
         await turn.channel.error(str(exc), edit_event_id=answer.event_id)
         return _Ended(str(exc), answer.event_id)
-    draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), None, envelope)
-    return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""))
+    files = tuple(tool_context.outbox)
+    draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), draft_listing(files), envelope)
+    return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""), files)
 
 
 def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
@@ -319,18 +325,6 @@ def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
     return desk.requester(
         ApprovalSeat.answering(entity.name, display_name, entity.client, turn.envelope, turn.correlation_id)
     )
-
-
-async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ai.ImageInput, ...], str]:
-    """The message's images for a model that takes them; for one that does not, a note on what arrived."""
-    if not turn.image_ids:
-        return (), ""
-    store = turn.stores.attachments
-    found = [item for item in [await asyncio.to_thread(store.read, i) for i in turn.image_ids] if item is not None]
-    if ai.supports_vision(model):
-        return tuple(ai.ImageInput(item.data, item.info.mimetype) for item in found), ""
-    notes = [f"{item.info.name} ({item.info.mimetype or 'image'}, {item.info.size} bytes)" for item in found]
-    return (), "\n[The sender attached images this model cannot see: " + "; ".join(notes) + ".]"
 
 
 async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | _Ended:

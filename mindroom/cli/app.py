@@ -13,6 +13,7 @@ from rich.text import Text
 from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
 from mindroom.cli.plugins_command import load_registry, plugins_app
 from mindroom.cli.state_command import state_app
+from mindroom.cli.tools_command import tools_app
 from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.daemon.event_loop import run_on_fast_loop
 from mindroom.errors import ConfigError, MindroomError
@@ -38,6 +39,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(state_app, name="state")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(plugins_app, name="plugins")
+app.add_typer(tools_app, name="tools")
 
 logger = get_logger(__name__)
 

@@ -4,7 +4,7 @@ Checks: the config loads; the data dir is writable; the state backend can be use
 its lock (`doctor_state`); the homeserver answers (or the embedded one can start); each account has a
 usable session or a way to get one; each bot's device has healthy crypto state, is cross-signed and has
 its key backup (`doctor_crypto`); each configured model has its key and package and answers
-(`doctor_models`); each plugin imports.
+(`doctor_models`); each plugin imports; each agno toolkit an agent names can run; each MCP server starts.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.cli.doctor_state import check_state
+from mindroom.cli.doctor_tools import check_mcp_servers, check_toolkits
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
@@ -190,4 +191,6 @@ async def run_checks(
     results.extend(await check_crypto_stores(config, storage_root, url, env=env, database_url=database))
     results.extend(await check_models(config, env, call_models=call_models))
     results.extend(check_plugins(config, config_path, storage_root, env))
+    results.extend(check_toolkits(config, env))
+    results.extend(await check_mcp_servers(config, RuntimePaths(config_path, storage_root, dict(env))))
     return results

@@ -28,6 +28,7 @@ __all__ = [
     "process_environ",
     "read_environment",
     "resolve_storage_root",
+    "secret_value",
 ]
 
 DEFAULT_SHUTDOWN_GRACE_S = 10.0
@@ -116,6 +117,23 @@ def _with_secret_files(env: dict[str, str]) -> dict[str, str]:
             # Docker and systemd hand secrets over as files; the value never has to sit in the environment.
             env[name] = Path(path).read_text(encoding="utf-8").strip()
     return env
+
+
+def secret_value(env: Mapping[str, str], name: str) -> str | None:
+    """`name` from the environment, else the content of the file `<name>_FILE` names; None when neither is set.
+
+    For the secrets tools and MCP servers name (an API key per tool): read when the tool is built, not at start.
+    """
+    value = env.get(name)
+    if value:
+        return value
+    path = env.get(f"{name}_FILE")
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 def resolve_storage_root(config_path: Path, option: Path | None, env: Mapping[str, str]) -> Path:

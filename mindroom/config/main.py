@@ -6,10 +6,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from mindroom.config.approval import ToolApprovalConfig
+from mindroom.config.mcp import MCPServerConfig
+from mindroom.config.models import ModelConfig
 from mindroom.config.plugin import PluginEntryConfig
-from mindroom.config.providers import PROVIDER_ALIASES, PROVIDERS, missing_packages, provider_route
+from mindroom.config.providers import PROVIDERS, missing_packages
+from mindroom.config.strict import StrictModel
+from mindroom.config.tool_entries import ToolEntry, merged_entries, parse_tool_entries
+from mindroom.config.tool_settings import FileToolConfig, ShellToolConfig, ToolsConfig
 from mindroom.constants import ROUTER_AGENT_NAME
 
 __all__ = [
@@ -39,56 +46,6 @@ InvitePolicy = Literal["authorized", "never"]
 """Whose invites an agent accepts: authorized users' (the default), or nobody's."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ModelConfig(_Strict):
-    """A language model: provider, model id, and provider options (keys as MindRoom's `models:` entries)."""
-
-    provider: str = "openai"
-    """One of `PROVIDERS` (or an alias such as `gemini`); stored under its canonical name."""
-    id: str
-    host: str | None = None
-    api_key: str | None = None
-    temperature: float | None = None
-    extra_kwargs: dict[str, Any] = Field(default_factory=dict)
-    api: Literal["responses", "chat_completions"] | None = None
-    """OpenAI only: which API answers; unset picks Chat Completions, or Responses for models that need it."""
-    context_window: int | None = Field(default=None, ge=1)
-    """The model's context size in tokens: stored history is kept to half of it."""
-    stream_idle_timeout_seconds: float | None = Field(default=None, ge=0)
-    """How long a streamed answer may stay silent before it is cut (and retried once if nothing was shown);
-    unset: 300 s for hosted providers on their own endpoint, no limit for local servers and custom endpoints;
-    0: no limit."""
-    vision: bool | None = None
-    """Whether the model takes images; unset: guessed from provider and model id."""
-
-    @field_validator("provider", mode="before")
-    @classmethod
-    def _known_provider(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        route = provider_route(value)
-        if route not in PROVIDERS:
-            msg = f"unknown provider {value!r} (use one of: {', '.join(sorted(PROVIDERS))}; aliases: "
-            msg += ", ".join(f"{alias} = {name}" for alias, name in sorted(PROVIDER_ALIASES.items())) + ")"
-            raise ValueError(msg)
-        return route
-
-    @field_validator("api_key", mode="before")
-    @classmethod
-    def _blank_key_is_unset(cls, value: Any) -> Any:
-        return (value.strip() or None) if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _api_is_openai_only(self) -> ModelConfig:
-        if self.api is not None and self.provider != "openai":
-            msg = f"`api` is only supported for provider openai, not {self.provider!r}"
-            raise ValueError(msg)
-        return self
-
-
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
     """An agent's effective turn settings: its own where it sets them, else the config's defaults."""
@@ -98,7 +55,7 @@ class AgentSettings:
     num_history_runs: int
 
 
-class AgentConfig(_Strict):
+class AgentConfig(StrictModel):
     """One AI agent: its Matrix identity, model, instructions, rooms, tools, skills and plugins."""
 
     display_name: str
@@ -115,6 +72,28 @@ class AgentConfig(_Strict):
     password: str | None = None
     thread_mode: ThreadMode | None = None
     accept_invites: InvitePolicy = "authorized"
+    include_default_tools: bool = True
+    """Whether `defaults.tools` are added to this agent's `tools:`."""
+    _tool_entries: tuple[ToolEntry, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _tool_settings(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> AgentConfig:
+        # `tools` holds the names (what most code needs); the MindRoom-shaped entries with settings sit beside.
+        entries: tuple[ToolEntry, ...] | None = None
+        if isinstance(data, dict) and "tools" in data:
+            entries = parse_tool_entries(data["tools"])
+            data = {**data, "tools": [entry.name for entry in entries]}
+        agent: AgentConfig = handler(data)
+        if entries is not None:
+            agent._tool_entries = entries
+        elif not agent._tool_entries:
+            agent._tool_entries = tuple(ToolEntry(name) for name in agent.tools)
+        return agent
+
+    def tool_entries(self) -> tuple[ToolEntry, ...]:
+        """This agent's `tools:` entries with their settings, in list order."""
+        return self._tool_entries or tuple(ToolEntry(name) for name in self.tools)
 
     @field_validator("instructions", mode="before")
     @classmethod
@@ -130,7 +109,7 @@ class AgentConfig(_Strict):
         )
 
 
-class RouterConfig(_Strict):
+class RouterConfig(StrictModel):
     """The router picks which agent answers in rooms with several agents."""
 
     model: str = "default"
@@ -139,7 +118,7 @@ class RouterConfig(_Strict):
     plugins: list[str] | None = None
 
 
-class RoomConfig(_Strict):
+class RoomConfig(StrictModel):
     """A room the daemon creates or joins; `encrypted` makes it end-to-end encrypted (which cannot be undone)."""
 
     name: str | None = None
@@ -149,7 +128,7 @@ class RoomConfig(_Strict):
     encrypted: bool = False
 
 
-class AuthorizationConfig(_Strict):
+class AuthorizationConfig(StrictModel):
     """Who may reach agents: global users, per-room users, and whether anyone in a room may."""
 
     global_users: list[str] = Field(default_factory=list)
@@ -157,14 +136,23 @@ class AuthorizationConfig(_Strict):
     default_room_access: bool = False
 
 
-class RoomDefaultsConfig(_Strict):
+class RoomDefaultsConfig(StrictModel):
     """Applied to every room the daemon manages."""
 
     invite_users: list[str] = Field(default_factory=list)
 
 
-class DefaultsConfig(_Strict):
+class DefaultsConfig(StrictModel):
     """Defaults for every agent unless the agent overrides them."""
+
+    tools: list[Any] = Field(default_factory=list)
+    """Tool entries every agent gets (unless `include_default_tools: false`), in MindRoom's shapes."""
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_entries(cls, value: list[Any]) -> list[Any]:
+        parse_tool_entries(value, "defaults.tools")
+        return value
 
     enable_streaming: bool = True
     markdown: bool = True
@@ -181,7 +169,7 @@ class DefaultsConfig(_Strict):
     agent's model writes, before the next answer. 0 or null: never."""
 
 
-class VoiceConfig(_Strict):
+class VoiceConfig(StrictModel):
     """Speech to text for voice messages, through an OpenAI-compatible transcription endpoint."""
 
     model: str | None = None
@@ -189,47 +177,7 @@ class VoiceConfig(_Strict):
     transcription_id: str = "whisper-1"
 
 
-class ShellToolConfig(_Strict):
-    """The built-in `shell` tool: which executables it may run (none unless listed), for how long, and how confined.
-
-    `sandbox`: `bwrap` runs commands in a bubblewrap sandbox (refused when it cannot run), `none` without one,
-    `auto` in bwrap when it works here. `readonly_paths` are host folders shown read-only inside the sandbox
-    besides the system ones; `network` lets sandboxed commands use the network.
-    """
-
-    allowed_commands: list[str] = Field(default_factory=list)
-    timeout_s: float = Field(default=30.0, gt=0, le=3600)
-    max_output_chars: int = Field(default=20000, ge=100)
-    sandbox: Literal["auto", "bwrap", "none"] = "auto"
-    readonly_paths: list[str] = Field(default_factory=list)
-    network: bool = False
-
-    @field_validator("readonly_paths")
-    @classmethod
-    def _absolute(cls, paths: list[str]) -> list[str]:
-        relative = [path for path in paths if not path.startswith("/")]
-        if relative:
-            msg = f"readonly_paths must be absolute paths, not {relative}"
-            raise ValueError(msg)
-        return paths
-
-
-class FileToolConfig(_Strict):
-    """The built-in `file` tool: size limits for reads and writes, and the size quota of an agent's workspace."""
-
-    max_read_bytes: int = Field(default=256 * 1024, ge=1)
-    max_write_bytes: int = Field(default=1024 * 1024, ge=1)
-    workspace_quota_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
-
-
-class ToolsConfig(_Strict):
-    """Settings of the built-in tool groups (plugin tools read their plugin's `settings`)."""
-
-    shell: ShellToolConfig = Field(default_factory=ShellToolConfig)
-    file: FileToolConfig = Field(default_factory=FileToolConfig)
-
-
-class StorageConfig(_Strict):
+class StorageConfig(StrictModel):
     """Where the daemon keeps its durable state; `MINDROOM_DATABASE_URL` in the environment wins over this."""
 
     database_url: str | None = None
@@ -244,7 +192,7 @@ class StorageConfig(_Strict):
         return value or None
 
 
-class Config(_Strict):
+class Config(StrictModel):
     """The whole of `config.yaml`."""
 
     models: dict[str, ModelConfig] = Field(default_factory=dict)
@@ -260,6 +208,24 @@ class Config(_Strict):
     admin_room: str | None = None
     timezone: str = "UTC"
     voice: VoiceConfig = Field(default_factory=VoiceConfig)
+    mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
+    tool_approval: ToolApprovalConfig = Field(default_factory=ToolApprovalConfig)
+
+    @field_validator("mcp_servers", "tool_approval", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_ids(cls, servers: dict[str, MCPServerConfig]) -> dict[str, MCPServerConfig]:
+        import re
+
+        bad = [server_id for server_id in servers if not re.match(r"^[A-Za-z0-9_]+$", server_id)]
+        if bad:
+            msg = f"MCP server ids must be letters, digits and underscores, not {bad}"
+            raise ValueError(msg)
+        return servers
 
     @field_validator("agents")
     @classmethod
@@ -288,6 +254,22 @@ class Config(_Strict):
                 )
                 raise ValueError(msg)
         return models
+
+    @model_validator(mode="after")
+    def _default_tools(self) -> Config:
+        # Each agent's `tools` become its own entries plus the defaults', so every reader sees one list.
+        defaults = parse_tool_entries(self.defaults.tools, "defaults.tools")
+        if not defaults:
+            return self
+        agents = dict(self.agents)
+        for name, agent in agents.items():
+            if agent.include_default_tools:
+                entries = merged_entries(agent.tool_entries(), defaults)
+                merged = agent.model_copy(update={"tools": [entry.name for entry in entries]})
+                merged._tool_entries = entries
+                agents[name] = merged
+        object.__setattr__(self, "agents", agents)  # still validating: the frozen model is not handed out yet
+        return self
 
     @model_validator(mode="after")
     def _models_exist(self) -> Config:

@@ -25,6 +25,7 @@ from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.daemon.bot_start import BotDown, NewDevices, start_bots, tell_admin_room
 from mindroom.daemon.live import build_live_state
+from mindroom.daemon.mcp import MCPLifecycle
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, reload_command
 from mindroom.daemon.room_setup import set_up_rooms
 from mindroom.daemon.scheduling.command import schedule_command
@@ -97,6 +98,7 @@ class Orchestrator:
         self.bots: dict[str, Bot] = {}
         self.reloader: ReloadCoordinator | None = None
         self.scheduler: Scheduler | None = None
+        self.mcp: MCPLifecycle | None = None
         self.commands = CommandTable.with_builtins(is_managed=self._is_managed)
         self._watcher: ConfigWatcher | None = None
         self._stopping = False
@@ -145,6 +147,8 @@ class Orchestrator:
         self.running = running
         cell, directory = running.cell, running.directory
         set_registry_provider(lambda: cell.live.registry)
+        self.mcp = MCPLifecycle(cell, directory, paths)
+        await self.mcp.apply(live.config)  # servers connect in the background while the bots log in
         names = [ROUTER_AGENT_NAME, *live.config.agents]
         for name in names:
             self.bots[name] = self._make_bot(name, running, live)
@@ -171,7 +175,7 @@ class Orchestrator:
             cell,
             directory,
             build=lambda previous: build_live_state(paths, previous=previous),
-            apply=self.apply_entity_changes,
+            apply=self.mcp.before(self.apply_entity_changes),
             on_outcome=self._on_reload,
             env_file=self._env_file,
         )
@@ -342,6 +346,9 @@ class Orchestrator:
         if self.scheduler is not None:
             await self.scheduler.stop()
         await asyncio.gather(*(bot.stop(reason, grace_s) for bot in self.bots.values()), return_exceptions=True)
+        if self.mcp is not None:
+            await self.mcp.stop()
+            self.mcp = None
         set_registry_provider(None)
         shared_pool().close()
         await ai.close_caches()

@@ -213,6 +213,10 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         # The same `txn_id` on a retry makes the homeserver return the first send instead of a duplicate.
         return await send_room_event(self._transport, room_id, event_type, content, txn_id or uuid.uuid4().hex)
 
+    async def room_needs_encryption(self, room_id: str) -> bool:
+        """Whether what is sent to `room_id` must be encrypted."""
+        return await self._crypto.room_encrypted(room_id)
+
     async def send_message(
         self,
         room_id: str,

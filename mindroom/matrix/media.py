@@ -1,20 +1,25 @@
-"""Downloading what people attach (voice, images, files) through the authenticated media API.
+"""Downloading what people attach (voice, images, files) through the authenticated media API, and sending files.
 
 Homeservers serve new media only to authenticated requests (`/_matrix/client/v1/media/download`).
 In an encrypted room the file itself is encrypted too (`content.file` holds the key, IV and hash);
 it is decrypted here, after the hash is checked. A download larger than the limit is refused without
 reading more than the limit.
+
+`send_file` uploads a file and posts it as `m.image` or `m.file`: in an encrypted room the file is
+encrypted before it leaves (AES-CTR, the key and hash in the event, which is itself encrypted).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import nio
-from nio.crypto.attachments import decrypt_attachment
+from nio.crypto.attachments import decrypt_attachment, encrypt_attachment
 
+from mindroom.matrix.content import message_content
 from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.transport import guard_transport, quote_path
 
@@ -50,6 +55,52 @@ class MediaMethods:
     """The media part of a bot's Matrix client."""
 
     _nio: nio.AsyncClient
+
+    async def room_needs_encryption(self, room_id: str) -> bool:
+        """Whether what is sent to `room_id` must be encrypted (the client answers)."""
+        raise NotImplementedError
+
+    async def send_event(
+        self, room_id: str, event_type: str, content: Mapping[str, Any], *, txn_id: str | None = None
+    ) -> str:
+        """Send a room event (the client's, encrypted in an encrypted room)."""
+        raise NotImplementedError
+
+    async def send_file(
+        self,
+        room_id: str,
+        data: bytes,
+        name: str,
+        mimetype: str,
+        *,
+        thread_root: str | None = None,
+        reply_to: str | None = None,
+        txn_id: str | None = None,
+    ) -> str:
+        """Upload `data` (encrypted first in an encrypted room) and post it as `m.image` or `m.file`."""
+        encrypted = await self.room_needs_encryption(room_id)
+        payload, keys = encrypt_attachment(data) if encrypted else (data, None)
+        response, _ = await guard_transport(
+            self._nio.upload(
+                io.BytesIO(payload),
+                "application/octet-stream" if encrypted else mimetype,
+                name,
+                filesize=len(payload),
+            ),
+            "upload media",
+        )
+        if not isinstance(response, nio.UploadResponse):
+            raise MatrixRequestError("upload media", None, str(getattr(response, "message", response)))
+        media: dict[str, Any] = {"filename": name, "info": {"mimetype": mimetype, "size": len(data)}}
+        if keys is not None:
+            media["file"] = {**keys, "url": response.content_uri, "mimetype": mimetype}
+        else:
+            media["url"] = response.content_uri
+        msgtype = "m.image" if mimetype.startswith("image/") else "m.file"
+        content = message_content(
+            name, msgtype=msgtype, thread_root=thread_root, reply_to=reply_to, extra_content=media
+        )
+        return await self.send_event(room_id, "m.room.message", content, txn_id=txn_id)
 
     async def download_media(self, content: Mapping[str, Any], max_bytes: int) -> MediaFile:
         """Download a message's attachment (decrypted when it is encrypted); `MediaTooLargeError` past `max_bytes`."""

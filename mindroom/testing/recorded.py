@@ -9,6 +9,7 @@ from typing import Any, Literal
 __all__ = [
     "ApiRequest",
     "Record",
+    "RecordedSends",
     "RoomChange",
     "SentEdit",
     "SentMessage",
@@ -102,3 +103,29 @@ class ApiRequest:
 
 Record = SentMessage | SentEdit | SentReaction | SentRedaction | TypingNotice | StateWrite | RoomChange | ApiRequest
 """Anything a recording client did, in the order it did it."""
+
+
+class RecordedSends:
+    """What a recording client sent, by kind, read from its `records` in order."""
+
+    records: list[Record]
+
+    @property
+    def messages(self) -> list[SentMessage]:
+        """The messages sent, in order."""
+        return [record for record in self.records if isinstance(record, SentMessage)]
+
+    @property
+    def edits(self) -> list[SentEdit]:
+        """The edits sent, in order."""
+        return [record for record in self.records if isinstance(record, SentEdit)]
+
+    @property
+    def reactions(self) -> list[SentReaction]:
+        """The reactions sent, in order."""
+        return [record for record in self.records if isinstance(record, SentReaction)]
+
+    @property
+    def redactions(self) -> list[SentRedaction]:
+        """The redactions sent, in order."""
+        return [record for record in self.records if isinstance(record, SentRedaction)]

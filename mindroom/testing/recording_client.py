@@ -37,6 +37,7 @@ from mindroom.matrix.undecrypted import SenderCheck
 from mindroom.testing.recorded import (
     ApiRequest,
     Record,
+    RecordedSends,
     RoomChange,
     SentEdit,
     SentMessage,
@@ -129,7 +130,7 @@ class RecordingHomeserver:
         return event_id, True
 
 
-class RecordingClient:
+class RecordingClient(RecordedSends):
     """A bot's Matrix client that records what it would send; `deliver` and `receive_invite` feed its sync."""
 
     def __init__(self, server: RecordingHomeserver, bot_name: str) -> None:
@@ -145,27 +146,6 @@ class RecordingClient:
         self._on_invite: InviteHandler | None = None
         self.sender_check: SenderCheck | None = None
         """What the bot's sync was given to decide whose unreadable events get key requests and notices."""
-
-    # -- what a test reads -----------------------------------------------------------------------------
-    @property
-    def messages(self) -> list[SentMessage]:
-        """The messages sent, in order."""
-        return [record for record in self.records if isinstance(record, SentMessage)]
-
-    @property
-    def edits(self) -> list[SentEdit]:
-        """The edits sent, in order."""
-        return [record for record in self.records if isinstance(record, SentEdit)]
-
-    @property
-    def reactions(self) -> list[SentReaction]:
-        """The reactions sent, in order."""
-        return [record for record in self.records if isinstance(record, SentReaction)]
-
-    @property
-    def redactions(self) -> list[SentRedaction]:
-        """The redactions sent, in order."""
-        return [record for record in self.records if isinstance(record, SentRedaction)]
 
     # -- what a test feeds -----------------------------------------------------------------------------
     async def deliver(self, event: MatrixEvent) -> None:
@@ -278,6 +258,13 @@ class RecordingClient:
         self._store(room_id, event_id, "m.room.message", content)
         self.records.append(SentMessage(room_id, event_id, body, content, thread_root, reply_to, txn_id))
         return event_id
+
+    async def send_file(self, room_id: str, data: bytes, name: str, mimetype: str, **where: Any) -> str:
+        """Record a file message (`m.image`, `m.file`) whose file the server keeps; `where`: thread, reply, txn id."""
+        info = {"mimetype": mimetype, "size": len(data)}
+        extra = {"url": self.server.upload(data, name, mimetype), "info": info, "filename": name}
+        kind = "m.image" if mimetype.startswith("image/") else "m.file"
+        return await self.send_message(room_id, name, msgtype=kind, extra_content=extra, **where)
 
     async def edit_message(
         self,

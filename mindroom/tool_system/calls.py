@@ -30,7 +30,9 @@ from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.hooks.types import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.approval_rules import rule_gate
 from mindroom.tool_system.environment import bind_tool_environment, collect_tool_environment
+from mindroom.tool_system.files_out import admit_files
 from mindroom.tool_system.isolation import run_isolated
 from mindroom.tool_system.runtime_context import (
     ToolCallRecord,
@@ -38,9 +40,10 @@ from mindroom.tool_system.runtime_context import (
     get_runtime_context,
     provided_registry,
 )
-from mindroom.tool_system.spec import ToolError, ToolSpec
+from mindroom.tool_system.spec import ToolError, ToolOutput, ToolSpec
 
 __all__ = [
+    "MAX_ERROR_CHARS",
     "MAX_RESULT_CHARS",
     "ToolBodyRunner",
     "call_tool",
@@ -57,6 +60,7 @@ _BEFORE_LOGGER = get_logger("mindroom.plugins").bind(event_name=EVENT_TOOL_BEFOR
 _AFTER_LOGGER = get_logger("mindroom.plugins").bind(event_name=EVENT_TOOL_AFTER_CALL)
 
 MAX_RESULT_CHARS = 100_000
+MAX_ERROR_CHARS = 2_000
 _PREVIEW_CHARS = 200
 
 
@@ -69,7 +73,10 @@ def declined_result(tool_name: str, reason: str) -> str:
 
 
 def _error_detail(error: BaseException) -> str:
-    return str(error) if isinstance(error, ToolError) else f"{type(error).__name__}: {error}"
+    detail = str(error) if isinstance(error, ToolError) else f"{type(error).__name__}: {error}"
+    if len(detail) > MAX_ERROR_CHARS:
+        return detail[:MAX_ERROR_CHARS] + " [error truncated]"
+    return detail
 
 
 def failed_result(tool_name: str, error: BaseException) -> str:
@@ -184,7 +191,32 @@ async def _run_body(spec: ToolSpec, agent_name: str, args: dict[str, Any]) -> An
         return await _invoke(spec, arguments)
 
     # Read at each call: a plugin may have replaced it since the tool was built.
-    return await ToolBodyRunner.current(body, args, tool_name=spec.name, agent_name=agent_name)
+    if spec.timeout_s is None:
+        return await ToolBodyRunner.current(body, args, tool_name=spec.name, agent_name=agent_name)
+    try:
+        async with asyncio.timeout(spec.timeout_s) as deadline:
+            return await ToolBodyRunner.current(body, args, tool_name=spec.name, agent_name=agent_name)
+    except TimeoutError:
+        if not deadline.expired():
+            raise  # the tool's own timeout (an HTTP client's), not ours
+        # A thread cannot be stopped: it finishes on its own, and what it returns is dropped.
+        raise ToolError(f"the tool did not finish within {spec.timeout_s:g} s and was abandoned") from None
+
+
+def _deliver(value: Any, bound: ToolRuntimeContext | None, spec: ToolSpec, agent_name: str) -> str:
+    """The model's text for a tool's return value; the files of a `ToolOutput` go to the turn's outbox."""
+    if not isinstance(value, ToolOutput):
+        return result_text(value)
+    if not value.files:
+        return result_text(value.text)
+    if bound is None:
+        logger.warning("tool files dropped: no turn to send them with", tool=spec.name, agent=agent_name)
+        return result_text(value.text)
+    before = len(bound.outbox)
+    refused = admit_files(value.files, bound)
+    names = ", ".join(file.name for file in bound.outbox[before:])
+    notes = [f"[attached to your answer: {names}]"] if names else []
+    return "\n".join([result_text(value.text), *notes, *(f"[{note}]" for note in refused)])
 
 
 def _cancelled_from_outside() -> bool:
@@ -224,6 +256,14 @@ async def call_tool(spec: ToolSpec, agent_name: str, arguments: Mapping[str, Any
         else:
             started = time.perf_counter()
     if not declined:
+        # The operator's approval rules, after the plugins' gates: a call a hook declines asks nobody.
+        refusal = await rule_gate(spec.name, agent_name, asked, bound)
+        if refusal is not None:
+            declined = True
+            value = text = declined_result(spec.name, refusal)
+            logger.info("tool call not approved", tool=spec.name, agent=agent_name, reason=refusal)
+        started = time.perf_counter()
+    if not declined:
         try:
             # `tool:environment` comes after the gate: a declined call never asks for an environment.
             environment = await collect_tool_environment(spec.name, spec.toolkit, asked, agent_name)
@@ -241,7 +281,7 @@ async def call_tool(spec: ToolSpec, agent_name: str, arguments: Mapping[str, Any
             text = failed_result(spec.name, error)
             logger.warning("tool call failed", tool=spec.name, agent=agent_name, error=_error_detail(error))
         else:
-            text = result_text(value)
+            text = _deliver(value, bound, spec, agent_name)
     duration_ms = (time.perf_counter() - started) * 1000.0
     if bound is not None:
         failure = None if error is None else _error_detail(error)

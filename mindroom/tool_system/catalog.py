@@ -6,7 +6,9 @@ Naming and per-agent filtering (an agent's `tools:` list):
 - a plugin's name gives every tool of that plugin;
 - a tool's own name (`read_file`, a plugin function's name) gives just that tool;
 - a toolkit a plugin registered with `register_tool_with_metadata` gives its functions under the
-  registered name (`thread_goal`); one registered under its plugin's own name joins the plugin's tools.
+  registered name (`thread_goal`); one registered under its plugin's own name joins the plugin's tools;
+- one of MindRoom's catalogue names for an agno toolkit (`duckduckgo`, `tavily`: `toolkit_table.py`) gives
+  that toolkit's functions, built with the agent's settings when its tools are first built.
 
 An agent gets exactly the tools its list names, in list order, nothing else. Tool names are the names the
 model calls; they are unique across the built-ins and every plugin, and a tool may not be named like a
@@ -32,9 +34,12 @@ from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_to
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
 from mindroom.tool_system.isolation import function_reference, isolation_limits, shared_pool
 from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
+from mindroom.tool_system.mcp_servers import MCPServerPool, mcp_providers
+from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.registration import ToolRegistration, get_tool_registration, managed_init_kwargs
 from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools
 from mindroom.tool_system.spec import RESERVED_PARAMETERS, AgentToolEnvironment, ToolSpec
+from mindroom.tool_system.toolkits import toolkit_providers
 
 if TYPE_CHECKING:
     from mindroom.config.main import Config
@@ -63,21 +68,6 @@ class ToolCatalogError(MindroomError):
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
         super().__init__("tool catalogue problems:\n" + "\n".join(f"  {problem}" for problem in self.problems))
-
-
-@dataclass(frozen=True, slots=True)
-class ToolProvider:
-    """A named set of tools: a built-in group, or a plugin's tools."""
-
-    name: str
-    kind: str
-    tool_names: tuple[str, ...]
-    build: Callable[[AgentToolEnvironment], tuple[ToolSpec, ...]]
-
-    @property
-    def label(self) -> str:
-        """How errors name this provider, e.g. `plugin 'weather'`."""
-        return f"{self.kind} {self.name!r}"
 
 
 BUILTIN_PROVIDERS: tuple[ToolProvider, ...] = (
@@ -188,10 +178,19 @@ def _toolkit_provider(
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ToolCatalog:
-    """Every tool provider by name, and the owner of every tool name."""
+    """Every tool provider by name, and the owner of every tool name.
+
+    `revision()` changes when a dynamic provider's tools may have (an MCP server listed new ones):
+    tools built from the catalogue before are stale then.
+    """
 
     providers: Mapping[str, ToolProvider]
     owners: Mapping[str, str]
+    mcp: MCPServerPool | None = None
+
+    def revision(self) -> int:
+        """A number that changes whenever the MCP servers' tool lists do."""
+        return self.mcp.revision if self.mcp is not None else 0
 
     @classmethod
     def builtin(cls) -> ToolCatalog:
@@ -217,18 +216,33 @@ class ToolCatalog:
         return tuple(chosen)
 
     def tools_for(self, wanted: Iterable[str], env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
-        """The tools an agent with this `tools:` list gets, built for its environment."""
-        names = self.selection(wanted)
-        built: dict[str, ToolSpec] = {}
-        for provider_name in dict.fromkeys(self.owners[name] for name in names):
-            built.update(
-                (spec.name, dataclasses.replace(spec, toolkit=provider_name))
-                for spec in self.providers[provider_name].build(env)
-            )
-        specs = tuple(built[name] for name in names if name in built)
-        if any(spec.isolated for spec in specs):
+        """The tools an agent with this `tools:` list gets, built for its environment, in list order."""
+        built: dict[str, dict[str, ToolSpec]] = {}
+
+        def of(owner: str) -> dict[str, ToolSpec]:
+            if owner not in built:
+                specs = self.providers[owner].build(env)
+                built[owner] = {spec.name: dataclasses.replace(spec, toolkit=owner) for spec in specs}
+            return built[owner]
+
+        chosen: dict[str, ToolSpec] = {}
+        for name in wanted:
+            provider = self.providers.get(name)
+            if provider is not None:
+                owned = of(name)
+                names: Iterable[str] = tuple(owned) if provider.dynamic else provider.tool_names
+            elif name in self.owners:
+                owned, names = of(self.owners[name]), (name,)
+            else:
+                continue
+            for tool_name in names:
+                spec = owned.get(tool_name)
+                if spec is not None and chosen.setdefault(tool_name, spec) is not spec:
+                    logger.warning("two tools of an agent share a name", tool=tool_name, agent=env.agent_name)
+        result = tuple(chosen.values())
+        if any(spec.isolated for spec in result):
             shared_pool().warm()  # the worker starts now, so the agent's first isolated call does not wait for it
-        return specs
+        return result
 
 
 def _parameter_names(spec: ToolSpec) -> set[str]:
@@ -318,20 +332,28 @@ def build_tool_catalog(
     adapt: ForeignToolAdapter | None = None,
     strict: bool = True,
     runtime_paths: RuntimePaths | None = None,
+    mcp: MCPServerPool | None = None,
 ) -> ToolCatalog:
     """The catalogue of built-in and plugin tools, checked against every agent's `tools:` list.
 
     Clashes are always errors. An agent naming an unknown tool is an error when `strict`, else
     (some plugin failed to load, and the name may be one of its tools) a warning, and the name is skipped.
     `runtime_paths` and `config` are what registered toolkits asking for them get in their constructor.
+    Each enabled server of `config.mcp_servers` is the tool `mcp_<id>`; its tools come from `mcp`, the
+    running servers (default: the daemon's, `MCPServerPool.shared()`).
     """
+    mcp = mcp if mcp is not None else MCPServerPool.shared()
     problems: list[str] = []
     providers = list(BUILTIN_PROVIDERS)
     shared = {"runtime_paths": runtime_paths, "runtime_config": config}
     for plugin in plugins:
         providers.extend(_plugin_providers(plugin, adapt, problems, shared))
+    env = runtime_paths.env_values if runtime_paths is not None else {}
+    taken = {provider.name for provider in providers}
+    providers.extend(toolkit_providers(config, env, adapt, taken, problems))
+    providers.extend(mcp_providers(config, mcp, {provider.name for provider in providers}, problems))
     by_name, owners = _catalog(providers, problems)
-    catalog = ToolCatalog(by_name, owners)
+    catalog = ToolCatalog(by_name, owners, mcp)
     missing = [
         f"agents.{agent_name}.tools: unknown tool {name!r}"
         for agent_name, agent in config.agents.items()

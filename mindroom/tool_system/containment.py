@@ -138,8 +138,12 @@ class CommandHold:
         if self.cgroup is None:
             _Subreaper.enter()
 
-    async def start(self, reaper: int, stdin: asyncio.StreamWriter) -> None:
-        """Hold the process `reaper` (in the cgroup, or known as a reaper), then let it start the command."""
+    async def start(self, reaper: int, stdin: asyncio.StreamWriter | int) -> None:
+        """Hold the process `reaper` (in the cgroup, or known as a reaper), then let it start the command.
+
+        The go-ahead is written to the reaper's stdin, or to the pipe whose write end is the file descriptor
+        `stdin` (the reaper's `--go-fd`, for a command that needs its stdin), which is then closed.
+        """
         self.reaper = reaper
         if self.cgroup is not None:
             try:
@@ -151,6 +155,11 @@ class CommandHold:
             with _Subreaper.lock:
                 _Subreaper.reapers.add(reaper)
         # Only now: the reaper marks itself after this, so a sweep never takes a reaper not yet known as one.
+        if isinstance(stdin, int):
+            with contextlib.suppress(OSError):
+                os.write(stdin, GO)
+            os.close(stdin)
+            return
         stdin.write(GO)
         with contextlib.suppress(ConnectionError):
             await stdin.drain()

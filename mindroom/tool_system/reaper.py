@@ -1,8 +1,9 @@
 """Run one command so that nothing it starts outlives it: a child subreaper that kills every descendant.
 
 The shell tool starts this when no sandbox is available, as `python -I -S reaper.py PARENT_PID PROGRAM
-ARG...`. `PR_SET_CHILD_SUBREAPER` makes orphaned descendants (a `setsid` or double-forked daemon included)
-children of this process instead of init's, so when the command exits, or SIGTERM arrives (the shell
+ARG...` (an MCP server, which talks on its stdin, with `--go-fd N` before PARENT_PID).
+`PR_SET_CHILD_SUBREAPER` makes orphaned descendants (a `setsid` or double-forked daemon included) children
+of this process instead of init's, so when the command exits, or SIGTERM arrives (the shell
 tool's timeout, or the daemon dying: `PR_SET_PDEATHSIG`), every one of them can be found and killed.
 
 It starts the command only once the daemon holds it (`containment.py`: in a cgroup of its own, or known
@@ -106,8 +107,16 @@ def _mark() -> None:
     resource.setrlimit(resource.RLIMIT_MSGQUEUE, (soft, marked))
 
 
-def _held() -> bool:
-    """Wait for the daemon's `GO` on stdin; the command then gets /dev/null as its stdin."""
+def _held(go_fd: int | None = None) -> bool:
+    """Wait for the daemon's `GO`: on stdin (the command then gets /dev/null as its stdin), or on `go_fd`.
+
+    A command that talks on its stdin (an MCP server) is started with `--go-fd N`: the daemon's word comes
+    on that pipe instead, and the command keeps the reaper's stdin.
+    """
+    if go_fd is not None:
+        said = os.read(go_fd, len(GO))
+        os.close(go_fd)
+        return said == GO
     said = os.read(0, len(GO))
     empty = os.open(os.devnull, os.O_RDONLY)
     os.dup2(empty, 0)
@@ -126,6 +135,9 @@ def _exit_code(status: int) -> int:
 
 def main(argv: list[str]) -> int:
     """Become a subreaper bound to the parent's life, run the command, then kill what it left behind."""
+    go_fd = None
+    if argv[0] == "--go-fd":
+        go_fd, argv = int(argv[1]), argv[2:]
     parent, program, args = int(argv[0]), argv[1], argv[1:]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -136,7 +148,7 @@ def main(argv: list[str]) -> int:
         signal.signal(signum, _stop)
     code = 1
     try:
-        if not _held():
+        if not _held(go_fd):
             return 1  # the daemon gave up on the command before it started
         _mark()
         # Blocked across fork, so a stop signal never runs our handler inside the child.

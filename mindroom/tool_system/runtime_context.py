@@ -24,6 +24,7 @@ from mindroom.hooks.tool_contexts import ApprovalRequester
 from mindroom.hooks.types import is_custom_event, validate_event_name
 from mindroom.logging_config import get_logger
 from mindroom.private_files import private_dir
+from mindroom.tool_system.spec import OutboundFile
 
 __all__ = [
     "ResolvedWorkerTarget",
@@ -84,6 +85,8 @@ class ToolRuntimeContext:
     active_model_name: str | None = None
     approval_requester: ApprovalRequester | None = field(default=None, compare=False, repr=False)
     """Asks a person to allow a call (`ToolBeforeCallContext.request_approval`); None: nobody can be asked."""
+    outbox: list[OutboundFile] = field(default_factory=list, compare=False, repr=False)
+    """Files and images the turn's tools made for the person, sent with the answer."""
 
     @property
     def hook_registry(self) -> HookRegistry:

@@ -20,7 +20,9 @@ __all__ = [
     "AgentToolEnvironment",
     "IsolationLimits",
     "MessageSendFunction",
+    "OutboundFile",
     "ToolError",
+    "ToolOutput",
     "ToolSpec",
     "workspace_dir",
 ]
@@ -76,6 +78,30 @@ class ToolSpec:
     limits: IsolationLimits = IsolationLimits()
     toolkit: str | None = None
     """The group or plugin the tool belongs to (`shell`, a plugin's name), as `tool:environment` names it."""
+    timeout_s: float | None = None
+    """Past this, the call fails with a timeout the model reads (a thread running it is left to finish)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundFile:
+    """A file or image a tool made for the person: sent with the agent's answer, in its thread."""
+
+    name: str
+    data: bytes
+    mime_type: str = "application/octet-stream"
+
+    @property
+    def is_image(self) -> bool:
+        """True for `image/*`: sent as `m.image`, anything else as `m.file`."""
+        return self.mime_type.startswith("image/")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool returns when it has files for the person besides its text for the model."""
+
+    text: str
+    files: tuple[OutboundFile, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,64 @@
+"""`mindroom doctor` on tools: each agno toolkit an agent names can run here, and each MCP server starts.
+
+The MCP check starts every enabled server as the daemon would (sandboxed stdio, or a connection to the
+URL), waits for it to list its tools or fail, says which and why, and stops it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from mindroom.cli.doctor_result import CheckResult
+from mindroom.cli.doctor_result import check_fail as _fail
+from mindroom.cli.doctor_result import check_ok as _ok
+from mindroom.config.main import Config
+from mindroom.constants import RuntimePaths
+from mindroom.tool_system.mcp_connection import RetryPolicy
+from mindroom.tool_system.mcp_servers import MCPServerPool, mcp_problems
+from mindroom.tool_system.toolkits import named_toolkits
+
+__all__ = ["check_mcp_servers", "check_toolkits"]
+
+_GRACE_S = 5.0
+
+
+def check_toolkits(config: Config, env: Mapping[str, str]) -> list[CheckResult]:
+    """One line per problem with an agent's agno toolkit (a package or credential missing, a bad setting)."""
+    named, problems = named_toolkits(config, env, ())
+    problems.extend(mcp_problems(config))
+    results = [
+        _fail("tools", problem, "install what it names, set the variable, or fix the setting") for problem in problems
+    ]
+    if not results and named:
+        results.append(_ok("tools", f"{len(named)} agno toolkits named by agents can run: {', '.join(sorted(named))}"))
+    return results
+
+
+async def check_mcp_servers(config: Config, paths: RuntimePaths) -> list[CheckResult]:
+    """Start each enabled MCP server, see it list its tools (or why not), and stop it."""
+    enabled = {server_id: server for server_id, server in config.mcp_servers.items() if server.enabled}
+    if not enabled:
+        return []
+    pool = MCPServerPool(paths, retry=RetryPolicy(first_s=3600.0, max_s=3600.0))
+    try:
+        await pool.apply(config)
+        deadline = (
+            asyncio.get_running_loop().time() + max(s.startup_timeout_seconds for s in enabled.values()) + _GRACE_S
+        )
+        while asyncio.get_running_loop().time() < deadline:
+            if all(status.state == "ready" or status.restarts for status in pool.statuses()):
+                break
+            await asyncio.sleep(0.1)
+        statuses = pool.statuses()
+    finally:
+        await pool.close()
+    results = []
+    for status in statuses:
+        name = f"mcp server {status.server_id}"
+        if status.state == "ready":
+            results.append(_ok(name, f"started and listed {status.tools} tools"))
+        else:
+            reason = status.reason or "it did not start in time"
+            results.append(_fail(name, reason, f"fix mcp_servers.{status.server_id} (or set enabled: false)"))
+    return results

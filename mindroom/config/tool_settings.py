@@ -1,0 +1,55 @@
+"""Settings of the built-in tool groups under `tools:` (shell, file, MCP sandbox, files sent with answers)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from mindroom.config.mcp import MCPSandboxConfig
+from mindroom.config.strict import StrictModel
+
+__all__ = ["FileToolConfig", "ShellToolConfig", "ToolsConfig"]
+
+
+class ShellToolConfig(StrictModel):
+    """The built-in `shell` tool: which executables it may run (none unless listed), for how long, and how confined.
+
+    `sandbox`: `bwrap` runs commands in a bubblewrap sandbox (refused when it cannot run), `none` without one,
+    `auto` in bwrap when it works here. `readonly_paths` are host folders shown read-only inside the sandbox
+    besides the system ones; `network` lets sandboxed commands use the network.
+    """
+
+    allowed_commands: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    max_output_chars: int = Field(default=20000, ge=100)
+    sandbox: Literal["auto", "bwrap", "none"] = "auto"
+    readonly_paths: list[str] = Field(default_factory=list)
+    network: bool = False
+
+    @field_validator("readonly_paths")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        relative = [path for path in paths if not path.startswith("/")]
+        if relative:
+            msg = f"readonly_paths must be absolute paths, not {relative}"
+            raise ValueError(msg)
+        return paths
+
+
+class FileToolConfig(StrictModel):
+    """The built-in `file` tool: size limits for reads and writes, and the size quota of an agent's workspace."""
+
+    max_read_bytes: int = Field(default=256 * 1024, ge=1)
+    max_write_bytes: int = Field(default=1024 * 1024, ge=1)
+    workspace_quota_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+
+
+class ToolsConfig(StrictModel):
+    """Settings of the built-in tool groups (plugin tools read their plugin's `settings`)."""
+
+    shell: ShellToolConfig = Field(default_factory=ShellToolConfig)
+    file: FileToolConfig = Field(default_factory=FileToolConfig)
+    mcp: MCPSandboxConfig = Field(default_factory=MCPSandboxConfig)
+    max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    """The largest file or image a tool may send with an answer (larger ones are left out, and the model told)."""

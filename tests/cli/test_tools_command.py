@@ -1,0 +1,87 @@
+"""`mindroom tools list` and the doctor's tool lines: what can run here, and the fix for what cannot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mindroom.cli.app import app
+from mindroom.cli.doctor_result import CheckStatus
+from mindroom.cli.doctor_tools import check_mcp_servers, check_toolkits
+from mindroom.config.main import Config
+from mindroom.constants import RuntimePaths
+from tests.integration.mcp_servers import time_server_command
+
+CONFIG = """
+agents:
+  a:
+    display_name: A
+    tools: [reasoning, tavily, mcp_clock]
+mcp_servers:
+  clock: {transport: stdio, command: mcp-server-time}
+"""
+
+
+def test_tools_list_says_available_missing_package_or_credential(tmp_path: Path, monkeypatch):
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+    monkeypatch.delenv("OPENWEATHER_API_KEY", raising=False)
+
+    result = CliRunner().invoke(app, ["tools", "list", "-c", str(config), "--json"])
+
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    assert rows["reasoning"]["status"] == "available" and rows["reasoning"]["used_by"] == ["a"]
+    assert rows["tavily"]["status"] == "missing package"
+    assert "pip install 'mindroom[tools-search]'" in rows["tavily"]["detail"]
+    assert (
+        rows["openweather"]["status"] == "missing credential" and "OPENWEATHER_API_KEY" in rows["openweather"]["detail"]
+    )
+    assert rows["mcp_clock"] == {
+        "name": "mcp_clock", "kind": "mcp server", "status": "configured", "detail": "stdio, enabled", "used_by": ["a"]
+    }  # fmt: skip
+    assert rows["python"]["status"] == "not offered"
+    assert rows["shell"]["kind"] == "built-in group"
+
+
+def test_tools_list_table_shows_the_install_command(tmp_path: Path):
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+
+    result = CliRunner().invoke(app, ["tools", "list", "-c", str(config)])
+
+    assert result.exit_code == 0
+    assert "pip install 'mindroom[tools-web]'" in result.output  # not eaten as markup
+
+
+def test_doctor_names_each_unavailable_toolkit_and_its_fix():
+    config = Config.model_validate({"agents": {"a": {"display_name": "A", "tools": ["tavily", "reasoning"]}}})
+
+    (line,) = check_toolkits(config, {})
+
+    assert line.status is CheckStatus.FAIL and "'tavily' is not available" in line.detail
+    ok = check_toolkits(Config.model_validate({"agents": {"a": {"display_name": "A", "tools": ["reasoning"]}}}), {})
+    assert [(r.status, r.detail) for r in ok] == [
+        (CheckStatus.PASS, "1 agno toolkits named by agents can run: reasoning")
+    ]
+
+
+@pytest.mark.asyncio
+async def test_doctor_starts_each_mcp_server_and_says_which_fails_and_why(tmp_path: Path):
+    servers = {
+        "clock": {"transport": "stdio", "command": time_server_command()},
+        "gone": {"transport": "stdio", "command": str(tmp_path / "missing-server")},
+    }
+    config = Config.model_validate({"mcp_servers": servers})
+
+    results = await check_mcp_servers(config, RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {}))
+
+    by_name = {r.name: r for r in results}
+    assert by_name["mcp server clock"].status is CheckStatus.PASS
+    assert by_name["mcp server clock"].detail == "started and listed 2 tools"
+    assert (
+        by_name["mcp server gone"].status is CheckStatus.FAIL and "does not exist" in by_name["mcp server gone"].detail
+    )

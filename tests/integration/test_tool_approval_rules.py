@@ -1,0 +1,84 @@
+"""`tool_approval:` rules on the real homeserver: a matching call waits on a card until its requester's ✅."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from mindroom.bots.approvals import APPROVAL_CONTENT_KEY
+from mindroom.testing.model_server import Text, ToolCall
+from tests.integration.conftest import E2E
+from tests.integration.support import edits_of, thread_replies
+from tests.integration.test_tools import last_tool_message
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+
+def agent_requests(e2e: E2E) -> list[dict]:
+    return [request for request in e2e.model_server.requests if request.get("model") == "agent-model"]
+
+
+async def test_tool_approval_rule_holds_a_call_until_the_requester_approves(e2e: E2E):
+    alice, bob = await e2e.human("alice"), await e2e.human("bob")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    agents = {agent: {"display_name": "Helper", "model": "default", "rooms": [room], "tools": ["reasoning"]}}
+    approval = {
+        "rules": [{"match": "analyze", "action": "auto_approve"}, {"match": "th*", "action": "require_approval"}]
+    }
+    await e2e.start(e2e.basic_config([alice.user_id, bob.user_id], agents, tool_approval=approval))
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await e2e.joined(bob, room_id)
+    agent_id = e2e.user_id(agent)
+    e2e.model_server.script(
+        ToolCall("think", {"title": "Plan", "thought": "api_key=sk-abcdefghijklmnop"}), Text("Done thinking."),
+        model="agent-model",
+    )  # fmt: skip
+
+    root = await alice.send(room_id, "think it over")
+    card = await alice.wait_for(
+        lambda e: thread_replies(root, agent_id)(e) and APPROVAL_CONTENT_KEY in e["content"], timeout=30
+    )
+
+    body = card["content"]["body"]
+    assert body.startswith("🔐 Helper wants to run think: the approval rule 'th*' asks first. Arguments: {")
+    assert "sk-abcdefghijklmnop" not in body and "Plan" in body
+    await asyncio.sleep(1.0)
+    assert len(agent_requests(e2e)) == 1  # held: the tool has not run, the model has not been asked again
+
+    await bob.react(room_id, card["event_id"], "✅")  # not the requester: no answer
+    await asyncio.sleep(1.5)
+    assert len(agent_requests(e2e)) == 1
+
+    await alice.react(room_id, card["event_id"], "✅")
+    answer = await alice.wait_for(
+        lambda e: thread_replies(root, agent_id)(e) and e["content"].get("body") == "Done thinking.", timeout=30
+    )
+
+    assert answer["content"]["body"] == "Done thinking."
+    assert "Title: Plan" in last_tool_message(agent_requests(e2e)[1])
+    outcome = await alice.wait_for(edits_of(card["event_id"]), timeout=30)
+    assert outcome["content"]["m.new_content"]["body"].endswith(f"— ✅ approved by {alice.user_id}.")
+
+
+async def test_tool_approval_rule_lets_unmatched_and_auto_approved_calls_run(e2e: E2E):
+    alice = await e2e.human("alice")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    agents = {agent: {"display_name": "Helper", "model": "default", "rooms": [room], "tools": ["reasoning"]}}
+    approval = {"default": "require_approval", "rules": [{"match": "analyze", "action": "auto_approve"}]}
+    await e2e.start(e2e.basic_config([alice.user_id], agents, tool_approval=approval))
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    call = {"title": "t", "result": "r", "analysis": "a"}
+    e2e.model_server.script(ToolCall("analyze", call), Text("Analyzed."), model="agent-model")
+
+    root = await alice.send(room_id, "analyze it")
+    await alice.wait_for(
+        lambda e: thread_replies(root, e2e.user_id(agent))(e) and e["content"].get("body") == "Analyzed.", timeout=30
+    )
+
+    assert "Title: t" in last_tool_message(agent_requests(e2e)[1])
+    assert not [
+        e for e in alice.matching(thread_replies(root, e2e.user_id(agent))) if APPROVAL_CONTENT_KEY in e["content"]
+    ]
