@@ -42,6 +42,7 @@ __all__ = [
     "provided_registry",
     "resolve_tool_runtime_hook_bindings",
     "set_registry_provider",
+    "tool_runtime_context",
 ]
 
 logger = get_logger(__name__)
@@ -269,6 +270,16 @@ def bind_runtime_context(context: ToolRuntimeContext) -> Iterator[ToolRuntimeCon
     token = _current.set(context)
     try:
         yield context
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
+def tool_runtime_context(context: ToolRuntimeContext | None) -> Iterator[None]:
+    """MindRoom's name for `bind_runtime_context`; `None` binds no context for the block (tools then see none)."""
+    token = _current.set(context)
+    try:
+        yield
     finally:
         _current.reset(token)
 

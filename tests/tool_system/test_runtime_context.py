@@ -14,7 +14,9 @@ from mindroom.tool_system.runtime_context import (
     bind_runtime_context,
     build_execution_identity_from_runtime_context,
     emit_custom_event,
+    get_tool_runtime_context,
     resolve_tool_runtime_hook_bindings,
+    tool_runtime_context,
 )
 from tests.hooks.support import stub_plugin
 
@@ -157,3 +159,15 @@ async def test_runtime_context_built_the_2026_way_carries_custom_events_to_its_r
         await emit_custom_event("todo", "todo:changed", {"n": 1})
 
     assert heard == [({"n": 1}, "code", "!room:localhost")]
+
+
+def test_tool_runtime_context_binds_for_the_block_and_none_binds_nothing():
+    """thread-goal's tests bind with MindRoom's `tool_runtime_context(ctx)`, and `(None)` for no context."""
+    context = ToolRuntimeContext(agent_name="code", target=TARGET)
+
+    with tool_runtime_context(context):
+        assert get_tool_runtime_context() is context
+        with tool_runtime_context(None):
+            assert get_tool_runtime_context() is None
+        assert get_tool_runtime_context() is context
+    assert get_tool_runtime_context() is None
