@@ -43,18 +43,55 @@ DEFAULT_ACCOUNT_PREFIX = "mindroom_"
 """Bot accounts are named `<prefix><agent>`; a different prefix lets several daemons share one homeserver."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RuntimePaths:
-    """Where the config lives, where state is stored, and the environment the config was read with."""
+    """Where the config lives, where state is stored, and the environment the config was read with.
+
+    Built with this daemon's keywords (`config_path`, `storage_root`, `env_values`; positionally too) or
+    MindRoom 2026.10's (`config_path`, `config_dir`, `env_path`, `storage_root`, `control_state_root`,
+    `process_env`, `env_file_values`). Without `env_values`, the environment is the `.env` file's values
+    overlaid by the process's (`process_env` wins, as in MindRoom). `config_dir` defaults to the config
+    file's folder and `env_path` to `.env` in it.
+    """
 
     config_path: Path
     storage_root: Path
-    env_values: Mapping[str, str] = field(default_factory=dict)
+    env_values: Mapping[str, str]
+    config_dir: Path
+    """The folder relative paths in the config resolve against."""
+    env_path: Path
+    control_state_root: Path | None
+    """MindRoom's separate control-state folder; nothing here keeps state outside `storage_root`."""
+    process_env: Mapping[str, str] = field(repr=False)
+    env_file_values: Mapping[str, str] = field(repr=False)
 
-    @property
-    def config_dir(self) -> Path:
-        """The folder holding the config file; relative paths in the config resolve against it."""
-        return self.config_path.parent
+    def __init__(
+        self,
+        config_path: Path,
+        storage_root: Path,
+        env_values: Mapping[str, str] | None = None,
+        *,
+        config_dir: Path | None = None,
+        env_path: Path | None = None,
+        control_state_root: Path | None = None,
+        process_env: Mapping[str, str] | None = None,
+        env_file_values: Mapping[str, str] | None = None,
+    ) -> None:
+        config_dir = config_path.parent if config_dir is None else config_dir
+        process_env = {} if process_env is None else process_env
+        env_file_values = {} if env_file_values is None else env_file_values
+        values: dict[str, object] = {
+            "config_path": config_path,
+            "storage_root": storage_root,
+            "env_values": {**env_file_values, **process_env} if env_values is None else env_values,
+            "config_dir": config_dir,
+            "env_path": config_dir / ".env" if env_path is None else env_path,
+            "control_state_root": control_state_root,
+            "process_env": process_env,
+            "env_file_values": env_file_values,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
     @property
     def plugins_state_root(self) -> Path:

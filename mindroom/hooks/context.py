@@ -157,11 +157,15 @@ class MessageReceivedContext(_MessageContext):
 
 @dataclass(slots=True, kw_only=True)
 class MessageEnrichContext(_MessageContext):
-    """`message:enrich`: contribute live context with `add_metadata()` or by returning `EnrichmentItem`s."""
+    """`message:enrich`: contribute live context with `add_metadata()` or by returning `EnrichmentItem`s.
+
+    `target_member_names` lists a team's members, and is None for a single agent (always, here: no teams yet).
+    """
 
     DEFAULT_EVENT: ClassVar[str] = EVENT_MESSAGE_ENRICH
 
     target_entity_name: str = ""
+    target_member_names: tuple[str, ...] | None = None
     items: list[EnrichmentItem] = field(default_factory=list, repr=False)
 
     def add_metadata(

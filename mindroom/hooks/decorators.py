@@ -25,21 +25,24 @@ class HookMetadata:
     hook_name: str
     priority: int = DEFAULT_PRIORITY
     timeout_ms: int | None = None
-    agents: frozenset[str] | None = None
-    rooms: frozenset[str] | None = None
+    agents: tuple[str, ...] | None = None
+    """The agents the hook fires for (None: every one), in the order written, each name once."""
+    rooms: tuple[str, ...] | None = None
+    """The rooms the hook fires in (None: every one), in the order written, each id once."""
     fail_closed: bool = False
     required: bool = False
 
 
-def _name_set(values: Iterable[str] | None, what: str) -> frozenset[str] | None:
-    """The filter as a set; blank names are dropped, and a filter left empty is no filter (it fires everywhere)."""
+def _name_set(values: Iterable[str] | None, what: str) -> tuple[str, ...] | None:
+    """The filter as a tuple (as MindRoom keeps it): first-seen order, repeats and blank names dropped; a filter
+    left empty is no filter (it fires everywhere)."""
     if values is None:
         return None
     given = [values] if isinstance(values, str) else list(values)
     if not all(isinstance(value, str) for value in given):
         msg = f"{what} must be strings"
         raise TypeError(msg)
-    result = frozenset(value for value in given if value.strip())
+    result = tuple(dict.fromkeys(value for value in given if value.strip()))
     return result or None
 
 

@@ -96,8 +96,8 @@ class RegisteredHook:
     priority: int
     timeout_ms: int
     timeout_s: float
-    agents: frozenset[str] | None
-    rooms: frozenset[str] | None
+    agents: tuple[str, ...] | None
+    rooms: tuple[str, ...] | None
     fail_closed: bool
     monitor: bool
     settings: dict[str, Any]

@@ -32,6 +32,7 @@ __all__ = [
     "SkillError",
     "build_skill_catalog",
     "parse_skill",
+    "skill_folders",
     "skill_prompt",
 ]
 
@@ -91,7 +92,8 @@ def parse_skill(folder: Path, plugin: str = "") -> Skill:
     return Skill(name, " ".join(description.split()), body.strip(), folder, plugin)
 
 
-def _skill_folders(root: Path) -> list[Path]:
+def skill_folders(root: Path) -> list[Path]:
+    """`root` when it is a skill itself, else the skill folders directly below it, by name."""
     if (root / SKILL_FILENAME).is_file():
         return [root]
     if not root.is_dir():
@@ -112,7 +114,7 @@ class SkillCatalog:
         skills: dict[str, Skill] = {}
         for plugin in plugins:
             for root in plugin.skill_dirs:
-                for folder in _skill_folders(root):
+                for folder in skill_folders(root):
                     skill = parse_skill(folder, plugin.name)
                     other = skills.get(skill.name)
                     if other is not None:

@@ -1,15 +1,21 @@
 """Files people send to the agents (images, voice, documents), kept under the data directory by id.
 
-An attachment id is the digest of the file's bytes, so the same file sent twice is stored once. Each
-file sits beside a small JSON record of its name, type, size and where it came from; both are private
-to the daemon's user (0600). Tools and hooks read attachments by the ids in `envelope.attachment_ids`.
+An attachment id is random (128 bits), drawn when the file is stored: it says nothing of the file's
+bytes, so it cannot be computed from a file to ask whether that file was ever sent, nor guessed. Each
+event's file is stored once (every entity handling the event shares the download) and sits beside a
+small JSON record of its name, type, size and the room and event it came from; both are private to the
+daemon's user (0600). Tools and hooks read attachments by the ids in `envelope.attachment_ids`, and
+`read_attachment` only within the room the file was sent in (`AttachmentInfo.room_id`).
+
+Records stored before ids were random (ids derived from the content) have the same shape and stay
+readable, scoped to the room their record names like every other.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
+import secrets
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,13 +55,11 @@ class AttachmentStore:
         self.root = Path(storage_root) / ATTACHMENTS_DIRNAME
 
     def put(self, data: bytes, *, name: str, mimetype: str | None, room_id: str, event_id: str) -> AttachmentInfo:
-        """Store `data` (once per distinct content) and return its record."""
-        attachment_id = hashlib.sha256(data).hexdigest()[:32]
+        """Store `data` under a new random id and return its record."""
+        attachment_id = secrets.token_hex(16)
         info = AttachmentInfo(attachment_id, name, mimetype, len(data), room_id, event_id)
         private_dir(self.root)
-        path = self.root / attachment_id
-        if not path.exists():
-            write_private_file(path, data, durable=False)
+        write_private_file(self.root / attachment_id, data, durable=False)
         record = {**asdict(info), "stored_at": time.time()}
         write_private_file(self.root / f"{attachment_id}.json", json.dumps(record) + "\n", durable=False)
         return info

@@ -1,7 +1,8 @@
-"""The built-in `attachments` tool: read a file someone sent into a room the agent is in."""
+"""The built-in `attachments` tool: read a file someone sent into the room the conversation is in."""
 
 from __future__ import annotations
 
+from mindroom.tool_system.runtime_context import get_runtime_context
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
 __all__ = ["ATTACHMENT_TOOL_NAMES", "MAX_ATTACHMENT_CHARS", "attachment_tools"]
@@ -24,11 +25,14 @@ def attachment_tools(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
         Args:
             attachment_id: The id given where the message names its attachment ("attachment 3f2a...").
         """
+        bound = get_runtime_context()
+        room_id = bound.room_id if bound is not None else None
         store = env.attachments
-        item = store.read(attachment_id.strip()) if store is not None else None
-        # Only attachments of rooms this agent is in: one room's files are not another room's business.
-        if item is None or item.info.room_id not in env.joined_rooms():
-            raise ToolError(f"there is no attachment {attachment_id!r} in your rooms")
+        item = store.read(attachment_id.strip()) if store is not None and room_id is not None else None
+        # Only a file of the room this turn runs in: the same agent in another room (a DM of someone else)
+        # answers other people, who must not read it. One refusal for every case, so that it tells nothing.
+        if item is None or item.info.room_id != room_id or room_id not in env.joined_rooms():
+            raise ToolError(f"there is no attachment {attachment_id!r} in this room")
         info = item.info
         header = f"{info.name} ({info.mimetype or 'unknown type'}, {info.size} bytes)"
         if not _is_text(info.mimetype):

@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.hooks.capabilities import HookMatrixAdmin, RelaySender
@@ -27,6 +28,7 @@ from mindroom.private_files import private_dir
 from mindroom.tool_system.spec import OutboundFile
 
 __all__ = [
+    "MINDROOM_ONLY_KEYWORDS",
     "ResolvedWorkerTarget",
     "ToolCallRecord",
     "ToolExecutionIdentity",
@@ -41,9 +43,12 @@ __all__ = [
     "provided_registry",
     "resolve_tool_runtime_hook_bindings",
     "set_registry_provider",
+    "tool_runtime_context",
 ]
 
 logger = get_logger(__name__)
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,35 +63,145 @@ class ToolCallRecord:
     duration_ms: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+# MindRoom 2026.10's constructor keywords that name nothing this daemon has (a raw Matrix client and room, its
+# caches, workers, teams, personas, budgets): accepted so that code building a context for MindRoom builds one here
+# too, and kept as given in `ToolRuntimeContext.unused_fields`. `event_cache` and `conversation_cache` are names
+# earlier 2026 releases took, which published plugins' tests still pass.
+MINDROOM_ONLY_KEYWORDS = frozenset(
+    {
+        "agent_reply_memberships",
+        "attachment_ids",
+        "cli_approval_handler",
+        "client",
+        "config_provider",
+        "conversation_cache",
+        "conversation_reader",
+        "event_cache",
+        "hook_registry_state",
+        "membership",
+        "membership_turn_id",
+        "orchestrator",
+        "persona",
+        "relations",
+        "room",
+        "runtime_attachment_ids",
+        "runtime_media_attachments",
+        "source_kind",
+        "storage_path",
+        "tool_function_filter",
+        "transport_agent_name",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class ToolRuntimeContext:
     """Who a tool runs for and which hook registry its events go to (bound per turn).
 
     `calls` is the turn's log of finished tool calls, appended to by the tool wrapper.
+
+    The constructor takes this daemon's keywords (`registry` first, positionally too) and MindRoom 2026.10's:
+    `hook_registry` and `hook_message_sender` name `registry` and `message_sender`; a `target` alone gives
+    `room_id`, `thread_id` (its source thread) and `session_id`; the registry defaults to an empty one. The
+    keywords in `MINDROOM_ONLY_KEYWORDS` are kept in `unused_fields` and change nothing; any other raises
+    `TypeError`.
     """
 
     registry: HookRegistry
-    agent_name: str | None = None
-    room_id: str | None = None
-    thread_id: str | None = None
-    requester_id: str | None = None
-    session_id: str | None = None
-    correlation_id: str | None = None
-    config: Any = None
-    runtime_paths: RuntimePaths | None = None
-    message_sender: MessageSender | None = None
-    room_state_querier: RoomStateQuerier | None = None
-    room_state_putter: RoomStatePutter | None = None
-    calls: list[ToolCallRecord] = field(default_factory=list, compare=False, repr=False)
+    agent_name: str | None
+    room_id: str | None
+    thread_id: str | None
+    requester_id: str | None
+    session_id: str | None
+    correlation_id: str | None
+    config: Any
+    runtime_paths: RuntimePaths | None
+    message_sender: MessageSender | None
+    room_state_querier: RoomStateQuerier | None
+    room_state_putter: RoomStatePutter | None
+    calls: list[ToolCallRecord] = field(compare=False, repr=False)
     # Added with the 2026 plugin API; the pipeline passes them when it has them.
-    matrix_admin: HookMatrixAdmin | None = field(default=None, compare=False, repr=False)
-    message_received_depth: int = 0
-    target: MessageTarget | None = None
-    active_model_name: str | None = None
-    approval_requester: ApprovalRequester | None = field(default=None, compare=False, repr=False)
+    matrix_admin: HookMatrixAdmin | None = field(compare=False, repr=False)
+    message_received_depth: int
+    target: MessageTarget | None
+    active_model_name: str | None
+    approval_requester: ApprovalRequester | None = field(compare=False, repr=False)
     """Asks a person to allow a call (`ToolBeforeCallContext.request_approval`); None: nobody can be asked."""
-    outbox: list[OutboundFile] = field(default_factory=list, compare=False, repr=False)
+    outbox: list[OutboundFile] = field(compare=False, repr=False)
     """Files and images the turn's tools made for the person, sent with the answer."""
+    unused_fields: Mapping[str, Any] = field(compare=False, repr=False)
+    """The `MINDROOM_ONLY_KEYWORDS` the context was built with, as given."""
+
+    def __init__(
+        self,
+        registry: HookRegistry | None = None,
+        agent_name: str | None = None,
+        room_id: str | None = None,
+        thread_id: str | None = None,
+        requester_id: str | None = None,
+        session_id: str | None = None,
+        correlation_id: str | None = None,
+        config: Any = None,
+        runtime_paths: RuntimePaths | None = None,
+        message_sender: MessageSender | None = None,
+        room_state_querier: RoomStateQuerier | None = None,
+        room_state_putter: RoomStatePutter | None = None,
+        calls: list[ToolCallRecord] | None = None,
+        matrix_admin: HookMatrixAdmin | None = None,
+        message_received_depth: int = 0,
+        target: MessageTarget | None = None,
+        active_model_name: str | None = None,
+        approval_requester: ApprovalRequester | None = None,
+        outbox: list[OutboundFile] | None = None,
+        *,
+        hook_registry: HookRegistry | None = None,
+        hook_message_sender: MessageSender | None = None,
+        unused_fields: Mapping[str, Any] | None = None,
+        **mindroom_only: Any,
+    ) -> None:
+        unknown = sorted(set(mindroom_only) - MINDROOM_ONLY_KEYWORDS)
+        if unknown:
+            msg = f"ToolRuntimeContext got unexpected keyword arguments: {', '.join(unknown)}"
+            raise TypeError(msg)
+        if target is not None:
+            room_id = room_id if room_id is not None else target.room_id
+            thread_id = thread_id if thread_id is not None else target.source_thread_id
+            session_id = session_id if session_id is not None else target.session_id
+        registry = _first(registry, hook_registry, "registry", "hook_registry")
+        values: dict[str, Any] = {
+            "registry": HookRegistry.empty() if registry is None else registry,
+            "agent_name": agent_name,
+            "room_id": room_id,
+            "thread_id": thread_id,
+            "requester_id": requester_id,
+            "session_id": session_id,
+            "correlation_id": correlation_id,
+            "config": config,
+            "runtime_paths": runtime_paths,
+            "message_sender": _first(message_sender, hook_message_sender, "message_sender", "hook_message_sender"),
+            "room_state_querier": room_state_querier,
+            "room_state_putter": room_state_putter,
+            "calls": [] if calls is None else calls,
+            "matrix_admin": matrix_admin,
+            "message_received_depth": message_received_depth,
+            "target": target,
+            "active_model_name": active_model_name,
+            "approval_requester": approval_requester,
+            "outbox": [] if outbox is None else outbox,
+            "unused_fields": MappingProxyType({**(unused_fields or {}), **mindroom_only}),
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def current_config(self) -> Any:
+        """MindRoom's name for the config a tool should read: `config` (the turn's snapshot)."""
+        return self.config
+
+    @property
+    def recipient(self) -> str | None:
+        """The entity whose account answers this turn: the agent (there are no teams here)."""
+        return self.agent_name
 
     @property
     def hook_registry(self) -> HookRegistry:
@@ -164,6 +279,16 @@ def bind_runtime_context(context: ToolRuntimeContext) -> Iterator[ToolRuntimeCon
         _current.reset(token)
 
 
+@contextmanager
+def tool_runtime_context(context: ToolRuntimeContext | None) -> Iterator[None]:
+    """MindRoom's name for `bind_runtime_context`; `None` binds no context for the block (tools then see none)."""
+    token = _current.set(context)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def get_runtime_context() -> ToolRuntimeContext | None:
     """The runtime context bound for the running tool, if any."""
     return _current.get()
@@ -221,6 +346,14 @@ def build_execution_identity_from_runtime_context(context: ToolRuntimeContext) -
         resolved_thread_id=resolved,
         session_id=session_id,
     )
+
+
+def _first(ours: _T | None, theirs: _T | None, name: str, their_name: str) -> _T | None:
+    """One of two names for the same keyword; both given and different is an error."""
+    if ours is not None and theirs is not None and ours is not theirs:
+        msg = f"ToolRuntimeContext got both {name}= and {their_name}= (two names of one field)"
+        raise TypeError(msg)
+    return ours if ours is not None else theirs
 
 
 def provided_registry() -> HookRegistry | None:

@@ -49,8 +49,8 @@ def test_hook_records_every_spec_parameter():
     assert meta.hook_name == "enrich_weather"
     assert meta.priority == 20
     assert meta.timeout_ms == 500
-    assert meta.agents == frozenset({"code", "research"})
-    assert meta.rooms == frozenset({"!room:localhost"})
+    assert meta.agents == ("code", "research")
+    assert meta.rooms == ("!room:localhost",)
 
 
 def test_hook_accepts_event_as_keyword_like_mindroom_plugins():
@@ -70,7 +70,18 @@ def test_hook_accepts_router_agent_tuple():
     async def router_only(ctx):
         pass
 
-    assert get_hook_metadata(router_only).agents == frozenset({"router"})
+    assert get_hook_metadata(router_only).agents == ("router",)  # a tuple, as MindRoom plugins' tests compare it
+
+
+def test_hook_filters_are_tuples_in_the_order_written_each_name_once():
+    @hook("message:received", agents=["research", "code", "research"], rooms=["!b:l", "!a:l", "!b:l"])
+    async def filtered(ctx):
+        pass
+
+    meta = get_hook_metadata(filtered)
+    assert meta.agents == ("research", "code")
+    assert meta.rooms == ("!b:l", "!a:l")
+    assert type(meta.agents) is tuple and type(meta.rooms) is tuple
 
 
 def test_hook_accepts_any_iterable_for_filters():
@@ -79,8 +90,8 @@ def test_hook_accepts_any_iterable_for_filters():
         pass
 
     meta = get_hook_metadata(filtered)
-    assert meta.agents == frozenset({"a", "b"})
-    assert meta.rooms == frozenset({"!x:localhost"})
+    assert meta.agents == ("a", "b")
+    assert meta.rooms == ("!x:localhost",)
 
 
 def test_hook_single_string_filter_is_one_name_not_characters():
@@ -88,7 +99,7 @@ def test_hook_single_string_filter_is_one_name_not_characters():
     async def filtered(ctx):
         pass
 
-    assert get_hook_metadata(filtered).agents == frozenset({"code"})
+    assert get_hook_metadata(filtered).agents == ("code",)
 
 
 def test_hook_accepts_custom_event():
@@ -248,7 +259,7 @@ def test_decorator_drops_blank_filter_entries_and_an_empty_filter_is_none():
     async def everywhere(ctx):
         pass
 
-    assert get_hook_metadata(some).agents == frozenset({"code"})
-    assert get_hook_metadata(some).rooms == frozenset({"!r:l"})
+    assert get_hook_metadata(some).agents == ("code",)
+    assert get_hook_metadata(some).rooms == ("!r:l",)
     assert get_hook_metadata(everywhere).agents is None
     assert get_hook_metadata(everywhere).rooms is None

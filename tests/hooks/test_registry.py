@@ -284,6 +284,17 @@ def test_registry_rooms_filter():
     assert registry.matching(EVENT_MESSAGE_RECEIVED, "code", None) == ()
 
 
+def test_registry_keeps_filters_as_the_decorator_wrote_them():
+    registry = HookRegistry.from_plugins(
+        [stub_plugin("p", [make_hook("both", agents=["research", "code", "code"], rooms=["!b:l", "!a:l"])])]
+    )
+
+    (compiled,) = registry.all_hooks()
+    assert (compiled.agents, compiled.rooms) == (("research", "code"), ("!b:l", "!a:l"))
+    assert len(registry.matching(EVENT_MESSAGE_RECEIVED, "code", "!a:l")) == 1
+    assert registry.matching(EVENT_MESSAGE_RECEIVED, "other", "!a:l") == ()
+
+
 def test_registry_agents_and_rooms_filters_combine():
     registry = HookRegistry.from_plugins([stub_plugin("p", [make_hook("both", agents=["code"], rooms=["!lab:l"])])])
 
