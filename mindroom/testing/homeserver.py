@@ -152,8 +152,7 @@ class TestHomeserver:
         synapse = self._synapse if self._synapse is not None else self._write_config()
         if synapse.running:
             return
-        # In the caller's session and without a parent-death signal: callers start this from worker
-        # threads (`asyncio.to_thread`), and the session's server must outlive them.
+        # In the caller's session (Ctrl+C stops it too); it dies with this process if that is killed.
         synapse.spawn()
         try:
             synapse.wait_ready(started + _START_TIMEOUT_S)
