@@ -97,7 +97,7 @@ class _Spawner:
 _SPAWNER = _Spawner()
 
 
-def spawn_module(module: str, args: Sequence[str], **popen: Any) -> subprocess.Popen[bytes]:
+def spawn_module(module: str, args: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
     """`python -m <module> <args...>` as a child that dies with this process; `popen` goes to `subprocess.Popen`."""
     parent = os.getpid()
     prctl = _load_prctl()

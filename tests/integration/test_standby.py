@@ -89,10 +89,11 @@ async def test_standby_takes_over_after_kill9_and_answers_every_message_once(sta
         if index == KILL_AFTER:
             active.kill()
             killed_at_ms = int(time.time() * 1000)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # spread out, so some questions come while nobody is active
     for event_id in sent:
-        await human.wait_for(thread_replies(event_id, agent_id), timeout=60)
-    await asyncio.sleep(3.0)
+        await human.wait_for(thread_replies(event_id, agent_id))
+    assert await standby.terminate() == 0
+    await human.sync_past(room_id)
 
     replies = {event_id: human.matching(thread_replies(event_id, agent_id)) for event_id in sent}
     assert {event_id: len(found) for event_id, found in replies.items()} == dict.fromkeys(sent, 1)
