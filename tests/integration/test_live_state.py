@@ -48,7 +48,8 @@ async def test_live_state_turn_waiting_for_its_slot_runs_on_one_generation_throu
     room_id = e2e.room_id(room)
     await e2e.joined(human, room_id)
     agent_user = e2e.user_id(agent)
-    e2e.model_server.when(lambda r: "hold the slot" in last_user_message(r), Delay(3.0, Text("slow answer")))
+    # Holds the agent's only slot until well after the reload below, even on a loaded machine.
+    e2e.model_server.when(lambda r: "hold the slot" in last_user_message(r), Delay(10.0, Text("slow answer")))
     e2e.model_server.set_default(Text("quick answer"))
     seen = len(e2e.model_server.requests)
 
