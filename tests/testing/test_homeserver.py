@@ -98,7 +98,11 @@ def test_homeserver_start_failure_reports_the_log_tail(tmp_path):
 TEST_PROCESS = """
 import asyncio, sys
 from pathlib import Path
+from mindroom.homeserver import tether
 from mindroom.testing.homeserver import TestHomeserver
+
+if sys.argv[2] == "watchdog":  # as where prctl is missing
+    tether._load_prctl = lambda: None
 
 async def main():
     async with TestHomeserver(Path(sys.argv[1])):
@@ -118,16 +122,19 @@ def _running(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-def test_homeserver_dies_with_a_test_process_that_is_killed(tmp_path):
+@pytest.mark.parametrize("tie", ["prctl", "watchdog"])
+def test_homeserver_dies_with_a_test_process_that_is_killed(tmp_path, tie):
     base = tmp_path / "synapse"
     test_process = subprocess.Popen(
-        [sys.executable, "-c", TEST_PROCESS, str(base)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
+        [sys.executable, "-c", TEST_PROCESS, str(base), tie], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
     )
     try:
         assert test_process.stdout is not None
         assert b"ready\n" in iter(test_process.stdout.readline, b"")  # the kit logs to stdout too
         synapse_pid = int((base / "homeserver.pid").read_text())
         assert _running(synapse_pid)
+        watched = b"mindroom.homeserver.tether" in Path(f"/proc/{synapse_pid}/cmdline").read_bytes()
+        assert watched == (tie == "watchdog")
 
         test_process.send_signal(signal.SIGKILL)
         test_process.wait(10)
