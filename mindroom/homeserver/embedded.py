@@ -211,8 +211,8 @@ class EmbeddedHomeserver:
         if synapse.running:
             return
         started = time.monotonic()
-        # From the event loop's thread, which lives as long as the daemon: the parent-death signal
-        # follows the thread that forked. The wait runs in a worker thread and ends when `stop` ends Synapse.
+        # Its own session, so Ctrl+C reaches only the daemon, which stops Synapse last; it dies with a
+        # killed daemon. The wait runs in a worker thread and ends when `stop` ends Synapse.
         synapse.spawn(daemon=True)
         try:
             await asyncio.to_thread(synapse.wait_ready, started + _START_TIMEOUT_S)

@@ -2,8 +2,8 @@
 
 Shared by the embedded homeserver (`mindroom.homeserver.embedded`, async) and the test homeserver
 (`mindroom.testing.homeserver`, sync). The methods block only briefly or in a loop that ends when the
-process exits, so async code runs `wait_ready` and `terminate` in a worker thread; `spawn` stays on the
-caller's thread because a `daemon` child's parent-death signal follows the thread that forked it.
+process exits, so async code runs `wait_ready` and `terminate` in a worker thread. Synapse dies with
+the process that spawned it (`mindroom.homeserver.tether`), from whichever thread `spawn` was called.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +23,7 @@ from typing import Any
 
 from mindroom.errors import MindroomError
 from mindroom.homeserver.files import LOG_FILENAME
+from mindroom.homeserver.tether import spawn_module
 from mindroom.logging_config import get_logger
 from mindroom.private_files import PRIVATE_UMASK, write_private_file
 
@@ -49,7 +49,6 @@ _PROBE_TIMEOUT_S = 1.0
 _POLL_S = 0.05
 _STOP_TIMEOUT_S = 10.0
 _LOG_TAIL_LINES = 40
-_PR_SET_PDEATHSIG = 1
 
 
 class SynapseError(MindroomError, RuntimeError):
@@ -122,15 +121,6 @@ def _tail(path: Path) -> str:
     except OSError:
         return ""
     return "\n".join(lines[-_LOG_TAIL_LINES:])
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the parent dies, so Synapse never outlives it (Linux)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(Exception):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _alive(pid: int) -> bool:
@@ -212,24 +202,23 @@ class SynapseProcess:
     def spawn(self, *, daemon: bool = False) -> None:
         """Start Synapse and return at once; `wait_ready` tells when it serves.
 
-        `daemon=True` is for a Synapse that lives exactly as long as a long-running parent: it gets its
-        own session, so Ctrl+C reaches only the parent (which stops Synapse last), and SIGTERM when the
-        forking thread ends, so it never outlives a parent that was killed. Spawn it from a thread that
-        lives as long as the parent (the event loop's); without it the child shares the caller's session.
+        Synapse gets SIGTERM when this process dies, even by `kill -9`, so it never outlives it.
+        `daemon=True` gives it its own session, so Ctrl+C reaches only a long-running parent (which
+        stops Synapse last); without it the child shares the caller's session.
         """
         if self.running:
             msg = f"Synapse in {self.base_dir} is already running (pid {self.pid})"
             raise SynapseError(msg)
         stderr_fd = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         with os.fdopen(stderr_fd, "ab") as stderr:
-            self._popen = subprocess.Popen(
-                [sys.executable, "-m", "synapse.app.homeserver", "-c", str(self.config_path)],
+            self._popen = spawn_module(
+                "synapse.app.homeserver",
+                ["-c", str(self.config_path)],
                 cwd=self.base_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=stderr,
                 stderr=stderr,
                 start_new_session=daemon,
-                preexec_fn=_die_with_parent if daemon else None,  # only calls prctl, safe between fork and exec
                 # Synapse creates its database (with its -wal/-shm files), media and logs itself: only its
                 # umask keeps them private, whatever the umask of the process that started it.
                 umask=PRIVATE_UMASK,

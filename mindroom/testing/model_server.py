@@ -59,6 +59,8 @@ __all__ = [
 logger = get_logger(__name__)
 
 _POLL_INTERVAL_S = 0.05
+# `wait_for_requests`' default: long, for a loaded machine (a passing test never waits it out).
+_WAIT_TIMEOUT_S = 60.0
 
 
 class _Script:
@@ -217,7 +219,7 @@ class ScriptedModelServer:
         with self._lock:
             return [request for request, name in zip(self._requests, self._apis, strict=True) if name == api]
 
-    def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+    def wait_for_requests(self, n: int, timeout: float = _WAIT_TIMEOUT_S) -> list[dict[str, Any]]:
         """Block until at least `n` requests arrived and return them; `TimeoutError` otherwise."""
         with self._lock:
             if not self._lock.wait_for(lambda: len(self._requests) >= n, timeout=timeout):
@@ -225,7 +227,11 @@ class ScriptedModelServer:
                 raise TimeoutError(msg)
             return list(self._requests)
 
-    async def wait_for_requests_async(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:  # noqa: ASYNC109
+    async def wait_for_requests_async(
+        self,
+        n: int,
+        timeout: float = _WAIT_TIMEOUT_S,  # noqa: ASYNC109
+    ) -> list[dict[str, Any]]:
         """`wait_for_requests` without blocking the event loop (for daemons running in-process)."""
         return await asyncio.to_thread(self.wait_for_requests, n, timeout)
 

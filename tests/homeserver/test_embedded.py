@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -18,7 +23,14 @@ from mindroom.homeserver.embedded import (
     embedded_connection,
 )
 from mindroom.homeserver.files import LimiterLevel
-from mindroom.homeserver.synapse import SynapseError, client_api_answers, free_port, http_json, port_available
+from mindroom.homeserver.synapse import (
+    SynapseError,
+    client_api_answers,
+    free_port,
+    http_json,
+    port_available,
+    stop_leftover,
+)
 from mindroom.private_files import shared_paths
 
 
@@ -153,6 +165,57 @@ async def test_start_failure_reports_the_log_tail_and_leaves_nothing_running(tmp
     assert isinstance(info.value.__cause__, SynapseError)
     assert not (tmp_path / "homeserver" / "homeserver.pid").exists()
     assert port_available(server.port)
+
+
+# `mindroom run`'s part in little: the embedded homeserver started on the event loop, then a wait.
+DAEMON = """
+import asyncio, sys
+from pathlib import Path
+from mindroom.homeserver.embedded import EmbeddedHomeserver
+
+async def main():
+    async with EmbeddedHomeserver(Path(sys.argv[1]), port=int(sys.argv[2])):
+        print("ready", flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def _running(pid: int) -> bool:
+    """True while `pid` runs; a zombie (exited, its new parent has not reaped it) counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.mark.integration
+def test_the_embedded_homeserver_dies_with_a_daemon_that_is_killed(tmp_path):
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", DAEMON, str(tmp_path), str(free_port())],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+    )
+    base = tmp_path / "homeserver"
+    try:
+        assert daemon.stdout is not None
+        assert b"ready\n" in iter(daemon.stdout.readline, b"")  # the daemon's logs come first
+        synapse_pid = int((base / "homeserver.pid").read_text())
+        assert _running(synapse_pid)
+
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait(10)
+
+        deadline = time.monotonic() + 30  # it stops in about a second; generous for a loaded machine
+        while _running(synapse_pid):
+            assert time.monotonic() < deadline, "Synapse outlived the killed daemon"
+            time.sleep(0.05)
+    finally:
+        daemon.kill()
+        daemon.wait(10)
+        stop_leftover(base)
 
 
 def _password_login(account) -> dict:

@@ -8,7 +8,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,9 +19,10 @@ import yaml
 
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.daemon.orchestrator import Orchestrator
+from mindroom.homeserver.tether import spawn_module
 from mindroom.testing.homeserver import TestHomeserver
 from mindroom.testing.model_server import ScriptedModelServer
-from tests.integration.support import HumanClient, ReloadLog
+from tests.integration.support import PATIENCE_S, HumanClient, ReloadLog, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -141,7 +141,26 @@ class E2E:
         assert self.daemon is not None and self.daemon.running is not None
         return self.daemon.running.directory.bot_user_ids[entity]
 
-    async def joined(self, human: HumanClient, room_id: str, timeout: float = 20.0) -> None:
+    async def idle(self) -> None:
+        """Until no bot of the in-process daemon is handling an event: all it received is fully handled."""
+
+        def idle() -> bool:
+            assert self.daemon is not None
+            return all(bot.in_flight == 0 for bot in self.daemon.bots.values())
+
+        await eventually(idle, "the daemon's bots finishing what they received")
+
+    async def settle(self, human: HumanClient, *room_ids: str) -> None:
+        """Until the in-process daemon is idle and `human` has seen all it sent to `room_ids`.
+
+        Call it after a sign that the daemon received the events in question (its answer to a later
+        message): then a check that something did not happen is final, with no quiet spell to outlast.
+        """
+        await self.idle()
+        for room_id in room_ids:
+            await human.sync_past(room_id)
+
+    async def joined(self, human: HumanClient, room_id: str, timeout: float = PATIENCE_S) -> None:
         """Wait until the human has joined (the harness accepts invites automatically)."""
         deadline = asyncio.get_running_loop().time() + timeout
         while asyncio.get_running_loop().time() < deadline:
@@ -183,8 +202,9 @@ class DaemonProcess:
             **self.env,
         }
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "mindroom", "run", "--config", str(self.config_path)],
+            # Tethered to the test process: a killed test run leaves no daemon behind.
+            self.process = spawn_module(
+                "mindroom", ["run", "--config", str(self.config_path)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 env=environment, cwd=self.e2e.config_dir,
             )  # fmt: skip
@@ -192,7 +212,7 @@ class DaemonProcess:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    async def wait_for_line(self, text: str, *, count: int = 1, timeout: float = 60.0) -> None:
+    async def wait_for_line(self, text: str, *, count: int = 1, timeout: float = 2 * PATIENCE_S) -> None:
         """Wait until `text` has appeared `count` times in the output (a restart counts again)."""
         deadline = time.monotonic() + timeout
         while self.output().count(text) < count:
@@ -206,7 +226,7 @@ class DaemonProcess:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
 
-    async def terminate(self, timeout: float = 30.0) -> int:
+    async def terminate(self, timeout: float = PATIENCE_S) -> int:
         """SIGTERM, then the exit code."""
         assert self.process is not None
         if self.process.poll() is None:

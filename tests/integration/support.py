@@ -3,19 +3,24 @@
 With a `store_dir` the client is a full encryption device, as Element is: it uploads its keys, encrypts
 what it sends into encrypted rooms (reactions too) for every device there, verified or not, and decrypts
 what it receives. Recorded events are the decrypted ones, marked with `"decrypted": True`.
+
+Tests run on loaded machines, so nothing here counts on time: waits poll for the state they need with a
+long deadline (`PATIENCE_S`, never reached by a passing test), and a check that something did *not*
+happen waits for a later marker instead of a quiet spell (`HumanClient.sync_past`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import io
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import nio
@@ -26,6 +31,29 @@ from nio.store import SqliteStore
 Predicate = Callable[[dict[str, Any]], bool]
 MEGOLM = "m.megolm.v1.aes-sha2"
 ENCRYPTION_STATE = {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": MEGOLM}}
+MARKER_TYPE = "com.example.test.marker"
+"""An event type the daemon ignores (neither message, reaction nor member): a point in a room's timeline."""
+PATIENCE_S = 60.0
+"""How long a wait for something that must happen lasts: long, for a loaded machine; a passing test never
+waits it out."""
+# Every event of a sync, however many piled up while a loaded machine kept this client from syncing: the
+# homeserver's default would hand over only the last few and skip the rest ("limited" timelines).
+_SYNC_FILTER = {"room": {"timeline": {"limit": 1000}}}
+_T = TypeVar("_T")
+
+
+async def eventually(check: Callable[[], _T | Awaitable[_T]], what: str, timeout: float = PATIENCE_S) -> _T:
+    """Poll `check` (sync or async) until it returns something truthy, and return that; fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return result  # type: ignore[return-value]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s (last seen: {result!r})")
+        await asyncio.sleep(0.05)
 
 
 class WithheldSession:
@@ -67,7 +95,7 @@ class HumanClient:
         assert isinstance(response, nio.LoginResponse), response
         if self.encrypted:
             await self._crypto_chores()
-        first = await self.client.sync(timeout=0)
+        first = await self.client.sync(timeout=0, sync_filter=_SYNC_FILTER)
         assert isinstance(first, nio.SyncResponse), first
         self._next_batch = first.next_batch
         for room_id in first.rooms.invite:
@@ -94,7 +122,7 @@ class HumanClient:
                 await asyncio.sleep(0.2)
 
     async def _sync_once(self) -> None:
-        response = await self.client.sync(timeout=1000, since=self._next_batch)
+        response = await self.client.sync(timeout=1000, sync_filter=_SYNC_FILTER, since=self._next_batch)
         if not isinstance(response, nio.SyncResponse):
             await asyncio.sleep(0.2)
             return
@@ -103,6 +131,8 @@ class HumanClient:
             await self.client.join(room_id)
         fresh = []
         for room_id, room in response.rooms.join.items():
+            if room.timeline.limited:  # events were skipped: shown by the waits that then time out
+                self.errors.append(f"timeline gap in {room_id}")
             for notice in room.ephemeral:
                 if isinstance(notice, nio.TypingNoticeEvent):
                     self.typing.append((room_id, tuple(notice.users)))
@@ -130,7 +160,7 @@ class HumanClient:
         assert isinstance(response, nio.RoomCreateResponse), response
         return str(response.room_id)
 
-    async def wait_for_member(self, room_id: str, user_id: str, timeout: float = 30.0) -> None:
+    async def wait_for_member(self, room_id: str, user_id: str, timeout: float = PATIENCE_S) -> None:
         """Until this client's own sync shows `user_id` joined to `room_id` (so keys will be shared with it)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -140,7 +170,7 @@ class HumanClient:
             await asyncio.sleep(0.1)
         raise TimeoutError(f"{user_id} did not join {room_id}")
 
-    async def wait_for_device(self, user_id: str, device_id: str, timeout: float = 30.0) -> None:
+    async def wait_for_device(self, user_id: str, device_id: str, timeout: float = PATIENCE_S) -> None:
         """Until this client knows `device_id` of `user_id`; asks for the user's keys again every 2 s meanwhile.
 
         A device list change normally reaches the client through its sync; asking again keeps a test from
@@ -160,7 +190,7 @@ class HumanClient:
             f"{self.user_id} never learned of {user_id}'s device {device_id} (knows {known}; errors {self.errors})"
         )
 
-    async def _synced_room(self, room_id: str, timeout: float = 20.0) -> Any:
+    async def _synced_room(self, room_id: str, timeout: float = PATIENCE_S) -> Any:
         deadline = time.monotonic() + timeout
         while room_id not in self.client.rooms:
             if time.monotonic() > deadline:
@@ -283,7 +313,7 @@ class HumanClient:
         content = {"m.relates_to": {"rel_type": "m.annotation", "event_id": event_id, "key": key}}
         return await self._room_send(room_id, "m.reaction", content)
 
-    async def wait_for(self, predicate: Predicate, timeout: float = 20.0) -> dict[str, Any]:
+    async def wait_for(self, predicate: Predicate, timeout: float = PATIENCE_S) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         async with self._changed:
             while True:
@@ -295,6 +325,15 @@ class HumanClient:
                     raise TimeoutError(f"no matching event arrived (sync errors: {self.errors})")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), remaining)
+
+    async def sync_past(self, room_id: str) -> None:
+        """Until this client's sync has shown every event sent to `room_id` before now.
+
+        It posts a marker event (of a type the daemon ignores) and waits for it: a room's events reach a
+        client in the order the homeserver took them, so all that came before the marker is here too.
+        """
+        marker = await self.send_raw(room_id, MARKER_TYPE, {"marker": uuid.uuid4().hex})
+        await self.wait_for(lambda event: event.get("event_id") == marker)
 
     def matching(self, predicate: Predicate) -> list[dict[str, Any]]:
         return [event for event in self.events if predicate(event)]
@@ -350,7 +389,7 @@ class ReloadLog:
         self.outcomes.append(outcome)
         self._added.set()
 
-    async def wait(self, since: float, timeout_s: float) -> Any:
+    async def wait(self, since: float, timeout_s: float = PATIENCE_S) -> Any:
         """The first reload that started at or after `since`."""
         deadline = time.monotonic() + timeout_s
         while True:

@@ -3,8 +3,8 @@ a pending card outlives a crash, and an answer given while the daemon was down s
 
 from __future__ import annotations
 
-import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from mindroom.bots.approvals import APPROVAL_CONTENT_KEY
 from mindroom.testing.model_replies import content_text
 from mindroom.testing.model_server import Text, ToolCall, last_user_message
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, edits_of, thread_replies
+from tests.integration.support import HumanClient, edits_of, eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -89,8 +89,8 @@ def answers(human: HumanClient, root: str, agent_id: str) -> list[dict[str, Any]
     return [e for e in human.matching(thread_replies(root, agent_id)) if APPROVAL_CONTENT_KEY not in e["content"]]
 
 
-async def card_outcome(human: HumanClient, card_id: str, timeout: float = 30.0) -> str:
-    edit = await human.wait_for(edits_of(card_id), timeout=timeout)
+async def card_outcome(human: HumanClient, card_id: str) -> str:
+    edit = await human.wait_for(edits_of(card_id))
     return edit["content"]["m.new_content"]["body"]
 
 
@@ -104,7 +104,7 @@ def tool_result(e2e: E2E) -> str:
 async def ask_for_the_command(e2e: E2E, human: HumanClient, agent_id: str, room_id: str, answer: str):
     e2e.model_server.script(ToolCall("run_shell_command", COMMAND), Text(answer), model="agent-model")
     root = await human.send(room_id, "please run echo")
-    card = await human.wait_for(is_card(root, agent_id), timeout=30)
+    card = await human.wait_for(is_card(root, agent_id))
     return root, card
 
 
@@ -160,7 +160,7 @@ async def test_approval_a_reply_to_the_card_denies_and_gets_no_answer_of_its_own
     assert DECLINED in tool_result(e2e)
     outcome = await card_outcome(human, card["event_id"])
     assert outcome.endswith(f'— ❌ denied by {human.user_id}: "no, not today".')
-    await asyncio.sleep(1.5)
+    await e2e.settle(human, room_id)
     assert len(answers(human, root, agent_id)) == 1  # the reply started no turn
     assert len([r for r in e2e.model_server.requests if r.get("model") == "agent-model"]) == 2
 
@@ -170,7 +170,7 @@ async def test_approval_nobody_answers_and_the_clock_denies(e2e: E2E, tmp_path):
     root, card = await ask_for_the_command(e2e, human, agent_id, room_id, "Nobody allowed it in time.")
 
     assert card["content"]["body"].endswith("(expires in 2 s).")
-    await human.wait_for(lambda e: len(answers(human, root, agent_id)) == 1, timeout=30)
+    await human.wait_for(lambda e: len(answers(human, root, agent_id)) == 1)
 
     assert DECLINED in tool_result(e2e)
     assert (await card_outcome(human, card["event_id"])).endswith("— ⌛ expired without an answer.")
@@ -196,38 +196,45 @@ async def test_approval_given_while_the_daemon_was_down_lets_the_replayed_turn_r
     e2e.model_server.script(call, call, Text("Ran it after the restart."), model="agent-model")
 
     root = await human.send(room_id, "please run echo")
-    card = await human.wait_for(is_card(root, agent_id), timeout=30)
+    card = await human.wait_for(is_card(root, agent_id))
     daemon.kill()
     await human.react(room_id, card["event_id"], "✅")
     daemon.start()
     await daemon.wait_for_line("daemon ready", count=2)
 
     await human.wait_for(
-        lambda e: any(a["content"]["body"] == "Ran it after the restart." for a in answers(human, root, agent_id)),
-        timeout=60,
+        lambda e: any(a["content"]["body"] == "Ran it after the restart." for a in answers(human, root, agent_id))
     )
     assert tool_result(e2e) == RAN
     assert (await card_outcome(human, card["event_id"])).endswith(f"— ✅ approved by {human.user_id}.")
-    await asyncio.sleep(1.0)
+    assert await daemon.terminate() == 0
+    await human.sync_past(room_id)
     assert len(human.matching(is_card(root, agent_id))) == 1  # the replayed turn found its card
 
 
 async def test_approval_that_expired_while_the_daemon_was_down_is_marked_on_start(e2e: E2E, tmp_path):
-    human, daemon, agent_id, room_id = await _subprocess_world(e2e, tmp_path, timeout_s=3)
+    # Long enough that the daemon is surely killed before the card expires, even on a loaded machine.
+    timeout_s = 10.0
+    human, daemon, agent_id, room_id = await _subprocess_world(e2e, tmp_path, timeout_s=timeout_s)
     call = ToolCall("run_shell_command", COMMAND)
     e2e.model_server.script(call, call, Text("It expired, so I did not run it."), model="agent-model")
 
     root = await human.send(room_id, "please run echo")
-    card = await human.wait_for(is_card(root, agent_id), timeout=30)
+    card = await human.wait_for(is_card(root, agent_id))
     daemon.kill()
-    await asyncio.sleep(4.0)
+    assert "approval expired" not in daemon.output(), "the card expired before the daemon was killed"
+    # The approval was asked before its card was sent, so it ends by the card's time plus its timeout.
+    expired_at = card["origin_server_ts"] / 1000 + timeout_s
+    await eventually(lambda: time.time() > expired_at + 1.0, "the card's time running out")
     await human.react(room_id, card["event_id"], "✅")  # too late: the card had expired
     daemon.start()
     await daemon.wait_for_line("daemon ready", count=2)
 
-    assert (await card_outcome(human, card["event_id"], timeout=60)).endswith("— ⌛ expired without an answer.")
-    await human.wait_for(lambda e: len(answers(human, root, agent_id)) == 1, timeout=60)
+    assert (await card_outcome(human, card["event_id"])).endswith("— ⌛ expired without an answer.")
+    await human.wait_for(lambda e: len(answers(human, root, agent_id)) == 1)
     assert DECLINED in tool_result(e2e)
+    assert await daemon.terminate() == 0
+    await human.sync_past(room_id)
     assert len(human.matching(is_card(root, agent_id))) == 1
 
 
@@ -252,7 +259,7 @@ async def test_approval_a_reply_from_another_room_decides_nothing(e2e: E2E, tmp_
     content = {"msgtype": "m.text", "body": "no way", "m.relates_to": {"m.in_reply_to": {"event_id": card["event_id"]}}}
     sent = await carol.client.room_send(ops_id, "m.room.message", content)
     asked = sent.event_id
-    await carol.wait_for(thread_replies(asked, agent_id), timeout=30)
+    await carol.wait_for(thread_replies(asked, agent_id))
     await human.react(room_id, card["event_id"], "✅")
 
     assert await card_outcome(human, card["event_id"]) == (

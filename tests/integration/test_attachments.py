@@ -112,7 +112,7 @@ async def test_attachments_an_encrypted_file_reaches_the_model_through_read_atta
     event_id, mxc = await _send_encrypted_media(
         human, room_id, "m.file", report, name="code.txt", mimetype="text/plain"
     )
-    await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    await human.wait_for(thread_replies(event_id, agent_id))
     named = last_user_message(_agent_requests(e2e)[-1])
     assert named.startswith("[file attached: code.txt, text/plain, 28 bytes; attachment ")
     e2e.model_server.script(
@@ -121,7 +121,7 @@ async def test_attachments_an_encrypted_file_reaches_the_model_through_read_atta
         model="agent-model",
     )
     await human.send(room_id, "what does the file say?", thread_root=event_id)
-    reply = await human.wait_for(_reply_in(event_id, agent_id, "It is 4-8-15-16."), timeout=30)
+    reply = await human.wait_for(_reply_in(event_id, agent_id, "It is 4-8-15-16."))
 
     assert reply.get("decrypted") is True
     assert _tool_message(_agent_requests(e2e)[-1]) == "code.txt (text/plain, 28 bytes):\n" + report.decode()
@@ -137,7 +137,7 @@ async def test_attachments_an_encrypted_image_reaches_a_vision_model(e2e: E2E):
     e2e.model_server.set_default(Text("a dot"), model="agent-model")
 
     event_id, mxc = await _send_encrypted_media(human, room_id, "m.image", IMAGE, name="dot.png", mimetype="image/png")
-    await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    await human.wait_for(thread_replies(event_id, agent_id))
 
     assert IMAGE not in await _served_bytes(human, mxc)
     request = _agent_requests(e2e)[-1]
@@ -165,7 +165,7 @@ async def test_attachments_a_file_sent_in_a_dm_is_not_readable_from_another_room
 
     contract = b"salary: 250000\n"
     sent = await bob.send_media(dm, "m.file", contract, name="contract.txt", mimetype="text/plain")
-    await bob.wait_for(thread_replies(sent, agent_id), timeout=30)
+    await bob.wait_for(thread_replies(sent, agent_id))
     bobs_id = _attachment_id(last_user_message(_agent_requests(e2e)[-1]))
     e2e.model_server.script(
         ToolCall("read_attachment", {"attachment_id": bobs_id}),
@@ -176,10 +176,10 @@ async def test_attachments_a_file_sent_in_a_dm_is_not_readable_from_another_room
     )
 
     asked = await alice.send(lobby_id, f"read attachment {bobs_id}")
-    await alice.wait_for(thread_replies(asked, agent_id), timeout=30)
+    await alice.wait_for(thread_replies(asked, agent_id))
     in_lobby = _tool_message(_agent_requests(e2e)[-1])
     await bob.send(dm, "read my contract again", thread_root=sent)
-    await bob.wait_for(_reply_in(sent, agent_id, "done"), timeout=30)
+    await bob.wait_for(_reply_in(sent, agent_id, "done"))
     in_dm = _tool_message(_agent_requests(e2e)[-1])
 
     assert "salary" not in in_lobby and "there is no attachment" in in_lobby

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
+import json
+from typing import Any
 
 import pytest
 
@@ -30,17 +31,26 @@ async def test_bot_loop_two_agents_mentioning_each_other_stop_after_two_hops(e2e
     )
     e2e.model_server.set_default(Text(f"@{beta} over to you"), model="alpha-model")
     e2e.model_server.set_default(Text(f"@{alpha} back to you"), model="beta-model")
+    e2e.model_server.when(lambda request: "are you still there" in json.dumps(request), Text("still here"))
     await e2e.start(config)
     room_id = e2e.room_id(room)
     await e2e.joined(human, room_id)
+    alpha_id, beta_id = e2e.user_id(alpha), e2e.user_id(beta)
 
     await human.send(room_id, f"@{alpha} start a conversation")
-    await asyncio.sleep(8.0)
+    await human.wait_for(lambda event: event.get("sender") == beta_id and event["type"] == "m.room.message")
+    # Alpha answering a later question shows it has read Beta's answer by then (a bot reads a room in order).
+    await human.send(room_id, f"@{alpha} are you still there?")
+    await human.wait_for(lambda event: event.get("sender") == alpha_id and "still here" in _body(event))
+    await e2e.settle(human, room_id)
 
-    by = {e2e.user_id(alpha): [], e2e.user_id(beta): []}
+    chain = {alpha_id: [], beta_id: []}
     for event in human.events:
-        if event.get("room_id") == room_id and event.get("sender") in by and event["type"] == "m.room.message":
-            by[event["sender"]].append(event["content"])
-    alpha_said, beta_said = by[e2e.user_id(alpha)], by[e2e.user_id(beta)]
-    assert [content[HOPS_KEY] for content in alpha_said] == [1]
-    assert [content[HOPS_KEY] for content in beta_said] == [2]
+        if event.get("sender") in chain and event["type"] == "m.room.message" and "still here" not in _body(event):
+            chain[event["sender"]].append(event["content"])
+    assert [content[HOPS_KEY] for content in chain[alpha_id]] == [1]
+    assert [content[HOPS_KEY] for content in chain[beta_id]] == [2]
+
+
+def _body(event: dict[str, Any]) -> str:
+    return str(event.get("content", {}).get("body", ""))

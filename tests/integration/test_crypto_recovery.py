@@ -102,7 +102,7 @@ async def test_crypto_recovery_the_human_trusts_the_agents_device_through_its_cr
     signedjson.sign.verify_signed_json(self_signing, agent_id, verify_key(published["master_keys"][agent_id]))
     signedjson.sign.verify_signed_json(device, agent_id, verify_key(self_signing))
     question = await human.send(room_id, "is this device yours?")
-    reply = await human.wait_for(thread_replies(question, agent_id), timeout=30)
+    reply = await human.wait_for(thread_replies(question, agent_id))
     assert reply.get("decrypted") is True
     # ... and it is the device the human encrypts for and receives from.
     known = human.client.device_store[agent_id][device_id]
@@ -129,7 +129,7 @@ async def test_crypto_recovery_a_lost_store_comes_back_with_the_recovery_key_and
     await e2e.joined(human, room_id)
     await human.wait_for_member(room_id, agent_id)
     question = await human.send(room_id, "what is the capital of Frence")
-    answer = await human.wait_for(thread_replies(question, agent_id), timeout=30)
+    answer = await human.wait_for(thread_replies(question, agent_id))
     client = e2e.daemon.bots[agent].client
     await backed_up(client)
     old_device = client.device_id
@@ -154,7 +154,7 @@ async def test_crypto_recovery_a_lost_store_comes_back_with_the_recovery_key_and
     }
     await human._room_send(room_id, "m.room.message", edit)
     edited = await human.wait_for(
-        lambda ev: edits_of(answer["event_id"])(ev) and "France" in ev["content"]["m.new_content"]["body"], timeout=30
+        lambda ev: edits_of(answer["event_id"])(ev) and "France" in ev["content"]["m.new_content"]["body"]
     )
     assert edited.get("decrypted") is True
     assert not key_file.exists()  # a key given by the operator is not written down again
@@ -183,7 +183,7 @@ async def test_crypto_recovery_a_wrong_recovery_key_leaves_that_agent_out_and_th
     kept_id = e2e.user_id(kept)
     await human.wait_for_member(room_id, kept_id)
     question = await human.send(room_id, "still there?", mentions=[kept_id])
-    reply = await human.wait_for(thread_replies(question, kept_id), timeout=30)
+    reply = await human.wait_for(thread_replies(question, kept_id))
     assert reply.get("decrypted") is True
 
 
@@ -209,7 +209,7 @@ async def test_crypto_recovery_a_backup_replaced_by_another_client_is_reported_a
 
     with capture_logs() as logs:
         question = await human.send(room_id, "are my keys backed up?")  # a new room key for the agent
-        reply = await human.wait_for(thread_replies(question, agent_id), timeout=30)
+        reply = await human.wait_for(thread_replies(question, agent_id))
         async with asyncio.timeout(20):
             while not any(entry["event"] == "account keys need the operator" for entry in logs):
                 await asyncio.sleep(0.05)

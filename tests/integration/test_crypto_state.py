@@ -77,7 +77,7 @@ async def test_crypto_state_a_standby_with_an_empty_data_directory_takes_over_th
     agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
     await human.wait_for_member(room_id, agent_id)
     first = await human.send(room_id, "before the takeover")
-    assert (await human.wait_for(thread_replies(first, agent_id), timeout=30)).get("decrypted") is True
+    assert (await human.wait_for(thread_replies(first, agent_id))).get("decrypted") is True
     # The operator keeps the recovery key away from the machine; the standby's machine has nothing else.
     key_copy = e2e.root / "operator-copy-of-the-recovery-key"
     shutil.copy(e2e.storage / "crypto" / "recovery-key", key_copy)
@@ -97,7 +97,7 @@ async def test_crypto_state_a_standby_with_an_empty_data_directory_takes_over_th
     await standby.wait_for_line("daemon ready", timeout=60)
     takeover_s = time.monotonic() - killed
     second = await human.send(room_id, "after the takeover")
-    reply = await human.wait_for(thread_replies(second, agent_id), timeout=30)
+    reply = await human.wait_for(thread_replies(second, agent_id))
 
     assert reply.get("decrypted") is True and reply["content"]["body"].startswith("echo: after the takeover")
     assert _devices(standby) == _devices(active) != {}
@@ -168,7 +168,7 @@ async def test_crypto_state_one_bot_sealed_with_another_key_is_left_out_and_the_
     kept_id = e2e.user_id(kept)
     await human.wait_for_member(room_id, kept_id)
     question = await human.send(room_id, "who is still here?", mentions=[kept_id])
-    assert (await human.wait_for(thread_replies(question, kept_id), timeout=30)).get("decrypted") is True
+    assert (await human.wait_for(thread_replies(question, kept_id))).get("decrypted") is True
 
 
 async def test_crypto_state_migrate_moves_the_devices_into_the_database(postgres_url: str, e2e: E2E):
@@ -182,7 +182,7 @@ async def test_crypto_state_migrate_moves_the_devices_into_the_database(postgres
     await e2e.joined(human, room_id)
     await human.wait_for_member(room_id, agent_id)
     before = await human.send(room_id, "said on SQLite")
-    await human.wait_for(thread_replies(before, agent_id), timeout=30)
+    await human.wait_for(thread_replies(before, agent_id))
     await e2e.stop()
 
     migrated = await asyncio.to_thread(
@@ -203,4 +203,4 @@ async def test_crypto_state_migrate_moves_the_devices_into_the_database(postgres
     earlier = await daemon.bots[agent].client.get_event(room_id, before)
     assert earlier is not None and earlier.body == "said on SQLite"
     after = await human.send(room_id, "said on PostgreSQL")
-    assert (await human.wait_for(thread_replies(after, agent_id), timeout=30)).get("decrypted") is True
+    assert (await human.wait_for(thread_replies(after, agent_id))).get("decrypted") is True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -48,14 +47,14 @@ async def test_edits_the_latest_question_edits_the_answer_in_place_and_replaces_
 
     question = await human.send(room_id, "what is the capital of Frence")
     answer = await human.wait_for(thread_replies(question, agent_user))
-    await asyncio.sleep(0.5)
+    await e2e.idle()  # the turn is over (its answer recorded) before the question changes
     await _edit(human, room_id, question, "what is the capital of France")
     edited = await human.wait_for(
         lambda ev: edits_of(answer["event_id"])(ev) and "France" in ev["content"]["m.new_content"]["body"]
     )
     follow_up = await human.send(room_id, "and its population?", thread_root=question)
     await human.wait_for(_answer_to(follow_up, agent_user))
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
 
     replies = human.matching(thread_replies(question, agent_user))
     assert len(replies) == 2 and replies[0]["event_id"] == answer["event_id"]  # no second answer to the edit
@@ -79,13 +78,18 @@ async def test_edits_of_an_older_question_are_ignored_and_logged(e2e: E2E):
     answer = await human.wait_for(thread_replies(first, agent_user))
     second = await human.send(room_id, "second question", thread_root=first)
     await human.wait_for(_answer_to(second, agent_user))
+    await e2e.idle()
     requests = len(e2e.model_server.requests)
 
     with capture_logs() as logs:
         await _edit(human, room_id, first, "first question, edited")
-        await asyncio.sleep(3.0)
+        # The answer to a later question shows the agent read the edit before it.
+        third = await human.send(room_id, "third question")
+        await human.wait_for(_answer_to(third, agent_user))
+        await e2e.settle(human, room_id)
 
-    assert len(e2e.model_server.requests) == requests
+    assert len(e2e.model_server.requests) == requests + 1
+    assert last_user_message(e2e.model_server.requests[-1]).startswith("third question")
     assert human.matching(edits_of(answer["event_id"])) == []
     reasons = [entry.get("reason", "") for entry in logs if entry["event"] == "event dropped at ingress"]
     assert any("edit of an older message" in reason for reason in reasons)
@@ -101,16 +105,15 @@ async def test_edits_a_burst_of_fifteen_edits_runs_the_model_at_most_twice_and_a
     await e2e.joined(human, room_id)
     agent_user = e2e.user_id(agent)
     question = await human.send(room_id, "version 0")
-    answer = await human.wait_for(thread_replies(question, agent_user), timeout=30)
+    answer = await human.wait_for(thread_replies(question, agent_user))
     asked = len(e2e.model_server.requests)
 
     for n in range(1, 16):
         await _edit(human, room_id, question, f"version {n}")
     final = await human.wait_for(
         lambda ev: edits_of(answer["event_id"])(ev) and ev["content"]["m.new_content"]["body"] == "echo: version 15",
-        timeout=30,
     )
-    await asyncio.sleep(2.0)  # nothing answers an older edit after the last one
+    await e2e.settle(human, room_id)  # nothing answers an older edit after the last one
 
     calls = [last_user_message(r) for r in e2e.model_server.requests[asked:] if r.get("model") == "agent-model"]
     assert 1 <= len(calls) <= 2 and calls[-1].startswith("version 15")

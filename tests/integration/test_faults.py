@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from mindroom.testing.model_server import Stream, Text
+from mindroom.testing.model_server import Stream, Text, last_user_message
 from tests.integration.conftest import E2E
 from tests.integration.support import edits_of, thread_replies
 
@@ -68,7 +66,7 @@ async def test_faulty_hooks_raise_hang_and_exit_yet_the_answer_arrives(e2e: E2E)
     e2e.model_server.script(Text("still here"), model="agent-model")
 
     event_id = await human.send(room_id, "are you alive?")
-    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)), timeout=30)
+    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
     assert reply["content"]["body"] == "still here"
     running = e2e.daemon.running
     stats = {hook.hook_name: hook.stats for hook in running.live.registry.all_hooks()}
@@ -87,12 +85,13 @@ async def test_restart_answers_nothing_twice(e2e: E2E):
 
     await e2e.stop()
     await e2e.start(config)
-    await asyncio.sleep(2.0)
-    assert len(human.matching(thread_replies(event_id))) == 1
-    assert len(e2e.model_server.requests) == calls_before
-
+    # The answer to a later question shows the restarted daemon has read past the old one.
     follow_up = await human.send(room_id, "and now?")
     await human.wait_for(thread_replies(follow_up, e2e.user_id(agent)))
+    await e2e.settle(human, room_id)
+    assert len(human.matching(thread_replies(event_id))) == 1
+    assert len(e2e.model_server.requests) == calls_before + 1
+    assert last_user_message(e2e.model_server.requests[-1]).startswith("and now?")
 
 
 async def test_streaming_answer_is_sent_then_edited_to_the_final_text(e2e: E2E):
@@ -113,6 +112,6 @@ async def test_model_failure_becomes_a_short_error_reply(e2e: E2E):
     human, agent, room_id, _ = await _world(e2e)
     e2e.model_server.set_default(HttpError(500, "boom"), model="agent-model")
     event_id = await human.send(room_id, "break please")
-    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)), timeout=60)
+    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
     assert reply["content"]["body"].startswith("⚠️")
     assert len(reply["content"]["body"]) < 300

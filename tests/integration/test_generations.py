@@ -144,7 +144,7 @@ async def test_generations_both_plugins_shape_one_turn_and_its_history(e2e: E2E)
     root = await human.send(room_id, "status?")
     await human.wait_for(lambda e: len(human.matching(thread_replies(root, e2e.user_id(agent)))) == 1)
     await human.send(room_id, "and now?", thread_root=root)
-    await human.wait_for(lambda e: len(human.matching(thread_replies(root, e2e.user_id(agent)))) == 2, timeout=30)
+    await human.wait_for(lambda e: len(human.matching(thread_replies(root, e2e.user_id(agent)))) == 2)
 
     first, after_tool, second = agent_requests(e2e)
     turn = last_user_message(first)

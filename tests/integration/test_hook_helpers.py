@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mindroom.constants import ORIGINAL_SENDER_KEY, SYNTHETIC_DEPTH_KEY
 from mindroom.testing.model_server import Echo, Text
 from tests.integration.conftest import E2E
-from tests.integration.support import thread_replies
+from tests.integration.support import eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -65,6 +66,14 @@ async def remember(ctx):
 """
 
 
+def _records(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _sent_after(log: Path) -> list[int]:
+    return [e["sent_after_depth"] for e in _records(log) if "sent_after_depth" in e]
+
+
 async def _world(e2e: E2E, plugins: list) -> tuple:
     human = await e2e.human()
     agent, room = e2e.name("helper"), e2e.name("room")
@@ -88,7 +97,7 @@ async def test_hook_send_message_carries_original_sender_and_depth_and_suppresse
     assert pong["content"]["body"] == "pong from hook"
     assert pong["content"][ORIGINAL_SENDER_KEY] == human.user_id
     assert pong["content"][SYNTHETIC_DEPTH_KEY] == 1
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
     assert human.matching(thread_replies(event_id, e2e.user_id(agent))) == []
 
 
@@ -105,11 +114,12 @@ async def test_hook_trigger_dispatch_reenters_once_and_deeper_hops_stop(e2e: E2E
         lambda ev: ev.get("sender") == router_id and ev["content"].get("body") == "follow-up after depth 1"
     )
     assert last_hop["content"][SYNTHETIC_DEPTH_KEY] == 2
-    await asyncio.sleep(2.0)
+    # The hook logs after its send returns; the hop it started must get no answer.
+    await eventually(lambda: len(_sent_after(log)) == 2, "the second follow-up logged")
+    await e2e.settle(human, room_id)
 
     entries = [json.loads(line) for line in log.read_text().splitlines()]
-    sent = [e["sent_after_depth"] for e in entries if "sent_after_depth" in e]
-    assert sent == [0, 1]
+    assert _sent_after(log) == [0, 1]
     received = [e for e in entries if e["event"] == "message:received" and e["agent"] == agent]
     assert [(e["depth"], e["kind"]) for e in received] == [(0, "message"), (1, "hook_dispatch")]
     assert all(e["requester"] == human.user_id for e in received)
@@ -170,10 +180,11 @@ async def test_hook_dispatch_from_message_received_skips_the_plugin_that_sent_it
 
     await human.send(room_id, "!relay-me")
     await human.wait_for(lambda ev: ev["content"].get("body") == "relayed by a hook")
-    await asyncio.sleep(1.5)
+    # Once watch logged the relayed message, the router is handling it; settling lets all its hooks finish.
+    await eventually(lambda: {"plugin": "watch", "body": "relayed by a hook"} in _records(log), "watch seeing it")
+    await e2e.settle(human, room_id)
 
-    seen = [json.loads(line) for line in log.read_text().splitlines()]
-    assert {"plugin": "watch", "body": "relayed by a hook"} in seen
+    seen = _records(log)
     assert {"plugin": "relay", "body": "relayed by a hook"} not in seen
     assert seen.count({"plugin": "relay", "body": "!relay-me"}) == 1
 
@@ -225,10 +236,9 @@ async def test_hook_contexts_of_a_turn_read_message_snapshots(e2e: E2E, tmp_path
         return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
     events = ("message:received", "message:enrich", "message:before_response", "message:after_response")
-    deadline = asyncio.get_running_loop().time() + 20
-    while not {*events, "reaction:received"} <= {e["event"] for e in entries()}:
-        assert asyncio.get_running_loop().time() < deadline, entries()
-        await asyncio.sleep(0.1)
+    await eventually(
+        lambda: {*events, "reaction:received"} <= {e["event"] for e in entries()}, "every hook of the turn logged"
+    )
     # Each context of the turn reads the daemon's own record of the room: the question, then the reaction's sender.
     for entry in entries():
         assert entry["body"] == "what time is it?", entry
@@ -276,7 +286,7 @@ async def test_hook_matrix_admin_acts_only_in_the_rooms_of_the_agent_whose_turn_
     e2e.model_server.set_default(Text("hello"), model="agent-model")
 
     root = await human.send(lobby_id, "hi")
-    await human.wait_for(thread_replies(root, e2e.user_id(helper)), timeout=30)
+    await human.wait_for(thread_replies(root, e2e.user_id(helper)))
 
     assert json.loads(log.read_text()) == {lobby_id: [True, True], ops_id: [False, False]}
     lobby_power = await human.client.room_get_state_event(lobby_id, "m.room.power_levels")

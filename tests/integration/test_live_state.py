@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 
 import pytest
 
 from mindroom.testing.model_server import Delay, Text, last_user_message
 from tests.integration.conftest import E2E
-from tests.integration.support import thread_replies
+from tests.integration.support import eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -50,18 +48,16 @@ async def test_live_state_turn_waiting_for_its_slot_runs_on_one_generation_throu
     room_id = e2e.room_id(room)
     await e2e.joined(human, room_id)
     agent_user = e2e.user_id(agent)
-    e2e.model_server.when(lambda r: "hold the slot" in last_user_message(r), Delay(3.0, Text("slow answer")))
+    # Holds the agent's only slot until well after the reload below, even on a loaded machine.
+    e2e.model_server.when(lambda r: "hold the slot" in last_user_message(r), Delay(10.0, Text("slow answer")))
     e2e.model_server.set_default(Text("quick answer"))
     seen = len(e2e.model_server.requests)
 
     first = await human.send(room_id, "hold the slot")
-    await e2e.model_server.wait_for_requests_async(seen + 1, timeout=20)
+    await e2e.model_server.wait_for_requests_async(seen + 1)
     second = await human.send(room_id, "wait for the slot")  # a new thread: it waits for the agent's only slot
     bot = daemon.bots[agent]
-    deadline = time.monotonic() + 20
-    while bot.waiting_turns < 1:
-        assert time.monotonic() < deadline, "the second turn never waited for the slot"
-        await asyncio.sleep(0.05)
+    await eventually(lambda: bot.waiting_turns >= 1, "the second turn waiting for the slot")
 
     (plugin_dir / "hooks.py").write_text(_plugin("v2"))
     config["agents"][agent]["instructions"] = ["INSTR-two"]
@@ -70,10 +66,10 @@ async def test_live_state_turn_waiting_for_its_slot_runs_on_one_generation_throu
     assert outcome.ok, outcome.error
     assert bot.waiting_turns == 1  # the swap happened while the second turn still waited
 
-    first_reply = await human.wait_for(thread_replies(first, agent_user), timeout=30)
-    second_reply = await human.wait_for(thread_replies(second, agent_user), timeout=30)
+    first_reply = await human.wait_for(thread_replies(first, agent_user))
+    second_reply = await human.wait_for(thread_replies(second, agent_user))
     third = await human.send(room_id, "after the reload")
-    third_reply = await human.wait_for(thread_replies(third, e2e.user_id(agent)), timeout=30)
+    third_reply = await human.wait_for(thread_replies(third, e2e.user_id(agent)))
 
     requests = e2e.model_server.requests[seen:]
     by_text = {last_user_message(r).split("\n", 1)[0]: r for r in requests}

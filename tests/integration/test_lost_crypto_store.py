@@ -91,11 +91,11 @@ async def test_lost_crypto_store_keeps_that_bot_down_and_the_others_running(e2e:
     assert not store.exists()  # nothing replaced the device behind the operator's back
     e2e.model_server.set_default(Text("other answers"), model="agent-model")
     event_id = await human.send(plain, "is anyone there?")
-    reply = await human.wait_for(thread_replies(event_id, other_id), timeout=30)
+    reply = await human.wait_for(thread_replies(event_id, other_id))
     assert _body(reply) == "other answers"
 
     notice = await human.wait_for(
-        lambda ev: ev.get("room_id") == admin and helper in _body(ev) and "not running" in _body(ev), timeout=20
+        lambda ev: ev.get("room_id") == admin and helper in _body(ev) and "not running" in _body(ev)
     )
     body = _body(notice)
     assert f"`mindroom run --new-device {helper}`" in body and f"crypto/{helper}/crypto.db" in body
@@ -120,7 +120,7 @@ async def test_lost_crypto_store_keeps_that_bot_down_and_the_others_running(e2e:
     await human.wait_for_device(helper_id, replaced["device_id"])
     e2e.model_server.set_default(Text("a new device, the same agent"), model="agent-model")
     event_id = await human.send(vault, "can the new device read me?")
-    reply = await human.wait_for(thread_replies(event_id, helper_id), timeout=30)
+    reply = await human.wait_for(thread_replies(event_id, helper_id))
     assert reply.get("decrypted") is True and _body(reply) == "a new device, the same agent"
     assert await flagged.terminate() == 0
 

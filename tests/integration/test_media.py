@@ -35,7 +35,7 @@ async def _world(e2e: E2E, **extra: Any) -> tuple[Any, str, str]:
 
 
 async def _asked(e2e: E2E, human: Any, room_id: str, agent_user: str, event_id: str) -> dict:
-    await human.wait_for(thread_replies(event_id, agent_user), timeout=30)
+    await human.wait_for(thread_replies(event_id, agent_user))
     return e2e.model_server.requests[-1]
 
 

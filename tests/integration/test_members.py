@@ -6,7 +6,6 @@ leaving and joining again are not.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from mindroom.constants import ROUTER_AGENT_NAME
 from tests.integration.conftest import E2E
+from tests.integration.support import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -51,14 +51,14 @@ def _lines(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-async def _records(log: Path, count: int, timeout: float = 15.0) -> list[dict[str, Any]]:
-    """The hook log once it holds at least `count` records (or what it holds at the timeout)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        lines = _lines(log)
-        if len(lines) >= count or asyncio.get_running_loop().time() > deadline:
-            return [json.loads(line) for line in lines]
-        await asyncio.sleep(0.1)
+def _records_now(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in _lines(log)]
+
+
+async def _records(log: Path, count: int) -> list[dict[str, Any]]:
+    """The hook log once it holds at least `count` records."""
+    lines = await eventually(lambda: len(_lines(log)) >= count and _lines(log), f"{count} hook records")
+    return [json.loads(line) for line in lines]
 
 
 async def test_people_joining_and_leaving_are_announced_once_by_the_router(e2e: E2E, tmp_path: Path):
@@ -100,9 +100,9 @@ async def test_people_joining_and_leaving_are_announced_once_by_the_router(e2e: 
     left = await bob.client.room_leave(room_id)
     assert isinstance(left, nio.RoomLeaveResponse), left
     await _records(log, 3)
-    await asyncio.sleep(0.5)  # anything fired late (a second delivery) would show now
+    await e2e.settle(alice, room_id)  # anything fired late (a second delivery) shows by now
 
-    records = await _records(log, 3)
+    records = _records_now(log)
     assert [(r["event"], r["user"], r["sender"], r["membership"], r["prev"]) for r in records] == [
         ("room:member_joined", alice.user_id, alice.user_id, "join", "invite"),
         ("room:member_joined", bob.user_id, bob.user_id, "join", "invite"),

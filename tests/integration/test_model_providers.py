@@ -85,12 +85,10 @@ def logged(path: Path, event: str) -> list[dict[str, Any]]:
 
 async def final_text(human: HumanClient, event_id: str, sender: str, text: str) -> None:
     """Wait until the answer to `event_id` reads `text` (sent so, or edited to it)."""
-    first = await human.wait_for(thread_replies(event_id, sender), timeout=30)
+    first = await human.wait_for(thread_replies(event_id, sender))
     if first["content"]["body"] == text:
         return
-    await human.wait_for(
-        lambda ev: edits_of(first["event_id"])(ev) and ev["content"]["m.new_content"]["body"] == text, timeout=30
-    )
+    await human.wait_for(lambda ev: edits_of(first["event_id"])(ev) and ev["content"]["m.new_content"]["body"] == text)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -125,7 +123,7 @@ async def test_rate_limited_anthropic_answer_arrives_after_a_retry(e2e: E2E, tmp
     e2e.model_server.script(HttpError(429, "slow down", retry_after_s=0.2), Text("Patience pays."), model="agent-model")
 
     event_id = await human.send(room_id, "hello?")
-    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)), timeout=30)
+    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
 
     assert reply["content"]["body"] == "Patience pays."
     assert len(e2e.model_server.requests_to("anthropic")) == 2
@@ -151,7 +149,7 @@ async def test_final_failure_is_a_short_answer_and_message_cancelled_fires(e2e: 
     e2e.model_server.script(ContextOverflow(), model="agent-model")
 
     event_id = await human.send(room_id, "a message far too long for the model")
-    warning = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)), timeout=30)
+    warning = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
 
     body = warning["content"]["body"]
     assert body == "⚠️ The conversation is too long for this model, even after shortening its history."

@@ -92,7 +92,7 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
         event_id = await human.send(room_id, f"ping {index}")
         reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
         assert reply["content"]["body"] == "pong!"
-    await asyncio.sleep(0.5)  # the failing after_response hook runs after the send
+    await e2e.idle()  # the failing after_response hook runs after the send
 
     command = await human.send(room_id, "!hooks")
     table = (await human.wait_for(thread_replies(command, e2e.user_id("router"))))["content"]["body"]
@@ -103,8 +103,8 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
     assert running is not None
     async with MetricsServer(MetricsCollector(lambda: daemon.running, lambda: e2e.reloads.outcomes), port=0) as server:
         assert server.url.startswith("http://127.0.0.1:")
-        body = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=5).read().decode())
-        again = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=5).read().decode())
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=60).read().decode())
+        again = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=60).read().decode())
     samples = _parse(body)
     hook = {"plugin": "ops", "hook": "stamp", "event": "message:enrich"}
     assert _value(samples, "mindroom_hook_calls_total", **hook) == 3

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 
 from mindroom.testing.model_server import Text, last_user_message
 from tests.integration.conftest import E2E
-from tests.integration.support import thread_replies
+from tests.integration.support import eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -90,7 +89,15 @@ async def test_pipeline_authorized_message_gets_one_threaded_answer_with_every_e
 
     assert reply["content"]["body"] == "Hello from the model [checked]"
     assert reply["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == event_id
-    await asyncio.sleep(1.0)
+
+    def both_received_and_answer_sent() -> bool:
+        events = _read(log)
+        return sum(e["event"] == "message:received" for e in events) == 2 and any(
+            e["event"] == "message:after_response" for e in events
+        )
+
+    await eventually(both_received_and_answer_sent, "the router's message:received and the agent's after_response")
+    await e2e.settle(human, room_id)
     assert len(human.matching(thread_replies(event_id))) == 1
 
     request = e2e.model_server.requests[-1]
@@ -124,7 +131,7 @@ async def test_pipeline_unauthorized_user_gets_no_answer(e2e: E2E):
     event_id = await stranger.send(room_id, "please answer me")
     control = await human.send(room_id, "and me?")
     await human.wait_for(thread_replies(control, e2e.user_id(agent)))
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
     assert human.matching(thread_replies(event_id)) == []
     assert all("please answer me" not in last_user_message(r) for r in e2e.model_server.requests)
 
@@ -140,7 +147,7 @@ async def test_pipeline_suppress_in_received_and_before_response(e2e: E2E, tmp_p
     hushed_late = await human.send(room_id, "hush-response please")
     control = await human.send(room_id, "normal question")
     await human.wait_for(thread_replies(control, e2e.user_id(agent)))
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
 
     assert human.matching(thread_replies(hushed_early)) == []
     assert human.matching(thread_replies(hushed_late)) == []
@@ -168,7 +175,7 @@ async def test_pipeline_mention_routes_to_that_agent(e2e: E2E):
     event_id = await human.send(room_id, f"{second_id} can you help?", mentions=[second_id])
     reply = await human.wait_for(thread_replies(event_id))
     assert reply["sender"] == second_id
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
     assert len(human.matching(thread_replies(event_id))) == 1
     assert not any(r.get("model") == "router-model" for r in e2e.model_server.requests)
 
@@ -191,7 +198,7 @@ async def test_pipeline_router_picks_exactly_one_agent(e2e: E2E):
     event_id = await human.send(room_id, "what is 2+2?")
     reply = await human.wait_for(thread_replies(event_id))
     assert reply["sender"] == e2e.user_id(second)
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
     assert len(human.matching(thread_replies(event_id))) == 1
     router_requests = [r for r in e2e.model_server.requests if r.get("model") == "router-model"]
     assert len(router_requests) == 1

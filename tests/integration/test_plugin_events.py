@@ -6,7 +6,6 @@ compaction:before/after, each seen by one plugin that logs what its hooks receiv
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from mindroom.ai import load_history
 from mindroom.testing.model_replies import content_text
 from mindroom.testing.model_server import HttpError, Stream, Text, ToolCall
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, edits_of, thread_replies
+from tests.integration.support import HumanClient, edits_of, eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -149,15 +148,12 @@ async def test_message_cancelled_for_a_suppressed_answer(e2e: E2E, tmp_path):
     e2e.model_server.script(Text("nobody will see this"), model="agent-model")
 
     event_id = await human.send(room_id, "hush please")
-    await asyncio.to_thread(e2e.model_server.wait_for_requests, 1, 20)
+    await e2e.model_server.wait_for_requests_async(1)
 
-    for _ in range(100):
-        if logged(log, "message:cancelled"):
-            break
-        await asyncio.sleep(0.1)
+    await eventually(lambda: logged(log, "message:cancelled"), "message:cancelled")
     (entry,) = logged(log, "message:cancelled")
     assert (entry["reason"], entry["body"], entry["visible"]) == ("suppressed_by_hook", "hush please", None)
-    await asyncio.sleep(0.5)
+    await e2e.settle(human, room_id)
     assert human.matching(thread_replies(event_id, e2e.user_id(agent))) == []
 
 
@@ -169,10 +165,7 @@ async def test_message_cancelled_for_a_model_error(e2e: E2E, tmp_path):
     warning = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
 
     assert warning["content"]["body"].startswith("⚠️")
-    for _ in range(50):
-        if logged(log, "message:cancelled"):
-            break
-        await asyncio.sleep(0.1)
+    await eventually(lambda: logged(log, "message:cancelled"), "message:cancelled")
     (entry,) = logged(log, "message:cancelled")
     assert entry["body"] == "are you there?"
     assert entry["reason"] and entry["reason"] != "suppressed_by_hook"
@@ -190,7 +183,6 @@ async def test_final_response_transform_changes_a_streamed_answers_final_edit(e2
             edits_of(first["event_id"])(ev)
             and ev["content"]["m.new_content"]["body"] == "Hello streamed WORLD (polished)"
         ),
-        timeout=30,
     )
 
     assert final["sender"] == e2e.user_id(agent)
@@ -205,7 +197,7 @@ async def test_session_started_fires_once_for_each_new_thread(e2e: E2E, tmp_path
     root = await ask(e2e, human, agent, room_id, "first thread")
     await ask(e2e, human, agent, room_id, "still the first thread", thread=root)
     other = await ask(e2e, human, agent, room_id, "a second thread")
-    await asyncio.sleep(0.5)
+    await e2e.settle(human, room_id)
 
     started = logged(log, "session:started")
     expected = [(f"{room_id}:{root}", root), (f"{room_id}:{other}", other)]
@@ -222,7 +214,7 @@ async def test_tool_environment_sets_a_variable_the_shell_command_sees(e2e: E2E,
     )
 
     event_id = await human.send(room_id, "show me the token")
-    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)), timeout=30)
+    reply = await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
 
     assert reply["content"]["body"] == "The token is set."
     tool_message = agent_requests(e2e)[-1]["messages"][-1]

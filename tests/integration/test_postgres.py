@@ -40,7 +40,7 @@ async def _world(e2e: E2E, url: str | None) -> tuple[HumanClient, str, str, dict
 
 async def _ask(e2e: E2E, human: HumanClient, room_id: str, agent: str, text: str) -> str:
     event_id = await human.send(room_id, text)
-    await human.wait_for(thread_replies(event_id, e2e.user_id(agent)), timeout=30)
+    await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
     return event_id
 
 
@@ -54,7 +54,7 @@ async def test_postgres_every_kind_of_state_round_trips_and_no_sqlite_file_is_wr
 
     root = await _ask(e2e, human, room_id, agent, "first question")
     command = await human.send(room_id, "!schedule in 2 hours water the plants")
-    await human.wait_for(thread_replies(command, router), timeout=15)
+    await human.wait_for(thread_replies(command, router))
     await e2e.stop()
 
     handled = _rows(postgres_url, "SELECT entity, pending FROM mindroom.handled_events WHERE event_id = %s", (root,))
@@ -79,10 +79,9 @@ async def test_postgres_every_kind_of_state_round_trips_and_no_sqlite_file_is_wr
     await human.send(room_id, "second question", thread_root=root)
     await human.wait_for(
         lambda ev: thread_replies(root, e2e.user_id(agent))(ev) and ev["content"]["body"] == "Second answer.",
-        timeout=30,
     )
     listing = await human.send(room_id, "!schedule list")
-    reply = await human.wait_for(thread_replies(listing, router), timeout=15)
+    reply = await human.wait_for(thread_replies(listing, router))
     assert "water the plants" in reply["content"]["body"]
     second = [r for r in e2e.model_server.requests if r.get("model") == "agent-model"][-1]
     history = [(m["role"], m.get("content")) for m in second["messages"] if m["role"] in ("user", "assistant")]
@@ -93,7 +92,7 @@ async def test_postgres_every_kind_of_state_round_trips_and_no_sqlite_file_is_wr
         ("user", "second question"),
         ("assistant", "Second answer."),
     ]
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
     assert len(human.matching(lambda ev: ev["event_id"] != root and thread_replies(root, e2e.user_id(agent))(ev))) == 2
 
 
@@ -114,7 +113,7 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
     await e2e.joined(human, room_id)
     root = await _ask(e2e, human, room_id, agent, "remember the number 42")
     command = await human.send(room_id, "!schedule in 3 hours stretch")
-    await human.wait_for(thread_replies(command, e2e.user_id("router")), timeout=15)
+    await human.wait_for(thread_replies(command, e2e.user_id("router")))
 
     refused = await asyncio.to_thread(_migrate, e2e, postgres_url)
     assert refused.returncode == 3, refused.stderr
@@ -140,10 +139,9 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
     await human.send(room_id, "what number?", thread_root=root)
     await human.wait_for(
         lambda ev: thread_replies(root, e2e.user_id(agent))(ev) and ev["content"]["body"] == "Answered on PostgreSQL.",
-        timeout=30,
     )
     last = [r for r in e2e.model_server.requests if r.get("model") == "agent-model"][-1]
     assert ("user", "remember the number 42") in [(m["role"], m.get("content")) for m in last["messages"]]
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
     assert len(human.matching(thread_replies(root, e2e.user_id(agent)))) == 2
     assert _rows(postgres_url, "SELECT message FROM mindroom.schedules") == [("stretch",)]

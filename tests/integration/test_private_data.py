@@ -40,7 +40,7 @@ async def test_private_data_in_process_daemon_leaves_nothing_open_after_a_turn(e
     await e2e.joined(human, room_id)
 
     event_id = await human.send(room_id, "a private question")
-    await human.wait_for(thread_replies(event_id, e2e.user_id(agent)), timeout=20)
+    await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
     await e2e.stop()
 
     assert (e2e.storage / "sessions" / f"{agent}.db").is_file()
@@ -61,13 +61,13 @@ async def test_private_data_mindroom_run_keeps_plugin_state_and_workspaces_priva
     )
     daemon = e2e.spawn(config)
     daemon.start()
-    await daemon.wait_for_line("daemon ready", timeout=60)
+    await daemon.wait_for_line("daemon ready")
     response = await human.client.room_resolve_alias(f"#{room}:{e2e.homeserver.server_name}")
     await e2e.joined(human, response.room_id)
 
     event_id = await human.send(response.room_id, "note: buy milk")
     agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
-    await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    await human.wait_for(thread_replies(event_id, agent_id))
     assert await daemon.terminate() == 0
 
     assert (e2e.storage / "plugins" / "remember" / "seen.txt").is_file()

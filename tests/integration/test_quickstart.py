@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from mindroom.homeserver.tether import spawn_module
+from tests.integration.support import PATIENCE_S
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,8 +41,10 @@ class Daemon:
     def __init__(self, workdir: Path, env: dict[str, str], port: int) -> None:
         self.lines: list[str] = []
         self.started = time.monotonic()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mindroom", "run", "--homeserver-port", str(port)],
+        # Tethered to the test process, so a killed test run leaves neither it nor its Synapse behind.
+        self.process = spawn_module(
+            "mindroom",
+            ["run", "--homeserver-port", str(port)],
             cwd=workdir,
             env=env,
             stdout=subprocess.PIPE,
@@ -54,7 +59,7 @@ class Daemon:
         for line in self.process.stdout:
             self.lines.append(line.rstrip("\n"))
 
-    def wait_for(self, prefix: str, timeout: float = 30.0) -> str:
+    def wait_for(self, prefix: str, timeout: float = PATIENCE_S) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for line in list(self.lines):
@@ -67,7 +72,7 @@ class Daemon:
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout=30)
+        code = self.process.wait(timeout=PATIENCE_S)
         self._reader.join(timeout=5)
         return code
 
@@ -86,12 +91,12 @@ def quickstart(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def _chat(workdir: Path, env: dict[str, str], message: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mindroom", "chat", "-m", message, "--timeout", "30"],
+        [sys.executable, "-m", "mindroom", "chat", "-m", message, "--timeout", str(PATIENCE_S)],
         cwd=workdir,
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=2 * PATIENCE_S,
     )
 
 
@@ -100,7 +105,7 @@ def test_quickstart_run_embedded_then_chat_gets_the_offline_answer(quickstart, t
     port = _free_port()
     daemon = Daemon(workdir, env, port)
     try:
-        ready = daemon.wait_for(READY, timeout=60)
+        ready = daemon.wait_for(READY, timeout=2 * PATIENCE_S)
         first_start_s = time.monotonic() - daemon.started
         assert "lobby" in ready and "assistant" in ready and "researcher" in ready
         assert daemon.wait_for("Homeserver:").startswith(f"Homeserver: http://127.0.0.1:{port}")
@@ -123,7 +128,7 @@ def test_quickstart_run_embedded_then_chat_gets_the_offline_answer(quickstart, t
 
     again = Daemon(workdir, env, port)
     try:
-        again.wait_for(READY, timeout=60)
+        again.wait_for(READY, timeout=2 * PATIENCE_S)
         second_start_s = time.monotonic() - again.started
         assert again.wait_for("Password:") == f"Password: kept in {data / 'homeserver' / 'user.json'}"
         answer = _chat(workdir, env, "still there?")

@@ -42,7 +42,7 @@ async def test_room_versions_an_encrypted_v12_dm_is_answered(e2e: E2E):
     room_id = str(created.room_id)
     await human.wait_for_member(room_id, agent_id)
     question = await human.send(room_id, "hello in a v12 room")
-    reply = await human.wait_for(thread_replies(question, agent_id), timeout=30)
+    reply = await human.wait_for(thread_replies(question, agent_id))
 
     assert reply.get("decrypted") is True and reply["content"]["body"].startswith("echo: hello in a v12 room")
     create = await _state(e2e, room_id, "m.room.create", agent)

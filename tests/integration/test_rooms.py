@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import nio
 import pytest
 from structlog.testing import capture_logs
 
 from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
+from tests.integration.support import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -61,11 +60,10 @@ def _answers(event: dict, event_id: str) -> bool:
     return event_id in (relation.get("event_id"), (relation.get("m.in_reply_to") or {}).get("event_id"))
 
 
-async def _answer(human, room_id: str, agent_user: str, text: str, timeout: float = 30.0) -> dict:
+async def _answer(human, room_id: str, agent_user: str, text: str) -> dict:
     event_id = await human.send(room_id, text)
     return await human.wait_for(
-        lambda ev: ev.get("room_id") == room_id and ev.get("sender") == agent_user and _answers(ev, event_id),
-        timeout=timeout,
+        lambda ev: ev.get("room_id") == room_id and ev.get("sender") == agent_user and _answers(ev, event_id)
     )
 
 
@@ -85,10 +83,11 @@ async def test_rooms_an_agent_answers_in_a_dm_without_a_mention_even_after_a_res
     assert "hello in private" in first["content"]["body"]
     assert "still there" in second["content"]["body"]
     await human.send(dm, "!leave")
-    deadline = asyncio.get_running_loop().time() + 20
-    while agent_user in {m.user_id for m in (await human.client.joined_members(dm)).members}:
-        assert asyncio.get_running_loop().time() < deadline, "the agent did not leave"
-        await asyncio.sleep(0.2)
+
+    async def left() -> bool:
+        return agent_user not in {m.user_id for m in (await human.client.joined_members(dm)).members}
+
+    await eventually(left, "the agent leaving")
 
 
 async def test_rooms_an_agent_that_accepts_no_invites_declines_them(e2e: E2E):
@@ -101,16 +100,12 @@ async def test_rooms_an_agent_that_accepts_no_invites_declines_them(e2e: E2E):
     agent_user = e2e.user_id(agent)
     dm = await _dm(human, agent_user)
 
-    deadline = asyncio.get_running_loop().time() + 5
-    while asyncio.get_running_loop().time() < deadline:
+    async def declined() -> bool:
         state = await human.client.room_get_state(dm)
-        memberships = {
-            e["state_key"]: e["content"].get("membership") for e in state.events if e["type"] == "m.room.member"
-        }
-        if memberships.get(agent_user) == "leave":
-            break
-        await asyncio.sleep(0.2)
-    assert memberships.get(agent_user) == "leave"
+        members = {e["state_key"]: e["content"].get("membership") for e in state.events if e["type"] == "m.room.member"}
+        return members.get(agent_user) == "leave"
+
+    await eventually(declined, "the agent declining the invite")
 
 
 async def test_rooms_room_mode_answers_in_the_main_timeline_with_html_and_splits_long_answers(e2e: E2E):
@@ -137,16 +132,20 @@ async def test_rooms_room_mode_answers_in_the_main_timeline_with_html_and_splits
     assert not reply["content"]["body"].startswith(">")  # no quoted fallback of the question
 
     first = await _answer(human, room_id, agent_user, "long please")
-    await asyncio.sleep(3)
-    parts = [
-        ev["content"]["body"]
-        for ev in human.events
-        if ev.get("room_id") == room_id
-        and ev.get("sender") == agent_user
-        and "Paragraph" in ev["content"].get("body", "")
-    ]
-    assert len(parts) >= 2 and parts[0] == first["content"]["body"]
-    assert "\n\n".join(parts) == long_answer
+
+    def parts() -> list[str]:
+        return [
+            ev["content"]["body"]
+            for ev in human.events
+            if ev.get("room_id") == room_id
+            and ev.get("sender") == agent_user
+            and "Paragraph" in ev["content"].get("body", "")
+        ]
+
+    await eventually(lambda: "Paragraph 39" in "".join(parts()), "the last part of the long answer")
+    await e2e.settle(human, room_id)
+    assert len(parts()) >= 2 and parts()[0] == first["content"]["body"]
+    assert "\n\n".join(parts()) == long_answer
 
 
 async def test_rooms_a_user_of_the_agents_room_opens_a_dm_with_it_and_a_user_of_another_room_cannot(e2e: E2E):
@@ -168,11 +167,10 @@ async def test_rooms_a_user_of_the_agents_room_opens_a_dm_with_it_and_a_user_of_
 
     assert answer["content"]["body"] == "hello from the helper"
     refused = await _dm(olga, helper_user)
-    deadline = asyncio.get_running_loop().time() + 20
-    while True:
+
+    async def declined() -> bool:
         state = await olga.client.room_get_state(refused)
         members = {e["state_key"]: e["content"].get("membership") for e in state.events if e["type"] == "m.room.member"}
-        if members.get(helper_user) == "leave":
-            break
-        assert asyncio.get_running_loop().time() < deadline, f"the invite was not declined: {members}"
-        await asyncio.sleep(0.2)
+        return members.get(helper_user) == "leave"
+
+    await eventually(declined, "the helper declining an invite from a user of another room")

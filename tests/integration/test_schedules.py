@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 from mindroom.constants import ORIGINAL_SENDER_KEY
 from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
-from tests.integration.support import thread_replies
+from tests.integration.support import eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -54,42 +53,43 @@ async def test_schedule_posts_at_its_time_rewritten_by_hook_and_the_agent_answer
     e2e.model_server.set_default(Text("on it"), model="agent-model")
 
     command = await human.send(room_id, "!schedule in 2 seconds rewrite me")
-    confirmation = await human.wait_for(thread_replies(command, router), timeout=10)
+    confirmation = await human.wait_for(thread_replies(command, router))
     assert "Scheduled" in _body(confirmation)
     task_id = re.search(r"`([0-9a-f]{6})`", _body(confirmation)).group(1)
-    loop = asyncio.get_running_loop()
-    asked = loop.time()
 
-    posted = await human.wait_for(
-        lambda ev: ev.get("sender") == router and _body(ev) == "rewritten: rewrite me", timeout=10
-    )
-    assert 1.5 <= loop.time() - asked <= 5.0
+    posted = await human.wait_for(lambda ev: ev.get("sender") == router and _body(ev) == "rewritten: rewrite me")
+    # At its time by the homeserver's clock: two seconds after the command (which came before the
+    # confirmation), give or take what a loaded machine adds, far from "at once" or "a minute later".
+    asked = await human.wait_for(lambda ev: ev["event_id"] == command)
+    assert posted["origin_server_ts"] - asked["origin_server_ts"] >= 1500
+    assert posted["origin_server_ts"] - confirmation["origin_server_ts"] <= 12_000
     assert posted["content"][ORIGINAL_SENDER_KEY] == human.user_id
     assert posted["content"]["m.mentions"]["user_ids"] == [agent_user]
-    answer = await human.wait_for(thread_replies(posted["event_id"], agent_user), timeout=15)
+    answer = await human.wait_for(thread_replies(posted["event_id"], agent_user))
     assert _body(answer) == "on it"
     fired = [json.loads(line) for line in log.read_text().splitlines()]
     assert fired == [{"task": task_id, "text": "rewrite me", "agent": agent, "by": human.user_id, "thread": None}]
 
     hushed = await human.send(room_id, "!schedule in 1 second hush now")
-    await human.wait_for(thread_replies(hushed, router), timeout=10)
-    for _ in range(50):
-        if len(log.read_text().splitlines()) == 2:
-            break
-        await asyncio.sleep(0.1)
+    await human.wait_for(thread_replies(hushed, router))
+    await eventually(lambda: len(log.read_text().splitlines()) == 2, "the hushed schedule firing")
     assert json.loads(log.read_text().splitlines()[1])["text"] == "hush now"
-    await asyncio.sleep(0.5)
+    # Schedules fire one after another: once a later one is posted, the hushed one is fully handled.
+    later = await human.send(room_id, "!schedule in 1 second all clear")
+    await human.wait_for(thread_replies(later, router))
+    await human.wait_for(lambda ev: ev.get("sender") == router and _body(ev) == "all clear")
+    await human.sync_past(room_id)
     assert not human.matching(lambda ev: ev.get("sender") == router and _body(ev) == "hush now")
 
     repeating = await human.send(room_id, "!schedule every day at 9:00 stand-up")
-    await human.wait_for(thread_replies(repeating, router), timeout=10)
+    await human.wait_for(thread_replies(repeating, router))
     listing = await human.send(room_id, "!schedule list")
-    listed = _body(await human.wait_for(thread_replies(listing, router), timeout=10))
+    listed = _body(await human.wait_for(thread_replies(listing, router)))
     daily_id = re.search(r"`([0-9a-f]{6})` every day at 09:00", listed).group(1)
     cancel = await human.send(room_id, f"!schedule cancel {daily_id}")
-    assert "Cancelled" in _body(await human.wait_for(thread_replies(cancel, router), timeout=10))
+    assert "Cancelled" in _body(await human.wait_for(thread_replies(cancel, router)))
     relist = await human.send(room_id, "!schedule list")
-    assert _body(await human.wait_for(thread_replies(relist, router), timeout=10)) == "No schedules in this room."
+    assert _body(await human.wait_for(thread_replies(relist, router))) == "No schedules in this room."
 
 
 async def test_schedule_in_a_thread_posts_into_that_thread(e2e: E2E):
@@ -101,10 +101,10 @@ async def test_schedule_in_a_thread_posts_into_that_thread(e2e: E2E):
     await e2e.joined(human, room_id)
     e2e.model_server.set_default(Text("noted"), model="agent-model")
     root = await human.send(room_id, "planning thread")
-    await human.wait_for(thread_replies(root, e2e.user_id(agent)), timeout=15)
+    await human.wait_for(thread_replies(root, e2e.user_id(agent)))
 
     await human.send(room_id, "!schedule in 1 second check the plan", thread_root=root)
     posted = await human.wait_for(
-        lambda ev: ev.get("sender") == e2e.user_id("router") and _body(ev) == "check the plan", timeout=10
+        lambda ev: ev.get("sender") == e2e.user_id("router") and _body(ev) == "check the plan"
     )
     assert posted["content"]["m.relates_to"]["event_id"] == root

@@ -91,10 +91,11 @@ async def test_standby_takes_over_after_kill9_and_answers_every_message_once(sta
         if index == KILL_AFTER:
             active.kill()
             killed_at_ms = int(time.time() * 1000)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # spread out, so some questions come while nobody is active
     for event_id in sent:
-        await human.wait_for(thread_replies(event_id, agent_id), timeout=60)
-    await asyncio.sleep(3.0)
+        await human.wait_for(thread_replies(event_id, agent_id))
+    assert await standby.terminate() == 0
+    await human.sync_past(room_id)
 
     replies = {event_id: human.matching(thread_replies(event_id, agent_id)) for event_id in sent}
     assert {event_id: len(found) for event_id, found in replies.items()} == dict.fromkeys(sent, 1)
@@ -122,7 +123,7 @@ async def test_standby_continues_the_replaced_run_so_a_message_the_active_never_
     room_id = await _room(e2e, human, room)
     agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
     first = await human.send(room_id, "answered by the active daemon")
-    await human.wait_for(thread_replies(first, agent_id), timeout=30)
+    await human.wait_for(thread_replies(first, agent_id))
 
     assert active.process is not None
     active.process.send_signal(signal.SIGSTOP)  # alive and holding the lock, but it sees nothing more
@@ -131,7 +132,7 @@ async def test_standby_continues_the_replaced_run_so_a_message_the_active_never_
     await asyncio.sleep(3.0)  # older than the clock-skew allowance by the time anyone takes over
     active.kill()
 
-    reply = await human.wait_for(thread_replies(unseen, agent_id), timeout=60)
+    reply = await human.wait_for(thread_replies(unseen, agent_id))
     assert reply["content"]["body"] == "answered"
     await asyncio.sleep(2.0)
     assert len(human.matching(thread_replies(unseen, agent_id))) == 1

@@ -10,7 +10,7 @@ import pytest
 from mindroom.bots.recovery import INTERRUPTED_TEXT
 from mindroom.testing.model_server import Delay, Stream, Text
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, edits_of, thread_replies
+from tests.integration.support import PATIENCE_S, HumanClient, edits_of, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -43,17 +43,17 @@ async def test_survive_kill9_mid_stream_marks_the_answer_interrupted_and_never_a
     agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
 
     event_id = await human.send(room_id, "tell me a long story")
-    partial = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    partial = await human.wait_for(thread_replies(event_id, agent_id))
     daemon.kill()
 
     daemon.start()
     await daemon.wait_for_line("daemon ready", count=2)
     marked = await human.wait_for(
         lambda ev: edits_of(partial["event_id"])(ev) and ev["content"]["m.new_content"]["body"] == INTERRUPTED_TEXT,
-        timeout=30,
     )
     assert marked["sender"] == agent_id
-    await asyncio.sleep(2.0)
+    assert await daemon.terminate() == 0
+    await human.sync_past(room_id)
     assert len(human.matching(thread_replies(event_id, agent_id))) == 1
     agent_calls = [r for r in e2e.model_server.requests if r.get("model") == "agent-model"]
     assert len(agent_calls) == 1
@@ -74,9 +74,10 @@ async def test_survive_kill9_mid_turn_finishes_the_turn_once_after_restart(e2e: 
     daemon.start()
     await daemon.wait_for_line("daemon ready", count=2)
 
-    reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    reply = await human.wait_for(thread_replies(event_id, agent_id))
     assert reply["content"]["body"] == "finished after restart"
-    await asyncio.sleep(2.0)
+    assert await daemon.terminate() == 0
+    await human.sync_past(room_id)
     assert len(human.matching(thread_replies(event_id, agent_id))) == 1
 
 
@@ -91,12 +92,12 @@ async def test_survive_homeserver_outage_answers_each_message_once_after_recover
     await human.wait_for(thread_replies(before, agent_id))
 
     await asyncio.to_thread(e2e.homeserver.stop)
-    await asyncio.sleep(5.0)
+    await asyncio.sleep(5.0)  # the outage: long enough for the bots' syncs to fail and back off
     await asyncio.to_thread(e2e.homeserver.start)
     during = [await human.send(room_id, f"sent while the bots reconnect {i}") for i in range(3)]
     for event_id in during:
-        await human.wait_for(thread_replies(event_id, agent_id), timeout=90)
-    await asyncio.sleep(2.0)
+        await human.wait_for(thread_replies(event_id, agent_id), timeout=2 * PATIENCE_S)
+    await e2e.settle(human, room_id)
     for event_id in [before, *during]:
         assert len(human.matching(thread_replies(event_id, agent_id))) == 1
 
@@ -109,27 +110,31 @@ async def test_survive_flooded_room_does_not_starve_another_room(e2e: E2E):
         {agent: {"display_name": "Helper", "role": "Helps.", "model": "default", "rooms": [flood_room, quiet_room]}},
     )
     config["defaults"]["max_concurrent_turns_per_agent"] = 1
-    e2e.model_server.set_default(Delay(0.3, Text("ok")), model="agent-model")
+    e2e.model_server.set_default(Delay(0.5, Text("ok")), model="agent-model")
     await e2e.start(config)
     flood_id, quiet_id = e2e.room_id(flood_room), e2e.room_id(quiet_room)
     await e2e.joined(human, flood_id)
     await e2e.joined(human, quiet_id)
     agent_id = e2e.user_id(agent)
 
-    flood = [await human.send(flood_id, f"flood {i}") for i in range(20)]
+    # All at once, so the flood is queued however slowly this machine sends.
+    flood = await asyncio.gather(*(human.send(flood_id, f"flood {i}") for i in range(20)))
     quiet = await human.send(quiet_id, "just one question")
-    quiet_reply = await human.wait_for(thread_replies(quiet, agent_id), timeout=60)
-    answered_floods_before = [
-        e
-        for e in flood
-        if any(
-            r["origin_server_ts"] <= quiet_reply["origin_server_ts"]
-            for r in human.matching(thread_replies(e, agent_id))
-        )
-    ]
-    assert len(answered_floods_before) <= 8  # first come, first served would answer all 20 first
+    quiet_reply = await human.wait_for(thread_replies(quiet, agent_id))
     for event_id in flood:
-        await human.wait_for(thread_replies(event_id, agent_id), timeout=60)
+        await human.wait_for(thread_replies(event_id, agent_id))
+    asked = (await human.wait_for(lambda ev: ev["event_id"] == quiet))["origin_server_ts"]
+
+    def answered_at(event_id: str) -> int:
+        return min(int(reply["origin_server_ts"]) for reply in human.matching(thread_replies(event_id, agent_id)))
+
+    # By the homeserver's clock: the floods still waiting when the quiet question came, and how many of
+    # them were answered before it. First come, first served would answer all of them first.
+    waiting = [event_id for event_id in flood if answered_at(event_id) > asked]
+    served_first = [event_id for event_id in waiting if answered_at(event_id) < quiet_reply["origin_server_ts"]]
+    assert len(waiting) > 8, "the flood was answered before the quiet question came: nothing to compare"
+    assert len(served_first) <= 8
+    await e2e.settle(human, flood_id, quiet_id)
     for event_id in [*flood, quiet]:
         assert len(human.matching(thread_replies(event_id, agent_id))) == 1
 
@@ -170,9 +175,9 @@ async def test_survive_hostile_events_and_strangers_change_nothing(e2e: E2E):
     await stranger.react(room_id, victim, "🛑")
 
     control = await human.send(room_id, "are you still fine?")
-    reply = await human.wait_for(thread_replies(control, agent_id), timeout=30)
+    reply = await human.wait_for(thread_replies(control, agent_id))
     assert reply["content"]["body"] == "fine"
-    await asyncio.sleep(1.0)
+    await e2e.settle(human, room_id)
     assert stranger_room.room_id not in e2e.daemon.bots[agent].joined_rooms
     assert not any(
         ev.get("sender") == e2e.user_id("router") and "Commands" in str(ev.get("content")) for ev in human.events
@@ -187,7 +192,7 @@ async def test_survive_secrets_never_reach_the_log(e2e: E2E):
     room_id = await _resolve(e2e, human, room)
     agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
     event_id = await human.send(room_id, "hello")
-    await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
+    await human.wait_for(thread_replies(event_id, agent_id))
     assert await daemon.terminate() == 0
 
     secrets_on_disk = [e2e.homeserver.registration_shared_secret]

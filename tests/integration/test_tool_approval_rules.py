@@ -37,9 +37,7 @@ async def test_tool_approval_rule_holds_a_call_until_the_requester_approves(e2e:
     )  # fmt: skip
 
     root = await alice.send(room_id, "think it over")
-    card = await alice.wait_for(
-        lambda e: thread_replies(root, agent_id)(e) and APPROVAL_CONTENT_KEY in e["content"], timeout=30
-    )
+    card = await alice.wait_for(lambda e: thread_replies(root, agent_id)(e) and APPROVAL_CONTENT_KEY in e["content"])
 
     body = card["content"]["body"]
     assert body.startswith("🔐 Helper wants to run think: the approval rule 'th*' asks first. Arguments: {")
@@ -53,12 +51,12 @@ async def test_tool_approval_rule_holds_a_call_until_the_requester_approves(e2e:
 
     await alice.react(room_id, card["event_id"], "✅")
     answer = await alice.wait_for(
-        lambda e: thread_replies(root, agent_id)(e) and e["content"].get("body") == "Done thinking.", timeout=30
+        lambda e: thread_replies(root, agent_id)(e) and e["content"].get("body") == "Done thinking."
     )
 
     assert answer["content"]["body"] == "Done thinking."
     assert "Title: Plan" in last_tool_message(agent_requests(e2e)[1])
-    outcome = await alice.wait_for(edits_of(card["event_id"]), timeout=30)
+    outcome = await alice.wait_for(edits_of(card["event_id"]))
     assert outcome["content"]["m.new_content"]["body"].endswith(f"— ✅ approved by {alice.user_id}.")
 
 
@@ -75,7 +73,7 @@ async def test_tool_approval_rule_lets_unmatched_and_auto_approved_calls_run(e2e
 
     root = await alice.send(room_id, "analyze it")
     await alice.wait_for(
-        lambda e: thread_replies(root, e2e.user_id(agent))(e) and e["content"].get("body") == "Analyzed.", timeout=30
+        lambda e: thread_replies(root, e2e.user_id(agent))(e) and e["content"].get("body") == "Analyzed."
     )
 
     assert "Title: t" in last_tool_message(agent_requests(e2e)[1])

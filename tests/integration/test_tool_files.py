@@ -77,9 +77,9 @@ async def test_tool_file_arrives_encrypted_in_the_answers_thread_and_decrypts(e2
 
     root = await human.send(room_id, "write me the notes")
     answer = await human.wait_for(
-        lambda e: thread_replies(root, agent_id)(e) and e["content"].get("msgtype") == "m.text", timeout=60
+        lambda e: thread_replies(root, agent_id)(e) and e["content"].get("msgtype") == "m.text"
     )
-    sent = await human.wait_for(is_file(root, agent_id), timeout=60)
+    sent = await human.wait_for(is_file(root, agent_id))
 
     assert answer["content"]["body"] == "Here is your file." and "com.mindroom.attachments" not in answer["content"]
     assert sent.get("decrypted") is True and sent["content"]["body"] == "notes.txt"

@@ -47,7 +47,7 @@ async def wait_server(server_id: str, state: str = "ready", timeout: float = 60.
 
 async def ask(e2e: E2E, human, room_id: str, agent: str, text: str) -> dict:
     event_id = await human.send(room_id, text)
-    return await human.wait_for(thread_replies(event_id, e2e.user_id(agent)), timeout=60)
+    return await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
 
 
 async def test_tools_an_agno_toolkit_named_in_config_answers_through_a_tool_call(e2e: E2E):
@@ -84,7 +84,7 @@ async def test_tools_a_stdio_mcp_server_answers_and_comes_back_after_a_crash(e2e
     assert pid is not None
     for victim in (*descendants(pid), pid):  # the server and its sandbox die at once
         os.kill(victim, signal.SIGKILL)
-    await wait_server("clock", "starting", timeout=10)
+    await wait_server("clock", "starting")
     e2e.model_server.script(call, Text("The clock is away."), model="agent-model")
 
     reply = await ask(e2e, human, room_id, agent, "and now?")

@@ -8,7 +8,7 @@ import pytest
 
 from mindroom.testing.model_server import Delay, Text
 from tests.integration.conftest import E2E
-from tests.integration.support import thread_replies
+from tests.integration.support import PATIENCE_S, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -23,8 +23,8 @@ async def test_a_slow_answer_is_announced_by_a_typing_notice_that_is_cleared(e2e
     bot = e2e.user_id(agent)
     e2e.model_server.set_default(Delay(2.0, Text("took a while")))
     question = await human.send(room_id, "think hard")
-    await human.wait_for(thread_replies(question, bot), timeout=30)
-    deadline = asyncio.get_running_loop().time() + 10
+    await human.wait_for(thread_replies(question, bot))
+    deadline = asyncio.get_running_loop().time() + PATIENCE_S
     while asyncio.get_running_loop().time() < deadline:
         shown = [index for index, (rid, users) in enumerate(human.typing) if rid == room_id and bot in users]
         if shown and any(rid == room_id and bot not in users for rid, users in human.typing[shown[0] + 1 :]):

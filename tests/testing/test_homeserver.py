@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 from mindroom.homeserver.files import LimiterLevel, rate_limits
-from mindroom.homeserver.synapse import free_port
+from mindroom.homeserver.synapse import free_port, stop_leftover
 from mindroom.testing.homeserver import HomeserverError, TestHomeserver, unique_localpart
 
 pytestmark = pytest.mark.integration
@@ -87,6 +92,61 @@ def test_homeserver_start_failure_reports_the_log_tail(tmp_path):
     assert not server.is_running
     server.cleanup()
     assert (tmp_path / "synapse").exists()  # a caller-provided directory is left alone
+
+
+# A test process that starts the kit's homeserver as async tests do (from a worker thread), then waits.
+TEST_PROCESS = """
+import asyncio, sys
+from pathlib import Path
+from mindroom.homeserver import tether
+from mindroom.testing.homeserver import TestHomeserver
+
+if sys.argv[2] == "watchdog":  # as where prctl is missing
+    tether._load_prctl = lambda: None
+
+async def main():
+    async with TestHomeserver(Path(sys.argv[1])):
+        print("ready", flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def _running(pid: int) -> bool:
+    """True while `pid` runs; a zombie (exited, its new parent has not reaped it) counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("tie", ["prctl", "watchdog"])
+def test_homeserver_dies_with_a_test_process_that_is_killed(tmp_path, tie):
+    base = tmp_path / "synapse"
+    test_process = subprocess.Popen(
+        [sys.executable, "-c", TEST_PROCESS, str(base), tie], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
+    )
+    try:
+        assert test_process.stdout is not None
+        assert b"ready\n" in iter(test_process.stdout.readline, b"")  # the kit logs to stdout too
+        synapse_pid = int((base / "homeserver.pid").read_text())
+        assert _running(synapse_pid)
+        watched = b"mindroom.homeserver.tether" in Path(f"/proc/{synapse_pid}/cmdline").read_bytes()
+        assert watched == (tie == "watchdog")
+
+        test_process.send_signal(signal.SIGKILL)
+        test_process.wait(10)
+
+        deadline = time.monotonic() + 30  # it stops in about a second; generous for a loaded machine
+        while _running(synapse_pid):
+            assert time.monotonic() < deadline, "Synapse outlived the killed test process"
+            time.sleep(0.05)
+    finally:
+        test_process.kill()
+        test_process.wait(10)
+        stop_leftover(base)
 
 
 def test_homeserver_config_lifts_every_limit(homeserver):

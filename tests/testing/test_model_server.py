@@ -30,7 +30,7 @@ USER = [{"role": "user", "content": "Hello there"}]
 
 @pytest.fixture
 def client(model_server: ScriptedModelServer) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=model_server.base_url, api_key="test", max_retries=0, timeout=5) as sync_client:
+    with openai.OpenAI(base_url=model_server.base_url, api_key="test", max_retries=0, timeout=60) as sync_client:
         yield sync_client
 
 
@@ -175,7 +175,7 @@ def test_model_server_hang_times_out_until_stopped(model_server: ScriptedModelSe
 
     started = time.monotonic()
     model_server.stop()
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # at once, not after the hang (which never ends); loaded machines lag
 
 
 def test_model_server_queues_per_model_then_global(model_server: ScriptedModelServer, client: openai.OpenAI) -> None:
@@ -213,7 +213,7 @@ def test_model_server_wait_for_requests(model_server: ScriptedModelServer, clien
     worker = threading.Thread(target=lambda: [ask(client, f"m{index}") for index in range(3)])
     worker.start()
 
-    requests = model_server.wait_for_requests(3, timeout=5)
+    requests = model_server.wait_for_requests(3)
     worker.join()
 
     assert [last_user_message(request) for request in requests] == ["m0", "m1", "m2"]
