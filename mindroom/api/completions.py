@@ -35,6 +35,7 @@ from mindroom.hooks.context import MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.hooks.origin import TurnOrigin
 from mindroom.hooks.target import MessageTarget
+from mindroom.hooks.trace import hook_trace
 from mindroom.hooks.transport import MessageEnvelope
 from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
 from mindroom.logging_config import get_logger
@@ -149,11 +150,23 @@ async def _turn(running: RunningDaemon, entity: ApiEntity, envelope: MessageEnve
             received = MessageReceivedContext(
                 envelope=envelope, correlation_id=correlation_id, **bindings.context_fields()
             )
-            await emit(live.registry, EVENT_MESSAGE_RECEIVED, received)
-            if received.suppress:
-                logger.debug("message suppressed by a hook", event_id=envelope.source_event_id)
-                return
-            await running.responder().respond(entity, live, envelope, Turn(correlation_id, bindings, channel=channel))
+            with hook_trace():  # the turn's hooks from `message:received` on, as a Matrix turn notes them
+                await emit(live.registry, EVENT_MESSAGE_RECEIVED, received)
+                if received.suppress:
+                    logger.debug("message suppressed by a hook", event_id=envelope.source_event_id)
+                    return
+                turn = Turn(correlation_id, bindings, channel=channel)
+                await running.responder().respond(entity, live, envelope, turn)
+    except asyncio.CancelledError:
+        if not channel.delivered:  # the client left before its answer: nothing of the turn is kept
+            await ai.forget_turn(
+                entity.name,
+                envelope.target.session_id,
+                envelope.source_event_id,
+                storage_root=running.paths.storage_root,
+                database_url=running.stores.session_url,
+            )
+        raise
     finally:
         journal.complete(entity.name, envelope.source_event_id)
         channel.finish()

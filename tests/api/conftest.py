@@ -17,7 +17,9 @@ __all__ = ["make_api", "model_server"]
 
 
 @pytest_asyncio.fixture
-async def make_api(tmp_path: Path, model_server: ScriptedModelServer) -> AsyncIterator[Callable[..., Awaitable[ApiBench]]]:
+async def make_api(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> AsyncIterator[Callable[..., Awaitable[ApiBench]]]:
     """`await make_api(agents, env={...}, registry=..., **config)`: a started bench with the app on it."""
     started: list[ApiBench] = []
 

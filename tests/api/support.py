@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from openai import AsyncOpenAI
 
 from mindroom.api.app import create_app
 from mindroom.api.context import ApiContext
@@ -37,7 +38,7 @@ class ApiBench:
     view: BenchView
     ctx: ApiContext
     server: ApiServer
-    clients: list[httpx.AsyncClient] = field(default_factory=list)
+    clients: list[Any] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -49,9 +50,15 @@ class ApiBench:
         self.clients.append(client)
         return client
 
+    def openai(self, key: str) -> AsyncOpenAI:
+        """The official client on `/v1` with `key` (closed with the bench)."""
+        client = AsyncOpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0)
+        self.clients.append(client)
+        return client
+
     async def close(self) -> None:
         for client in self.clients:
-            await client.aclose()
+            await client.close() if isinstance(client, AsyncOpenAI) else await client.aclose()
         await self.server.stop()
 
 
