@@ -32,7 +32,15 @@ from mindroom.daemon.reload import ReloadOutcome
 from mindroom.errors import ConfigError
 from mindroom.logging_config import get_logger, redact_text
 
-__all__ = ["GENERATION_HEADER", "ConfigSource", "config_errors", "config_router", "generation", "restore_redacted"]
+__all__ = [
+    "GENERATION_HEADER",
+    "ConfigSource",
+    "config_errors",
+    "config_router",
+    "generation",
+    "redact_lines",
+    "restore_redacted",
+]
 
 logger = get_logger(__name__)
 
@@ -61,6 +69,11 @@ def config_errors(error: ConfigError) -> list[dict[str, Any]]:
         line = int(match.group(1) or match.group(2)) if match else None
         found.append({"line": line, "message": redact_text(problem)})
     return found
+
+
+def redact_lines(text: str) -> str:
+    """The config text with secrets hidden, line by line (each hidden line can then be matched on save)."""
+    return "\n".join(redact_text(line) for line in text.splitlines()) + ("\n" if text.endswith("\n") else "")
 
 
 def restore_redacted(new: str, current: str) -> str:
@@ -164,7 +177,7 @@ def config_router(ctx: ApiContext) -> APIRouter:
     @router.get("/config/raw", summary="The YAML source of config.yaml (redacted=true hides secrets)")
     async def raw(who: operator, hide: Annotated[bool, Query(alias="redacted")] = False) -> JSONResponse:
         text = read()
-        body = {"source": redact_text(text) if hide else text, "uses_includes": False, "redacted": hide}
+        body = {"source": redact_lines(text) if hide else text, "uses_includes": False, "redacted": hide}
         return JSONResponse(body, headers=headers(text))
 
     @router.put("/config/raw", summary="Replace config.yaml after validation, then reload it (409, 422)")

@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from mindroom.api.context import ApiContext
 from mindroom.logging_config import get_logger
 
-__all__ = ["MAX_CONNECTIONS", "ApiServer"]
+__all__ = ["MAX_CONNECTIONS", "ApiServer", "finish_turns"]
 
 logger = get_logger(__name__)
 
@@ -34,6 +34,14 @@ class _InLoopServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+
+async def finish_turns(ctx: ApiContext, grace_s: float) -> None:
+    """Wait up to `grace_s` for the `/v1` turns under way, then cancel those still running."""
+    running = ctx.turns.running
+    if running:
+        await asyncio.wait(running, timeout=grace_s)
+    await ctx.turns.cancel_all()
 
 
 class ApiServer:
@@ -101,9 +109,10 @@ class ApiServer:
             await asyncio.sleep(0.01)
         logger.info("api listening", url=self.url, host=self.ctx.settings.host, port=self.port)
 
-    async def stop(self) -> None:
-        """End the `/v1` turns, then stop serving (open connections get a short grace)."""
-        await self.ctx.turns.cancel_all()
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Let the `/v1` turns finish (storing what they answered) for up to `grace_s`, cancel the rest, then
+        stop serving (open connections get a short grace)."""
+        await finish_turns(self.ctx, grace_s)
         server, task, self._server, self._task = self._server, self._task, None, None
         if server is None or task is None:
             return

@@ -20,7 +20,7 @@ from mindroom import ai
 from mindroom.api.app import create_app
 from mindroom.api.context import ApiContext
 from mindroom.api.keys import DashboardKey, dashboard_key
-from mindroom.api.server import ApiServer
+from mindroom.api.server import ApiServer, finish_turns
 from mindroom.api.settings import DEFAULT_API_HOST, DEFAULT_API_PORT, ApiSettings, api_settings
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.config.loading import load_config
@@ -360,7 +360,8 @@ async def run_daemon(
             return
         assert orchestrator.running is not None
         if banner is not None:
-            stack.push_async_callback(server.ctx.turns.cancel_all)  # API turns end before the bots stop
+            # API turns end before the bots stop, with the bots' grace to finish.
+            stack.push_async_callback(finish_turns, server.ctx, environment.shutdown_grace_s)
         await start_snapshots(stack, orchestrator, (await state.open_stores()).snapshots)
         for line in ready_lines(orchestrator.running, session, storage, banner):
             console.print(Text(line))

@@ -6,7 +6,6 @@ import asyncio
 import json
 from typing import Any
 
-import httpx
 import pytest
 from openai import APIStatusError, AsyncOpenAI
 

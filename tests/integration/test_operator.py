@@ -13,13 +13,13 @@ import pytest_asyncio
 import structlog
 from typer.testing import CliRunner
 
-from mindroom.cli import app
-from mindroom.daemon.hooks_snapshot import snapshot_path, write_hooks_snapshot
-from mindroom.daemon.metrics import MetricsCollector
 from mindroom.api.app import create_app
 from mindroom.api.context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
+from mindroom.cli import app
+from mindroom.daemon.hooks_snapshot import snapshot_path, write_hooks_snapshot
+from mindroom.daemon.metrics import MetricsCollector
 from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
 from tests.integration.support import thread_replies
