@@ -3,6 +3,7 @@ served by uvicorn on a free loopback port in the test's loop, and the scripted m
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from mindroom.api.app import create_app
 from mindroom.api.context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import ApiSettings, api_settings
+from mindroom.bots.capabilities import RunClock
 from mindroom.daemon.reload import ReloadCoordinator
 from mindroom.daemon.wiring import RunningDaemon
 from tests.bots.bench import Bench
@@ -64,7 +66,8 @@ class ApiBench:
 
 async def serve(bench: Bench, config_path: Path, settings: ApiSettings | None = None, **env: str) -> ApiBench:
     """The app over `bench` on a free port (`env`: the environment's API variables)."""
-    view = BenchView(bench.daemon, config_path)
+    # The bench's run started at 0 (every event is news); the operator's view shows a run started now.
+    view = BenchView(dataclasses.replace(bench.daemon, clock=RunClock.starting()), config_path)
     base = settings or api_settings(env, port=0)
     ctx = ApiContext(view, base)
     server = ApiServer(ctx, create_app(ctx))
