@@ -64,7 +64,12 @@ def run(
         int | None, typer.Option(envvar="MINDROOM_API_PORT", help="Port of the API, dashboard and /metrics (8765).")
     ] = None,
     api: Annotated[
-        bool, typer.Option("--api/--no-api", help="Serve the OpenAI-compatible API, the REST API and the dashboard.")
+        bool,
+        typer.Option(
+            "--api/--no-api",
+            envvar="MINDROOM_API",
+            help="Serve the OpenAI-compatible API, the REST API and the dashboard.",
+        ),
     ] = True,
     metrics_port: Annotated[
         int | None,
