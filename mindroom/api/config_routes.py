@@ -162,7 +162,10 @@ def config_router(ctx: ApiContext) -> APIRouter:
             parse_config_text(text, path, env())
         except ConfigError as exc:
             raise HTTPException(422, {"message": "invalid config", "errors": config_errors(exc)}) from None
-        await asyncio.to_thread(_write_atomically, path, text)
+        try:
+            await asyncio.to_thread(_write_atomically, path, text)
+        except OSError as exc:  # a read-only mount (Docker), a full disk
+            raise HTTPException(409, f"config.yaml cannot be written here: {exc.strerror}") from None
         logger.info("config saved through the API", by=who, generation=generation(text))
         outcome = await reload("config saved through the API")
         body = {"saved": True, "generation": generation(text), "reload": _outcome(outcome)}
