@@ -21,6 +21,7 @@ __all__ = [
     "ChatCompletionRequest",
     "ChatMessage",
     "Conversation",
+    "ErrorType",
     "OpenAIError",
     "completion_body",
     "convert_messages",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 ErrorType = Literal["invalid_request_error", "server_error", "authentication_error", "rate_limit_error"]
+"""The `type` of an error body."""
 
 
 class OpenAIError(MindroomError):

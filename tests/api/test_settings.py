@@ -135,3 +135,17 @@ def test_openai_session_ids_follow_the_headers():
 def test_settings_url_names_loopback_for_a_wildcard_bind():
     assert ApiSettings(host="0.0.0.0", port=8765).url == "http://127.0.0.1:8765"
     assert ApiSettings(host="::1", port=1).url == "http://[::1]:1"
+
+
+def test_redacted_hides_secret_fields_and_forgets_its_memo_when_a_secret_is_registered():
+    from mindroom.api.operator import redacted
+    from mindroom.logging_config import register_secret_values
+
+    value = {"name": "helper", "password": "hunter2", "note": "the value plain-value-7777x", "rows": [{"k": 1}]}
+    first = redacted(value)
+    register_secret_values(["plain-value-7777x"])
+    second = redacted(value)
+
+    assert first["name"] == "helper" and first["password"] == "[redacted]" and first["rows"] == [{"k": 1}]
+    assert first["note"] == "the value plain-value-7777x"
+    assert second["note"] == "the value [redacted]"  # not the memo of the earlier read
