@@ -48,9 +48,12 @@ class BodyLimit:
             return
         received = 0
         started = False
+        complete = False
 
         async def limited() -> Message:
-            nonlocal received
+            nonlocal received, complete
+            if complete:  # the body is in: what is left to receive is the client going away, whenever it does
+                return await receive()
             try:
                 async with asyncio.timeout(self.timeout_s):
                     message = await receive()
@@ -60,6 +63,7 @@ class BodyLimit:
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
                     raise _BodyTooLargeError
+                complete = not message.get("more_body", False)
             return message
 
         async def tracking(message: Message) -> None:

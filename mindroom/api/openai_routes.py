@@ -7,7 +7,7 @@ model request is closed and nothing of the turn is stored; a turn that already a
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -37,21 +37,29 @@ _EMPTY = "Agent returned empty response"
 
 
 class EventStream(StreamingResponse):
-    """Server-Sent Events that notice a client going away at once, even while nothing is being sent."""
+    """Server-Sent Events that notice a client going away at once, even while nothing is being sent;
+    `on_close` runs however the response ends (even one cut off before its first event)."""
 
     media_type = "text/event-stream"
 
+    def __init__(self, content: AsyncIterator[str], on_close: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.on_close = on_close
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with anyio.create_task_group() as group:
+        try:
+            async with anyio.create_task_group() as group:
 
-            async def stream() -> None:
-                with contextlib.suppress(OSError):  # the client is gone
-                    await self.stream_response(send)
+                async def stream() -> None:
+                    with contextlib.suppress(OSError):  # the client is gone
+                        await self.stream_response(send)
+                    group.cancel_scope.cancel()
+
+                group.start_soon(stream)
+                await self.listen_for_disconnect(receive)
                 group.cancel_scope.cancel()
-
-            group.start_soon(stream)
-            await self.listen_for_disconnect(receive)
-            group.cancel_scope.cancel()
+        finally:
+            self.on_close()
 
 
 def _models(ctx: ApiContext) -> dict[str, Any]:
@@ -110,28 +118,18 @@ async def _answer_whole(completion: Completion, completion_id: str, timeout_s: f
     return JSONResponse(body)
 
 
-async def _stream(
-    completion: Completion, completion_id: str, first: tuple[str, str], release: Any
-) -> AsyncIterator[str]:
+async def _stream(completion: Completion, completion_id: str, first: tuple[str, str]) -> AsyncIterator[str]:
     created = int(time.time())
     model = completion.model
-    finished = False
-    try:
-        yield sse_chunk(completion_id, model, created, {"role": "assistant"})
-        kind, text = first
-        while kind == "delta":
-            yield sse_chunk(completion_id, model, created, {"content": text})
-            kind, text = await completion.channel.events.get()
-        if kind == "error":
-            yield sse_chunk(completion_id, model, created, {"content": f"\n\n⚠️ {redact_text(text)}"})
-        yield sse_chunk(completion_id, model, created, {}, "stop")
-        yield "data: [DONE]\n\n"
-        finished = True
-    finally:
-        if not finished and not completion.channel.delivered:
-            completion.task.cancel()  # the client is gone: the turn stops, and nothing of it is stored
-            logger.info("completion stream abandoned by its client", model=model)
-        release()
+    yield sse_chunk(completion_id, model, created, {"role": "assistant"})
+    kind, text = first
+    while kind == "delta":
+        yield sse_chunk(completion_id, model, created, {"content": text})
+        kind, text = await completion.channel.events.get()
+    if kind == "error":
+        yield sse_chunk(completion_id, model, created, {"content": f"\n\n⚠️ {redact_text(text)}"})
+    yield sse_chunk(completion_id, model, created, {}, "stop")
+    yield "data: [DONE]\n\n"
 
 
 def v1_router(ctx: ApiContext) -> APIRouter:
@@ -187,7 +185,14 @@ def v1_router(ctx: ApiContext) -> APIRouter:
         finally:
             if not parsed.stream:
                 release()
+
+        def close() -> None:
+            if not completion.channel.delivered and not completion.task.done():
+                completion.task.cancel()  # the client is gone: the turn stops, and nothing of it is stored
+                logger.info("completion stream abandoned by its client", model=completion.model)
+            release()
+
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        return EventStream(_stream(completion, completion_id, first, release), headers=headers)
+        return EventStream(_stream(completion, completion_id, first), close, headers=headers)
 
     return router

@@ -29,11 +29,26 @@ _STOP_GRACE_S = 3
 
 
 class _InLoopServer(uvicorn.Server):
-    """uvicorn without its signal handlers (the daemon owns SIGTERM and SIGINT)."""
+    """uvicorn without its signal handlers (the daemon owns SIGTERM and SIGINT), ticking once a second."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.exit_requested = asyncio.Event()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+    async def main_loop(self) -> None:
+        """uvicorn's housekeeping (the `Date` header, refreshed each second) at 1 Hz instead of its 10, so an
+        idle server wakes the daemon's loop as rarely as it can; a stop wakes it at once."""
+        counter = 0
+        while not self.should_exit:
+            counter = (counter + 10) % 864_000  # `on_tick` refreshes the header on multiples of ten
+            if await self.on_tick(counter):
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.exit_requested.wait(), 1.0)
 
 
 async def finish_turns(ctx: ApiContext, grace_s: float) -> None:
@@ -117,6 +132,7 @@ class ApiServer:
         if server is None or task is None:
             return
         server.should_exit = True
+        server.exit_requested.set()
         try:
             async with asyncio.timeout(_STOP_GRACE_S + 5):
                 await task

@@ -161,23 +161,27 @@ def status_router(ctx: ApiContext) -> APIRouter:
         return list(running.live.config.all_room_keys())
 
     @router.get("/overview", summary="What the dashboard shows, in one read: status, plugins, hooks, approvals, turns")
-    async def overview(who: operator) -> dict[str, Any]:
+    async def overview(who: operator) -> JSONResponse:
         running = running_or_503(ctx)
         desk = running.stores.approvals
         # Every pending approval is "overdue" at the end of time: the store's one query over pending ones.
         pending = desk.store.overdue(now=math.inf) if desk is not None else []
-        return redacted(
-            {
-                "ready": _ready(running),
-                "uptime_s": round(time.time() - running.clock.started_at_ms / 1000, 1),
-                "operator": who,
-                "bots": _bots(running),
-                "agents": _agents(running),
-                "plugins": _plugins(ctx, running),
-                "hooks": _hooks(running),
-                "approvals": [dataclasses.asdict(record) for record in pending],
-                "turns": [dataclasses.asdict(record) for record in running.turns.recent(20)],
-            }
+        # Read every two seconds by each open dashboard: handed out as it is built, without a second
+        # validation pass over it.
+        return JSONResponse(
+            redacted(
+                {
+                    "ready": _ready(running),
+                    "uptime_s": round(time.time() - running.clock.started_at_ms / 1000, 1),
+                    "operator": who,
+                    "bots": _bots(running),
+                    "agents": _agents(running),
+                    "plugins": _plugins(ctx, running),
+                    "hooks": _hooks(running),
+                    "approvals": [dataclasses.asdict(record) for record in pending],
+                    "turns": [dataclasses.asdict(record) for record in running.turns.recent(20)],
+                }
+            )
         )
 
     @router.get("/turns", summary="The last answers: agent, source, latency, outcome and the hooks called")

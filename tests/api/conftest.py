@@ -24,14 +24,19 @@ async def make_api(
     started: list[ApiBench] = []
 
     async def make(
-        agents: dict[str, dict[str, Any]], *, env: dict[str, str] | None = None, registry: Any = None, **config: Any
+        agents: dict[str, dict[str, Any]],
+        *,
+        env: dict[str, str] | None = None,
+        registry: Any = None,
+        settings: Any = None,
+        **config: Any,
     ) -> ApiBench:
         built = bench_config(model_server, agents, **config)
         bench = Bench(tmp_path, built, registry)
         await bench.start()
         config_path = tmp_path / "config.yaml"
         config_path.write_text(yaml.safe_dump(built.model_dump(mode="json", exclude_defaults=True), sort_keys=False))
-        api = await serve(bench, config_path, **(env or {}))
+        api = await serve(bench, config_path, settings, **(env or {}))
         started.append(api)
         return api
 

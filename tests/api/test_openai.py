@@ -383,3 +383,29 @@ async def test_v1_rate_limit_and_body_cap(make_api, model_server):
     assert huge.status_code == 413 and huge.json()["error"]["message"] == "Request body too large"
     assert answers[0] == 200 and answers[-1] == 429  # a burst of a quarter of the minute's budget, then wait
     assert model_server.requests.__len__() == 1
+
+
+async def test_v1_a_stream_outlasting_the_body_timeout_is_not_cut_and_a_stalled_body_is(make_api, model_server):
+    import dataclasses
+
+    from mindroom.api.settings import api_settings
+
+    model_server.set_default(Stream(["slow ", "but ", "whole"], delay_s=0.5))
+    settings = dataclasses.replace(api_settings(KEYED, port=0), body_timeout_s=0.3)
+    api = await make_api({"helper": HELPER}, settings=settings)
+
+    stream = await openai_client(api).chat.completions.create(
+        model="helper", messages=[{"role": "user", "content": "take your time"}], stream=True
+    )
+    text = "".join([chunk.choices[0].delta.content or "" async for chunk in stream])
+
+    async def trickle():
+        yield b'{"model": "helper", '
+        await asyncio.sleep(1.0)
+        yield b'"messages": []}'
+
+    async with api.client(KEY) as client:
+        stalled = await client.post("/v1/chat/completions", content=trickle())
+
+    assert text == "slow but whole"
+    assert stalled.status_code == 408
