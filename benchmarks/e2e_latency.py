@@ -5,11 +5,17 @@ instant replies. Prints p50/p95 for each, the ratio daemon/bare, the daemon's CP
 its RSS after the run and its cold start (process start to "daemon ready"). Then a burst: 200
 messages over 4 rooms, first to one echo bot in all 4, then to the daemon (4 agents): messages per
 second for each and their ratio; every message answered exactly once.
+
+With `BENCH_API=1` it also runs the HTTP app's pair in the same run: the daemon with `--no-api`, then with
+the app on and a dashboard open (polling `/api/overview` every 2 s, as the page does): CPU per Matrix
+message for each. Then a `/v1` completion through the official `openai` client against the same daemon and
+the same scripted generation: its latency beside the Matrix turn's, and its CPU.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -83,8 +89,11 @@ async def _wait_joined(human: HumanClient, room_id: str) -> None:
     raise TimeoutError(room_id)
 
 
-def _start_daemon(workdir: Path, hs: TestHomeserver, prefix: str) -> tuple[subprocess.Popen[bytes], float]:
+def _start_daemon(
+    workdir: Path, hs: TestHomeserver, prefix: str, extra_env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], float]:
     env = dict(os.environ)
+    env.update(extra_env or {"MINDROOM_API": "false"})
     env.update(
         MATRIX_HOMESERVER=hs.url,
         MATRIX_SERVER_NAME=hs.server_name,
@@ -276,6 +285,119 @@ async def burst(hs: TestHomeserver, model: ScriptedModelServer, human: HumanClie
     }
 
 
+API_KEY = "bench-dashboard-key"
+V1_KEY = "bench-v1-key"
+
+
+async def _dashboard(url: str, stop: asyncio.Event) -> int:
+    """An open dashboard: one `/api/overview` every 2 s until `stop`; returns how many it read."""
+    import httpx
+
+    reads = 0
+    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {API_KEY}"}) as client:
+        while not stop.is_set():
+            (await client.get("/api/overview")).raise_for_status()
+            reads += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 2.0)
+    return reads
+
+
+async def _api_daemon(
+    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, *, api: bool
+) -> dict[str, float]:
+    """One daemon (the app on or off): Matrix latency and CPU per message; with the app, a dashboard polling
+    meanwhile, then `/v1` completions of the same generation."""
+    from openai import AsyncOpenAI
+
+    tag = secrets.token_hex(3)
+    workdir = root / f"api{tag}"
+    _noop_plugin(workdir / "plugins" / "noop")
+    room_key = f"api{tag}"
+    (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, human.user_id, {"solo": room_key})))
+    port = _free_port()
+    env = {
+        "MINDROOM_API_PORT": str(port),
+        "MINDROOM_API_KEY": API_KEY,
+        "OPENAI_COMPAT_API_KEYS": V1_KEY,
+        "OPENAI_COMPAT_RATE_LIMIT": "100000",  # the benchmark sends completions back to back
+    }
+    process, _cold = _start_daemon(workdir, hs, f"p{tag}_", env if api else None)
+    _drain(process)
+    result: dict[str, float] = {}
+    try:
+        room_id = (await human.client.room_resolve_alias(f"#{room_key}:{hs.server_name}")).room_id
+        await _wait_joined(human, room_id)
+        responder = f"@p{tag}_solo:{hs.server_name}"
+        await _latencies(human, room_id, responder, 5)  # warm-up
+        stop = asyncio.Event()
+        poller = asyncio.create_task(_dashboard(f"http://127.0.0.1:{port}", stop)) if api else None
+        cpu_before = _proc_cpu_s(process.pid)
+        samples = await _latencies(human, room_id, responder, MESSAGES)
+        result["cpu_ms"] = (_proc_cpu_s(process.pid) - cpu_before) / MESSAGES * 1000
+        stop.set()
+        result["dashboard_reads"] = float(await poller) if poller is not None else 0.0
+        result["matrix_p50"], result["matrix_p95"] = _pct(samples, 0.5), _pct(samples, 0.95)
+        if api:
+            client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=V1_KEY, max_retries=0)
+            try:
+                timings = []
+                cpu_before = _proc_cpu_s(process.pid)
+                for index in range(MESSAGES + 5):
+                    started = time.perf_counter()
+                    await client.chat.completions.create(
+                        model="solo", messages=[{"role": "user", "content": f"ping {index}"}]
+                    )
+                    if index >= 5:  # the first five warm up
+                        timings.append((time.perf_counter() - started) * 1000)
+                    else:
+                        cpu_before = _proc_cpu_s(process.pid)
+                result["v1_cpu_ms"] = (_proc_cpu_s(process.pid) - cpu_before) / MESSAGES * 1000
+                result["v1_p50"], result["v1_p95"] = _pct(timings, 0.5), _pct(timings, 0.95)
+            finally:
+                await client.close()
+    finally:
+        process.terminate()
+        process.wait(30)
+    return result
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def api_pair(hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path) -> None:
+    """The HTTP app's cost, measured in one run: `--no-api` and the app with a dashboard open, alternating for
+    `BENCH_API_ROUNDS` rounds (default 4), so a slower minute of the machine weighs on both alike."""
+    rounds = int(os.environ.get("BENCH_API_ROUNDS", "4"))
+    offs, ons = [], []
+    for index in range(rounds):  # the order flips every round: neither side always runs on a busier homeserver
+        for api in (False, True) if index % 2 == 0 else (True, False):
+            (ons if api else offs).append(await _api_daemon(hs, model, human, root, api=api))
+
+    def mean(results: list[dict[str, float]], key: str) -> float:
+        return sum(result[key] for result in results) / len(results)
+
+    off = {key: mean(offs, key) for key in offs[0]}
+    on = {key: mean(ons, key) for key in ons[0]}
+    print(f"API pair: {rounds} rounds of {MESSAGES} messages each, alternating; means")
+    print(f"{'':<44}{'p50 ms':>10}{'p95 ms':>10}{'CPU ms/msg':>12}")
+    print(f"{'Matrix message, --no-api':<44}{off['matrix_p50']:>10.1f}{off['matrix_p95']:>10.1f}{off['cpu_ms']:>12.2f}")
+    label = f"Matrix message, API + dashboard ({on['dashboard_reads']:.0f} reads)"
+    print(f"{label:<44}{on['matrix_p50']:>10.1f}{on['matrix_p95']:>10.1f}{on['cpu_ms']:>12.2f}")
+    print(f"{'/v1 completion (openai client)':<44}{on['v1_p50']:>10.1f}{on['v1_p95']:>10.1f}{on['v1_cpu_ms']:>12.2f}")
+    per_round = ", ".join(f"{b['cpu_ms'] - a['cpu_ms']:+.2f}" for a, b in zip(offs, ons, strict=True))
+    print(
+        f"CPU per Matrix message, API and dashboard on vs --no-api: {on['cpu_ms'] - off['cpu_ms']:+.2f} ms"
+        f" (per round: {per_round})"
+    )
+    print(f"/v1 overhead over the same generation in a Matrix turn (p50): {on['v1_p50'] - on['matrix_p50']:+.1f} ms")
+
+
 async def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, TestHomeserver() as hs, ScriptedModelServer() as model:
         model.set_default(Text("pong"))
@@ -283,6 +405,10 @@ async def main() -> int:
         human = HumanClient(hs.url, user.user_id, user.password)
         await human.start()
         try:
+            if os.environ.get("BENCH_API"):
+                await api_pair(hs, model, human, Path(tmp))
+                if os.environ.get("BENCH_API_ONLY"):
+                    return 0
             bare, bare_cpu_ms = await bare_bot(hs, human)
             daemon = await daemon_single(hs, model, human, Path(tmp))
             no_burst = bool(os.environ.get("BENCH_NO_BURST"))

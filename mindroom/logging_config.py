@@ -25,6 +25,7 @@ __all__ = [
     "redact_value",
     "register_secret_env",
     "register_secret_values",
+    "secrets_generation",
     "wants_json",
 ]
 
@@ -92,14 +93,22 @@ _QUIET_LIBRARY_LOGGERS = {"nio.responses": logging.ERROR, "nio.rooms": logging.W
 _registered_lock = threading.Lock()
 _write_lock = threading.Lock()
 _registered: frozenset[str] = frozenset()
+_generation = 0
 
 
 def register_secret_values(values: Iterable[str | None]) -> None:
     """Scrub these exact strings (API keys, passwords, shared secrets) from every log line from now on."""
-    global _registered
+    global _registered, _generation
     fresh = {value for value in values if value and len(value) >= _MIN_REGISTERED_LENGTH}
     with _registered_lock:
-        _registered = _registered | fresh
+        if not fresh <= _registered:
+            _registered = _registered | fresh
+            _generation += 1
+
+
+def secrets_generation() -> int:
+    """A number that changes whenever a new secret is registered: a cache of redacted texts is stale then."""
+    return _generation
 
 
 def register_secret_env(env: Mapping[str, str]) -> None:

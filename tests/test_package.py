@@ -301,6 +301,9 @@ LAYERS = [
     "bots",
     "daemon",
     "homeserver",
+    # The one HTTP app (OpenAI-compatible API, REST API, dashboard, /metrics): an operator's view over the
+    # running daemon, and a second way into the pipeline (its turns run the bots' answer stages).
+    "api",
     # The import paths MindRoom plugins use: facades over the packages above (the CLI's plugin check reads one).
     "dispatch_source",
     "message_target",

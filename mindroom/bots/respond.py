@@ -21,14 +21,16 @@ from mindroom.bots.answer_events import (
 )
 from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.capabilities import TurnStores
+from mindroom.bots.channel import AnswerChannel, GenerationSetup
 from mindroom.bots.edits import EditWatch
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.lifecycle import OpenAnswer, open_answer
+from mindroom.bots.matrix_answer import MatrixAnswer
 from mindroom.bots.media import images_for_model
 from mindroom.bots.outbox import draft_listing, send_files, take_files
-from mindroom.bots.reply import ReplyChannel, typing_notice
+from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
-from mindroom.bots.streaming import Streamed, stream_to_matrix
+from mindroom.bots.turn_log import TurnLog, noting_turn
 from mindroom.constants import RuntimePaths
 from mindroom.hooks.context import (
     AfterResponseContext,
@@ -69,6 +71,8 @@ class Turn:
     replaces: AnswerRecord | None = None
     """For an edited question: the earlier answer, edited in place instead of a new one sent."""
     image_ids: tuple[str, ...] = ()
+    channel: AnswerChannel | None = None
+    """Where the answer goes; None: the message's Matrix thread (`MatrixAnswer`)."""
     edit: EditWatch | None = None
     """For an edited question: whether a newer edit of it came (this one then gives way to it)."""
 
@@ -82,7 +86,7 @@ class _Turn:
     envelope: MessageEnvelope
     correlation_id: str
     bindings: HookBindings
-    channel: ReplyChannel
+    channel: AnswerChannel
     replaces: AnswerRecord | None
     image_ids: tuple[str, ...]
     stores: TurnStores
@@ -109,9 +113,9 @@ class _Ended:
 
 
 def session_id(envelope: MessageEnvelope) -> str:
-    """The conversation a message belongs to: its thread, or the room when answers go to the main timeline."""
-    thread = envelope.resolved_thread_id
-    return envelope.room_id if thread is None else f"{envelope.room_id}:{thread}"
+    """The conversation a message belongs to: its thread, or the room when answers go to the main timeline
+    (an API request names its own)."""
+    return envelope.target.session_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +125,8 @@ class Responder:
 
     stores: TurnStores
     paths: RuntimePaths
+    log: TurnLog | None = None
+    """Where each answer is noted for operators (the dashboard's last turns); None: nowhere."""
 
     async def respond(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
         """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
@@ -128,7 +134,7 @@ class Responder:
             return
         agent = live.config.agents[entity.name]
         markdown = agent.resolved(live.config.defaults).markdown
-        channel = ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown)
+        channel = given.channel or MatrixAnswer(ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown))
         turn = _Turn(
             entity,
             live,
@@ -145,22 +151,27 @@ class Responder:
         if given.replaces is not None:
             # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
             entity.request_stop(given.replaces.response_event_id)
-        try:
-            # The exit stack closes first: a turn stored after its reply still finishes before the thread's next turn.
-            async with (
-                entity.turn_slot(envelope.room_id, envelope.resolved_thread_id or envelope.room_id),
-                contextlib.AsyncExitStack() as after_reply,
-            ):
-                if given.edit is not None and not await given.edit.settled():  # a newer edit answers instead
-                    logger.info("edit superseded by a newer one", event_id=envelope.source_event_id)
-                    return
-                await _answer(turn, after_reply)
-        except QueueFullError:
-            logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
+        with noting_turn(self.log, given.correlation_id, entity.name, envelope) as note:
+            try:
+                # The exit stack closes first: a turn stored after its reply still finishes before the next turn.
+                async with (
+                    entity.turn_slot(envelope.room_id, session_id(envelope)),
+                    contextlib.AsyncExitStack() as after_reply,
+                ):
+                    if given.edit is not None and not await given.edit.settled():  # a newer edit answers instead
+                        logger.info("edit superseded by a newer one", event_id=envelope.source_event_id)
+                        note.outcome = "superseded"
+                        return
+                    note.outcome = await _answer(turn, after_reply)
+            except QueueFullError:
+                note.outcome = "queue_full"
+                logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
 
 
-async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
-    """The stages of one answer, in its thread's slot; a streamed answer's record lives as long as `answer`."""
+async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> str:
+    """The stages of one answer, in its thread's slot; a streamed answer's record lives as long as `answer`.
+
+    Returns how it ended: `answered`, or the reason it was not delivered."""
     entity, live, envelope = turn.entity, turn.live, turn.envelope
     started = time.perf_counter()
     items = await _enrich(turn)
@@ -174,7 +185,7 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
     stopped: str | None = None
     # A streamed answer's record ends on the way out of this block, whichever way the answer went.
     with open_answer(journal, entity.name, envelope.room_id, envelope.source_event_id, thread) as answer:
-        async with typing_notice(turn.channel):
+        async with turn.channel.working():
             generated = await _generate(turn, items, system, after_reply, answer)
         if isinstance(generated, _Ended):
             outcome: ResponseResult | _Ended = generated
@@ -186,12 +197,13 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
     if isinstance(outcome, _Ended):
         if outcome.reason is not None:
             await _cancelled(turn, outcome.reason, outcome.visible_event_id)
-        return
+        return outcome.reason or "failed"
     entity.metrics.record_answer(time.perf_counter() - started)
     if stopped is not None:
         await _cancelled(turn, stopped, outcome.response_event_id)
-        return
+        return stopped
     await _report(turn, outcome)
+    return "answered"
 
 
 async def _final(turn: _Turn, generated: _Generated) -> ResponseResult | _Ended:
@@ -205,7 +217,8 @@ async def _final(turn: _Turn, generated: _Generated) -> ResponseResult | _Ended:
     except MatrixError:
         await _cancelled(turn, "delivery_failed", generated.stream_event_id)
         raise
-    await send_files(turn.entity, turn.envelope, files)
+    if turn.channel.in_room:
+        await send_files(turn.entity, turn.envelope, files)
     return result
 
 
@@ -290,29 +303,17 @@ async def _generate(
         approval_requester=_approvals(turn, agent.display_name),
         **turn.bindings.tool_runtime_fields(),
     )
+    existing = turn.replaces.response_event_id if turn.replaces is not None else None
+    streaming = settings.enable_streaming
+    setup = GenerationSetup(live, answer, after_reply, streaming, storage_root, env, database_url, existing)
     try:
         with bind_runtime_context(tool_context):
-            if settings.enable_streaming:
-                existing = turn.replaces.response_event_id if turn.replaces is not None else None
-                streamed = await stream_to_matrix(
-                    turn.channel,
-                    live,
-                    request,
-                    answer,
-                    storage_root=storage_root,
-                    env=env,
-                    database_url=database_url,
-                    existing_event_id=existing,
-                )
-            else:
-                early = await ai.generate_early(request, storage_root=storage_root, env=env, database_url=database_url)
-                after_reply.push_async_callback(early.stored)
-                streamed = Streamed(early.text, None)
+            streamed = await turn.channel.generate(request, setup)
     except (GenerationError, ModelConfigError) as exc:
         # The error takes the place of what the stream showed so far.
         await turn.channel.error(str(exc), edit_event_id=answer.event_id)
         return _Ended(str(exc), answer.event_id)
-    files = tuple(tool_context.outbox)
+    files = tuple(tool_context.outbox) if turn.channel.in_room else ()
     draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), draft_listing(files), envelope)
     return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""), files)
 
@@ -320,7 +321,7 @@ async def _generate(
 def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
     """How this turn's tool gates ask a person: on a card the agent posts in the conversation."""
     desk, entity = turn.stores.approvals, turn.entity
-    if desk is None:
+    if desk is None or not turn.channel.in_room:
         return None
     return desk.requester(
         ApprovalSeat.answering(entity.name, display_name, entity.client, turn.envelope, turn.correlation_id)
@@ -361,17 +362,18 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> 
         delivery = "sent"
     envelope = turn.envelope
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
-    turn.stores.answers.record(
-        AnswerRecord(
-            turn.entity.name,
-            question,
-            envelope.room_id,
-            session_id(envelope),
-            envelope.resolved_thread_id,
-            envelope.requester_id,
-            event_id,
+    if turn.channel.in_room:  # what an edited question or a reaction looks up
+        turn.stores.answers.record(
+            AnswerRecord(
+                turn.entity.name,
+                question,
+                envelope.room_id,
+                session_id(envelope),
+                envelope.resolved_thread_id,
+                envelope.requester_id,
+                event_id,
+            )
         )
-    )
     logger.info("answered", event_id=turn.envelope.source_event_id, response_event_id=event_id, delivery=delivery)
     return ResponseResult(text, event_id, delivery, draft.response_kind, turn.envelope)
 

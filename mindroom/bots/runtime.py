@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from mindroom.bots.client import BotClient
 from mindroom.config.main import Config
+from mindroom.errors import PluginError
 from mindroom.hooks.context import HookBindings
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
@@ -53,6 +54,8 @@ class LiveState:
     tools: ToolCatalog = field(default_factory=ToolCatalog.builtin)
     skills: SkillCatalog = field(default_factory=SkillCatalog)
     plugin_digests: Mapping[str, str] = field(default_factory=dict)
+    plugin_errors: tuple[PluginError, ...] = ()
+    """Plugins config names that failed to load and were left out (only at start: a reload with one fails)."""
 
     @property
     def display_names(self) -> dict[str, str]:

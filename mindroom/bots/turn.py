@@ -29,6 +29,7 @@ from mindroom.bots.routing import decide_route
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.hooks.context import HookBindings, MessageEnvelope, MessageReceivedContext
 from mindroom.hooks.execution import emit
+from mindroom.hooks.trace import hook_trace
 from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
@@ -89,8 +90,11 @@ class MessagePipeline:
             with self.edits.arrived(entity.name, question, event.event_id) as edit:
                 inbound = await self.media.prepare(entity, live, inbound, event)
                 correlation_id = stable_correlation_id(event.event_id)
-                with structlog.contextvars.bound_contextvars(
-                    agent=entity.name, room_id=event.room_id, correlation_id=correlation_id
+                with (
+                    structlog.contextvars.bound_contextvars(
+                        agent=entity.name, room_id=event.room_id, correlation_id=correlation_id
+                    ),
+                    hook_trace(),  # the turn's hooks from `message:received` on (noted with its answer)
                 ):
                     await self._pipeline(entity, live, inbound, correlation_id, edit)
 

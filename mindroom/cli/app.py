@@ -55,12 +55,31 @@ def run(
         bool | None,
         typer.Option("--json-logs/--no-json-logs", envvar="MINDROOM_LOG_JSON", help="Default: JSON unless a terminal."),
     ] = None,
+    api_host: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MINDROOM_API_HOST",
+            help="Address of the API, dashboard and /metrics (default 127.0.0.1; beyond it, keys are required).",
+        ),
+    ] = None,
+    api_port: Annotated[
+        int | None, typer.Option(envvar="MINDROOM_API_PORT", help="Port of the API, dashboard and /metrics (8765).")
+    ] = None,
+    api: Annotated[
+        bool,
+        typer.Option(
+            "--api/--no-api",
+            envvar="MINDROOM_API",
+            help="Serve the OpenAI-compatible API, the REST API and the dashboard.",
+        ),
+    ] = True,
     metrics_port: Annotated[
-        int | None, typer.Option(envvar="MINDROOM_METRICS_PORT", help="Serve Prometheus metrics on this port.")
+        int | None,
+        typer.Option(envvar="MINDROOM_METRICS_PORT", help="Old name of --api-port (/metrics is on the API's port)."),
     ] = None,
     metrics_host: Annotated[
-        str, typer.Option(envvar="MINDROOM_METRICS_HOST", help="Metrics bind address.")
-    ] = "127.0.0.1",
+        str | None, typer.Option(envvar="MINDROOM_METRICS_HOST", help="Old name of --api-host.")
+    ] = None,
     homeserver_port: Annotated[
         int | None, typer.Option(envvar="MINDROOM_HOMESERVER_PORT", help="Port of the embedded homeserver.")
     ] = None,
@@ -82,7 +101,7 @@ def run(
     ] = None,
 ) -> None:
     """Run the daemon until SIGTERM or Ctrl+C (with no MATRIX_HOMESERVER: on a private embedded homeserver)."""
-    from mindroom.cli.run import run_daemon  # imports the libraries whose logging is set up next
+    from mindroom.cli.run import api_options, run_daemon  # imports the libraries whose logging is set up next
     from mindroom.homeserver.embedded import EmbeddedHomeserverError
     from mindroom.matrix import MatrixError
     from mindroom.private_files import use_private_umask
@@ -96,10 +115,10 @@ def run(
     try:
         environment = read_cli_environment(config, storage_path)
         console = new_console()  # stdout: what a person reads (the password too); stderr carries the logs
-        metrics = (metrics_host, metrics_port)
+        options = api_options(api_host, api_port, api, metrics_host=metrics_host, metrics_port=metrics_port)
         run_on_fast_loop(
             run_daemon(
-                environment, console, metrics, homeserver_port, standby=standby, new_devices=tuple(new_device or ())
+                environment, console, options, homeserver_port, standby=standby, new_devices=tuple(new_device or ())
             )
         )
     except ConfigError as exc:

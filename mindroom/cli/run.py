@@ -1,5 +1,5 @@
 """`mindroom run`: signals, the state lock (or a standby's wait for it), the embedded homeserver, startup
-progress, the ready banner, metrics, snapshots.
+progress, the ready banner, the HTTP app (API, dashboard, metrics), snapshots.
 
 Kept apart from the command itself so the command stays a thin shell and these steps can be tested directly.
 """
@@ -10,23 +10,25 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
 from mindroom import ai
+from mindroom.api.app import create_app
+from mindroom.api.context import ApiContext
+from mindroom.api.keys import DashboardKey, dashboard_key
+from mindroom.api.server import ApiServer, finish_turns
+from mindroom.api.settings import DEFAULT_API_HOST, DEFAULT_API_PORT, ApiSettings, api_settings
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config
 from mindroom.config.providers import PROVIDER_ENV_VARS, detect_provider
 from mindroom.constants import DEFAULT_STORAGE_DIRNAME
 from mindroom.daemon.hooks_snapshot import write_snapshots_until_cancelled
-from mindroom.daemon.metrics import MetricsCollector
-from mindroom.daemon.metrics_server import MetricsServer
 from mindroom.daemon.orchestrator import Orchestrator, prepare_live_state
-from mindroom.daemon.reload import ReloadOutcome
 from mindroom.daemon.standby import Takeover, daemon_state, wait_for_lock
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
@@ -39,14 +41,18 @@ from mindroom.state.snapshots import SnapshotStore
 
 __all__ = [
     "DEFAULT_HUMAN_USER",
+    "ApiBanner",
+    "ApiOptions",
     "EmbeddedSession",
+    "api_lines",
+    "api_options",
     "embedded_homeserver",
     "offline_warning",
     "ready_lines",
     "recovery_key_lines",
     "run_daemon",
     "show_progress",
-    "start_metrics",
+    "start_api",
     "start_snapshots",
     "take_state",
 ]
@@ -127,8 +133,66 @@ async def show_progress(orchestrator: Orchestrator, console: Console) -> None:
         await asyncio.sleep(_PROGRESS_POLL_S)
 
 
-def ready_lines(running: RunningDaemon, session: EmbeddedSession | None, storage_root: Path) -> list[str]:
-    """The ready line (rooms and agents), then how to connect when the homeserver is the embedded one."""
+@dataclass(frozen=True, slots=True)
+class ApiOptions:
+    """`--api-host`, `--api-port`, `--no-api`."""
+
+    host: str = DEFAULT_API_HOST
+    port: int = DEFAULT_API_PORT
+    enabled: bool = True
+
+
+def api_options(
+    host: str | None,
+    port: int | None,
+    enabled: bool,
+    *,
+    metrics_host: str | None = None,
+    metrics_port: int | None = None,
+) -> ApiOptions:
+    """The HTTP app's options; `--metrics-port` and `--metrics-host` are its old names (`/metrics` moved onto it)."""
+    if metrics_port is not None or metrics_host is not None:
+        logger.warning(
+            "--metrics-port and --metrics-host are old names of --api-port and --api-host",
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
+            fix="use --api-port/--api-host; /metrics is served beside the API and the dashboard",
+        )
+    if port is None:
+        port = metrics_port if metrics_port is not None else DEFAULT_API_PORT
+    if host is None:
+        host = metrics_host or DEFAULT_API_HOST
+    return ApiOptions(host, port, enabled)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiBanner:
+    """What the banner says of the HTTP app: its address, and the embedded default's generated key."""
+
+    url: str
+    key: DashboardKey | None = None
+
+
+def api_lines(api: ApiBanner) -> list[str]:
+    """The dashboard's address (with its key the one time it is made), the API's, and where the key is kept."""
+    key = api.key
+    if key is not None and key.created:
+        lines = [
+            f"Dashboard: {api.url}/#key={key.value}",
+            f"Dashboard key: {key.value} (shown once; kept in {key.path})",
+        ]
+    else:
+        lines = [f"Dashboard: {api.url}/"]
+        if key is not None:
+            lines.append(f"Dashboard key: kept in {key.path}")
+    return [*lines, f"OpenAI-compatible API: {api.url}/v1 · REST API: {api.url}/api · metrics: {api.url}/metrics"]
+
+
+def ready_lines(
+    running: RunningDaemon, session: EmbeddedSession | None, storage_root: Path, api: ApiBanner | None = None
+) -> list[str]:
+    """The ready line (rooms and agents), then how to connect when the homeserver is the embedded one, and
+    where the dashboard is."""
     rooms = ", ".join(f"{key} ({room_id})" for key, room_id in running.directory.room_ids.items()) or "none"
     agents = ", ".join(running.live.config.agents) or "none"
     lines = [f"MindRoom is ready. Rooms: {rooms}. Agents: {agents}."]
@@ -142,7 +206,7 @@ def ready_lines(running: RunningDaemon, session: EmbeddedSession | None, storage
             else f"Password: kept in {session.server.user_file}",
             "Or chat here: mindroom chat" + (f" --storage-path {storage_root}" if _non_default(storage_root) else ""),
         ]
-    return lines
+    return lines if api is None else [*lines, *api_lines(api)]
 
 
 def recovery_key_lines(storage_root: Path) -> list[str]:
@@ -162,19 +226,23 @@ def _non_default(storage_root: Path) -> bool:
     return storage_root != (Path.cwd() / DEFAULT_STORAGE_DIRNAME).resolve()
 
 
-async def start_metrics(
-    stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, host: str, port: int
-) -> MetricsServer:
-    """Serve `/metrics` for the running daemon until the stack closes."""
-
-    def reloads() -> tuple[ReloadOutcome, ...]:
-        return tuple(orchestrator.reloader.history) if orchestrator.reloader is not None else ()
-
-    collector = MetricsCollector(lambda: orchestrator.running, reloads)
-    token = orchestrator.environment.values.get("MINDROOM_METRICS_TOKEN") or None
-    server = MetricsServer(collector, host=host, port=port, token=token)
+async def start_api(stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, settings: ApiSettings) -> ApiServer:
+    """Serve the HTTP app on the orchestrator until the stack closes (it answers 503 until the daemon runs)."""
+    ctx = ApiContext(orchestrator, settings)
+    server = ApiServer(ctx, create_app(ctx))
     await stack.enter_async_context(server)
     return server
+
+
+def _api_settings(
+    environment: DaemonEnvironment, options: ApiOptions, storage: Path, *, embedded: bool
+) -> tuple[ApiSettings, DashboardKey | None]:
+    """The app's settings; on the embedded default without `MINDROOM_API_KEY`, a key of its own (kept private)."""
+    settings = api_settings(environment.values, host=options.host, port=options.port)
+    if not embedded or settings.api_key:
+        return settings, None
+    key = dashboard_key(storage)
+    return replace(settings, api_key=key.value), key
 
 
 async def start_snapshots(stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, store: SnapshotStore) -> None:
@@ -263,20 +331,24 @@ async def _until_stopped_or_lost(stop: asyncio.Event, state: StateBackend) -> No
 async def run_daemon(
     environment: DaemonEnvironment,
     console: Console,
-    metrics: tuple[str, int | None],
+    api: ApiOptions,
     homeserver_port: int | None,
     *,
     standby: bool = False,
     new_devices: tuple[str, ...] = (),
 ) -> None:
     """Run until SIGTERM or SIGINT: the state under its lock (a standby waits for it), the embedded homeserver
-    when none is configured, the daemon, its extras. `new_devices`: bots that may replace a lost crypto store."""
+    when none is configured, the daemon, its extras (the HTTP app unless `--no-api`). `new_devices`: bots that
+    may replace a lost crypto store."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     config = load_config(environment.config_path, environment.values)
     offline_warning(config, environment.values)
+    if api.enabled and environment.homeserver is not None:
+        # An unsafe bind fails now, not after every login (the embedded default makes a key of its own, later).
+        api_settings(environment.values, host=api.host, port=api.port).check_bind()
     storage = environment.storage_root
     async with contextlib.AsyncExitStack() as stack:
         state = daemon_state(environment, config)
@@ -298,15 +370,19 @@ async def run_daemon(
         orchestrator = Orchestrator(
             environment, state=state, prepared=prepared, run_since=takeover.run_since, new_devices=new_devices
         )
+        banner = None
+        if api.enabled:
+            settings, key = _api_settings(environment, api, storage, embedded=session is not None)
+            server = await start_api(stack, orchestrator, settings)
+            banner = ApiBanner(server.url, key)
         if not await _start_orchestrator(stack, orchestrator, console, stop):
             return
         assert orchestrator.running is not None
+        if banner is not None:
+            # API turns end before the bots stop, with the bots' grace to finish.
+            stack.push_async_callback(finish_turns, server.ctx, environment.shutdown_grace_s)
         await start_snapshots(stack, orchestrator, (await state.open_stores()).snapshots)
-        host, port = metrics
-        if port is not None:
-            server = await start_metrics(stack, orchestrator, host, port)
-            console.print(f"Metrics: {server.url}")
-        for line in [*ready_lines(orchestrator.running, session, storage), *recovery_key_lines(storage)]:
+        for line in [*ready_lines(orchestrator.running, session, storage, banner), *recovery_key_lines(storage)]:
             console.print(Text(line))
         console.print("Press Ctrl+C to stop.")
         await _until_stopped_or_lost(stop, state)

@@ -40,6 +40,10 @@ SECRET_FILE_VARIABLES = (
     "AWS_SESSION_TOKEN",
     "MINDROOM_USER_PASSWORD",
     "MINDROOM_DATABASE_URL",
+    "OPENAI_COMPAT_API_KEYS",
+    "OPENAI_COMPAT_API_KEY_REQUESTERS",
+    "MINDROOM_API_KEY",
+    "MINDROOM_METRICS_TOKEN",
 )
 """Each may instead be given as `<NAME>_FILE`, the path of a file holding the value."""
 _NONE: Mapping[str, str] = MappingProxyType({})

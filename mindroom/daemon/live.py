@@ -71,6 +71,7 @@ def build_live_state(runtime_paths: RuntimePaths, *, previous: LiveState | None)
         ),
         skills=build_skill_catalog(config, loaded.plugins, strict=exact),
         plugin_digests=digests,
+        plugin_errors=loaded.errors,
     )
     return LiveBuild(live, loaded.errors, loaded.kept, loaded.left_out)
 

@@ -1,4 +1,5 @@
-"""Prometheus metrics of a running daemon: the text a scrape gets (served by `metrics_server`).
+"""Prometheus metrics of a running daemon, as a `prometheus_client` collector (served at `/metrics` by the
+HTTP app, `mindroom.api`).
 
 Hooks keep their last 512 durations and bots their last 1024 answer latencies. Each scrape moves the
 samples that arrived since the previous one into cumulative histograms, so the histograms stay
@@ -11,8 +12,12 @@ import asyncio
 import contextlib
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from mindroom.hooks.registry import HookStats
 from mindroom.hooks.telemetry import hook_telemetry
@@ -40,17 +45,6 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Labels = tuple[tuple[str, str], ...]
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _labels(labels: Labels, extra: tuple[str, str] | None = None) -> str:
-    pairs = [*labels, extra] if extra is not None else list(labels)
-    if not pairs:
-        return ""
-    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in pairs) + "}"
-
-
 def _number(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
@@ -76,15 +70,10 @@ class _Histogram:
                 if value <= bound:
                     self.buckets[index] += 1
 
-    def lines(self, name: str, labels: Labels) -> list[str]:
-        out = [
-            f"{name}_bucket{_labels(labels, ('le', _number(bound)))} {count}"
-            for bound, count in zip(self.bounds, self.buckets, strict=True)
-        ]
-        out.append(f"{name}_bucket{_labels(labels, ('le', '+Inf'))} {self.count}")
-        out.append(f"{name}_sum{_labels(labels)} {_number(self.total)}")
-        out.append(f"{name}_count{_labels(labels)} {self.count}")
-        return out
+    def add_to(self, family: HistogramMetricFamily, labels: Labels) -> None:
+        buckets = [(_number(bound), float(count)) for bound, count in zip(self.bounds, self.buckets, strict=True)]
+        buckets.append(("+Inf", float(self.count)))
+        family.add_metric([value for _key, value in labels], buckets, self.total)
 
 
 class _HookCursor:
@@ -127,8 +116,8 @@ class _AgentCursor:
         return samples[len(samples) - min(max(fresh, 0), len(samples)) :]
 
 
-class MetricsCollector:
-    """Renders the running daemon as Prometheus text; `running` and `reloads` are asked anew at each scrape."""
+class MetricsCollector(Collector):
+    """The running daemon as Prometheus metric families; `running` and `reloads` are asked anew at each scrape."""
 
     def __init__(
         self,
@@ -141,38 +130,40 @@ class MetricsCollector:
         self._agents: dict[str, _AgentCursor] = {}
 
     def render(self) -> str:
-        """The whole exposition, one scrape."""
+        """The whole exposition, one scrape (the text format)."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        return generate_latest(registry).decode()
+
+    def collect(self) -> Iterator[Metric]:
+        """Every family, one scrape."""
         running = self._running()
-        out: list[str] = []
-        _gauge(out, "mindroom_up", "1 while the daemon runs and its bots are started.", [((), 1 if running else 0)])
+        yield _gauge("mindroom_up", "1 while the daemon runs and its bots are started.", [((), 1 if running else 0)])
         if running is None:
-            return "\n".join(out) + "\n"
-        self._render_hooks(running, out)
-        self._render_agents(running, out)
+            return
+        yield from self._hook_families(running)
+        yield from self._agent_families(running)
         applied, failed = _reload_counts(self._reloads())
-        _counter(
-            out,
+        yield _counter(
             "mindroom_config_reloads_total",
             "Config and plugin reloads, by outcome.",
             [((("outcome", "applied"),), applied), ((("outcome", "failed"),), failed)],
         )
-        _gauge(out, "mindroom_plugins_loaded", "Plugins in the live registry.", [((), len(running.live.plugins))])
-        _gauge(
-            out,
+        yield _gauge("mindroom_plugins_loaded", "Plugins in the live registry.", [((), len(running.live.plugins))])
+        yield _gauge(
             "mindroom_start_time_seconds",
             "When the daemon started (Unix time).",
             [((), running.clock.started_at_ms / 1000)],
         )
-        _render_process(out)
-        return "\n".join(out) + "\n"
+        yield from _process_families()
 
-    def _render_hooks(self, running: RunningDaemon, out: list[str]) -> None:
+    def _hook_families(self, running: RunningDaemon) -> Iterator[Metric]:
         registry = running.live.registry
         rows = hook_telemetry(registry)
         hooks = {hook.key: hook for hook in registry.all_hooks()}
         labelled = [(("plugin", r.plugin_name), ("hook", r.hook_name), ("event", r.event_name)) for r in rows]
         series = list(zip(labelled, rows, strict=True))
-        _gauge(out, "mindroom_hooks_registered", "Hooks in the live registry.", [((), len(rows))])
+        yield _gauge("mindroom_hooks_registered", "Hooks in the live registry.", [((), len(rows))])
         for name, attribute, help_text in (
             ("mindroom_hook_calls_total", "calls", "Hook invocations."),
             ("mindroom_hook_failures_total", "failures", "Hook failures (errors and timeouts)."),
@@ -182,21 +173,20 @@ class MetricsCollector:
             ("mindroom_hook_breaker_trips_total", "breaker_trips", "Times the circuit breaker opened."),
             ("mindroom_hook_blocked_loop_total", "blocked_loop", "Hook steps that held the event loop too long."),
         ):
-            _counter(out, name, help_text, [(labels, getattr(row, attribute)) for labels, row in series])
-        _gauge(
-            out,
+            yield _counter(name, help_text, [(labels, getattr(row, attribute)) for labels, row in series])
+        yield _gauge(
             "mindroom_hook_breaker_open",
             "1 while the hook's circuit breaker is open.",
             [(labels, 1 if row.breaker_state == "open" else 0) for labels, row in series],
         )
-        _counter(
-            out,
+        yield _counter(
             "mindroom_breaker_trips_total",
             "Circuit breaker trips over all hooks.",
             [((), sum(row.breaker_trips for row in rows))],
         )
-        out.append("# HELP mindroom_hook_duration_seconds How long hook calls took.")
-        out.append("# TYPE mindroom_hook_duration_seconds histogram")
+        durations = HistogramMetricFamily(
+            "mindroom_hook_duration_seconds", "How long hook calls took.", labels=["plugin", "hook", "event"]
+        )
         for labels, row in series:
             key = (row.plugin_name, row.hook_name, row.event_name)
             hook = hooks.get(key)
@@ -206,51 +196,51 @@ class MetricsCollector:
             if cursor is None or cursor.stats is not hook.stats:
                 cursor = self._hooks[key] = _HookCursor(hook.stats)
             cursor.histogram.observe(ms / 1000.0 for ms in cursor.take_new())
-            out.extend(cursor.histogram.lines("mindroom_hook_duration_seconds", labels))
+            cursor.histogram.add_to(durations, labels)
+        yield durations
 
-    def _render_agents(self, running: RunningDaemon, out: list[str]) -> None:
+    def _agent_families(self, running: RunningDaemon) -> Iterator[Metric]:
         bots = sorted(running.directory.entities.items())
         labelled = [((("agent", name),), bot) for name, bot in bots]
-        _counter(
-            out,
+        yield _counter(
             "mindroom_agent_messages_handled_total",
             "Message events a bot took in.",
             [(labels, bot.metrics.messages_handled) for labels, bot in labelled],
         )
-        _counter(
-            out,
+        yield _counter(
             "mindroom_agent_answers_total",
             "Answers a bot sent.",
             [(labels, bot.metrics.answers) for labels, bot in labelled],
         )
-        _gauge(
-            out,
+        yield _gauge(
             "mindroom_agent_in_flight",
             "Events being handled now.",
             [(labels, bot.in_flight) for labels, bot in labelled],
         )
-        out.append("# HELP mindroom_agent_answer_latency_seconds From routing to the sent answer.")
-        out.append("# TYPE mindroom_agent_answer_latency_seconds histogram")
+        latency = HistogramMetricFamily(
+            "mindroom_agent_answer_latency_seconds", "From routing to the sent answer.", labels=["agent"]
+        )
         for labels, bot in labelled:
             name = labels[0][1]
             cursor = self._agents.get(name)
             if cursor is None or cursor.metrics is not bot.metrics:
                 cursor = self._agents[name] = _AgentCursor(bot.metrics)
             cursor.histogram.observe(cursor.take_new())
-            out.extend(cursor.histogram.lines("mindroom_agent_answer_latency_seconds", labels))
+            cursor.histogram.add_to(latency, labels)
+        yield latency
 
 
-def _render_process(out: list[str]) -> None:
+def _process_families() -> Iterator[Metric]:
     """Memory, descriptors and tasks of the daemon process: what a leak would make grow."""
     rss = _resident_bytes()
     if rss is not None:
-        _gauge(out, "mindroom_process_resident_memory_bytes", "Resident memory of the daemon.", [((), rss)])
+        yield _gauge("mindroom_process_resident_memory_bytes", "Resident memory of the daemon.", [((), rss)])
     with contextlib.suppress(OSError):
         fds = len(os.listdir("/proc/self/fd"))
-        _gauge(out, "mindroom_process_open_fds", "Open file descriptors of the daemon.", [((), fds)])
+        yield _gauge("mindroom_process_open_fds", "Open file descriptors of the daemon.", [((), fds)])
     with contextlib.suppress(RuntimeError):  # rendered outside a loop (a test, a one-off render): no tasks to count
         tasks = len(asyncio.all_tasks())
-        _gauge(out, "mindroom_asyncio_tasks", "Tasks alive on the daemon's event loop.", [((), tasks)])
+        yield _gauge("mindroom_asyncio_tasks", "Tasks alive on the daemon's event loop.", [((), tasks)])
 
 
 def _resident_bytes() -> int | None:
@@ -268,15 +258,23 @@ def _reload_counts(history: Iterable[ReloadOutcome]) -> tuple[int, int]:
     return applied, len(outcomes) - applied
 
 
-def _family(out: list[str], name: str, kind: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
-    out.append(f"# HELP {name} {help_text}")
-    out.append(f"# TYPE {name} {kind}")
-    out.extend(f"{name}{_labels(labels)} {_number(value)}" for labels, value in samples)
+def _family(
+    family: CounterMetricFamily | GaugeMetricFamily, samples: Iterable[tuple[Labels, float]]
+) -> CounterMetricFamily | GaugeMetricFamily:
+    for labels, value in samples:
+        family.add_metric([value_ for _key, value_ in labels], float(value))
+    return family
 
 
-def _counter(out: list[str], name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
-    _family(out, name, "counter", help_text, samples)
+def _label_names(samples: list[tuple[Labels, float]]) -> list[str]:
+    return [key for key, _value in samples[0][0]] if samples else []
 
 
-def _gauge(out: list[str], name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
-    _family(out, name, "gauge", help_text, samples)
+def _counter(name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> Metric:
+    listed = list(samples)
+    return _family(CounterMetricFamily(name, help_text, labels=_label_names(listed)), listed)
+
+
+def _gauge(name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> Metric:
+    listed = list(samples)
+    return _family(GaugeMetricFamily(name, help_text, labels=_label_names(listed)), listed)

@@ -11,6 +11,7 @@ only what it declares:
 - `RunClock` — when this run started
 - `RecentMessages`, `SharedWork` — the recent messages hooks read, each event's media worked once
 - `RuntimePaths` — the data directory and the environment snapshot the model layer reads
+- `TurnLog` — the last answers given, for operators (the dashboard)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mindroom.bots.respond import Responder
 from mindroom.bots.runtime import EventHandler, LiveCell, LiveState
 from mindroom.bots.sharing import SharedWork
 from mindroom.bots.turn import MessagePipeline
+from mindroom.bots.turn_log import TurnLog
 from mindroom.constants import RuntimePaths
 from mindroom.matrix import MatrixEventKind
 
@@ -48,6 +50,12 @@ class RunningDaemon:
     recent: RecentMessages = field(default_factory=RecentMessages)
     media: SharedWork = field(default_factory=SharedWork)
     """Each event's attachment, downloaded and transcribed once for every entity that handles it."""
+    turns: TurnLog = field(default_factory=TurnLog)
+    """The last answers given (Matrix and API alike), for operators."""
+
+    def responder(self) -> Responder:
+        """The answer stages on this run's stores and paths (a Matrix turn's and an API turn's alike)."""
+        return Responder(self.stores, self.paths, self.turns)
 
     @property
     def live(self) -> LiveState:
@@ -65,7 +73,7 @@ def event_handlers(
         cell=daemon.cell,
         ingress=ingress,
         media=MediaIntake(daemon.media, stores.attachments, daemon.paths.env_values),
-        responder=Responder(stores, daemon.paths),
+        responder=daemon.responder(),
         journal=stores.journal,
         directory=directory,
         coordinator=daemon.traffic.coordinator,

@@ -27,6 +27,7 @@ import mindroom.hooks.breaker as breaker
 from mindroom.hooks.breaker import BREAKER_COOLDOWN_S
 from mindroom.hooks.hook_context import HookContextBase
 from mindroom.hooks.registry import RegisteredHook
+from mindroom.hooks.trace import HOOK_TRACE
 from mindroom.logging_config import get_logger, redact_text
 
 __all__ = ["FAILED", "OK", "SKIPPED", "SUSPENDED", "Outcome", "call_hook", "hook_timeout_paused", "record_failure"]
@@ -213,6 +214,9 @@ def _start(hook: RegisteredHook, ctx: HookContextBase, threshold_s: float) -> tu
     """Run a hook up to its first await, in a copy of the emitter's context: (outcome, value, the rest)."""
     stats = hook.stats
     stats.calls += 1
+    trace = HOOK_TRACE.get()
+    if trace is not None:
+        trace.append(f"{hook.plugin_name}:{hook.hook_name}")
     # Its own context keeps what the hook sets (a ContextVar, structlog's bound values) to itself; the copy
     # and `Context.run` cost ~0.15 us per hook (timeit, Python 3.11).
     context = copy_context()

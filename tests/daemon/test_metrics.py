@@ -1,19 +1,16 @@
-"""Prometheus metrics: exposition format, cumulative histograms across scrapes and reloads, the HTTP endpoint."""
+"""Prometheus metrics: exposition format, cumulative histograms across scrapes and reloads (served by `api`)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from types import SimpleNamespace
 
 import pytest
-from structlog.testing import capture_logs
 
 from mindroom.bots.runtime import BotMetrics
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.daemon.metrics import HOOK_DURATION_BUCKETS_S, MetricsCollector
-from mindroom.daemon.metrics_server import MetricsServer
 from mindroom.hooks import (
     EVENT_MESSAGE_ENRICH,
     EVENT_MESSAGE_RECEIVED,
@@ -80,7 +77,10 @@ def test_metrics_text_is_valid_exposition_format():
 
 
 def test_metrics_without_a_running_daemon_report_down():
-    assert MetricsCollector(lambda: None).render().strip().endswith("mindroom_up 0")
+    text = MetricsCollector(lambda: None).render()
+
+    assert _sample(text, "mindroom_up") == 0
+    assert "mindroom_hook" not in text
 
 
 def test_hook_histogram_is_cumulative_across_scrapes_without_double_counting():
@@ -188,94 +188,6 @@ async def test_hook_that_blocks_the_event_loop_is_counted_in_metrics():
     assert _sample(text, "mindroom_hook_blocked_loop_total", **labels) == 2
     assert _sample(text, "mindroom_hook_blocked_loop_total", plugin="demo", hook="enrich", event="message:enrich") == 0
     assert "# TYPE mindroom_hook_blocked_loop_total counter" in text
-
-
-@pytest.mark.asyncio
-async def test_metrics_server_serves_metrics_on_loopback_and_refuses_the_rest():
-    registry = _registry()
-    server = MetricsServer(MetricsCollector(lambda: _running(registry)), port=0)
-
-    async def request(raw: bytes) -> bytes:
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(raw)
-        await writer.drain()
-        data = await reader.read()
-        writer.close()
-        await writer.wait_closed()
-        return data
-
-    async with server:
-        assert server.host == "127.0.0.1" and server.port != 0
-        ok = await request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        head = await request(b"HEAD /metrics HTTP/1.1\r\n\r\n")
-        missing = await request(b"GET /nope HTTP/1.1\r\n\r\n")
-        post = await request(b"POST /metrics HTTP/1.1\r\n\r\n")
-        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", server.port)
-    await asyncio.wait_for(idle_reader.read(), 5)  # a half-open connection is closed on stop
-    idle_writer.close()
-
-    assert ok.startswith(b"HTTP/1.1 200 OK") and b"text/plain; version=0.0.4" in ok and b"mindroom_up 1" in ok
-    assert head.startswith(b"HTTP/1.1 200 OK") and b"mindroom_up" not in head
-    assert missing.startswith(b"HTTP/1.1 404")
-    assert post.startswith(b"HTTP/1.1 405")
-
-
-async def _get(port: int, raw: bytes) -> bytes:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(raw)
-    await writer.drain()
-    data = await reader.read()
-    writer.close()
-    await writer.wait_closed()
-    return data
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    ("headers", "status"),
-    [
-        (b"", b"401"),
-        (b"Authorization: Bearer wrong\r\n", b"401"),
-        (b"Authorization: Basic s3cret-metrics\r\n", b"401"),
-        (b"Authorization: Bearer s3cret-metrics\r\n", b"200"),
-        (b"authorization: bearer s3cret-metrics\r\n", b"200"),
-    ],
-)
-async def test_metrics_server_with_a_token_answers_only_bearers_of_it(headers, status):
-    server = MetricsServer(MetricsCollector(lambda: _running(_registry())), port=0, token="s3cret-metrics")
-    async with server:
-        answer = await _get(server.port, b"GET /metrics HTTP/1.1\r\n" + headers + b"\r\n")
-
-    assert answer.split(b" ", 2)[1] == status
-    assert (b"mindroom_up" in answer) is (status == b"200")
-
-
-@pytest.mark.asyncio
-async def test_metrics_server_caps_open_connections():
-    server = MetricsServer(MetricsCollector(lambda: _running(_registry())), port=0, max_connections=2)
-    async with server:
-        idle = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(2)]
-        await asyncio.sleep(0.1)
-        extra_reader, extra_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        refused = await asyncio.wait_for(extra_reader.read(), 2)
-        for _, writer in idle:
-            writer.close()
-        extra_writer.close()
-        await asyncio.sleep(0.1)
-        served = await _get(server.port, b"GET /metrics HTTP/1.1\r\n\r\n")
-
-    assert refused == b""
-    assert served.startswith(b"HTTP/1.1 200 OK")
-
-
-@pytest.mark.asyncio
-async def test_metrics_server_warns_when_bound_beyond_loopback():
-    server = MetricsServer(MetricsCollector(lambda: None), port=0, host="0.0.0.0")
-    with capture_logs() as logs:
-        async with server:
-            pass
-
-    assert "metrics endpoint reachable beyond this machine" in [entry["event"] for entry in logs]
 
 
 @pytest.mark.asyncio

@@ -13,10 +13,13 @@ import pytest_asyncio
 import structlog
 from typer.testing import CliRunner
 
+from mindroom.api.app import create_app
+from mindroom.api.context import ApiContext
+from mindroom.api.server import ApiServer
+from mindroom.api.settings import api_settings
 from mindroom.cli import app
 from mindroom.daemon.hooks_snapshot import snapshot_path, write_hooks_snapshot
 from mindroom.daemon.metrics import MetricsCollector
-from mindroom.daemon.metrics_server import MetricsServer
 from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
 from tests.integration.support import thread_replies
@@ -101,10 +104,13 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
 
     running = daemon.running
     assert running is not None
-    async with MetricsServer(MetricsCollector(lambda: daemon.running, lambda: e2e.reloads.outcomes), port=0) as server:
+    ctx = ApiContext(daemon, api_settings({}, port=0))
+    collector = MetricsCollector(lambda: daemon.running, lambda: e2e.reloads.outcomes)
+    async with ApiServer(ctx, create_app(ctx, collector)) as server:
         assert server.url.startswith("http://127.0.0.1:")
-        body = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=60).read().decode())
-        again = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=60).read().decode())
+        url = server.url + "/metrics"
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
+        again = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
     samples = _parse(body)
     hook = {"plugin": "ops", "hook": "stamp", "event": "message:enrich"}
     assert _value(samples, "mindroom_hook_calls_total", **hook) == 3

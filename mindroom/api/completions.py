@@ -1,0 +1,172 @@
+"""One `/v1` completion as a turn of the daemon's pipeline: the model name resolved to an agent, the
+request's messages turned into a message envelope (`source_kind` `api`, no Matrix room), and the answer
+stages run on the agent's bot with an `HttpAnswer` channel.
+
+The turn runs in a task the HTTP app owns, so a reply is sent as soon as it is final while the turn is
+stored behind it; the next request of the same session waits for that (the agent's per-session slot).
+The journal records the turn (claimed at its start, completed however it ends), without its content: a
+client that is gone cannot be answered after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import structlog
+
+from mindroom import ai
+from mindroom.api.api_entity import ApiEntity
+from mindroom.api.context import ApiContext
+from mindroom.api.openai_protocol import (
+    ChatCompletionRequest,
+    Conversation,
+    OpenAIError,
+    convert_messages,
+    derive_session_id,
+)
+from mindroom.api.reply import HttpAnswer
+from mindroom.api.security import V1Principal
+from mindroom.bots.respond import Turn
+from mindroom.daemon.wiring import RunningDaemon
+from mindroom.hooks.context import MessageReceivedContext
+from mindroom.hooks.execution import emit
+from mindroom.hooks.origin import TurnOrigin
+from mindroom.hooks.target import MessageTarget
+from mindroom.hooks.trace import hook_trace
+from mindroom.hooks.transport import MessageEnvelope
+from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
+from mindroom.logging_config import get_logger
+
+__all__ = ["API_ROOM_ID", "API_SOURCE_KIND", "Completion", "eligible_agents", "start_completion"]
+
+logger = get_logger(__name__)
+
+API_ROOM_ID = "api"
+"""The room an API turn names: none in Matrix. Its turns share one fair lane of each agent's slots."""
+API_SOURCE_KIND = "api"
+_HISTORY_HEADER = "Earlier in this conversation:"
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A started `/v1` turn: the agent that answers (the response's `model`), its channel, its session."""
+
+    model: str
+    channel: HttpAnswer
+    session_id: str
+    task: asyncio.Task[None]
+
+
+def eligible_agents(running: RunningDaemon) -> list[str]:
+    """The agents `/v1` offers: configured and running, in config order."""
+    entities = running.directory.entities
+    return [name for name in running.live.config.agents if name in entities]
+
+
+def _running(ctx: ApiContext) -> RunningDaemon:
+    running = ctx.daemon.running
+    if running is None:
+        raise OpenAIError(503, "The daemon is not running yet", type_="server_error")
+    return running
+
+
+async def _resolve_model(running: RunningDaemon, model: str, prompt: str) -> str:
+    """The agent a model name means; `auto` asks the router's model (the first agent if it cannot say)."""
+    agents = eligible_agents(running)
+    if model == "auto":
+        if not agents:
+            raise OpenAIError(500, "No OpenAI-compatible agents configured for auto-routing", type_="server_error")
+        config = running.live.config
+        router_model = config.models.get(config.router.model)
+        chosen = None
+        if router_model is not None and len(agents) > 1:
+            roles = [(name, config.agents[name].role or config.agents[name].display_name) for name in agents]
+            try:
+                chosen = await ai.choose_agent(router_model, roles, prompt, env=running.paths.env_values)
+            except Exception as exc:  # routing must always end in a choice
+                logger.warning("router model failed; using the first agent", error=str(exc) or type(exc).__name__)
+        return chosen if chosen in agents else agents[0]
+    if model.startswith("team/"):
+        raise OpenAIError(404, f"Team '{model[5:]}' not found", param="model", code="model_not_found")
+    if model not in agents:
+        raise OpenAIError(404, f"Model '{model}' not found", param="model", code="model_not_found")
+    return model
+
+
+async def _with_history(running: RunningDaemon, agent: str, session: str, new: bool, talk: Conversation) -> str:
+    """The prompt, preceded by the client's earlier messages when the session has no stored history to give."""
+    if not talk.history:
+        return talk.prompt
+    if not new:
+        stores = running.stores
+        if await ai.session_exists(
+            agent, session, storage_root=running.paths.storage_root, database_url=stores.session_url
+        ):
+            return talk.prompt
+    lines = "\n".join(f"{role}: {text}" for role, text in talk.history)
+    return f"{_HISTORY_HEADER}\n{lines}\n\n{talk.prompt}"
+
+
+async def start_completion(
+    ctx: ApiContext,
+    principal: V1Principal,
+    request: ChatCompletionRequest,
+    headers: Mapping[str, str],
+    completion_id: str,
+) -> Completion:
+    """Resolve the agent, build the envelope and start the turn (raises `OpenAIError` for a bad request)."""
+    running = _running(ctx)
+    talk = convert_messages(request.messages)
+    agent = await _resolve_model(running, request.model, talk.prompt)
+    session, new = derive_session_id(principal.namespace, agent, headers, principal.requester)
+    body = await _with_history(running, agent, session, new, talk)
+    requester = principal.requester or f"api:{principal.namespace[:16]}"
+    envelope = MessageEnvelope(
+        source_event_id=f"api:{completion_id}",
+        target=MessageTarget(API_ROOM_ID, session_id=session),
+        body=body,
+        attachment_ids=(),
+        mentioned_agents=(agent,),
+        agent_name=agent,
+        origin=TurnOrigin.classify(transport_sender_id=requester, requester_id=requester, source_kind=API_SOURCE_KIND),
+    )
+    channel = HttpAnswer(completion_id, stream=request.stream)
+    entity = ApiEntity(running.directory.entities[agent])
+    task = ctx.turns.spawn(_turn(running, entity, envelope, channel), f"api turn {completion_id}")
+    return Completion(agent, channel, session, task)
+
+
+async def _turn(running: RunningDaemon, entity: ApiEntity, envelope: MessageEnvelope, channel: HttpAnswer) -> None:
+    live = running.cell.live  # the one generation this turn runs on
+    journal = running.stores.journal
+    correlation_id = uuid.uuid4().hex
+    journal.claim(entity.name, envelope.source_event_id)
+    try:
+        with structlog.contextvars.bound_contextvars(agent=entity.name, correlation_id=correlation_id):
+            bindings = entity.bindings(live, turn=correlation_id)
+            received = MessageReceivedContext(
+                envelope=envelope, correlation_id=correlation_id, **bindings.context_fields()
+            )
+            with hook_trace():  # the turn's hooks from `message:received` on, as a Matrix turn notes them
+                await emit(live.registry, EVENT_MESSAGE_RECEIVED, received)
+                if received.suppress:
+                    logger.debug("message suppressed by a hook", event_id=envelope.source_event_id)
+                    return
+                turn = Turn(correlation_id, bindings, channel=channel)
+                await running.responder().respond(entity, live, envelope, turn)
+    except asyncio.CancelledError:
+        if not channel.delivered:  # the client left before its answer: nothing of the turn is kept
+            await ai.forget_turn(
+                entity.name,
+                envelope.target.session_id,
+                envelope.source_event_id,
+                storage_root=running.paths.storage_root,
+                database_url=running.stores.session_url,
+            )
+        raise
+    finally:
+        journal.complete(entity.name, envelope.source_event_id)
+        channel.finish()

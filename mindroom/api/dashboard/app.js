@@ -1,0 +1,283 @@
+// The MindRoom dashboard: plain JavaScript over the REST API (/api), no build step.
+// Everything shown comes from the API already redacted, and is put in the page as text, never as HTML.
+"use strict";
+
+const REFRESH_MS = 2000;
+let generation = null;
+let timer = null;
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+function row(cells) {
+  const tr = document.createElement("tr");
+  for (const cell of cells) {
+    const td = cell instanceof Node ? cell : el("td", cell);
+    tr.appendChild(td.tagName === "TD" ? td : wrap(td));
+  }
+  return tr;
+}
+
+function wrap(node) {
+  const td = document.createElement("td");
+  td.appendChild(node);
+  return td;
+}
+
+function numeric(value) {
+  return el("td", value, "num");
+}
+
+function fill(tableId, rows) {
+  const body = $(tableId).querySelector("tbody");
+  body.replaceChildren(...rows);
+}
+
+function notice(text, bad) {
+  const box = $("notice");
+  box.textContent = text;
+  box.className = bad ? "notice bad" : "notice";
+  box.hidden = !text;
+}
+
+async function api(method, path, body, headers) {
+  const options = { method, credentials: "same-origin", headers: { ...(headers || {}) } };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  if (response.status === 401) {
+    showSignIn();
+    throw new Error("signed out");
+  }
+  return response;
+}
+
+function showSignIn() {
+  $("signin").hidden = false;
+  $("main").hidden = true;
+  $("state").textContent = "signed out";
+  $("state").className = "pill warn";
+}
+
+function duration(seconds) {
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+  if (seconds < 90) return `${seconds.toFixed(1)} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+function clock(unix) {
+  return new Date(unix * 1000).toLocaleTimeString();
+}
+
+function renderBots(bots) {
+  fill("bots", bots.map((bot) => {
+    const synced = el("span", bot.synced ? "synced" : "not synced", bot.synced ? "pill ok" : "pill bad");
+    const rooms = bot.rooms.map((room) => room.name || room.room_id).join(", ") || "—";
+    return row([`${bot.display_name} (${bot.name})`, bot.user_id || "—", synced, rooms, numeric(bot.answers), numeric(bot.in_flight)]);
+  }));
+}
+
+function renderHooks(hooks) {
+  fill("hooks", hooks.map((hook) => {
+    const breakerClass = hook.breaker_state === "closed" ? "pill ok" : hook.breaker_state === "open" ? "pill bad" : "pill warn";
+    const tr = row([
+      hook.event_name,
+      `${hook.plugin_name} : ${hook.hook_name}`,
+      numeric(hook.calls),
+      numeric(hook.failures),
+      numeric(hook.p95_ms === null ? "—" : hook.p95_ms.toFixed(1)),
+      el("span", hook.breaker_state, breakerClass),
+      hook.last_error || "",
+    ]);
+    tr.dataset.hook = `${hook.plugin_name}:${hook.hook_name}:${hook.event_name}`;
+    return tr;
+  }));
+}
+
+function renderApprovals(approvals) {
+  $("approvals-empty").hidden = approvals.length > 0;
+  $("approvals").hidden = approvals.length === 0;
+  fill("approvals", approvals.map((approval) => {
+    const buttons = document.createElement("td");
+    const allow = el("button", "Approve", "allow");
+    const deny = el("button", "Deny", "deny");
+    allow.type = deny.type = "button";
+    allow.addEventListener("click", () => decide(approval.approval_id, "approve"));
+    deny.addEventListener("click", () => decide(approval.approval_id, "deny"));
+    buttons.append(allow, " ", deny);
+    const tr = row([approval.agent, approval.tool_name, approval.prompt, clock(approval.expires_at), buttons]);
+    tr.dataset.approval = approval.approval_id;
+    return tr;
+  }));
+}
+
+function renderTurns(turns) {
+  fill("turns", turns.map((turn) => row([
+    clock(turn.started_at),
+    turn.agent,
+    turn.source_kind === "api" ? "API" : `Matrix (${turn.source_kind})`,
+    numeric(duration(turn.latency_s)),
+    el("span", turn.outcome, turn.outcome === "answered" ? "pill ok" : "pill warn"),
+    turn.hooks.length ? [...new Set(turn.hooks)].join(", ") : "—",
+  ])));
+}
+
+function renderPlugins(plugins) {
+  $("plugins").replaceChildren(...plugins.plugins.map((plugin) => el("li", `${plugin.name} — ${plugin.hooks} hook(s), ${plugin.path}`)));
+  const errors = [...plugins.errors.map((e) => `${e.plugin} did not load: ${e.error}`)];
+  if (plugins.last_reload_failure) {
+    const failure = plugins.last_reload_failure;
+    errors.push(`Last reload failed (${clock(failure.at)}): ${failure.error || failure.failed.join(", ")}`);
+  }
+  $("plugin-errors").replaceChildren(...errors.map((text) => el("p", text, "bad")));
+  if (!plugins.plugins.length && !errors.length) $("plugins").replaceChildren(el("li", "No plugins loaded.", "muted"));
+}
+
+async function refresh() {
+  try {
+    const response = await api("GET", "/api/overview");
+    if (response.status === 503) {
+      $("state").textContent = "starting";
+      $("state").className = "pill warn";
+      return;
+    }
+    const data = await response.json();
+    $("signin").hidden = true;
+    $("main").hidden = false;
+    $("state").textContent = data.ready ? "ready" : "syncing";
+    $("state").className = data.ready ? "pill ok" : "pill warn";
+    $("uptime").textContent = `up ${duration(data.uptime_s)}`;
+    renderBots(data.bots);
+    renderApprovals(data.approvals);
+    renderHooks(data.hooks);
+    renderTurns(data.turns);
+    renderPlugins(data.plugins);
+    if (generation === null) await loadConfig();
+  } catch (error) {
+    if (error.message !== "signed out") {
+      $("state").textContent = "unreachable";
+      $("state").className = "pill bad";
+    }
+  }
+}
+
+async function decide(id, verb) {
+  const response = await api("POST", `/api/approvals/${encodeURIComponent(id)}/${verb}`, verb === "deny" ? {} : undefined);
+  const body = await response.json();
+  notice(response.ok ? `${body.tool_name}: ${body.status} by ${body.decided_by}` : body.detail, !response.ok);
+  await refresh();
+}
+
+function showLines(errorLines) {
+  const count = $("config").value.split("\n").length;
+  const gutter = $("gutter");
+  gutter.replaceChildren();
+  for (let line = 1; line <= count; line++) {
+    const span = el("span", `${line}\n`, errorLines.has(line) ? "error-line" : "");
+    gutter.appendChild(span);
+  }
+  gutter.scrollTop = $("config").scrollTop;
+}
+
+function showErrors(errors) {
+  const lines = new Set(errors.map((e) => e.line).filter((line) => line));
+  $("config-errors").replaceChildren(...errors.map((e) => el("li", e.line ? `line ${e.line}: ${e.message}` : e.message)));
+  showLines(lines);
+}
+
+async function loadConfig() {
+  const response = await api("GET", "/api/config/raw?redacted=true");
+  const body = await response.json();
+  generation = response.headers.get("x-mindroom-config-generation");
+  $("config").value = body.source;
+  showErrors([]);
+}
+
+async function validate() {
+  const response = await api("POST", "/api/config/validate", { source: $("config").value });
+  const body = await response.json();
+  showErrors(body.errors);
+  $("config-state").textContent = body.valid ? "The config is valid." : `${body.errors.length} problem(s).`;
+  $("config-state").className = body.valid ? "ok" : "bad";
+}
+
+async function save() {
+  const response = await api("PUT", "/api/config/raw", { source: $("config").value }, { "x-mindroom-config-generation": generation || "" });
+  const body = await response.json();
+  if (response.status === 422) {
+    showErrors(body.detail.errors || []);
+    $("config-state").textContent = "Not saved: the config has problems.";
+    $("config-state").className = "bad";
+    return;
+  }
+  if (response.status === 409) {
+    $("config-state").textContent = "Not saved: config.yaml changed since it was loaded. Reload the page to see it.";
+    $("config-state").className = "bad";
+    return;
+  }
+  if (!response.ok) {
+    notice(typeof body.detail === "string" ? body.detail : "Saving failed.", true);
+    return;
+  }
+  generation = body.generation;
+  showErrors([]);
+  const reload = body.reload;
+  $("config-state").textContent = reload ? reload.summary : "Saved.";
+  $("config-state").className = reload && !reload.ok ? "bad" : "ok";
+  await refresh();
+}
+
+async function reloadNow() {
+  const response = await api("POST", "/api/reload");
+  const body = await response.json();
+  notice(response.ok ? body.summary : body.detail, !response.ok || !body.ok);
+  generation = null;
+  await refresh();
+}
+
+async function signIn(key) {
+  const response = await fetch("/api/auth/session", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ api_key: key }),
+  });
+  if (!response.ok) {
+    notice("That key was not accepted.", true);
+    return;
+  }
+  notice("");
+  await refresh();
+}
+
+function start() {
+  $("reload").addEventListener("click", reloadNow);
+  $("validate").addEventListener("click", validate);
+  $("save").addEventListener("click", save);
+  $("config").addEventListener("input", () => showLines(new Set()));
+  $("config").addEventListener("scroll", () => { $("gutter").scrollTop = $("config").scrollTop; });
+  $("signin-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    signIn($("signin-key").value);
+  });
+  const fragment = new URLSearchParams(window.location.hash.slice(1));
+  if (fragment.get("key")) {
+    const key = fragment.get("key");
+    history.replaceState(null, "", window.location.pathname);  // the key leaves the address bar at once
+    signIn(key);
+  } else {
+    refresh();
+  }
+  timer = setInterval(() => { if (document.visibilityState === "visible") refresh(); }, REFRESH_MS);
+}
+
+document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,125 @@
+"""The dashboard in a real headless Chromium (the distribution's, driven by Playwright; no browser download):
+it loads, shows the configured agents, a hook's counter rising after a message, approves a pending approval,
+and shows a config error at its line. It also writes the README's screenshot (`docs/dashboard.png`)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mindroom.bots.approvals import ApprovalSeat
+from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
+from mindroom.testing.model_server import Text
+from tests.bots.bench import ALICE, LOBBY, registry_of, until
+
+pytestmark = pytest.mark.asyncio
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+KEY = "dashboard-key-abcdef"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
+
+playwright_api = pytest.importorskip("playwright.async_api")
+needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason="the distribution's chromium is not installed")
+
+
+@hook(EVENT_MESSAGE_ENRICH, name="weather")
+async def weather(ctx):
+    return None
+
+
+def _request(correlation_id: str) -> ApprovalRequest:
+    return ApprovalRequest(
+        prompt="it runs a shell command",
+        timeout_s=120,
+        tool_name="run_shell_command",
+        arguments={"command": "make deploy"},
+        agent_name="helper",
+        room_id=LOBBY,
+        thread_id=None,
+        requester_id=ALICE,
+        correlation_id=correlation_id,
+        plugin_name="guard",
+        hook_name="ask_first",
+    )
+
+
+@needs_chromium
+async def test_dashboard_in_chromium_shows_agents_hooks_approvals_and_config_errors(make_api, model_server):
+    model_server.set_default(Text("It is sunny."))
+    agents = {
+        "helper": {"display_name": "Helper", "role": "Answers questions", "rooms": ["lobby"]},
+        "writer": {"display_name": "Writer", "role": "Writes", "rooms": ["lobby"]},
+    }
+    api = await make_api(agents, env={"MINDROOM_API_KEY": KEY}, registry=registry_of(weather))
+    bench = api.bench
+    desk = bench.desk
+    seat = ApprovalSeat("helper", "Helper", bench.client("helper"), LOBBY, None, None, "turn-dash")
+    waiting = asyncio.create_task(desk.request(seat, _request("turn-dash")))
+    await until(lambda: desk.store.overdue(now=math.inf))
+
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 1600})
+            await page.goto(f"{api.url}/#key={KEY}")  # the banner's link signs the browser in
+            await page.wait_for_selector("#bots tbody tr")
+            assert "#key" not in page.url  # the key leaves the address bar at once
+
+            bots = await page.inner_text("#bots")
+            assert "Helper (helper)" in bots and "Writer (writer)" in bots and "synced" in bots
+            row = page.locator("#hooks tbody tr", has_text="weather")
+            assert (await row.locator("td").nth(2).inner_text()).strip() == "0"
+
+            await bench.deliver(bench.server.message(LOBBY, ALICE, "@helper how is the weather?"))
+            await bench.settle()
+            await page.wait_for_function(
+                "() => [...document.querySelectorAll('#hooks tbody tr')]"
+                ".some(r => r.textContent.includes('weather') && r.children[2].textContent.trim() !== '0')",
+                timeout=10_000,
+            )
+            await page.wait_for_function(
+                "() => document.querySelector('#turns tbody').textContent.includes('answered')", timeout=10_000
+            )
+            turns = await page.inner_text("#turns")
+            assert "helper" in turns and "answered" in turns and "bench:weather" in turns
+
+            approvals = page.locator("#approvals tbody tr")
+            assert "run_shell_command" in await approvals.first.inner_text()
+            await approvals.first.locator("button", has_text="Approve").click()
+            assert await asyncio.wait_for(waiting, 10) is True  # the waiting tool call goes ahead
+            await page.wait_for_selector("#approvals-empty", state="visible")
+            record = desk.store.overdue(now=math.inf)
+            assert record == []
+
+            await page.wait_for_function("() => document.querySelector('#config').value.includes('helper')")
+            config = await page.input_value("#config")
+            broken = config.replace("display_name: Writer", "display_name: Writer\n    favourite_colour: blue")
+            line = next(i for i, text in enumerate(broken.splitlines(), start=1) if "favourite_colour" in text)
+            await page.fill("#config", broken)
+            await page.click("#save")
+            await page.wait_for_selector("#config-errors li")
+            errors = await page.inner_text("#config-errors")
+            assert f"line {line}:" in errors and "favourite_colour" in errors
+            marked = await page.inner_text("#gutter .error-line")
+            assert marked.strip() == str(line)
+            assert "favourite_colour" not in api.view.config_path.read_text()  # nothing invalid is written
+
+            if os.environ.get("MINDROOM_WRITE_SCREENSHOT") == "1":
+                await page.screenshot(path=str(SCREENSHOT), full_page=True)
+        finally:
+            await browser.close()
