@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mindroom.config.knowledge import KnowledgeBaseConfig, check_knowledge_references
+from mindroom.config.memory import AgentMemorySearchConfig, MemoryBackend, MemoryConfig, refuse_file_backend
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.constants import ROUTER_AGENT_NAME
 
@@ -81,11 +83,21 @@ class AgentConfig(_Strict):
     password: str | None = None
     thread_mode: ThreadMode | None = None
     accept_invites: InvitePolicy = "authorized"
+    memory_backend: MemoryBackend | None = None
+    """Unset: `memory.backend`; `none`: this agent neither recalls nor writes memories."""
+    memory_search: AgentMemorySearchConfig | None = None
+    knowledge_bases: list[str] = Field(default_factory=list)
+    """The `knowledge_bases:` this agent searches (it gets the `search_knowledge_base` tool)."""
 
     @field_validator("instructions", mode="before")
     @classmethod
     def _single_instruction(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("memory_backend")
+    @classmethod
+    def _offered_backend(cls, value: str | None) -> Any:
+        return refuse_file_backend(value)
 
     def resolved(self, defaults: DefaultsConfig) -> AgentSettings:
         """This agent's settings with `defaults` filled in where it leaves them unset."""
@@ -226,6 +238,13 @@ class Config(_Strict):
     admin_room: str | None = None
     timezone: str = "UTC"
     voice: VoiceConfig = Field(default_factory=VoiceConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    knowledge_bases: dict[str, KnowledgeBaseConfig] = Field(default_factory=dict)
+
+    @field_validator("knowledge_bases", mode="before")
+    @classmethod
+    def _null_bases(cls, value: Any) -> Any:
+        return {} if value is None else value
 
     @field_validator("agents")
     @classmethod
@@ -251,6 +270,18 @@ class Config(_Strict):
                 msg = f"{where}: unknown model {model!r} (known: {', '.join(sorted(self.models)) or 'none'})"
                 raise ValueError(msg)
         return self
+
+    @model_validator(mode="after")
+    def _knowledge_references(self) -> Config:
+        named = {name: agent.knowledge_bases for name, agent in self.agents.items()}
+        check_knowledge_references(self.knowledge_bases, named, list(self.models))
+        return self
+
+    def memory_enabled(self, agent_name: str) -> bool:
+        """Whether `agent_name` recalls and writes memories (its `memory_backend`, else `memory.backend`)."""
+        agent = self.agents.get(agent_name)
+        backend = agent.memory_backend if agent is not None and agent.memory_backend is not None else None
+        return (backend or self.memory.backend) == "mem0"
 
     @property
     def plugin_entries(self) -> list[PluginEntryConfig]:

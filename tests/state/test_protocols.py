@@ -16,9 +16,11 @@ from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.state.answers import AnswerLog
 from mindroom.state.approvals import ApprovalStore
 from mindroom.state.journal import TurnJournal
+from mindroom.state.knowledge import KnowledgeIndex
 from mindroom.state.postgres.answers import PostgresAnswerLog
 from mindroom.state.postgres.approvals import PostgresApprovalStore
 from mindroom.state.postgres.journal import PostgresTurnJournal
+from mindroom.state.postgres.knowledge import PostgresKnowledgeIndex
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
 from mindroom.state.postgres.rooms import PostgresRoomMemory
 from mindroom.state.postgres.schedules import PostgresScheduleStore
@@ -28,6 +30,7 @@ from mindroom.state.snapshots import SnapshotStore
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
+from mindroom.state.sqlite.knowledge import SqliteKnowledgeIndex
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
 from mindroom.state.sqlite.snapshots import FileSnapshots
@@ -41,6 +44,7 @@ IMPLEMENTATIONS: dict[type, tuple[type, type]] = {
     ScheduleStore: (SqliteScheduleStore, PostgresScheduleStore),
     SnapshotStore: (FileSnapshots, PostgresSnapshots),
     SyncTokens: (SyncTokenStore, PostgresSyncTokens),
+    KnowledgeIndex: (SqliteKnowledgeIndex, PostgresKnowledgeIndex),
 }
 
 
