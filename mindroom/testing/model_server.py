@@ -17,6 +17,7 @@ from typing import Any, Self
 import pytest
 
 from mindroom.logging_config import get_logger
+from mindroom.testing.model_embeddings import embeddings_reply
 from mindroom.testing.model_replies import (
     Delay,
     Echo,
@@ -279,6 +280,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") in ("/v1/audio/transcriptions", "/audio/transcriptions"):
             text = self.server.owner._transcribe(self.headers.get("Content-Type", ""), raw)
             self._send_json(HTTPStatus.OK, {"text": text})
+            return
+        if self.path.rstrip("/") in ("/v1/embeddings", "/embeddings"):
+            self._send_json(*embeddings_reply(raw))
             return
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_error(HTTPStatus.NOT_FOUND, f"no route for POST {self.path}")
