@@ -89,9 +89,8 @@ async def _joined(human: HumanClient, room_id: str) -> None:
 
 
 def _sync_alive(daemon: Orchestrator) -> bool:
-    runtime = daemon.runtime
-    return runtime is not None and all(
-        bot._sync_task is not None and not bot._sync_task.done() for bot in runtime.bots.values()
+    return daemon.running is not None and all(
+        bot._sync_task is not None and not bot._sync_task.done() for bot in daemon.bots.values()
     )
 
 
@@ -144,15 +143,15 @@ async def matrix_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
         DaemonEnvironment((root / "config.yaml").resolve(), (root / "data").resolve(), {}, homeserver)
     )
     await daemon.start()
-    runtime = daemon.runtime
-    assert runtime is not None
+    running = daemon.running
+    assert running is not None
     rows = []
     try:
 
         async def cell(agent: str) -> tuple[int, list[float]]:
-            room_id = runtime.room_ids[agents[agent]["rooms"][0]]
+            room_id = running.directory.room_ids[agents[agent]["rooms"][0]]
             await _joined(human, room_id)
-            responder = runtime.bot_user_ids[agent]
+            responder = running.directory.bot_user_ids[agent]
             latencies = [await _ask(human, room_id, responder, f"question {i}") for i in range(PER_CELL)]
             return sum(lat is not None for lat in latencies), [lat for lat in latencies if lat is not None]
 
@@ -191,9 +190,9 @@ async def outage_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
         DaemonEnvironment((root / "config.yaml").resolve(), (root / "data").resolve(), {}, homeserver)
     )
     await daemon.start()
-    assert daemon.runtime is not None
-    room_id = daemon.runtime.room_ids[room]
-    responder = daemon.runtime.bot_user_ids["solo"]
+    assert daemon.running is not None
+    room_id = daemon.running.directory.room_ids[room]
+    responder = daemon.running.directory.bot_user_ids["solo"]
     await _joined(human, room_id)
     sent = [await human.send(room_id, f"before outage {i}") for i in range(5)]
     await asyncio.to_thread(hs.stop)

@@ -217,9 +217,9 @@ async def run(homeserver: TestHomeserver, model: ScriptedModelServer, root: Path
         DaemonEnvironment(deploy.config_path.resolve(), (root / "data").resolve(), {}, settings), on_reload=reloads.add
     )
     try:
-        runtime = await daemon.start()
-        room_id = runtime.room_ids[names["room"]]
-        agent_user = runtime.bot_user_ids[names["helper"]]
+        running = await daemon.start()
+        room_id = running.directory.room_ids[names["room"]]
+        agent_user = running.directory.bot_user_ids[names["helper"]]
         await _wait_joined(human, room_id)
         await asyncio.sleep(0.5)  # the watcher is up
         began = time.monotonic()

@@ -353,3 +353,116 @@ def test_package_order_check_names_an_upward_import():
     graph = {"mindroom.config.main": {"mindroom.errors"}, "mindroom.hooks.x": {"mindroom.bots.turn", "mindroom.config"}}
 
     assert _upward_imports(graph, LAYERS) == ["mindroom.hooks.x -> mindroom.bots.turn"]
+
+
+# -- the pipeline's entities hold no bag of the daemon's services ------------------------------------------
+
+
+def _daemon_capabilities() -> frozenset[type]:
+    """What the composition root hands out; one object holding several of these is a service locator."""
+    from mindroom.bots.approvals import ApprovalDesk
+    from mindroom.bots.capabilities import RunClock, Traffic, TurnStores
+    from mindroom.bots.coordination import TurnCoordinator
+    from mindroom.bots.directory import Directory
+    from mindroom.bots.recent import RecentMessages
+    from mindroom.bots.runtime import LiveCell, LiveState
+    from mindroom.bots.sharing import SharedWork
+    from mindroom.constants import RuntimePaths
+    from mindroom.state.answers import AnswerLog
+    from mindroom.state.attachments import AttachmentStore
+    from mindroom.state.journal import TurnJournal
+    from mindroom.state.rooms import RoomMemory
+
+    return frozenset(
+        {
+            *(LiveCell, LiveState, Directory, TurnStores, Traffic, RunClock, RecentMessages, SharedWork),
+            *(RuntimePaths, TurnJournal, AnswerLog, AttachmentStore, RoomMemory, ApprovalDesk, TurnCoordinator),
+        }
+    )
+
+
+def _types_in(hint: object) -> set[object]:
+    """`hint` and every type it is made of (`X | None`, `Mapping[str, X]`, `Callable[[X], Y]`, ...)."""
+    import typing
+
+    if isinstance(hint, list | tuple):  # a Callable's parameters
+        return set().union(*map(_types_in, hint))
+    found = {hint}
+    for arg in typing.get_args(hint):
+        found |= _types_in(arg)
+    origin = typing.get_origin(hint)
+    return found | ({origin} if origin is not None else set())
+
+
+def _capabilities_held(cls: type) -> set[object]:
+    """The daemon's capabilities among the types of a class's fields and constructor parameters."""
+    import typing
+
+    hints: dict[str, object] = {}
+    for source in (cls, getattr(cls, "__init__", None)):
+        try:
+            hints.update(typing.get_type_hints(source))
+        except (TypeError, NameError):
+            continue
+    capabilities = _daemon_capabilities()
+    return {found for hint in hints.values() for found in _types_in(hint) if found in capabilities}
+
+
+def _returned_types(member: object) -> set[object]:
+    import typing
+
+    function = member.fget if isinstance(member, property) else member
+    if not callable(function):
+        return set()
+    return _types_in(typing.get_type_hints(function).get("return"))
+
+
+def test_package_holder_check_recognizes_a_holder_of_everything():
+    from mindroom.daemon.wiring import RunningDaemon
+
+    assert len(_capabilities_held(RunningDaemon)) > 2
+
+
+def test_package_entity_exposes_no_runtime_bag():
+    """`Entity` gives the pipeline an account, not the daemon: no `runtime`, no member returning a holder of it all."""
+    from mindroom.bots.runtime import Entity
+
+    members = {name: value for name, value in vars(Entity).items() if not name.startswith("_")}
+    assert "runtime" not in members
+    bags = {
+        name: sorted(map(str, held))
+        for name, member in members.items()
+        for returned in _returned_types(member)
+        if isinstance(returned, type) and len(held := _capabilities_held(returned)) > 2
+    }
+    assert bags == {}, f"Entity members returning a holder of the daemon's capabilities: {bags}"
+
+
+def test_package_bot_exposes_no_runtime_bag(tmp_path):
+    """A running bot's public attributes and properties: none is the runtime, none holds the daemon's capabilities."""
+    from mindroom.bots.bot import EntityBot
+    from mindroom.bots.runtime import LiveState
+    from mindroom.config.main import Config
+    from mindroom.hooks import HookRegistry
+    from mindroom.testing.recording_client import RecordingHomeserver
+    from tests.bots.support import close_stores, unit_daemon
+
+    daemon = unit_daemon(tmp_path, LiveState(Config(), HookRegistry.empty()), bots={}, rooms={}, started_at_ms=0)
+    bot = EntityBot(
+        "router",
+        RecordingHomeserver().client("router"),
+        {},
+        cell=daemon.cell,
+        directory=daemon.directory,
+        recent=daemon.recent,
+        clock=daemon.clock,
+        paths=daemon.paths,
+        attachments=daemon.stores.attachments,
+    )
+    public = {name for name in dir(bot) if not name.startswith("_")}
+    values = {name: getattr(bot, name) for name in public if not callable(getattr(bot, name))}
+    close_stores(daemon)
+
+    assert "runtime" not in public
+    held = {name: _capabilities_held(type(value)) for name, value in values.items()}
+    assert {name: found for name, found in held.items() if len(found) > 2} == {}

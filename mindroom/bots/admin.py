@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mindroom.bots.runtime import DaemonRuntime
+from mindroom.bots.client import BotClient
+from mindroom.bots.directory import Directory
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixBotClient
 from mindroom.matrix.transport import quote_path
 
 __all__ = ["RouterAdmin"]
@@ -25,26 +25,25 @@ _ROOMS = "/_matrix/client/v3/rooms/"
 class RouterAdmin:
     """Room administration through the router's account for hooks (`HookMatrixAdmin`)."""
 
-    def __init__(self, runtime: DaemonRuntime) -> None:
-        self.runtime = runtime
+    def __init__(self, directory: Directory) -> None:
+        self._directory = directory
 
     @property
-    def _client(self) -> MatrixBotClient:
-        router = self.runtime.bots.get(ROUTER_AGENT_NAME)
+    def _client(self) -> BotClient:
+        router = self._directory.router
         if router is None:
             msg = "the router is not running"
             raise RuntimeError(msg)
         return router.client
 
     def _room_allowed(self, room_id: str, action: str) -> bool:
-        runtime = self.runtime
-        if runtime.is_managed(room_id) or runtime.room_memory.known(room_id):
+        if self._directory.is_kept(room_id):
             return True
         logger.warning("matrix_admin refused: not a room of this daemon", action=action, room_id=room_id)
         return False
 
     def _user_allowed(self, user_id: str, action: str) -> bool:
-        if user_id not in self.runtime.bot_user_ids.values():
+        if user_id not in self._directory.bot_user_ids.values():
             return True
         logger.warning("matrix_admin refused: one of the daemon's own accounts", action=action, user_id=user_id)
         return False
@@ -84,7 +83,7 @@ class RouterAdmin:
 
     def retain_room(self, room_id: str) -> None:
         """Keep the room as one of the daemon's (it survives restarts and may be administered)."""
-        self.runtime.room_memory.remember(ROUTER_AGENT_NAME, room_id, "retained")
+        self._directory.keep_room(ROUTER_AGENT_NAME, room_id, "retained")
 
     async def invite_user(self, room_id: str, user_id: str) -> bool:
         """Invite a user into one of the daemon's rooms."""
@@ -137,7 +136,7 @@ class RouterAdmin:
             self._room_allowed(space_room_id, "add_room_to_space") and self._room_allowed(room_id, "add_room_to_space")
         ):
             return False
-        via = {"via": [self.runtime.server_name]}
+        via = {"via": [self._directory.server_name]}
         return await self.put_room_state(space_room_id, "m.space.child", room_id, via)
 
     async def put_room_state(self, room_id: str, event_type: str, state_key: str, content: dict[str, Any]) -> bool:

@@ -8,6 +8,9 @@ itself runs either way).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from mindroom import ai
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.config.main import ModelConfig
@@ -93,10 +96,14 @@ async def report_cancelled(
 class SessionProbe:
     """Tells, after a run, whether it created the conversation's stored session (`session:started`)."""
 
-    def __init__(self, entity: Entity, live: LiveState, session_id: str) -> None:
+    def __init__(
+        self, entity: Entity, live: LiveState, session_id: str, storage_root: Path, database_url: str | None = None
+    ) -> None:
         self.entity = entity
         self.live = live
         self.session_id = session_id
+        self.storage_root = storage_root
+        self.database_url = database_url
         self._existed: bool | None = None
 
     async def before(self) -> None:
@@ -107,12 +114,8 @@ class SessionProbe:
 
     async def _exists(self) -> bool | None:
         try:
-            runtime = self.entity.runtime
             return await ai.session_exists(
-                self.entity.name,
-                self.session_id,
-                storage_root=runtime.runtime_paths.storage_root,
-                database_url=runtime.session_url,
+                self.entity.name, self.session_id, storage_root=self.storage_root, database_url=self.database_url
             )
         except Exception as exc:  # a failed probe only means the event is not sent
             logger.warning("session probe failed", agent=self.entity.name, session=self.session_id, error=str(exc))
@@ -142,6 +145,10 @@ async def compact_before_answer(
     correlation_id: str,
     model: ModelConfig,
     num_history_runs: int,
+    *,
+    storage_root: Path,
+    env: Mapping[str, str],
+    database_url: str | None = None,
 ) -> None:
     """Fold the conversation's oldest turns into a summary when its history is over the budget.
 
@@ -163,7 +170,6 @@ async def compact_before_answer(
         ctx = CompactionHookContext(messages=chunk.messages, token_count_before=chunk.token_count_before, **base)
         await emit(registry, EVENT_COMPACTION_BEFORE, ctx)
 
-    runtime = entity.runtime
     after = registry.has_hooks(EVENT_COMPACTION_AFTER)
     result = await ai.compact_history(
         entity.name,
@@ -171,9 +177,9 @@ async def compact_before_answer(
         model=model,
         budget=live.config.defaults.history_token_budget,
         num_history_runs=num_history_runs,
-        storage_root=runtime.runtime_paths.storage_root,
-        env=runtime.env,
-        database_url=runtime.session_url,
+        storage_root=storage_root,
+        env=env,
+        database_url=database_url,
         on_chunk=before if registry.has_hooks(EVENT_COMPACTION_BEFORE) else None,
         with_messages=after,
     )

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mindroom.bots.client import BotClient
 from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixBotClient
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
 from mindroom.state.approvals import ApprovalRecord, ApprovalStatus, ApprovalStore
 
@@ -88,7 +88,7 @@ class ApprovalSeat:
 
     agent: str
     display_name: str
-    client: MatrixBotClient
+    client: BotClient
     room_id: str
     thread_root: str | None
     reply_to: str | None
@@ -190,7 +190,7 @@ class ApprovalDesk:
 
     async def decide(
         self,
-        client: MatrixBotClient,
+        client: BotClient,
         record: ApprovalRecord,
         status: ApprovalStatus,
         by: str,
@@ -211,7 +211,7 @@ class ApprovalDesk:
         await self._announce(client, record.approval_id)
         return True
 
-    async def expire(self, client: MatrixBotClient | None, record: ApprovalRecord) -> bool:
+    async def expire(self, client: BotClient | None, record: ApprovalRecord) -> bool:
         """Nobody answered in time: record that and say so on the card (False when it was decided meanwhile)."""
         if not self.store.resolve(record.approval_id, "expired"):
             return False
@@ -219,14 +219,14 @@ class ApprovalDesk:
         await self._announce(client, record.approval_id)
         return True
 
-    async def expire_overdue(self, clients: Mapping[str, MatrixBotClient]) -> int:
+    async def expire_overdue(self, clients: Mapping[str, BotClient]) -> int:
         """At start: expire the approvals whose time ran out while the daemon was down; returns how many."""
         count = 0
         for record in self.store.overdue():
             count += await self.expire(clients.get(record.agent), record)
         return count
 
-    async def _announce(self, client: MatrixBotClient | None, key: str) -> None:
+    async def _announce(self, client: BotClient | None, key: str) -> None:
         """Wake the turn waiting on the approval, then edit its card to say how it ended."""
         decided = self._decided.get(key)
         if decided is not None:

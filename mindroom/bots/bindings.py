@@ -11,12 +11,15 @@ from collections import Counter
 from typing import Any
 
 from mindroom.bots.admin import RouterAdmin
+from mindroom.bots.capabilities import RunClock
+from mindroom.bots.client import BotClient
+from mindroom.bots.directory import Directory
 from mindroom.bots.limits import SlidingWindow
-from mindroom.bots.runtime import DaemonRuntime, LiveState
-from mindroom.constants import HOOK_SOURCE_KEY, ROUTER_AGENT_NAME
+from mindroom.bots.recent import RecentMessages
+from mindroom.bots.runtime import LiveState
+from mindroom.constants import HOOK_SOURCE_KEY, RuntimePaths
 from mindroom.hooks.context import HookBindings
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixBotClient
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
 
 __all__ = ["HOOK_SEND_LIMIT", "HOOK_SEND_WINDOW_S", "BotBindings"]
@@ -46,27 +49,43 @@ class _TurnSender:
 
 
 class BotBindings:
-    """The capabilities every hook context of one bot gets; `for_live` adds that generation's config."""
+    """The capabilities every hook context of one bot gets; `for_live` adds that generation's config.
 
-    def __init__(self, name: str, runtime: DaemonRuntime, client: MatrixBotClient) -> None:
+    It reads who is where (the router relays hook messages and administers rooms), the paths, the run's
+    start, and the recent messages hooks take snapshots of.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        client: BotClient,
+        *,
+        directory: Directory,
+        paths: RuntimePaths,
+        clock: RunClock,
+        recent: RecentMessages,
+    ) -> None:
         self.name = name
-        self.runtime = runtime
         self.client = client
+        self._directory = directory
+        self._paths = paths
+        self._clock = clock
+        self._recent = recent
         self._hook_sends = SlidingWindow(HOOK_SEND_LIMIT, HOOK_SEND_WINDOW_S)
-        self._admin = RouterAdmin(runtime)
+        self._admin = RouterAdmin(directory)
 
     def for_live(self, live: LiveState, turn: str | None = None) -> HookBindings:
         """The capabilities of a hook context running on `live`; with `turn`, hook messages get stable ids."""
         sender = _TurnSender(self, turn).send if turn is not None else self.send
         return HookBindings(
             config=live.config,
-            runtime_paths=self.runtime.runtime_paths,
+            runtime_paths=self._paths,
             message_sender=sender,
             room_state_querier=self.query_state,
             room_state_putter=self.put_state,
-            matrix_admin=self._admin if ROUTER_AGENT_NAME in self.runtime.bots else None,
-            runtime_started_at=self.runtime.started_at_ms / 1000,
-            agent_message_snapshot_reader=self.runtime.recent.latest,
+            matrix_admin=self._admin if self._directory.router is not None else None,
+            runtime_started_at=self._clock.started_at_ms / 1000,
+            agent_message_snapshot_reader=self._recent.latest,
         )
 
     async def send(
@@ -86,7 +105,7 @@ class BotBindings:
         if not self._hook_sends.allow((source, room_id)):
             logger.warning("hook message rate limited", agent=self.name, plugin=source, room_id=room_id)
             return None
-        relay = self.runtime.bots.get(ROUTER_AGENT_NAME)
+        relay = self._directory.router
         client = relay.client if relay is not None else self.client
         return await send_until_accepted(
             lambda txn: client.send_message(
@@ -96,9 +115,9 @@ class BotBindings:
             txn_id,
         )
 
-    def _state_clients(self) -> list[MatrixBotClient]:
+    def _state_clients(self) -> list[BotClient]:
         clients = [self.client]
-        router = self.runtime.bots.get(ROUTER_AGENT_NAME)
+        router = self._directory.router
         if router is not None and router.client is not self.client:
             clients.append(router.client)
         return clients

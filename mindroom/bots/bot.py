@@ -1,39 +1,46 @@
 """One Matrix account (an agent or the router): login, rooms, sync, and dispatch to injected handlers.
 
-The bot does not know the pipeline: the orchestrator gives it one handler per event kind. It owns
-every task it starts (the sync loop, one task per inbound event) and cancels and awaits them on stop.
+The bot does not know the pipeline: the orchestrator gives it one handler per event kind, and the few
+capabilities the account itself reads (the live cell, who is where, the recent messages, the run's start,
+the paths and attachments its tools use). It owns every task it starts (the sync loop, one task per
+inbound event) and cancels and awaits them on stop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from mindroom.bots.authorization import may_invite
 from mindroom.bots.bindings import BotBindings
+from mindroom.bots.capabilities import RunClock
+from mindroom.bots.client import BotClient
+from mindroom.bots.directory import Directory
 from mindroom.bots.fairness import FairSlots
+from mindroom.bots.recent import RecentMessages
 from mindroom.bots.runtime import (
     INTERRUPTED_NOTE,
     STOPPED_NOTE,
     BotMetrics,
-    DaemonRuntime,
-    Entity,
+    EventHandler,
+    LiveCell,
     LiveState,
     StreamState,
 )
 from mindroom.bots.tasks import TaskOwner
-from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.hooks.context import AgentLifecycleContext, HookBindings
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_AGENT_STARTED, EVENT_AGENT_STOPPED, EVENT_BOT_READY
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixBotClient, MatrixEvent, MatrixEventKind
+from mindroom.matrix import MatrixEvent, MatrixEventKind
+from mindroom.state.attachments import AttachmentStore
 from mindroom.tool_system.spec import AgentToolEnvironment, workspace_dir
 
-__all__ = ["INTERRUPTED_NOTE", "INTERRUPT_GRACE_S", "ROUTER_SYNC_SETTLE_S", "EntityBot", "EventHandler"]
+__all__ = ["INTERRUPTED_NOTE", "INTERRUPT_GRACE_S", "ROUTER_SYNC_SETTLE_S", "ClientT", "EntityBot"]
 
 logger = get_logger(__name__)
 
@@ -48,8 +55,8 @@ burst, where Synapse is the bottleneck. A message the router has to route waits 
 and only when it comes right after other traffic. Agents, which answer, never wait.
 """
 
-EventHandler = Callable[[Entity, MatrixEvent], Awaitable[None]]
-"""What the orchestrator injects per event kind: run one event as seen by one entity."""
+ClientT = TypeVar("ClientT", bound=BotClient)
+"""The bot's Matrix client: `MatrixBotClient` in the daemon, a recording one in unit tests."""
 
 
 @dataclass(slots=True)
@@ -58,33 +65,48 @@ class _ThreadLock:
     users: int = 0
 
 
-class EntityBot:
+class EntityBot(Generic[ClientT]):
     """An agent or the router: its Matrix client, rooms, in-flight turns and hook capabilities."""
 
     def __init__(
         self,
         name: str,
-        runtime: DaemonRuntime,
-        client: MatrixBotClient,
+        client: ClientT,
         handlers: Mapping[MatrixEventKind, EventHandler],
+        *,
+        cell: LiveCell,
+        directory: Directory,
+        recent: RecentMessages,
+        clock: RunClock,
+        paths: RuntimePaths,
+        attachments: AttachmentStore,
     ) -> None:
         self.name = name
-        self.runtime = runtime
         self.client = client
         self.is_router = name == ROUTER_AGENT_NAME
         self.joined_rooms: set[str] = set()
         self.metrics = BotMetrics()
         self.tasks = TaskOwner(name)
         self._handlers = dict(handlers)
-        self._bindings = BotBindings(name, runtime, client)
+        self._cell = cell
+        self._directory = directory
+        self._recent = recent
+        self._paths = paths
+        self._attachments = attachments
+        self._bindings = BotBindings(name, client, directory=directory, paths=paths, clock=clock, recent=recent)
         self._sync_task: asyncio.Task[None] | None = None
         self._thread_locks: dict[str, _ThreadLock] = {}
-        self._slots = FairSlots(runtime.live.config.defaults.max_concurrent_turns_per_agent)
+        self._slots = FairSlots(cell.live.config.defaults.max_concurrent_turns_per_agent)
         self._streams: list[StreamState] = []
         self._accepting = True
         self._tools: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
+    @property
+    def handlers(self) -> Mapping[MatrixEventKind, EventHandler]:
+        """The pipeline's handlers this bot was given, by event kind (recovery replays through them too)."""
+        return self._handlers
+
     @property
     def entity_type(self) -> str:
         """`router` or `agent`."""
@@ -97,9 +119,9 @@ class EntityBot:
 
     async def start(self) -> str:
         """Log in, set the display name, and fire `agent:started`; returns the Matrix user id."""
-        live = self.runtime.live
+        live = self._cell.live
         user_id = await self.client.login()
-        self.runtime.bot_user_ids[self.name] = user_id
+        self._directory.signed_in(self.name, user_id)
         # The homeserver knows every room this account is in, DMs and rooms it was invited into included.
         self.joined_rooms |= set(await self.client.joined_rooms())
         await self.client.ensure_display_name(self.display_name(live))
@@ -129,7 +151,7 @@ class EntityBot:
                 self._sync_task.result()  # surfaces the sync loop's error
             msg = f"bot {self.name!r}: first sync did not finish within {timeout_s:.0f} s"
             raise TimeoutError(msg)
-        await self._lifecycle(self.runtime.live, EVENT_BOT_READY)
+        await self._lifecycle(self._cell.live, EVENT_BOT_READY)
 
     async def stop(self, reason: str = "shutdown", grace_s: float = 10.0, *, leave_rooms: bool = False) -> None:
         """Stop syncing, let in-flight turns finish within `grace_s`, fire `agent:stopped`, close.
@@ -147,7 +169,7 @@ class EntityBot:
                 except Exception as exc:  # leaving is best effort: the account stops either way
                     logger.warning("leaving a room failed", agent=self.name, room_id=room_id, error=str(exc))
         with contextlib.suppress(Exception):
-            await self._lifecycle(self.runtime.live, EVENT_AGENT_STOPPED, stop_reason=reason)
+            await self._lifecycle(self._cell.live, EVENT_AGENT_STOPPED, stop_reason=reason)
         await self.client.close()
         logger.info("bot stopped", agent=self.name, reason=reason)
 
@@ -181,7 +203,7 @@ class EntityBot:
             entity_type=self.entity_type,
             rooms=tuple(sorted(self.joined_rooms)),
             joined_room_ids=tuple(sorted(self.joined_rooms)),
-            matrix_user_id=self.runtime.bot_user_ids.get(self.name),
+            matrix_user_id=self._directory.bot_user_ids.get(self.name),
             stop_reason=stop_reason,
             **self.bindings(live).context_fields(),
         )
@@ -198,18 +220,18 @@ class EntityBot:
         """Leave a room (and forget it, if it was one this bot was invited into)."""
         await self.client.leave(room_id)
         self.joined_rooms.discard(room_id)
-        self.runtime.room_memory.forget(self.name, room_id)
+        self._directory.forget_room(self.name, room_id)
 
     async def _on_invite(self, room_id: str, inviter: str) -> bool:
-        runtime = self.runtime
-        config = runtime.live.config
+        directory = self._directory
+        config = self._cell.live.config
         agent = config.agents.get(self.name)
         allowed = (agent is None or agent.accept_invites == "authorized") and may_invite(
-            config, inviter, runtime.room_keys(room_id), bot_user_ids=runtime.bot_user_ids.values()
+            config, inviter, directory.room_keys(room_id), bot_user_ids=directory.bot_user_ids.values()
         )
         if allowed:
             self.joined_rooms.add(room_id)
-            runtime.room_memory.remember(self.name, room_id, "invited")
+            directory.keep_room(self.name, room_id, "invited")
             logger.info("invite accepted", agent=self.name, room_id=room_id, inviter=inviter)
         else:
             logger.info("invite declined", agent=self.name, room_id=room_id, inviter=inviter)
@@ -220,7 +242,7 @@ class EntityBot:
         if not self._accepting:
             return
         kind = event.kind
-        if kind is MatrixEventKind.MEMBER and event.state_key == self.runtime.bot_user_ids.get(self.name):
+        if kind is MatrixEventKind.MEMBER and event.state_key == self._directory.bot_user_ids.get(self.name):
             if event.membership == "join":
                 self.joined_rooms.add(event.room_id)
             elif event.membership in ("leave", "ban"):
@@ -230,7 +252,7 @@ class EntityBot:
             return
         if kind is MatrixEventKind.MESSAGE:
             self.metrics.messages_handled += 1
-            self.runtime.recent.note(event)
+            self._recent.note(event)
         self.tasks.spawn(handler(self, event), kind.value)
 
     def spawn(self, work: Awaitable[None], what: str) -> None:
@@ -299,15 +321,15 @@ class EntityBot:
         async def send(room_id: str, text: str, thread_id: str | None) -> str:
             return await self.client.send_message(room_id, text, thread_root=thread_id)
 
-        runtime = self.runtime
+        directory = self._directory
         env = AgentToolEnvironment(
             agent_name=self.name,
-            workspace=workspace_dir(runtime.runtime_paths.storage_root, self.name),
+            workspace=workspace_dir(self._paths.storage_root, self.name),
             settings=live.config.tools,
             send_message=send,
             joined_rooms=lambda: self.joined_rooms,
-            room_aliases=lambda: runtime.room_ids,
-            attachments=runtime.attachments,
+            room_aliases=lambda: directory.room_ids,
+            attachments=self._attachments,
         )
         from mindroom.ai.tools import agno_tools  # agno loads with the first turn, not with the daemon
 

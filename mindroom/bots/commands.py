@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.hooks.context import MessageEnvelope
@@ -52,14 +53,19 @@ class CommandTable:
         self._commands: dict[str, Command] = {}
 
     @classmethod
-    def with_builtins(cls) -> CommandTable:
-        """A table holding the built-in commands."""
+    def with_builtins(cls, *, is_managed: Callable[[str], bool]) -> CommandTable:
+        """A table holding the built-in commands; `is_managed` tells the rooms config names (`!leave` stays there)."""
         table = cls()
         table.register(Command("help", "this help", table._help))
         table.register(Command("hooks", "the hook table: order, settings, calls, failures, breaker state", _hooks))
         table.register(Command("plugins", "the loaded plugins", _plugins))
         table.register(
-            Command("leave", "agents leave this room (rooms they were invited into)", _leave, every_agent=True)
+            Command(
+                "leave",
+                "agents leave this room (rooms they were invited into)",
+                partial(_leave, is_managed),
+                every_agent=True,
+            )
         )
         return table
 
@@ -100,8 +106,10 @@ async def _plugins(entity: Entity, live: LiveState, envelope: MessageEnvelope, a
     return "Plugins:\n" + "\n".join(lines)
 
 
-async def _leave(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
-    if entity.runtime.is_managed(envelope.room_id):
+async def _leave(
+    is_managed: Callable[[str], bool], entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str
+) -> str:
+    if is_managed(envelope.room_id):
         return "This room is set up by the daemon's config; remove it from config.yaml to close it."
     entity.spawn(_leave_after_answer(entity, envelope.room_id), "leave")
     return "Leaving this room. Invite me again any time."

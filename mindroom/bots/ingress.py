@@ -1,8 +1,11 @@
 """Ingress: the one stage every inbound message and reaction passes before any hook sees it.
 
 It drops what no entity should act on (events older than this run, the bots' own events, other bots'
-chatter, unauthorized senders, events already handled), logs each drop once with its reason, and turns
-what is left into a `MessageEnvelope`. `classify_message` is the pure part: event facts in, a decision out.
+chatter, unauthorized senders), logs each drop once with its reason, and turns what is left into a
+`MessageEnvelope`. `classify_message` is the pure part: event facts in, a decision out; `Ingress` applies
+it with what it declares: who is where, the turn's stores, the run's clock, and the window on bot-to-bot
+turns. Claiming an accepted message (and dropping one already handled) is the turn's next step
+(`mindroom.bots.lifecycle.claimed_turn`).
 
 Answers to a pending approval card (a reply, or a reaction) are the one exception to "older than this
 run": a person may answer while the daemon is down. A reply to a pending card is consumed here (it
@@ -11,15 +14,17 @@ denies the call); it never becomes a turn.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mindroom.bots.approvals import ApprovalDesk
 from mindroom.bots.authorization import is_authorized
+from mindroom.bots.capabilities import RunClock, TurnStores
+from mindroom.bots.directory import Directory
+from mindroom.bots.limits import SlidingWindow
 from mindroom.bots.routing import mentioned_agents
-from mindroom.bots.runtime import DaemonRuntime, Entity, LiveState
+from mindroom.bots.runtime import Entity, LiveState
 from mindroom.constants import (
     HOOK_DISPATCH_KEY,
     HOOK_ORIGIN_EVENT_KEY,
@@ -44,12 +49,11 @@ __all__ = [
     "EditRequest",
     "InboundMessage",
     "InboundReaction",
+    "Ingress",
     "IngressDrop",
     "classify_edit",
     "classify_message",
-    "message_ingress",
     "older_than_run",
-    "reaction_ingress",
 ]
 
 logger = get_logger(__name__)
@@ -188,18 +192,6 @@ def _drop(entity: Entity, event: MatrixEvent, reason: str, *, notable: bool = Fa
     return IngressDrop(reason)
 
 
-def _authorized(entity: Entity, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
-    runtime = entity.runtime
-    keys = runtime.room_keys(event.room_id)
-    return is_authorized(
-        live.config,
-        user_id,
-        keys,
-        bot_user_ids=runtime.bot_user_ids.values(),
-        managed=runtime.is_managed(event.room_id),
-    )
-
-
 def classify_edit(
     *, sender: str, content: Mapping[str, Any], bot_user_ids: Mapping[str, str]
 ) -> EditRequest | IngressDrop:
@@ -215,135 +207,149 @@ def classify_edit(
     return EditRequest(target, body[:MAX_BODY_CHARS])
 
 
-def _edit_ingress(entity: Entity, live: LiveState, event: MatrixEvent) -> InboundMessage | IngressDrop:
-    """An edit is a new question only for the agent that answered the edited message, and only if that was
-    its latest answer in the conversation (editing an older question would rewrite history mid-way)."""
-    runtime = entity.runtime
-    edit = classify_edit(sender=event.sender, content=event.content, bot_user_ids=runtime.bot_user_ids)
-    if isinstance(edit, IngressDrop):
-        return _drop(entity, event, edit.reason)
-    answer = runtime.answers.for_question(entity.name, edit.target_event_id)
-    if answer is None or answer.requester_id != event.sender:
-        return _drop(entity, event, "edit of a message this entity did not answer")
-    latest = runtime.answers.latest(entity.name, answer.conversation)
-    if latest is None or latest.source_event_id != answer.source_event_id:
-        return _drop(
-            entity, event, "edit of an older message; only the latest question can be asked again", notable=True
-        )
-    envelope = MessageEnvelope(
-        source_event_id=event.event_id,
-        room_id=event.room_id,
-        thread_id=answer.thread_root,
-        resolved_thread_id=answer.thread_root,
-        requester_id=event.sender,
-        sender_id=event.sender,
-        body=edit.body,
-        attachment_ids=(),
-        mentioned_agents=(),
-        agent_name=entity.name,
-        source_kind="edit",
-    )
-    return InboundMessage(envelope, False, 0, False, None, replaces=answer)
-
-
-def message_ingress(
-    entity: Entity, live: LiveState, event: MatrixEvent, *, replay: bool = False
-) -> InboundMessage | IngressDrop:
-    """Accept one message for `entity`, or say why not; an accepted message is claimed in the journal.
-
-    Authorization comes before the claim, so nothing of a message that will not be answered is stored.
-    `replay` re-runs a turn a crash cut short: it is already claimed, and older than this run.
-    """
-    runtime = entity.runtime
-    card = _replied_card(runtime.approvals, event)
-    from_person = event.sender not in runtime.bot_user_ids.values()
-    if card is not None and from_person and _authorized(entity, live, event, event.sender):
-        return _approval_reply(entity, event, card)
-    if not replay and older_than_run(event.origin_server_ts, runtime.started_at_ms):
-        return _drop(entity, event, "older than this run")
-    if event.relation_type == "m.replace":
-        accepted = _edit_ingress(entity, live, event)
-        if isinstance(accepted, IngressDrop):
-            return accepted
-        return _claimed(entity, live, event, accepted, replay=replay)
-    accepted = classify_message(
-        entity=entity.name,
-        event_id=event.event_id,
-        room_id=event.room_id,
-        sender=event.sender,
-        content=event.content,
-        thread_root=event.thread_root,
-        is_edit=event.relation_type == "m.replace",
-        bot_user_ids=runtime.bot_user_ids,
-        mentioned=mentioned_agents(event.content, runtime.agent_user_ids, live.display_names),
-        room_mode=live.config.thread_mode(entity.name, runtime.room_keys(event.room_id)) == "room",
-    )
-    if isinstance(accepted, IngressDrop):
-        return _drop(entity, event, accepted.reason)
-    return _claimed(entity, live, event, accepted, replay=replay)
-
-
-def _replied_card(desk: ApprovalDesk | None, event: MatrixEvent) -> ApprovalRecord | None:
-    """The pending approval card this message replies to, if it is a reply (not a thread's fallback) to one."""
-    target = event.reply_to
-    if desk is None or target is None or event.relation.get("is_falling_back") is True:
-        return None
-    if event.relation_type == "m.replace":
-        return None
-    return desk.pending_card(target)
-
-
 async def _deny(desk: ApprovalDesk, entity: Entity, event: MatrixEvent, card: ApprovalRecord) -> None:
     await desk.decide(entity.client, card, "denied", event.sender, at_ms=event.origin_server_ts, reason=event.body)
 
 
-def _approval_reply(entity: Entity, event: MatrixEvent, card: ApprovalRecord) -> IngressDrop:
-    """A person replied to a pending card: that denies the call (the card's agent records it, once)."""
-    runtime = entity.runtime
-    desk = runtime.approvals
-    owner = entity.name == card.agent
-    if desk is not None and owner and runtime.journal.claim(entity.name, event.event_id):
-        entity.spawn(_deny(desk, entity, event, card), "approval reply")
-    return _drop(entity, event, "a reply to an approval card", notable=owner)
+@dataclass(frozen=True, slots=True)
+class Ingress:
+    """The stage every inbound message and reaction passes: it reads who is where, the answers and approvals
+    on record (and the journal, to take a card's answer once), the run's start and the bot-turn window."""
 
+    directory: Directory
+    stores: TurnStores
+    clock: RunClock
+    bot_turns: SlidingWindow
 
-def _claimed(
-    entity: Entity, live: LiveState, event: MatrixEvent, accepted: InboundMessage, *, replay: bool
-) -> InboundMessage | IngressDrop:
-    """Authorize, limit bot chatter, and claim the event in the journal (in that order: nothing is stored
-    of a message that will not be answered)."""
-    runtime = entity.runtime
-    if not _authorized(entity, live, event, accepted.envelope.requester_id):
-        # Every entity in the room sees the message; one of them says so.
-        responsible = entity.is_router or not runtime.router_in_room(event.room_id)
-        return _drop(entity, event, "unauthorized sender", notable=responsible)
-    if accepted.from_bot and not replay:
-        # The main timeline counts as one thread: every message there would otherwise start its own.
-        thread = accepted.envelope.thread_id
-        if not runtime.bot_turns.allow((entity.name, event.room_id, thread)):
-            return _drop(entity, event, "too many bot messages in this thread", notable=True)
-    if not replay and not runtime.journal.claim(entity.name, event.event_id, dataclasses.asdict(event)):
-        return _drop(entity, event, "already handled")
-    return accepted
+    def _authorized(self, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
+        directory = self.directory
+        return is_authorized(
+            live.config,
+            user_id,
+            directory.room_keys(event.room_id),
+            bot_user_ids=directory.bot_user_ids.values(),
+            managed=directory.is_managed(event.room_id),
+        )
 
+    def _older(self, event: MatrixEvent) -> bool:
+        return older_than_run(event.origin_server_ts, self.clock.started_at_ms)
 
-def _answers_pending_card(runtime: DaemonRuntime, event: MatrixEvent) -> bool:
-    """True for a reaction to a pending approval card (given while the daemon was down, it still counts)."""
-    target = event.related_event_id
-    return runtime.approvals is not None and target is not None and runtime.approvals.pending_card(target) is not None
+    def message(
+        self, entity: Entity, live: LiveState, event: MatrixEvent, *, replay: bool = False
+    ) -> InboundMessage | IngressDrop:
+        """Accept one message for `entity`, or say why not (the turn then claims it in the journal).
 
+        Authorization comes first, so nothing of a message that will not be answered is stored.
+        `replay` re-runs a turn a crash cut short: it is older than this run.
+        """
+        directory = self.directory
+        card = self._replied_card(event)
+        from_person = event.sender not in directory.bot_user_ids.values()
+        if card is not None and from_person and self._authorized(live, event, event.sender):
+            return self._approval_reply(entity, event, card)
+        if not replay and self._older(event):
+            return _drop(entity, event, "older than this run")
+        if event.relation_type == "m.replace":
+            edited = self._edit(entity, event)
+            if isinstance(edited, IngressDrop):
+                return edited
+            return self._admitted(entity, live, event, edited, replay=replay)
+        accepted = classify_message(
+            entity=entity.name,
+            event_id=event.event_id,
+            room_id=event.room_id,
+            sender=event.sender,
+            content=event.content,
+            thread_root=event.thread_root,
+            is_edit=False,
+            bot_user_ids=directory.bot_user_ids,
+            mentioned=mentioned_agents(event.content, directory.agent_user_ids, live.display_names),
+            room_mode=live.config.thread_mode(entity.name, directory.room_keys(event.room_id)) == "room",
+        )
+        if isinstance(accepted, IngressDrop):
+            return _drop(entity, event, accepted.reason)
+        return self._admitted(entity, live, event, accepted, replay=replay)
 
-def reaction_ingress(entity: Entity, live: LiveState, event: MatrixEvent) -> InboundReaction | IngressDrop:
-    """Accept one reaction for `entity`, or say why not (which entity acts on it is the caller's decision)."""
-    runtime = entity.runtime
-    if older_than_run(event.origin_server_ts, runtime.started_at_ms) and not _answers_pending_card(runtime, event):
-        return _drop(entity, event, "older than this run")
-    if event.sender in runtime.bot_user_ids.values():
-        return _drop(entity, event, "a bot's reaction")
-    target_event_id = event.related_event_id
-    key = event.reaction_key
-    if not target_event_id or not key:
-        return _drop(entity, event, "no target or key")
-    if not _authorized(entity, live, event, event.sender):
-        return _drop(entity, event, "unauthorized sender")
-    return InboundReaction(event, key, target_event_id)
+    def _edit(self, entity: Entity, event: MatrixEvent) -> InboundMessage | IngressDrop:
+        """An edit is a new question only for the agent that answered the edited message, and only if that was
+        its latest answer in the conversation (editing an older question would rewrite history mid-way)."""
+        edit = classify_edit(sender=event.sender, content=event.content, bot_user_ids=self.directory.bot_user_ids)
+        if isinstance(edit, IngressDrop):
+            return _drop(entity, event, edit.reason)
+        answers = self.stores.answers
+        answer = answers.for_question(entity.name, edit.target_event_id)
+        if answer is None or answer.requester_id != event.sender:
+            return _drop(entity, event, "edit of a message this entity did not answer")
+        latest = answers.latest(entity.name, answer.conversation)
+        if latest is None or latest.source_event_id != answer.source_event_id:
+            return _drop(
+                entity, event, "edit of an older message; only the latest question can be asked again", notable=True
+            )
+        envelope = MessageEnvelope(
+            source_event_id=event.event_id,
+            room_id=event.room_id,
+            thread_id=answer.thread_root,
+            resolved_thread_id=answer.thread_root,
+            requester_id=event.sender,
+            sender_id=event.sender,
+            body=edit.body,
+            attachment_ids=(),
+            mentioned_agents=(),
+            agent_name=entity.name,
+            source_kind="edit",
+        )
+        return InboundMessage(envelope, False, 0, False, None, replaces=answer)
+
+    def _replied_card(self, event: MatrixEvent) -> ApprovalRecord | None:
+        """The pending approval card this message replies to, if it is a reply (not a thread's fallback) to one."""
+        desk = self.stores.approvals
+        target = event.reply_to
+        if desk is None or target is None or event.relation.get("is_falling_back") is True:
+            return None
+        if event.relation_type == "m.replace":
+            return None
+        return desk.pending_card(target)
+
+    def _approval_reply(self, entity: Entity, event: MatrixEvent, card: ApprovalRecord) -> IngressDrop:
+        """A person replied to a pending card: that denies the call (the card's agent records it, once)."""
+        desk = self.stores.approvals
+        owner = entity.name == card.agent
+        if desk is not None and owner and self.stores.journal.claim(entity.name, event.event_id):
+            entity.spawn(_deny(desk, entity, event, card), "approval reply")
+        return _drop(entity, event, "a reply to an approval card", notable=owner)
+
+    def _admitted(
+        self, entity: Entity, live: LiveState, event: MatrixEvent, accepted: InboundMessage, *, replay: bool
+    ) -> InboundMessage | IngressDrop:
+        """Authorize the requester and limit bot chatter (both before the claim: nothing is stored of a message
+        that will not be answered)."""
+        if not self._authorized(live, event, accepted.envelope.requester_id):
+            # Every entity in the room sees the message; one of them says so.
+            responsible = entity.is_router or not self.directory.router_in_room(event.room_id)
+            return _drop(entity, event, "unauthorized sender", notable=responsible)
+        if accepted.from_bot and not replay:
+            # The main timeline counts as one thread: every message there would otherwise start its own.
+            thread = accepted.envelope.thread_id
+            if not self.bot_turns.allow((entity.name, event.room_id, thread)):
+                return _drop(entity, event, "too many bot messages in this thread", notable=True)
+        return accepted
+
+    def _answers_pending_card(self, event: MatrixEvent) -> bool:
+        """True for a reaction to a pending approval card (given while the daemon was down, it still counts)."""
+        desk = self.stores.approvals
+        target = event.related_event_id
+        return desk is not None and target is not None and desk.pending_card(target) is not None
+
+    def reaction(self, entity: Entity, live: LiveState, event: MatrixEvent) -> InboundReaction | IngressDrop:
+        """Accept one reaction for `entity`, or say why not (which entity acts on it is the caller's decision)."""
+        if self._older(event) and not self._answers_pending_card(event):
+            return _drop(entity, event, "older than this run")
+        if event.sender in self.directory.bot_user_ids.values():
+            return _drop(entity, event, "a bot's reaction")
+        target_event_id = event.related_event_id
+        key = event.reaction_key
+        if not target_event_id or not key:
+            return _drop(entity, event, "no target or key")
+        if not self._authorized(live, event, event.sender):
+            return _drop(entity, event, "unauthorized sender")
+        return InboundReaction(event, key, target_event_id)

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mindroom import ai
 from mindroom.bots.ingress import InboundMessage
 from mindroom.bots.runtime import Entity, LiveState
+from mindroom.bots.sharing import SharedWork
 from mindroom.constants import VOICE_PREFIX
 from mindroom.errors import MindroomError
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
 from mindroom.matrix.media import MediaTooLargeError, media_source
+from mindroom.state.attachments import AttachmentStore
 
-__all__ = ["MEDIA_KINDS", "NO_TRANSCRIPTION", "PreparedMedia", "prepare_media"]
+__all__ = ["MEDIA_KINDS", "NO_TRANSCRIPTION", "MediaIntake", "PreparedMedia"]
 
 logger = get_logger(__name__)
 
@@ -43,48 +46,56 @@ class PreparedMedia:
     image_ids: tuple[str, ...] = ()
 
 
-async def prepare_media(entity: Entity, live: LiveState, inbound: InboundMessage, event: MatrixEvent) -> InboundMessage:
-    """`inbound` with its attachment downloaded and its text made from it (unchanged for plain text)."""
-    envelope = inbound.envelope
-    if envelope.source_kind not in MEDIA_KINDS or media_source(event.content) is None:
-        return inbound
-    prepared: PreparedMedia = await entity.runtime.media.once(
-        event.event_id, lambda: _prepare(entity, live, event, envelope.source_kind)
-    )
-    new_envelope = dataclasses.replace(envelope, body=prepared.body, attachment_ids=prepared.attachment_ids)
-    return dataclasses.replace(inbound, envelope=new_envelope, image_ids=prepared.image_ids)
+@dataclass(frozen=True, slots=True)
+class MediaIntake:
+    """Makes a message with an attachment into a turn: the download and transcription shared by every entity
+    (`work`), the attachment store, and the environment the transcription provider reads."""
 
+    work: SharedWork
+    attachments: AttachmentStore
+    env: Mapping[str, str]
 
-async def _prepare(entity: Entity, live: LiveState, event: MatrixEvent, kind: str) -> PreparedMedia:
-    runtime = entity.runtime
-    limit = live.config.defaults.max_attachment_bytes
-    try:
-        media = await entity.client.download_media(event.content, limit)
-    except MediaTooLargeError:
-        logger.info("attachment too large", agent=entity.name, event_id=event.event_id, limit=limit)
-        return PreparedMedia(f"[An attachment arrived that is larger than this agent takes ({limit} bytes).]")
-    except MindroomError as exc:
-        logger.warning("attachment download failed", agent=entity.name, event_id=event.event_id, error=str(exc))
-        return PreparedMedia("[An attachment arrived that could not be downloaded.]")
-    info = await asyncio.to_thread(
-        runtime.attachments.put,
-        media.data,
-        name=media.name,
-        mimetype=media.mimetype,
-        room_id=event.room_id,
-        event_id=event.event_id,
-    )
-    ids = (info.attachment_id,)
-    caption = _caption(event, media.name)
-    if kind == "voice":
-        return PreparedMedia(
-            VOICE_PREFIX + await _transcript(entity, live, media.data, media.name, media.mimetype), ids
+    async def prepare(
+        self, entity: Entity, live: LiveState, inbound: InboundMessage, event: MatrixEvent
+    ) -> InboundMessage:
+        """`inbound` with its attachment downloaded and its text made from it (unchanged for plain text)."""
+        envelope = inbound.envelope
+        if envelope.source_kind not in MEDIA_KINDS or media_source(event.content) is None:
+            return inbound
+        prepared: PreparedMedia = await self.work.once(
+            event.event_id, lambda: self._prepare(entity, live, event, envelope.source_kind)
         )
-    if kind == "image":
-        return PreparedMedia(f"[image: {media.name}]" + (f" {caption}" if caption else ""), ids, ids)
-    kind_of = media.mimetype or "unknown type"
-    note = f"[{kind} attached: {media.name}, {kind_of}, {info.size} bytes; attachment {info.attachment_id}]"
-    return PreparedMedia(note + (f" {caption}" if caption else ""), ids)
+        new_envelope = dataclasses.replace(envelope, body=prepared.body, attachment_ids=prepared.attachment_ids)
+        return dataclasses.replace(inbound, envelope=new_envelope, image_ids=prepared.image_ids)
+
+    async def _prepare(self, entity: Entity, live: LiveState, event: MatrixEvent, kind: str) -> PreparedMedia:
+        limit = live.config.defaults.max_attachment_bytes
+        try:
+            media = await entity.client.download_media(event.content, limit)
+        except MediaTooLargeError:
+            logger.info("attachment too large", agent=entity.name, event_id=event.event_id, limit=limit)
+            return PreparedMedia(f"[An attachment arrived that is larger than this agent takes ({limit} bytes).]")
+        except MindroomError as exc:
+            logger.warning("attachment download failed", agent=entity.name, event_id=event.event_id, error=str(exc))
+            return PreparedMedia("[An attachment arrived that could not be downloaded.]")
+        info = await asyncio.to_thread(
+            self.attachments.put,
+            media.data,
+            name=media.name,
+            mimetype=media.mimetype,
+            room_id=event.room_id,
+            event_id=event.event_id,
+        )
+        ids = (info.attachment_id,)
+        caption = _caption(event, media.name)
+        if kind == "voice":
+            transcript = await _transcript(entity, live, media.data, media.name, media.mimetype, self.env)
+            return PreparedMedia(VOICE_PREFIX + transcript, ids)
+        if kind == "image":
+            return PreparedMedia(f"[image: {media.name}]" + (f" {caption}" if caption else ""), ids, ids)
+        kind_of = media.mimetype or "unknown type"
+        note = f"[{kind} attached: {media.name}, {kind_of}, {info.size} bytes; attachment {info.attachment_id}]"
+        return PreparedMedia(note + (f" {caption}" if caption else ""), ids)
 
 
 def _caption(event: MatrixEvent, name: str) -> str:
@@ -96,13 +107,15 @@ def _caption(event: MatrixEvent, name: str) -> str:
     return ""
 
 
-async def _transcript(entity: Entity, live: LiveState, audio: bytes, name: str, mimetype: str | None) -> str:
+async def _transcript(
+    entity: Entity, live: LiveState, audio: bytes, name: str, mimetype: str | None, env: Mapping[str, str]
+) -> str:
     voice = live.config.voice
     model = live.config.models.get(voice.model or "default")
     if model is None:
         return NO_TRANSCRIPTION
     try:
-        text = await ai.transcribe(model, voice.transcription_id, audio, name, mimetype, entity.runtime.env)
+        text = await ai.transcribe(model, voice.transcription_id, audio, name, mimetype, env)
     except ai.TranscriptionError:
         return "[A voice message arrived, but transcribing it failed. Say so, and ask for the message as text.]"
     if text is None:

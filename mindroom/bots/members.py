@@ -5,26 +5,30 @@ for events newer than this run: members present at startup are not announced. `c
 the pure part.
 
 Delivery is at least once. The event is claimed in the journal as pending (with its content) before the
-hooks run and completed after they return; a crash in between leaves it pending, and the next start
-delivers it again (`replay`). A completed event is never delivered again.
+hooks run and completed after they return (`claimed_turn`); a crash in between leaves it pending, and the
+next start delivers it again (`replay`). A completed event is never delivered again.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from mindroom.bots.capabilities import RunClock
+from mindroom.bots.directory import Directory
 from mindroom.bots.ingress import IngressDrop, older_than_run
-from mindroom.bots.runtime import Entity
+from mindroom.bots.lifecycle import claimed_turn
+from mindroom.bots.runtime import Entity, LiveCell
 from mindroom.hooks.context import RoomMemberJoinedContext, RoomMemberLeftContext
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_ROOM_MEMBER_JOINED, EVENT_ROOM_MEMBER_LEFT
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent, MatrixEventKind
 from mindroom.matrix.notices import is_daemon_account
+from mindroom.state.journal import TurnJournal
 
-__all__ = ["MemberChange", "classify_member_event", "handle_member_event"]
+__all__ = ["MemberChange", "MemberHandler", "classify_member_event"]
 
 logger = get_logger(__name__)
 
@@ -68,47 +72,58 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-async def handle_member_event(entity: Entity, event: MatrixEvent, *, replay: bool = False) -> None:
-    """Fire `room:member_joined` or `room:member_left` for one membership event, if it is one (router only)."""
-    if not entity.is_router:
-        return
-    runtime = entity.runtime
-    live = runtime.live
-    change = classify_member_event(
-        event,
-        started_at_ms=runtime.started_at_ms,
-        bot_user_ids=set(runtime.bot_user_ids.values()),
-        server_name=entity.client.server_name,
-        account_prefix=entity.client.account_prefix,
-        replay=replay,
-    )
-    if isinstance(change, IngressDrop):
-        logger.debug("membership event ignored", agent=entity.name, event_id=event.event_id, reason=change.reason)
-        event_name = None
-    else:
-        event_name = EVENT_ROOM_MEMBER_JOINED if change == "joined" else EVENT_ROOM_MEMBER_LEFT
-    if event_name is None or not live.registry.has_hooks(event_name):
-        if replay:  # nothing (any more) to deliver: the pending claim is done
-            runtime.journal.complete(entity.name, event.event_id)
-        return
-    if not replay and not runtime.journal.claim(entity.name, event.event_id, dataclasses.asdict(event)):
-        return
-    # A join carries the new name and avatar; a leave's content has none, so they come from before it.
-    profile = event.content if change == "joined" else event.prev_content or {}
-    context = RoomMemberJoinedContext if change == "joined" else RoomMemberLeftContext
-    ctx = context(
-        agent_name=entity.name,
-        room_id=event.room_id,
-        event_id=event.event_id,
-        user_id=event.state_key or "",
-        sender_id=event.sender,
-        display_name=_str(profile.get("displayname")),
-        avatar_url=_str(profile.get("avatar_url")),
-        membership=event.membership or "",
-        prev_membership=event.prev_membership,
-        correlation_id=event.event_id,
-        **entity.bindings(live).fields(),
-    )
-    logger.info("room member changed", agent=entity.name, room_id=event.room_id, user_id=ctx.user_id, change=change)
-    await emit(live.registry, event_name, ctx)
-    runtime.journal.complete(entity.name, event.event_id)
+@dataclass(frozen=True, slots=True)
+class MemberHandler:
+    """The handler of membership events (given to the router): the live cell, the run's clock, who is where
+    (the daemon's own accounts), and the journal that holds each delivery's claim."""
+
+    cell: LiveCell
+    clock: RunClock
+    directory: Directory
+    journal: TurnJournal
+
+    async def __call__(self, entity: Entity, event: MatrixEvent, *, replay: bool = False) -> None:
+        """Fire `room:member_joined` or `room:member_left` for one membership event, if it is one (router only)."""
+        if not entity.is_router:
+            return
+        live = self.cell.live
+        change = classify_member_event(
+            event,
+            started_at_ms=self.clock.started_at_ms,
+            bot_user_ids=set(self.directory.bot_user_ids.values()),
+            server_name=entity.client.server_name,
+            account_prefix=entity.client.account_prefix,
+            replay=replay,
+        )
+        if isinstance(change, IngressDrop):
+            logger.debug("membership event ignored", agent=entity.name, event_id=event.event_id, reason=change.reason)
+            event_name = None
+        else:
+            event_name = EVENT_ROOM_MEMBER_JOINED if change == "joined" else EVENT_ROOM_MEMBER_LEFT
+        if event_name is None or not live.registry.has_hooks(event_name):
+            if replay:  # nothing (any more) to deliver: the pending claim is done
+                self.journal.complete(entity.name, event.event_id)
+            return
+        with claimed_turn(self.journal, entity.name, event, replay=replay) as claimed:
+            if not claimed:
+                return
+            # A join carries the new name and avatar; a leave's content has none, so they come from before it.
+            profile = event.content if change == "joined" else event.prev_content or {}
+            context = RoomMemberJoinedContext if change == "joined" else RoomMemberLeftContext
+            ctx = context(
+                agent_name=entity.name,
+                room_id=event.room_id,
+                event_id=event.event_id,
+                user_id=event.state_key or "",
+                sender_id=event.sender,
+                display_name=_str(profile.get("displayname")),
+                avatar_url=_str(profile.get("avatar_url")),
+                membership=event.membership or "",
+                prev_membership=event.prev_membership,
+                correlation_id=event.event_id,
+                **entity.bindings(live).fields(),
+            )
+            logger.info(
+                "room member changed", agent=entity.name, room_id=event.room_id, user_id=ctx.user_id, change=change
+            )
+            await emit(live.registry, event_name, ctx)

@@ -1,16 +1,17 @@
 """After a crash: mark streamed answers that never finished, then finish the turns that never completed
-(and deliver again the membership events whose hooks had not returned)."""
+(and deliver again the membership events whose hooks had not returned), through the handlers the
+orchestrator gave the bot.
+"""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 
-from mindroom.bots.commands import CommandTable
-from mindroom.bots.members import handle_member_event
-from mindroom.bots.runtime import Entity
-from mindroom.bots.turn import handle_message_event
+from mindroom.bots.runtime import Entity, EventHandler
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent, MatrixEventKind
+from mindroom.state.journal import TurnJournal
 
 __all__ = ["INTERRUPTED_TEXT", "recover_interrupted"]
 
@@ -19,9 +20,10 @@ logger = get_logger(__name__)
 INTERRUPTED_TEXT = "(This answer was interrupted when the service restarted. Please ask again.)"
 
 
-async def recover_interrupted(entity: Entity, commands: CommandTable) -> None:
+async def recover_interrupted(
+    entity: Entity, journal: TurnJournal, handlers: Mapping[MatrixEventKind, EventHandler]
+) -> None:
     """Mark this entity's unfinished streamed answers as interrupted, then replay its unfinished turns."""
-    journal = entity.runtime.journal
     interrupted: set[str] = set()
     for answer in journal.open_answers(entity.name):
         interrupted.add(answer.source_event_id)
@@ -44,9 +46,13 @@ async def recover_interrupted(entity: Entity, commands: CommandTable) -> None:
             journal.complete(entity.name, pending.event_id)
             continue
         event = MatrixEvent(**pending.event)
+        handler = handlers.get(event.kind)
+        if handler is None:  # this entity no longer handles such events: nothing left to finish
+            logger.info("pending event no longer handled", agent=entity.name, event_id=event.event_id)
+            journal.complete(entity.name, event.event_id)
+            continue
         if event.kind is MatrixEventKind.MEMBER:
             logger.info("membership event delivered again", agent=entity.name, event_id=event.event_id)
-            entity.spawn(handle_member_event(entity, event, replay=True), "replay")
-            continue
-        logger.info("finishing a turn cut short by a restart", agent=entity.name, event_id=pending.event_id)
-        entity.spawn(handle_message_event(entity, event, commands, replay=True), "replay")
+        else:
+            logger.info("finishing a turn cut short by a restart", agent=entity.name, event_id=pending.event_id)
+        entity.spawn(handler(entity, event, replay=True), "replay")

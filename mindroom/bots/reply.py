@@ -8,6 +8,9 @@ one Matrix event holds continues in further messages of the same thread.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from mindroom.bots.formatting import split_message, to_html
@@ -17,13 +20,17 @@ from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
 
-__all__ = ["CONTINUED_NOTE", "ReplyChannel", "SendKind"]
+__all__ = ["CONTINUED_NOTE", "TYPING_DELAY_S", "TYPING_RENEW_S", "ReplyChannel", "SendKind", "typing_notice"]
 
 logger = get_logger(__name__)
 
 SendKind = Literal["reply", "stream", "error"]
 CONTINUED_NOTE = " …"
 """Ends a streaming preview that is longer than one message; the final answer continues below it."""
+TYPING_RENEW_S = 20.0
+"""A typing notice lasts 30 s; it is renewed before that while the model is still working."""
+TYPING_DELAY_S = 0.3
+"""How long the model works before the typing notice is shown."""
 
 
 class ReplyChannel:
@@ -120,7 +127,6 @@ class ReplyChannel:
         logger.warning("answered with an error", event_id=self.envelope.source_event_id, problem=message)
         if edit_event_id is not None:
             await self.edit(edit_event_id, text)
-            self.entity.runtime.journal.end_answer(edit_event_id)
         else:
             await self.reply(text, None, kind="error")
 
@@ -134,3 +140,30 @@ class ReplyChannel:
             await self.entity.client.set_typing(self.envelope.room_id, on)
         except Exception as exc:  # a typing notice is decoration: never let it fail the answer
             logger.debug("typing notice failed", agent=self.entity.name, error=str(exc))
+
+
+@contextlib.asynccontextmanager
+async def typing_notice(channel: ReplyChannel) -> AsyncIterator[None]:
+    """A typing notice while the model works, renewed before it lapses, cleared at the end.
+
+    It starts after `TYPING_DELAY_S`: an answer ready sooner would only flash the notice, and costs two
+    requests to the homeserver fewer.
+    """
+    shown = False
+
+    async def renew() -> None:
+        nonlocal shown
+        await asyncio.sleep(TYPING_DELAY_S)
+        while True:
+            shown = True
+            await channel.typing(True)
+            await asyncio.sleep(TYPING_RENEW_S)
+
+    task = asyncio.create_task(renew(), name=f"typing-{channel.entity.name}")
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        if shown:
+            await channel.typing(False)

@@ -1,6 +1,7 @@
 """One agent's answer to one message: enrich -> generate -> before_response -> deliver -> after_response.
 
-Every stage runs on the one `LiveState` the turn took at its start.
+Every stage runs on the one `LiveState` the turn took at its start. `Responder` holds what answering
+declares: the turn's stores and the paths (data directory, environment) the model layer reads.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from mindroom import ai
@@ -21,11 +21,14 @@ from mindroom.bots.answer_events import (
     system_context,
 )
 from mindroom.bots.approvals import ApprovalSeat
+from mindroom.bots.capabilities import TurnStores
 from mindroom.bots.fairness import QueueFullError
-from mindroom.bots.reply import ReplyChannel
+from mindroom.bots.lifecycle import OpenAnswer, open_answer
+from mindroom.bots.reply import ReplyChannel, typing_notice
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
 from mindroom.bots.streaming import Streamed, stream_to_matrix
 from mindroom.config.main import ModelConfig
+from mindroom.constants import RuntimePaths
 from mindroom.hooks.context import (
     AfterResponseContext,
     BeforeResponseContext,
@@ -46,16 +49,11 @@ from mindroom.state.answers import AnswerRecord
 from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 
-__all__ = ["TYPING_DELAY_S", "TYPING_RENEW_S", "Turn", "respond", "session_id"]
+__all__ = ["Responder", "Turn", "session_id"]
 
 logger = get_logger(__name__)
 
 _STOP_REASONS = {STOPPED_NOTE: "cancelled_by_user", INTERRUPTED_NOTE: "interrupted"}
-
-TYPING_RENEW_S = 20.0
-"""A typing notice lasts 30 s; it is renewed before that while the model is still working."""
-TYPING_DELAY_S = 0.3
-"""How long the model works before the typing notice is shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +81,8 @@ class _Turn:
     channel: ReplyChannel
     replaces: AnswerRecord | None
     image_ids: tuple[str, ...]
+    stores: TurnStores
+    paths: RuntimePaths
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,82 +94,104 @@ class _Generated:
     """Why the answer ended early (a stop reaction, shutdown), if it did: reported as `message:cancelled`."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    """An answer that ends without delivery: why (reported as `message:cancelled` when given), and what shows it."""
+
+    reason: str | None
+    visible_event_id: str | None = None
+
+
 def session_id(envelope: MessageEnvelope) -> str:
     """The conversation a message belongs to: its thread, or the room when answers go to the main timeline."""
     thread = envelope.resolved_thread_id
     return envelope.room_id if thread is None else f"{envelope.room_id}:{thread}"
 
 
-async def respond(entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
-    """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
-    if entity.name not in live.config.agents:
+@dataclass(frozen=True, slots=True)
+class Responder:
+    """Answers for the pipeline, with the turn's stores (the journal's open answer, the answers given,
+    attachments, approvals) and the paths the model layer reads (data directory, environment)."""
+
+    stores: TurnStores
+    paths: RuntimePaths
+
+    async def respond(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
+        """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
+        if entity.name not in live.config.agents:
+            return
+        agent = live.config.agents[entity.name]
+        markdown = agent.resolved(live.config.defaults).markdown
+        channel = ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown)
+        turn = _Turn(
+            entity,
+            live,
+            envelope,
+            given.correlation_id,
+            given.bindings,
+            channel,
+            given.replaces,
+            given.image_ids,
+            self.stores,
+            self.paths,
+        )
+        if given.replaces is not None:
+            # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
+            entity.request_stop(given.replaces.response_event_id)
+        try:
+            # The exit stack closes first: a turn stored after its reply still finishes before the thread's next turn.
+            async with (
+                entity.turn_slot(envelope.room_id, envelope.resolved_thread_id or envelope.room_id),
+                contextlib.AsyncExitStack() as after_reply,
+            ):
+                await _answer(turn, after_reply)
+        except QueueFullError:
+            logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
+
+
+async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
+    """The stages of one answer, in its thread's slot; a streamed answer's record lives as long as `answer`."""
+    entity, live, envelope = turn.entity, turn.live, turn.envelope
+    started = time.perf_counter()
+    items = await _enrich(turn)
+    system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id)
+    probe = SessionProbe(entity, live, session_id(envelope), turn.paths.storage_root, turn.stores.session_url)
+    await probe.before()
+    # Pushed first, so it runs last: after the run is stored (an early answer stores after its reply).
+    after_reply.push_async_callback(probe.after, envelope, turn.bindings, turn.correlation_id)
+    journal = turn.stores.journal
+    thread = envelope.resolved_thread_id
+    stopped: str | None = None
+    # A streamed answer's record ends on the way out of this block, whichever way the answer went.
+    with open_answer(journal, entity.name, envelope.room_id, envelope.source_event_id, thread) as answer:
+        async with typing_notice(turn.channel):
+            generated = await _generate(turn, items, system, after_reply, answer)
+        if isinstance(generated, _Ended):
+            outcome: ResponseResult | _Ended = generated
+        else:
+            outcome = await _final(turn, generated)
+            stopped = generated.cancelled
+    if isinstance(outcome, _Ended):
+        if outcome.reason is not None:
+            await _cancelled(turn, outcome.reason, outcome.visible_event_id)
         return
-    agent = live.config.agents[entity.name]
-    markdown = agent.resolved(live.config.defaults).markdown
-    channel = ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown)
-    turn = _Turn(entity, live, envelope, given.correlation_id, given.bindings, channel, given.replaces, given.image_ids)
-    if given.replaces is not None:
-        # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
-        entity.request_stop(given.replaces.response_event_id)
+    entity.metrics.record_answer(time.perf_counter() - started)
+    if stopped is not None:
+        await _cancelled(turn, stopped, outcome.response_event_id)
+        return
+    await _report(turn, outcome)
+
+
+async def _final(turn: _Turn, generated: _Generated) -> ResponseResult | _Ended:
+    """`message:before_response`, then the delivery; or why there is none."""
+    draft = await _transform(turn, generated)
+    if isinstance(draft, _Ended):
+        return draft
     try:
-        # The exit stack closes first: a turn stored after its reply still finishes before the thread's next turn.
-        async with (
-            entity.turn_slot(envelope.room_id, envelope.resolved_thread_id or envelope.room_id),
-            contextlib.AsyncExitStack() as after_reply,
-        ):
-            started = time.perf_counter()
-            items = await _enrich(turn)
-            system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id)
-            probe = SessionProbe(entity, live, session_id(envelope))
-            await probe.before()
-            # Pushed first, so it runs last: after the run is stored (an early answer stores after its reply).
-            after_reply.push_async_callback(probe.after, envelope, turn.bindings, turn.correlation_id)
-            async with _typing(channel):
-                generated = await _generate(turn, items, system, after_reply)
-            if generated is None:
-                return
-            draft = await _transform(turn, generated)
-            if draft is None:
-                return
-            try:
-                result = await _deliver(turn, generated, draft)
-            except MatrixError:
-                await _cancelled(turn, "delivery_failed", generated.stream_event_id)
-                raise
-            entity.metrics.record_answer(time.perf_counter() - started)
-            if generated.cancelled is not None:
-                await _cancelled(turn, generated.cancelled, result.response_event_id)
-                return
-            await _report(turn, result)
-    except QueueFullError:
-        logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
-
-
-@contextlib.asynccontextmanager
-async def _typing(channel: ReplyChannel) -> AsyncIterator[None]:
-    """A typing notice while the model works, renewed before it lapses, cleared at the end.
-
-    It starts after `TYPING_DELAY_S`: an answer ready sooner would only flash the notice, and costs two
-    requests to the homeserver fewer.
-    """
-    shown = False
-
-    async def renew() -> None:
-        nonlocal shown
-        await asyncio.sleep(TYPING_DELAY_S)
-        while True:
-            shown = True
-            await channel.typing(True)
-            await asyncio.sleep(TYPING_RENEW_S)
-
-    task = asyncio.create_task(renew(), name=f"typing-{channel.entity.name}")
-    try:
-        yield
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        if shown:
-            await channel.typing(False)
+        return await _deliver(turn, generated, draft)
+    except MatrixError:
+        await _cancelled(turn, "delivery_failed", generated.stream_event_id)
+        raise
 
 
 def _opens_conversation(turn: _Turn) -> bool:
@@ -192,30 +214,35 @@ async def _enrich(turn: _Turn) -> list[EnrichmentItem]:
 
 
 async def _generate(
-    turn: _Turn, items: list[EnrichmentItem], system: str, after_reply: contextlib.AsyncExitStack
-) -> _Generated | None:
-    """Run the model (streamed into Matrix, or whole); None when it failed and the error was answered."""
+    turn: _Turn, items: list[EnrichmentItem], system: str, after_reply: contextlib.AsyncExitStack, answer: OpenAnswer
+) -> _Generated | _Ended:
+    """Run the model (streamed into Matrix, or whole); `_Ended` when it failed and the error was answered."""
     entity, live, envelope = turn.entity, turn.live, turn.envelope
     config = live.config
     agent = config.agents[entity.name]
     model = config.models.get(agent.model)
     if model is None:
         await turn.channel.error(f"No model named {agent.model!r} is configured.")
-        return None
+        return _Ended(None)
     settings = agent.resolved(config.defaults)
-    runtime = entity.runtime
+    storage_root, env, database_url = turn.paths.storage_root, turn.paths.env_values, turn.stores.session_url
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
     if turn.replaces is not None:
         await ai.forget_turn(
-            entity.name,
-            session_id(envelope),
-            question,
-            storage_root=runtime.runtime_paths.storage_root,
-            database_url=runtime.session_url,
+            entity.name, session_id(envelope), question, storage_root=storage_root, database_url=database_url
         )
     if settings.num_history_runs > 0 and not _opens_conversation(turn):
         await compact_before_answer(
-            entity, live, envelope, turn.bindings, turn.correlation_id, model, settings.num_history_runs
+            entity,
+            live,
+            envelope,
+            turn.bindings,
+            turn.correlation_id,
+            model,
+            settings.num_history_runs,
+            storage_root=storage_root,
+            env=env,
+            database_url=database_url,
         )
     images, image_notes = await _images(turn, model)
     request = ai.GenerationRequest(
@@ -248,32 +275,35 @@ async def _generate(
         approval_requester=_approvals(turn, agent.display_name),
         **turn.bindings.tool_runtime_fields(),
     )
-    streamed = Streamed("", None)
     try:
         with bind_runtime_context(tool_context):
             if settings.enable_streaming:
                 existing = turn.replaces.response_event_id if turn.replaces is not None else None
-                streamed = await stream_to_matrix(turn.channel, live, request, runtime.env, existing)
-            else:
-                answer = await ai.generate_early(
+                streamed = await stream_to_matrix(
+                    turn.channel,
+                    live,
                     request,
-                    storage_root=runtime.runtime_paths.storage_root,
-                    env=runtime.env,
-                    database_url=runtime.session_url,
+                    answer,
+                    storage_root=storage_root,
+                    env=env,
+                    database_url=database_url,
+                    existing_event_id=existing,
                 )
-                after_reply.push_async_callback(answer.stored)
-                streamed = Streamed(answer.text, None)
+            else:
+                early = await ai.generate_early(request, storage_root=storage_root, env=env, database_url=database_url)
+                after_reply.push_async_callback(early.stored)
+                streamed = Streamed(early.text, None)
     except (GenerationError, ModelConfigError) as exc:
-        await turn.channel.error(str(exc), edit_event_id=streamed.event_id)
-        await _cancelled(turn, str(exc), streamed.event_id)
-        return None
+        # The error takes the place of what the stream showed so far.
+        await turn.channel.error(str(exc), edit_event_id=answer.event_id)
+        return _Ended(str(exc), answer.event_id)
     draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), None, envelope)
     return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""))
 
 
 def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
     """How this turn's tool gates ask a person: on a card the agent posts in the conversation."""
-    desk = turn.entity.runtime.approvals
+    desk = turn.stores.approvals
     if desk is None:
         return None
     envelope = turn.envelope
@@ -294,7 +324,7 @@ async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ai.ImageInput,
     """The message's images for a model that takes them; for one that does not, a note on what arrived."""
     if not turn.image_ids:
         return (), ""
-    store = turn.entity.runtime.attachments
+    store = turn.stores.attachments
     found = [item for item in [await asyncio.to_thread(store.read, i) for i in turn.image_ids] if item is not None]
     if ai.supports_vision(model):
         return tuple(ai.ImageInput(item.data, item.info.mimetype) for item in found), ""
@@ -302,8 +332,8 @@ async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ai.ImageInput,
     return (), "\n[The sender attached images this model cannot see: " + "; ".join(notes) + ".]"
 
 
-async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | None:
-    """`message:before_response`; None when a hook suppressed the answer (a streamed one is removed)."""
+async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | _Ended:
+    """`message:before_response`; `_Ended` when a hook suppressed the answer (a streamed one is removed)."""
     ctx = BeforeResponseContext(
         envelope=turn.envelope,
         draft=generated.draft,
@@ -315,10 +345,8 @@ async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | None
         return draft
     if generated.stream_event_id is not None:
         await turn.channel.redact(generated.stream_event_id, "response suppressed")
-        turn.entity.runtime.journal.end_answer(generated.stream_event_id)
     logger.info("response suppressed by a hook", event_id=turn.envelope.source_event_id)
-    await _cancelled(turn, "suppressed_by_hook")
-    return None
+    return _Ended("suppressed_by_hook")
 
 
 async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> ResponseResult:
@@ -329,7 +357,6 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> 
     if generated.stream_event_id is not None:
         text = await final_text(turn.live, turn.envelope, turn.bindings, turn.correlation_id, text, draft.response_kind)
         await turn.channel.edit(generated.stream_event_id, text, draft.extra_content)
-        turn.entity.runtime.journal.end_answer(generated.stream_event_id)
         event_id, delivery = generated.stream_event_id, "edited"
     elif replaced is not None:
         await turn.channel.edit(replaced, text, draft.extra_content)
@@ -339,7 +366,7 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> 
         delivery = "sent"
     envelope = turn.envelope
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
-    turn.entity.runtime.answers.record(
+    turn.stores.answers.record(
         AnswerRecord(
             turn.entity.name,
             question,

@@ -1,58 +1,45 @@
-"""What every bot shares: the live state (one frozen value, swapped whole), the journal, rooms, and `Entity`.
+"""The pipeline's shared types: the live state and its cell, `Entity`, and the handler the orchestrator injects.
 
-`LiveState` is one generation of what a reload replaces. `DaemonRuntime.live` is the only reference a
-reload swaps, so a turn that reads it once at its start sees one config, one hook registry and one
-tool catalogue throughout, however long it waits for its slot.
+`LiveState` is one generation of what a reload replaces. `LiveCell.live` is the only reference a reload
+swaps, so a turn that reads it once at its start sees one config, one hook registry and one tool
+catalogue throughout, however long it waits for its slot.
 
 `Entity` is what the pipeline needs of a bot. The pipeline modules type against it, so none of them
-imports the bot class (the orchestrator injects the pipeline's handlers into each bot).
+imports the bot class (the orchestrator injects the pipeline's handlers into each bot). It carries no
+holder of the daemon's services: each stage is handed the capabilities it declares by the orchestrator.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Awaitable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.authorization import room_keys_for
-from mindroom.bots.coordination import TurnCoordinator
-from mindroom.bots.limits import SlidingWindow
-from mindroom.bots.recent import RecentMessages
-from mindroom.bots.sharing import SharedWork
+from mindroom.bots.client import BotClient
 from mindroom.config.main import Config
-from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.hooks.context import HookBindings
 from mindroom.hooks.registry import HookRegistry
-from mindroom.matrix import MatrixBotClient
+from mindroom.matrix import MatrixEvent
 from mindroom.plugins.loader import Plugin
 from mindroom.plugins.skills import SkillCatalog
-from mindroom.state.answers import AnswerLog
-from mindroom.state.attachments import AttachmentStore
-from mindroom.state.journal import TurnJournal
-from mindroom.state.rooms import RoomMemory
 from mindroom.tool_system.catalog import ToolCatalog
 
 __all__ = [
-    "BOT_TURNS_PER_THREAD",
-    "BOT_TURN_WINDOW_S",
     "INTERRUPTED_NOTE",
     "STOPPED_NOTE",
     "BotMetrics",
-    "DaemonRuntime",
     "Entity",
+    "EventHandler",
+    "LiveCell",
     "LiveState",
     "StreamState",
 ]
 
 STOPPED_NOTE = "(stopped)"
 INTERRUPTED_NOTE = "(interrupted: the agent is shutting down)"
-BOT_TURNS_PER_THREAD = 10
-BOT_TURN_WINDOW_S = 60.0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -71,6 +58,20 @@ class LiveState:
     def display_names(self) -> dict[str, str]:
         """Agent name -> display name."""
         return {name: agent.display_name for name, agent in self.config.agents.items()}
+
+
+class LiveCell:
+    """The one mutable holder of what is live: a reload replaces `live` (one reference), nothing else."""
+
+    __slots__ = ("live",)
+
+    def __init__(self, live: LiveState) -> None:
+        self.live = live
+
+    def swap(self, new: LiveState) -> LiveState:
+        """Make `new` the live state in one assignment; returns the state it replaced."""
+        old, self.live = self.live, new
+        return old
 
 
 @dataclass(slots=True)
@@ -116,11 +117,7 @@ class Entity(Protocol):
         """True for the router."""
 
     @property
-    def runtime(self) -> DaemonRuntime:
-        """The services every bot shares."""
-
-    @property
-    def client(self) -> MatrixBotClient:
+    def client(self) -> BotClient:
         """This account's Matrix client."""
 
     @property
@@ -157,60 +154,12 @@ class Entity(Protocol):
         """Events being handled right now."""
 
 
-@dataclass(slots=True, eq=False)
-class DaemonRuntime:
-    """The one mutable holder of what is live: a reload replaces `live` (one reference), nothing else."""
+class EventHandler(Protocol):
+    """What the orchestrator injects per event kind: run one event as seen by one entity.
 
-    live: LiveState
-    runtime_paths: RuntimePaths
-    env: Mapping[str, str]
-    server_name: str
-    journal: TurnJournal
-    room_memory: RoomMemory
-    answers: AnswerLog
-    attachments: AttachmentStore
-    coordinator: TurnCoordinator = field(default_factory=TurnCoordinator)
-    bots: Mapping[str, Entity] = field(default_factory=dict)
-    """Every running entity by name (filled and changed by the orchestrator only)."""
-    bot_user_ids: dict[str, str] = field(default_factory=dict)
-    room_ids: dict[str, str] = field(default_factory=dict)
-    started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    recent: RecentMessages = field(default_factory=RecentMessages)
-    """The last messages of each conversation, for hooks' snapshot reads."""
-    media: SharedWork = field(default_factory=SharedWork)
-    """Each event's attachment, downloaded and transcribed once for every entity that handles it."""
-    bot_turns: SlidingWindow = field(default_factory=lambda: SlidingWindow(BOT_TURNS_PER_THREAD, BOT_TURN_WINDOW_S))
-    """Turns started by other bots' messages, per entity and thread (two bots cannot talk without end)."""
-    approvals: ApprovalDesk | None = None
-    """Tool-call approvals asked on cards (None: gates that ask a person are denied)."""
-    session_url: str | None = None
-    """The state's PostgreSQL database, where agents' sessions live too; None: SQLite files under the data dir."""
+    `replay` re-runs an event a crash cut short (already claimed, older than this run); recovery calls
+    the same handlers the bots were given.
+    """
 
-    @property
-    def agent_user_ids(self) -> dict[str, str]:
-        """Agent name -> Matrix user id (the router excluded)."""
-        return {name: user for name, user in self.bot_user_ids.items() if name != ROUTER_AGENT_NAME}
-
-    def room_keys(self, room_id: str) -> set[str]:
-        """Every name config may give this room: its id, the config keys naming it, and their aliases."""
-        keys = [key for key, rid in self.room_ids.items() if rid == room_id]
-        aliases = [key if key.startswith("#") else f"#{key}:{self.server_name}" for key in keys]
-        return room_keys_for(room_id, aliases, self.server_name) | set(keys)
-
-    def is_managed(self, room_id: str) -> bool:
-        """True for a room the daemon manages (named in config), not one an agent was only invited into."""
-        return room_id in self.room_ids.values()
-
-    def agents_in_room(self, room_id: str, config: Config) -> tuple[str, ...]:
-        """Agents of this room in config order: configured for it, or invited into it (running bots only)."""
-        keys = self.room_keys(room_id)
-        return tuple(
-            name
-            for name, agent in config.agents.items()
-            if name in self.bots
-            and (any(room in keys for room in agent.rooms) or room_id in self.bots[name].joined_rooms)
-        )
-
-    def router_in_room(self, room_id: str) -> bool:
-        """True when the router manages this room (it joins every configured room)."""
-        return self.is_managed(room_id) and ROUTER_AGENT_NAME in self.bots
+    def __call__(self, entity: Entity, event: MatrixEvent, /, *, replay: bool = False) -> Awaitable[None]:
+        """Handle `event` for `entity`."""

@@ -6,8 +6,10 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from mindroom import ai
+from mindroom.bots.lifecycle import OpenAnswer
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import LiveState
 from mindroom.logging_config import get_logger
@@ -31,10 +33,14 @@ async def stream_to_matrix(
     channel: ReplyChannel,
     live: LiveState,
     request: ai.GenerationRequest,
+    answer: OpenAnswer,
+    *,
+    storage_root: Path,
     env: Mapping[str, str],
+    database_url: str | None = None,
     existing_event_id: str | None = None,
 ) -> Streamed:
-    """Stream the answer into one message, edited as text arrives.
+    """Stream the answer into one message, edited as text arrives (its journal record is kept in `answer`).
 
     With `existing_event_id` (a question was edited) the earlier answer is edited instead of a new one sent.
 
@@ -44,17 +50,13 @@ async def stream_to_matrix(
     """
     entity = channel.entity
     envelope = channel.envelope
-    journal = entity.runtime.journal
     interval = live.config.defaults.streaming_edit_interval_ms / 1000.0
     text = ""
     event_id: str | None = None
     shown = ""
     last_edit = 0.0
     deltas: asyncio.Queue[str | None] = asyncio.Queue()
-    runtime = entity.runtime
-    stream = ai.stream_generate(
-        request, storage_root=runtime.runtime_paths.storage_root, env=env, database_url=runtime.session_url
-    )
+    stream = ai.stream_generate(request, storage_root=storage_root, env=env, database_url=database_url)
 
     async def read() -> None:
         try:
@@ -81,16 +83,14 @@ async def stream_to_matrix(
                 now = time.monotonic()
                 if event_id is None and existing_event_id is not None:
                     event_id = stream_state.event_id = existing_event_id
+                    answer.shown_in(event_id)
                     await channel.edit_now(event_id, text + STREAM_CURSOR)
                     shown, last_edit = text, now
                 elif event_id is None:
                     # Recorded before sending, so a crash mid-send still leaves the answer to be marked.
-                    txn_id = channel.txn_id("stream")
-                    journal.begin_answer(
-                        entity.name, envelope.room_id, txn_id, envelope.source_event_id, envelope.resolved_thread_id
-                    )
+                    answer.begin(channel.txn_id("stream"))
                     event_id = await channel.reply(text + STREAM_CURSOR, None, kind="stream")
-                    journal.answer_sent(txn_id, event_id)
+                    answer.sent(event_id)
                     stream_state.event_id = event_id
                     shown, last_edit = text, now
                 elif now - last_edit >= interval and text != shown:

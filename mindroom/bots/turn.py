@@ -1,32 +1,39 @@
 """One message through the pipeline, in order. This module owns the order in which hooks fire:
 
-ingress -> message:received -> commands -> routing -> respond
+ingress -> claim -> message:received -> commands -> routing -> respond
 (respond: message:enrich -> generate -> message:before_response -> send -> message:after_response)
 
-A turn reads the live state once, at its start, and runs on that one generation to its end.
+A turn reads the live state once, at its start, and runs on that one generation to its end. The claim
+is a context manager (`claimed_turn`): whatever way the turn ends, it is completed, unless shutdown
+cancelled it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import structlog
 
 from mindroom import ai
 from mindroom.bots.commands import CommandTable, handle_command, is_command
-from mindroom.bots.ingress import InboundMessage, IngressDrop, message_ingress
-from mindroom.bots.media import prepare_media
-from mindroom.bots.respond import Turn, respond
+from mindroom.bots.coordination import TurnCoordinator
+from mindroom.bots.directory import Directory
+from mindroom.bots.ingress import InboundMessage, Ingress, IngressDrop
+from mindroom.bots.lifecycle import claimed_turn
+from mindroom.bots.media import MediaIntake
+from mindroom.bots.respond import Responder, Turn
 from mindroom.bots.routing import decide_route
-from mindroom.bots.runtime import Entity, LiveState
+from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.hooks.context import HookBindings, MessageEnvelope, MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
+from mindroom.state.journal import TurnJournal
 
-__all__ = ["ASSIGNMENT_TIMEOUT_S", "ORDERED_ANSWER_TIMEOUT_S", "handle_message_event", "stable_correlation_id"]
+__all__ = ["ASSIGNMENT_TIMEOUT_S", "ORDERED_ANSWER_TIMEOUT_S", "MessagePipeline", "stable_correlation_id"]
 
 logger = get_logger(__name__)
 
@@ -34,136 +41,143 @@ ASSIGNMENT_TIMEOUT_S = 120.0
 ORDERED_ANSWER_TIMEOUT_S = 600.0
 
 
-async def handle_message_event(
-    entity: Entity, event: MatrixEvent, commands: CommandTable, *, replay: bool = False
-) -> None:
-    """Run one message event through this entity's pipeline.
-
-    `replay` re-runs a turn that a crash cut short: it is already claimed, and older than this run.
-    """
-    runtime = entity.runtime
-    live = runtime.live  # the one generation this whole turn runs on
-    inbound = message_ingress(entity, live, event, replay=replay)
-    if isinstance(inbound, IngressDrop):
-        return
-    inbound = await prepare_media(entity, live, inbound, event)
-    correlation_id = stable_correlation_id(event.event_id)
-    try:
-        with structlog.contextvars.bound_contextvars(
-            agent=entity.name, room_id=event.room_id, correlation_id=correlation_id
-        ):
-            await _pipeline(entity, live, inbound, commands, correlation_id)
-    except asyncio.CancelledError:
-        # Cut short (shutdown past its grace): left pending, so the next start finishes the turn.
-        raise
-    except BaseException:
-        runtime.journal.complete(entity.name, event.event_id)
-        raise
-    runtime.journal.complete(entity.name, event.event_id)
-
-
 def stable_correlation_id(event_id: str) -> str:
     """The correlation id of one inbound event: unique to it, and the same when a crashed turn is replayed."""
     return hashlib.sha256(event_id.encode()).hexdigest()[:32]
 
 
-async def _received(
-    entity: Entity, live: LiveState, bindings: HookBindings, inbound: InboundMessage, correlation_id: str
-) -> bool:
-    """`message:received`; True when a hook suppressed the message.
+@dataclass(frozen=True, slots=True)
+class MessagePipeline:
+    """The handler of message events: the live cell it reads once per turn, the stages it runs (ingress,
+    media, the answer), the journal that holds its claim, who is where, the coordination between
+    entities, the command table, and the environment the router's model reads."""
 
-    A message a hook dispatched from `message:received` skips the plugin that sent it, so a plugin
-    reacting to messages cannot feed on its own.
-    """
-    envelope = inbound.envelope
-    registry = live.registry
-    from_received_hook = envelope.message_received_depth == 1 and inbound.hook_origin_event == EVENT_MESSAGE_RECEIVED
-    skipped: frozenset[str] = frozenset()
-    if from_received_hook and envelope.hook_source:
-        skipped = frozenset({envelope.hook_source.split(":", 1)[0]})
-        registry = registry.without_plugin(next(iter(skipped)))
-    ctx = MessageReceivedContext(
-        envelope=envelope, correlation_id=correlation_id, skip_plugin_names=skipped, **bindings.context_fields()
-    )
-    await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
-    return ctx.suppress
+    cell: LiveCell
+    ingress: Ingress
+    media: MediaIntake
+    responder: Responder
+    journal: TurnJournal
+    directory: Directory
+    coordinator: TurnCoordinator
+    commands: CommandTable
+    env: Mapping[str, str]
 
+    async def __call__(self, entity: Entity, event: MatrixEvent, *, replay: bool = False) -> None:
+        """Run one message event through this entity's pipeline.
 
-async def _pipeline(
-    entity: Entity, live: LiveState, inbound: InboundMessage, commands: CommandTable, correlation_id: str
-) -> None:
-    runtime = entity.runtime
-    envelope = inbound.envelope
-    event_id = envelope.source_event_id
-    bindings = entity.bindings(live, turn=correlation_id)
-    if await _received(entity, live, bindings, inbound, correlation_id):
-        logger.debug("message suppressed by a hook", event_id=event_id)
-        _release(entity, event_id)
-        return
-    if inbound.replaces is not None:  # an edited question: only the agent that answered it sees it here
-        await respond(entity, live, envelope, Turn(correlation_id, bindings, replaces=inbound.replaces))
-        return
-    if is_command(envelope.body):
-        if _answers_command(entity, live, envelope, commands):
-            await handle_command(entity, live, envelope, commands)
-        _release(entity, event_id)
-        return
-    decision = decide_route(envelope.mentioned_agents, runtime.agents_in_room(envelope.room_id, live.config))
-    if entity.is_router:
-        if decision is not None and decision.kind == "router":
-            runtime.coordinator.assign(event_id, await _route_by_model(entity, live, envelope, decision.agents))
-        return
-    if decision is None or entity.name not in decision.agents:
-        return
-    try:
-        if decision.kind == "router":
-            if runtime.router_in_room(envelope.room_id):
-                chosen = await runtime.coordinator.assignment(event_id, ASSIGNMENT_TIMEOUT_S)
-            else:
-                chosen = decision.agents[0]
-            if chosen != entity.name:
+        `replay` re-runs a turn that a crash cut short: it is already claimed, and older than this run.
+        """
+        live = self.cell.live  # the one generation this whole turn runs on
+        inbound = self.ingress.message(entity, live, event, replay=replay)
+        if isinstance(inbound, IngressDrop):
+            return
+        with claimed_turn(self.journal, entity.name, event, replay=replay) as claimed:
+            if not claimed:
+                logger.debug(
+                    "event dropped at ingress",
+                    agent=entity.name,
+                    event_id=event.event_id,
+                    sender=event.sender,
+                    reason="already handled",
+                )
                 return
-        elif decision.kind == "mentioned":
-            earlier = decision.agents[: decision.agents.index(entity.name)]
-            if earlier:
-                await runtime.coordinator.wait_for(event_id, earlier, ORDERED_ANSWER_TIMEOUT_S)
-        turn = Turn(correlation_id, bindings, hops=inbound.hops + 1, image_ids=inbound.image_ids)
-        await respond(entity, live, envelope, turn)
-    finally:
-        runtime.coordinator.finish(event_id, entity.name)
+            inbound = await self.media.prepare(entity, live, inbound, event)
+            correlation_id = stable_correlation_id(event.event_id)
+            with structlog.contextvars.bound_contextvars(
+                agent=entity.name, room_id=event.room_id, correlation_id=correlation_id
+            ):
+                await self._pipeline(entity, live, inbound, correlation_id)
 
+    async def _received(
+        self, live: LiveState, bindings: HookBindings, inbound: InboundMessage, correlation_id: str
+    ) -> bool:
+        """`message:received`; True when a hook suppressed the message.
 
-def _answers_command(entity: Entity, live: LiveState, envelope: MessageEnvelope, commands: CommandTable) -> bool:
-    """The router answers commands in its rooms; elsewhere the room's first agent, or each for some commands."""
-    runtime = entity.runtime
-    if runtime.router_in_room(envelope.room_id):
-        return entity.is_router
-    command = commands.get(envelope.body.lstrip()[1:].partition(" ")[0])
-    if command is not None and command.every_agent:
-        return True
-    present = runtime.agents_in_room(envelope.room_id, live.config)
-    return not present or present[0] == entity.name
+        A message a hook dispatched from `message:received` skips the plugin that sent it, so a plugin
+        reacting to messages cannot feed on its own.
+        """
+        envelope = inbound.envelope
+        registry = live.registry
+        from_hook = envelope.message_received_depth == 1 and inbound.hook_origin_event == EVENT_MESSAGE_RECEIVED
+        skipped: frozenset[str] = frozenset()
+        if from_hook and envelope.hook_source:
+            skipped = frozenset({envelope.hook_source.split(":", 1)[0]})
+            registry = registry.without_plugin(next(iter(skipped)))
+        ctx = MessageReceivedContext(
+            envelope=envelope, correlation_id=correlation_id, skip_plugin_names=skipped, **bindings.context_fields()
+        )
+        await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
+        return ctx.suppress
 
-
-def _release(entity: Entity, event_id: str) -> None:
-    """The router tells the agents waiting for its choice that nobody answers this message."""
-    if entity.is_router:
-        entity.runtime.coordinator.assign(event_id, None)
-
-
-async def _route_by_model(
-    entity: Entity, live: LiveState, envelope: MessageEnvelope, candidates: tuple[str, ...]
-) -> str:
-    config = live.config
-    roles = [(name, config.agents[name].role or config.agents[name].display_name) for name in candidates]
-    model = config.models.get(config.router.model)
-    chosen = None
-    if model is not None:
+    async def _pipeline(self, entity: Entity, live: LiveState, inbound: InboundMessage, correlation_id: str) -> None:
+        envelope = inbound.envelope
+        event_id = envelope.source_event_id
+        bindings = entity.bindings(live, turn=correlation_id)
+        if await self._received(live, bindings, inbound, correlation_id):
+            logger.debug("message suppressed by a hook", event_id=event_id)
+            self._release(entity, event_id)
+            return
+        if inbound.replaces is not None:  # an edited question: only the agent that answered it sees it here
+            await self.responder.respond(
+                entity, live, envelope, Turn(correlation_id, bindings, replaces=inbound.replaces)
+            )
+            return
+        if is_command(envelope.body):
+            if self._answers_command(entity, live, envelope):
+                await handle_command(entity, live, envelope, self.commands)
+            self._release(entity, event_id)
+            return
+        decision = decide_route(envelope.mentioned_agents, self.directory.agents_in_room(envelope.room_id, live.config))
+        coordinator = self.coordinator
+        if entity.is_router:
+            if decision is not None and decision.kind == "router":
+                coordinator.assign(event_id, await self._route_by_model(live, envelope, decision.agents))
+            return
+        if decision is None or entity.name not in decision.agents:
+            return
         try:
-            chosen = await ai.choose_agent(model, roles, envelope.body, env=entity.runtime.env)
-        except Exception as exc:  # the router must always produce a decision
-            logger.warning("router model failed; using the first agent", error=str(exc) or type(exc).__name__)
-    if chosen not in candidates:
-        chosen = candidates[0]
-    logger.info("router chose agent", chosen=chosen, candidates=list(candidates))
-    return chosen
+            if decision.kind == "router":
+                if self.directory.router_in_room(envelope.room_id):
+                    chosen = await coordinator.assignment(event_id, ASSIGNMENT_TIMEOUT_S)
+                else:
+                    chosen = decision.agents[0]
+                if chosen != entity.name:
+                    return
+            elif decision.kind == "mentioned":
+                earlier = decision.agents[: decision.agents.index(entity.name)]
+                if earlier:
+                    await coordinator.wait_for(event_id, earlier, ORDERED_ANSWER_TIMEOUT_S)
+            answer = Turn(correlation_id, bindings, hops=inbound.hops + 1, image_ids=inbound.image_ids)
+            await self.responder.respond(entity, live, envelope, answer)
+        finally:
+            coordinator.finish(event_id, entity.name)
+
+    def _answers_command(self, entity: Entity, live: LiveState, envelope: MessageEnvelope) -> bool:
+        """The router answers commands in its rooms; elsewhere the room's first agent, or each for some commands."""
+        if self.directory.router_in_room(envelope.room_id):
+            return entity.is_router
+        command = self.commands.get(envelope.body.lstrip()[1:].partition(" ")[0])
+        if command is not None and command.every_agent:
+            return True
+        present = self.directory.agents_in_room(envelope.room_id, live.config)
+        return not present or present[0] == entity.name
+
+    def _release(self, entity: Entity, event_id: str) -> None:
+        """The router tells the agents waiting for its choice that nobody answers this message."""
+        if entity.is_router:
+            self.coordinator.assign(event_id, None)
+
+    async def _route_by_model(self, live: LiveState, envelope: MessageEnvelope, candidates: tuple[str, ...]) -> str:
+        config = live.config
+        roles = [(name, config.agents[name].role or config.agents[name].display_name) for name in candidates]
+        model = config.models.get(config.router.model)
+        chosen = None
+        if model is not None:
+            try:
+                chosen = await ai.choose_agent(model, roles, envelope.body, env=self.env)
+            except Exception as exc:  # the router must always produce a decision
+                logger.warning("router model failed; using the first agent", error=str(exc) or type(exc).__name__)
+        if chosen not in candidates:
+            chosen = candidates[0]
+        logger.info("router chose agent", chosen=chosen, candidates=list(candidates))
+        return chosen

@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.text import Text
 
 from mindroom import ai
-from mindroom.bots.runtime import DaemonRuntime
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config
@@ -29,6 +28,7 @@ from mindroom.daemon.metrics_server import MetricsServer
 from mindroom.daemon.orchestrator import Orchestrator, prepare_live_state
 from mindroom.daemon.reload import ReloadOutcome
 from mindroom.daemon.standby import Takeover, daemon_state, wait_for_lock
+from mindroom.daemon.wiring import RunningDaemon
 from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
@@ -95,16 +95,17 @@ async def embedded_homeserver(
 
 
 def _phase(orchestrator: Orchestrator) -> str:
-    runtime = orchestrator.runtime
-    if runtime is None:
+    running = orchestrator.running
+    if running is None:
         return "Loading config and plugins"
-    bots = len(runtime.bots)
-    if len(runtime.bot_user_ids) < bots:
-        return f"Signing in {bots} accounts ({len(runtime.bot_user_ids)}/{bots})"
-    rooms = runtime.live.config.all_room_keys()
-    if len(runtime.room_ids) < len(rooms):
-        return f"Joining {len(rooms)} rooms ({len(runtime.room_ids)}/{len(rooms)})"
-    synced = sum(1 for bot in runtime.bots.values() if bot.client.has_synced)
+    directory = running.directory
+    bots = len(orchestrator.bots)
+    if len(directory.bot_user_ids) < bots:
+        return f"Signing in {bots} accounts ({len(directory.bot_user_ids)}/{bots})"
+    rooms = running.live.config.all_room_keys()
+    if len(directory.room_ids) < len(rooms):
+        return f"Joining {len(rooms)} rooms ({len(directory.room_ids)}/{len(rooms)})"
+    synced = sum(1 for bot in orchestrator.bots.values() if bot.client.has_synced)
     return f"First sync ({synced}/{bots})"
 
 
@@ -124,10 +125,10 @@ async def show_progress(orchestrator: Orchestrator, console: Console) -> None:
         await asyncio.sleep(_PROGRESS_POLL_S)
 
 
-def ready_lines(runtime: DaemonRuntime, session: EmbeddedSession | None, storage_root: Path) -> list[str]:
+def ready_lines(running: RunningDaemon, session: EmbeddedSession | None, storage_root: Path) -> list[str]:
     """The ready line (rooms and agents), then how to connect when the homeserver is the embedded one."""
-    rooms = ", ".join(f"{key} ({room_id})" for key, room_id in runtime.room_ids.items()) or "none"
-    agents = ", ".join(runtime.live.config.agents) or "none"
+    rooms = ", ".join(f"{key} ({room_id})" for key, room_id in running.directory.room_ids.items()) or "none"
+    agents = ", ".join(running.live.config.agents) or "none"
     lines = [f"MindRoom is ready. Rooms: {rooms}. Agents: {agents}."]
     if session is not None:
         human = session.human
@@ -149,12 +150,12 @@ def _non_default(storage_root: Path) -> bool:
 async def start_metrics(
     stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, host: str, port: int
 ) -> MetricsServer:
-    """Serve `/metrics` for the live runtime until the stack closes."""
+    """Serve `/metrics` for the running daemon until the stack closes."""
 
     def reloads() -> tuple[ReloadOutcome, ...]:
         return tuple(orchestrator.reloader.history) if orchestrator.reloader is not None else ()
 
-    collector = MetricsCollector(lambda: orchestrator.runtime, reloads)
+    collector = MetricsCollector(lambda: orchestrator.running, reloads)
     token = orchestrator.environment.values.get("MINDROOM_METRICS_TOKEN") or None
     server = MetricsServer(collector, host=host, port=port, token=token)
     await stack.enter_async_context(server)
@@ -165,8 +166,8 @@ async def start_snapshots(stack: contextlib.AsyncExitStack, orchestrator: Orches
     """Write the hook counters to the state (`<data>/state/hooks.json` on SQLite) for `mindroom hooks list`."""
 
     def registry() -> HookRegistry | None:
-        runtime = orchestrator.runtime
-        return runtime.live.registry if runtime is not None else None
+        running = orchestrator.running
+        return running.live.registry if running is not None else None
 
     task = asyncio.create_task(
         write_snapshots_until_cancelled(store, registry),
@@ -281,13 +282,13 @@ async def run_daemon(
         orchestrator = Orchestrator(environment, state=state, prepared=prepared, run_since=takeover.run_since)
         if not await _start_orchestrator(stack, orchestrator, console, stop):
             return
-        assert orchestrator.runtime is not None
+        assert orchestrator.running is not None
         await start_snapshots(stack, orchestrator, (await state.open_stores()).snapshots)
         host, port = metrics
         if port is not None:
             server = await start_metrics(stack, orchestrator, host, port)
             console.print(f"Metrics: {server.url}")
-        for line in ready_lines(orchestrator.runtime, session, storage):
+        for line in ready_lines(orchestrator.running, session, storage):
             console.print(Text(line))
         console.print("Press Ctrl+C to stop.")
         await _until_stopped_or_lost(stop, state)

@@ -19,8 +19,9 @@ from mindroom.hooks.telemetry import hook_telemetry
 from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
-    from mindroom.bots.runtime import BotMetrics, DaemonRuntime
+    from mindroom.bots.runtime import BotMetrics
     from mindroom.daemon.reload import ReloadOutcome
+    from mindroom.daemon.wiring import RunningDaemon
 
 __all__ = [
     "AGENT_LATENCY_BUCKETS_S",
@@ -127,27 +128,27 @@ class _AgentCursor:
 
 
 class MetricsCollector:
-    """Renders the live runtime as Prometheus text; `runtime` and `reloads` are asked anew at each scrape."""
+    """Renders the running daemon as Prometheus text; `running` and `reloads` are asked anew at each scrape."""
 
     def __init__(
         self,
-        runtime: Callable[[], DaemonRuntime | None],
+        running: Callable[[], RunningDaemon | None],
         reloads: Callable[[], Iterable[ReloadOutcome]] = tuple,
     ) -> None:
-        self._runtime = runtime
+        self._running = running
         self._reloads = reloads
         self._hooks: dict[tuple[str, str, str], _HookCursor] = {}
         self._agents: dict[str, _AgentCursor] = {}
 
     def render(self) -> str:
         """The whole exposition, one scrape."""
-        runtime = self._runtime()
+        running = self._running()
         out: list[str] = []
-        _gauge(out, "mindroom_up", "1 while the daemon runs and its bots are started.", [((), 1 if runtime else 0)])
-        if runtime is None:
+        _gauge(out, "mindroom_up", "1 while the daemon runs and its bots are started.", [((), 1 if running else 0)])
+        if running is None:
             return "\n".join(out) + "\n"
-        self._render_hooks(runtime, out)
-        self._render_agents(runtime, out)
+        self._render_hooks(running, out)
+        self._render_agents(running, out)
         applied, failed = _reload_counts(self._reloads())
         _counter(
             out,
@@ -155,18 +156,18 @@ class MetricsCollector:
             "Config and plugin reloads, by outcome.",
             [((("outcome", "applied"),), applied), ((("outcome", "failed"),), failed)],
         )
-        _gauge(out, "mindroom_plugins_loaded", "Plugins in the live registry.", [((), len(runtime.live.plugins))])
+        _gauge(out, "mindroom_plugins_loaded", "Plugins in the live registry.", [((), len(running.live.plugins))])
         _gauge(
             out,
             "mindroom_start_time_seconds",
             "When the daemon started (Unix time).",
-            [((), runtime.started_at_ms / 1000)],
+            [((), running.clock.started_at_ms / 1000)],
         )
         _render_process(out)
         return "\n".join(out) + "\n"
 
-    def _render_hooks(self, runtime: DaemonRuntime, out: list[str]) -> None:
-        registry = runtime.live.registry
+    def _render_hooks(self, running: RunningDaemon, out: list[str]) -> None:
+        registry = running.live.registry
         rows = hook_telemetry(registry)
         hooks = {hook.key: hook for hook in registry.all_hooks()}
         labelled = [(("plugin", r.plugin_name), ("hook", r.hook_name), ("event", r.event_name)) for r in rows]
@@ -206,8 +207,8 @@ class MetricsCollector:
             cursor.histogram.observe(ms / 1000.0 for ms in cursor.take_new())
             out.extend(cursor.histogram.lines("mindroom_hook_duration_seconds", labels))
 
-    def _render_agents(self, runtime: DaemonRuntime, out: list[str]) -> None:
-        bots = sorted(runtime.bots.items())
+    def _render_agents(self, running: RunningDaemon, out: list[str]) -> None:
+        bots = sorted(running.directory.entities.items())
         labelled = [((("agent", name),), bot) for name, bot in bots]
         _counter(
             out,

@@ -11,18 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
-from functools import partial
 from pathlib import Path
 
 from mindroom import ai
 from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.bot import EntityBot, EventHandler
+from mindroom.bots.bot import EntityBot
+from mindroom.bots.capabilities import RunClock, TurnStores
 from mindroom.bots.commands import CommandTable
-from mindroom.bots.members import handle_member_event
-from mindroom.bots.reactions import handle_reaction_event
+from mindroom.bots.directory import Directory
 from mindroom.bots.recovery import recover_interrupted
-from mindroom.bots.runtime import DaemonRuntime, LiveState
-from mindroom.bots.turn import handle_message_event
+from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.daemon.live import build_live_state
@@ -31,9 +29,10 @@ from mindroom.daemon.scheduling.command import schedule_command
 from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.daemon.standby import daemon_state
 from mindroom.daemon.watch import ConfigWatcher
+from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixBotClient, MatrixEventKind, MatrixRequestError
+from mindroom.matrix import MatrixBotClient, MatrixRequestError
 from mindroom.matrix.rooms import RoomEntry
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
@@ -43,9 +42,12 @@ from mindroom.state.tokens import SyncTokens
 from mindroom.tool_system.isolation import shared_pool
 from mindroom.tool_system.runtime_context import set_registry_provider
 
-__all__ = ["Orchestrator", "prepare_live_state"]
+__all__ = ["Bot", "Orchestrator", "prepare_live_state"]
 
 logger = get_logger(__name__)
+
+Bot = EntityBot[MatrixBotClient]
+"""A bot of the running daemon, with its real Matrix client."""
 
 
 async def prepare_live_state(environment: DaemonEnvironment) -> LiveState:
@@ -83,11 +85,12 @@ class Orchestrator:
         self._watch = watch
         self._reload_debounce_s = reload_debounce_s
         self._on_reload = on_reload
-        self.runtime: DaemonRuntime | None = None
-        self.bots: dict[str, EntityBot] = {}
+        self.running: RunningDaemon | None = None
+        """What the current run is made of (None while stopped)."""
+        self.bots: dict[str, Bot] = {}
         self.reloader: ReloadCoordinator | None = None
         self.scheduler: Scheduler | None = None
-        self.commands = CommandTable.with_builtins()
+        self.commands = CommandTable.with_builtins(is_managed=self._is_managed)
         self._watcher: ConfigWatcher | None = None
         self._stopping = False
         self._stopped = asyncio.Event()
@@ -108,7 +111,7 @@ class Orchestrator:
             raise ConfigError(self.config_path, ["MATRIX_HOMESERVER is not set (and no embedded homeserver runs)"])
         return homeserver
 
-    async def start(self) -> DaemonRuntime:
+    async def start(self) -> RunningDaemon:
         """Log every bot in, create and join rooms, start syncing, wait until all bots are ready, then schedule."""
         paths = self.runtime_paths
         homeserver = self._homeserver()
@@ -117,40 +120,40 @@ class Orchestrator:
         warn_if_shared(paths.storage_root)
         private_dir(paths.storage_root)
         stores = await self._open_state(live)
-        runtime = DaemonRuntime(
-            live=live,
-            runtime_paths=paths,
-            env=paths.env_values,
-            server_name=homeserver.server_name,
-            journal=stores.journal,
-            room_memory=stores.rooms,
-            answers=stores.answers,
-            attachments=AttachmentStore(paths.storage_root),
-            bots=self.bots,
-            approvals=ApprovalDesk(stores.approvals),
-            session_url=stores.session_url,
+        running = RunningDaemon(
+            cell=LiveCell(live),
+            directory=Directory(homeserver.server_name, stores.rooms, entities=self.bots),
+            stores=TurnStores(
+                stores.journal,
+                stores.answers,
+                AttachmentStore(paths.storage_root),
+                ApprovalDesk(stores.approvals),
+                session_url=stores.session_url,
+            ),
+            paths=paths,
+            clock=RunClock.starting(self._run_since),
         )
-        if self._run_since is not None:
-            runtime.started_at_ms = int(self._run_since * 1000)
-        self.runtime = runtime
-        set_registry_provider(lambda: runtime.live.registry)
+        self.running = running
+        cell, directory = running.cell, running.directory
+        set_registry_provider(lambda: cell.live.registry)
         names = [ROUTER_AGENT_NAME, *live.config.agents]
         for name in names:
-            self.bots[name] = self._make_bot(name, runtime, live)
+            self.bots[name] = self._make_bot(name, running, live)
         logger.info("logging in", bots=names, homeserver=homeserver.url)
         await asyncio.gather(*(bot.start() for bot in self.bots.values()))
-        await self._setup_rooms(runtime, live, live.config.managed_room_keys(), self.bots)
-        await self._expire_approvals(runtime)
+        await self._setup_rooms(directory, live, live.config.managed_room_keys(), self.bots)
+        await self._expire_approvals(running.stores)
         for bot in self.bots.values():
             bot.start_sync()
         await asyncio.gather(*(bot.wait_ready() for bot in self.bots.values()))
         for bot in self.bots.values():
-            await recover_interrupted(bot, self.commands)
-        self.scheduler = Scheduler(runtime, stores.schedules)
+            await recover_interrupted(bot, running.stores.journal, bot.handlers)
+        self.scheduler = Scheduler(cell, directory, stores.schedules)
         self.scheduler.start()
-        self.commands.register(schedule_command(self.scheduler))
+        self.commands.register(schedule_command(self.scheduler, directory))
         self.reloader = ReloadCoordinator(
-            runtime,
+            cell,
+            directory,
             build=lambda previous: build_live_state(paths, previous=previous, strict=True),
             apply=self.apply_entity_changes,
             on_outcome=self._on_reload,
@@ -159,7 +162,7 @@ class Orchestrator:
         if self._watch:
             self._watcher = ConfigWatcher(
                 paths.config_path,
-                lambda: plugin_watch_paths(runtime.live.config, paths),
+                lambda: plugin_watch_paths(cell.live.config, paths),
                 self.reloader.on_files_changed,
                 debounce_s=self._reload_debounce_s,
             )
@@ -167,12 +170,16 @@ class Orchestrator:
         logger.info(
             "daemon ready",
             agents=list(live.config.agents),
-            rooms=dict(runtime.room_ids),
+            rooms=dict(directory.room_ids),
             plugins=[plugin.name for plugin in live.plugins],
             hooks=len(live.registry),
         )
         ai.preload_in_background(postgres=self.state is not None and self.state.kind == "postgresql")
-        return runtime
+        return running
+
+    def _is_managed(self, room_id: str) -> bool:
+        """True for a room the current run's config names (what `!leave` will not leave)."""
+        return self.running is not None and self.running.directory.is_managed(room_id)
 
     async def _open_state(self, live: LiveState) -> StateStores:
         """The stores, under the state's lock (taken here unless the caller did)."""
@@ -184,17 +191,17 @@ class Orchestrator:
         self._sync_tokens = stores.sync_tokens
         return stores
 
-    async def _expire_approvals(self, runtime: DaemonRuntime) -> None:
+    async def _expire_approvals(self, stores: TurnStores) -> None:
         """Before syncing: approvals whose time ran out while the daemon was down are marked so on their cards.
 
         Before, so an answer that arrived meanwhile finds the card already expired, as it would have been.
         """
-        assert runtime.approvals is not None
-        expired = await runtime.approvals.expire_overdue({name: bot.client for name, bot in self.bots.items()})
+        assert stores.approvals is not None
+        expired = await stores.approvals.expire_overdue({name: bot.client for name, bot in self.bots.items()})
         if expired:
             logger.info("approvals expired while the daemon was down", count=expired)
 
-    def _make_bot(self, name: str, runtime: DaemonRuntime, live: LiveState) -> EntityBot:
+    def _make_bot(self, name: str, running: RunningDaemon, live: LiveState) -> Bot:
         homeserver = self._homeserver()
         config = live.config
         is_router = name == ROUTER_AGENT_NAME
@@ -202,7 +209,7 @@ class Orchestrator:
             name,
             homeserver.url,
             homeserver.server_name,
-            runtime.runtime_paths.storage_root,
+            running.paths.storage_root,
             registration_shared_secret=homeserver.registration_shared_secret,
             password=config.router.password if is_router else config.agents[name].password,
             display_name=config.router.display_name if is_router else config.agents[name].display_name,
@@ -210,16 +217,20 @@ class Orchestrator:
             new_crypto_device=self._new_crypto_device,
             sync_tokens=self._sync_tokens,
         )
-        handlers: dict[MatrixEventKind, EventHandler] = {
-            MatrixEventKind.MESSAGE: partial(handle_message_event, commands=self.commands),
-            MatrixEventKind.REACTION: handle_reaction_event,
-        }
-        if is_router:  # people joining and leaving are announced by the router alone
-            handlers[MatrixEventKind.MEMBER] = handle_member_event
-        return EntityBot(name, runtime, client, handlers)
+        return EntityBot(
+            name,
+            client,
+            event_handlers(running, self.commands, router=is_router),
+            cell=running.cell,
+            directory=running.directory,
+            recent=running.recent,
+            clock=running.clock,
+            paths=running.paths,
+            attachments=running.stores.attachments,
+        )
 
     async def _setup_rooms(
-        self, runtime: DaemonRuntime, live: LiveState, keys: Iterable[str], joiners: Mapping[str, EntityBot]
+        self, directory: Directory, live: LiveState, keys: Iterable[str], joiners: Mapping[str, Bot]
     ) -> None:
         """The router creates or joins these rooms and invites their agents and users; `joiners` among them join.
 
@@ -242,25 +253,25 @@ class Orchestrator:
                 logger.error("room cannot be joined; not using it", room=key, error=str(exc))
                 continue
             room_id = entry.room_id
-            if not await self._room_is_ours(runtime, router, key, entry):
+            if not await self._room_is_ours(directory, router, key, entry):
                 with contextlib.suppress(MindroomError):
                     await router.client.leave(room_id)
                 continue
-            runtime.room_memory.remember(ROUTER_AGENT_NAME, room_id, "created" if entry.created else "verified", key)
+            directory.keep_room(ROUTER_AGENT_NAME, room_id, "created" if entry.created else "verified", key)
             if room_config is not None and room_config.encrypted and not entry.created:
                 await router.client.enable_encryption(room_id)
             members = [name for name, agent in config.agents.items() if key in agent.rooms]
-            invite = [runtime.bot_user_ids[name] for name in members if name in runtime.bot_user_ids]
+            invite = [directory.bot_user_ids[name] for name in members if name in directory.bot_user_ids]
             await router.client.invite_missing(room_id, [*invite, *config.room_defaults.invite_users])
             router.joined_rooms.add(room_id)
-            runtime.room_ids[key] = room_id
+            directory.room_set_up(key, room_id)
             await asyncio.gather(*(joiners[name].join(room_id) for name in members if name in joiners))
 
     @staticmethod
-    async def _room_is_ours(runtime: DaemonRuntime, router: EntityBot, key: str, entry: RoomEntry) -> bool:
-        if entry.created or key.startswith("!") or runtime.room_memory.known(entry.room_id):
+    async def _room_is_ours(directory: Directory, router: Bot, key: str, entry: RoomEntry) -> bool:
+        if entry.created or key.startswith("!") or directory.memory.known(entry.room_id):
             return True
-        if await router.client.room_is_ours(entry.room_id, runtime.bot_user_ids.values()):
+        if await router.client.room_is_ours(entry.room_id, directory.bot_user_ids.values()):
             return True
         logger.error(
             "room alias belongs to an account outside this daemon; not using it",
@@ -279,8 +290,9 @@ class Orchestrator:
         one stops syncing and the new one starts from the sync token the old one stored, while the old
         one's in-flight turns finish (persisted dedup keeps every event to one answer).
         """
-        runtime = self._live()
-        live = runtime.live
+        running = self._running()
+        directory = running.directory
+        live = running.live
         config = live.config
         bots = self.bots
         removed = {name: bots[name] for name in changes.removed if name in bots}
@@ -290,18 +302,18 @@ class Orchestrator:
         )
         for name in changes.removed:
             bots.pop(name, None)
-            runtime.bot_user_ids.pop(name, None)
+            directory.signed_out(name)
         if ROUTER_AGENT_NAME in changes.changed:
             await bots[ROUTER_AGENT_NAME].client.ensure_display_name(config.router.display_name)
         restart = [name for name in changes.changed if name != ROUTER_AGENT_NAME and name in bots]
         retiring = {name: bots[name] for name in restart}
-        fresh = {name: self._make_bot(name, runtime, live) for name in (*changes.added, *restart)}
+        fresh = {name: self._make_bot(name, running, live) for name in (*changes.added, *restart)}
         await asyncio.gather(*(bot.start() for bot in fresh.values()))
         for name, previous in retiring.items():
             bot = fresh[name]
             bot.joined_rooms |= previous.joined_rooms
             for key in set(old.config.agents[name].rooms) - set(config.agents[name].rooms):
-                room_id = runtime.room_ids.get(key)
+                room_id = directory.room_ids.get(key)
                 if room_id is not None and room_id in bot.joined_rooms:
                     with contextlib.suppress(MindroomError):
                         await bot.leave(room_id)
@@ -310,7 +322,7 @@ class Orchestrator:
             for key in config.managed_room_keys()
             if key in changes.new_rooms or any(key in config.agents[name].rooms for name in fresh)
         ]
-        await self._setup_rooms(runtime, live, keys, fresh)
+        await self._setup_rooms(directory, live, keys, fresh)
         await asyncio.gather(*(previous.stop_sync() for previous in retiring.values()))
         for name, bot in fresh.items():
             bots[name] = bot
@@ -324,19 +336,18 @@ class Orchestrator:
             if isinstance(error, BaseException):
                 raise error
 
-    def _live(self) -> DaemonRuntime:
-        if self.runtime is None:
+    def _running(self) -> RunningDaemon:
+        if self.running is None:
             msg = "the daemon is not running"
             raise RuntimeError(msg)
-        return self.runtime
+        return self.running
 
     async def stop(self, reason: str = "shutdown", grace_s: float = 10.0) -> None:
         """Stop reloading, watching and scheduling, then every bot (in-flight answers get `grace_s`), then state."""
         if self._stopping:
             await self._stopped.wait()
             return
-        runtime = self.runtime
-        if runtime is None:
+        if self.running is None:
             await self._release_state()
             return
         self._stopping = True
@@ -352,12 +363,12 @@ class Orchestrator:
         shared_pool().close()
         await ai.close_caches()
         await self._release_state()
-        self.runtime = None
+        self.running = None
         self.bots = {}
         self.reloader = None
         self.scheduler = None
         self._watcher = None
-        self.commands = CommandTable.with_builtins()
+        self.commands = CommandTable.with_builtins(is_managed=self._is_managed)
         self._stopping = False
         self._stopped.set()
         logger.info("daemon stopped", reason=reason)

@@ -2,7 +2,7 @@
 
 A reload builds everything new before touching anything live (`build`: the config is validated, every
 plugin is imported under a fresh package name, a new `HookRegistry` is compiled with the old one's
-telemetry). Only when all of that succeeded is `runtime.live` replaced, in one assignment, so a turn
+telemetry). Only when all of that succeeded is the `LiveCell` swapped, in one assignment, so a turn
 that started on the old state finishes on it and every later event sees the new one. Then `apply`
 restarts the entities whose config changed and `config:reloaded` fires.
 
@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
 from mindroom.bots.commands import Command
-from mindroom.bots.runtime import DaemonRuntime, Entity, LiveState
+from mindroom.bots.directory import Directory
+from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.bots.tasks import TaskOwner
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME
@@ -141,17 +142,22 @@ def _describe_error(exc: MindroomError | tuple[PluginError, ...]) -> str:
 
 
 class ReloadCoordinator:
-    """Serializes reloads (from file changes or `!reload-plugins`), swaps `runtime.live`, and reports outcomes."""
+    """Serializes reloads (from file changes or `!reload-plugins`), swaps the live cell, and reports outcomes.
+
+    It reads who is where for the router (it fires `config:reloaded` and tells the admin room).
+    """
 
     def __init__(
         self,
-        runtime: DaemonRuntime,
+        cell: LiveCell,
+        directory: Directory,
         *,
         build: BuildLive,
         apply: ApplyChanges,
         on_outcome: Callable[[ReloadOutcome], None] | None = None,
     ) -> None:
-        self.runtime = runtime
+        self.cell = cell
+        self.directory = directory
         self.history: deque[ReloadOutcome] = deque(maxlen=256)
         self._build = build
         self._apply = apply
@@ -204,9 +210,8 @@ class ReloadCoordinator:
         return outcome
 
     async def _reload(self, reason: str, on_decided: Callable[[ReloadOutcome], None]) -> ReloadOutcome:
-        runtime = self.runtime
         started = time.time()
-        old = runtime.live
+        old = self.cell.live
         new: LiveState | None = None
         try:
             built = await asyncio.to_thread(self._build, old)
@@ -223,8 +228,8 @@ class ReloadCoordinator:
             on_decided(failed)
             await self._notify_admin(failed.summary(), error)
             return failed
-        entities = EntityChanges.between(old.config, new.config, runtime.room_ids)
-        runtime.live = new  # the swap: one reference, so no event can see a half-new state
+        entities = EntityChanges.between(old.config, new.config, self.directory.room_ids)
+        self.cell.swap(new)  # one reference, so no event can see a half-new state
         old.registry.mark_superseded()  # hooks still running on it see `ctx.is_active()` turn False
         activated = time.time()
         outcome = ReloadOutcome(
@@ -256,7 +261,7 @@ class ReloadCoordinator:
         return replace(outcome, finished_at=time.time())
 
     async def _fire_reloaded(self, old: Config, live: LiveState, outcome: ReloadOutcome) -> None:
-        router = self.runtime.bots.get(ROUTER_AGENT_NAME)
+        router = self.directory.router
         bindings = router.bindings(live).fields() if router is not None else {"config": live.config}
         ctx = ConfigReloadedContext(
             old_config=old,
@@ -270,9 +275,8 @@ class ReloadCoordinator:
         await emit(live.registry, EVENT_CONFIG_RELOADED, ctx)
 
     async def _notify_admin(self, text: str, error: str | None) -> None:
-        runtime = self.runtime
-        key = runtime.live.config.admin_room
-        router = runtime.bots.get(ROUTER_AGENT_NAME)
+        key = self.cell.live.config.admin_room
+        router = self.directory.router
         if error is not None:
             if error == self._last_notice:
                 return
@@ -280,7 +284,7 @@ class ReloadCoordinator:
         if not key or router is None:
             return
         try:
-            room_id = runtime.room_ids.get(key)  # never resolved anew: the alias may point to a stranger's room
+            room_id = self.directory.room_ids.get(key)  # never resolved anew: the alias may point to a stranger's room
             if room_id is not None:
                 await router.client.send_message(room_id, text, msgtype="m.notice")
         except Exception as exc:  # a notice is best effort; the log already has the error

@@ -1,42 +1,62 @@
-"""A `DaemonRuntime` for unit tests of the bots package: real stores in a temporary folder, no homeserver."""
+"""The daemon's capabilities for unit tests of the bots package: real stores in a temporary folder, no homeserver."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from mindroom.bots.runtime import DaemonRuntime, LiveState
+from mindroom.bots.approvals import ApprovalDesk
+from mindroom.bots.capabilities import RunClock, TurnStores
+from mindroom.bots.directory import Directory
+from mindroom.bots.ingress import Ingress
+from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.constants import RuntimePaths
+from mindroom.daemon.wiring import RunningDaemon
 from mindroom.state.attachments import AttachmentStore
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 
 
-def unit_runtime(
+def unit_daemon(
     tmp_path: Path,
     live: LiveState,
     *,
     bots: Mapping[str, str],
     rooms: Mapping[str, str],
     started_at_ms: int,
-    **extra: Any,
-) -> DaemonRuntime:
-    """The runtime with its journal, room memory, answer log and attachments under `tmp_path` (close the journal).
+    approvals: ApprovalDesk | None = None,
+    entities: Mapping[str, Entity] | None = None,
+) -> RunningDaemon:
+    """What the orchestrator builds, with the journal, room memory, answer log and attachments under `tmp_path`.
 
-    `extra` sets further fields (`approvals=`, ...)."""
-    return DaemonRuntime(
-        live=live,
-        runtime_paths=RuntimePaths.for_directory(tmp_path),
-        env={},
-        server_name="localhost",
-        journal=SqliteTurnJournal(tmp_path / "daemon.db"),
-        room_memory=SqliteRoomMemory(tmp_path / "rooms.db"),
-        answers=SqliteAnswerLog(tmp_path / "answers.db"),
-        attachments=AttachmentStore(tmp_path),
-        bot_user_ids=dict(bots),
-        room_ids=dict(rooms),
-        started_at_ms=started_at_ms,
-        **extra,
+    `bots` are the accounts' user ids, `rooms` the configured rooms; close the stores with `close_stores`.
+    """
+    directory = Directory(
+        "localhost", SqliteRoomMemory(tmp_path / "rooms.db"), entities=entities, bot_user_ids=bots, room_ids=rooms
     )
+    stores = TurnStores(
+        SqliteTurnJournal(tmp_path / "daemon.db"),
+        SqliteAnswerLog(tmp_path / "answers.db"),
+        AttachmentStore(tmp_path),
+        approvals,
+    )
+    return RunningDaemon(
+        cell=LiveCell(live),
+        directory=directory,
+        stores=stores,
+        paths=RuntimePaths.for_directory(tmp_path),
+        clock=RunClock(started_at_ms),
+    )
+
+
+def ingress_of(daemon: RunningDaemon) -> Ingress:
+    """The ingress stage as the orchestrator wires it."""
+    return Ingress(daemon.directory, daemon.stores, daemon.clock, daemon.traffic.bot_turns)
+
+
+def close_stores(daemon: RunningDaemon) -> None:
+    """Close the stores `unit_daemon` opened."""
+    daemon.stores.journal.close()
+    daemon.stores.answers.close()
+    daemon.directory.memory.close()

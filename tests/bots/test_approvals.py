@@ -18,14 +18,15 @@ from mindroom.bots.approvals import (
     outcome_text,
     question_text,
 )
-from mindroom.bots.ingress import CLOCK_SKEW_MS, InboundReaction, IngressDrop, message_ingress, reaction_ingress
-from mindroom.bots.runtime import DaemonRuntime, LiveState
+from mindroom.bots.ingress import CLOCK_SKEW_MS, InboundReaction, IngressDrop
+from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
+from mindroom.daemon.wiring import RunningDaemon
 from mindroom.hooks import ApprovalRequest
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
-from tests.bots.support import unit_runtime
+from tests.bots.support import close_stores, ingress_of, unit_daemon
 
 ALICE = "@alice:localhost"
 STRANGER = "@mallory:localhost"
@@ -220,7 +221,6 @@ class StandInEntity:
     """What ingress reads of a bot, and the tasks it spawns."""
 
     name: str
-    runtime: DaemonRuntime
     client: RecordingClient
     is_router: bool = False
     spawned: list[Any] = field(default_factory=list)
@@ -230,7 +230,7 @@ class StandInEntity:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path, desk: ApprovalDesk) -> Iterator[DaemonRuntime]:
+def daemon(tmp_path: Path, desk: ApprovalDesk) -> Iterator[RunningDaemon]:
     config = Config.model_validate(
         {
             "agents": {"helper": {"display_name": "Helper", "rooms": ["lobby"]}},
@@ -238,7 +238,7 @@ def runtime(tmp_path: Path, desk: ApprovalDesk) -> Iterator[DaemonRuntime]:
             "authorization": {"global_users": [ALICE]},
         }
     )
-    runtime = unit_runtime(
+    daemon = unit_daemon(
         tmp_path,
         LiveState(config=config, registry=HookRegistry.from_plugins([])),
         bots={"router": "@mindroom_router:localhost", "helper": HELPER},
@@ -246,8 +246,8 @@ def runtime(tmp_path: Path, desk: ApprovalDesk) -> Iterator[DaemonRuntime]:
         started_at_ms=START_MS,
         approvals=desk,
     )
-    yield runtime
-    runtime.journal.close()
+    yield daemon
+    close_stores(daemon)
 
 
 async def pending_card(desk: ApprovalDesk, client: RecordingClient) -> tuple[asyncio.Future, str]:
@@ -276,13 +276,13 @@ STALE_MS = START_MS - CLOCK_SKEW_MS - 60_000
 
 
 @pytest.mark.asyncio
-async def test_ingress_a_reaction_to_a_pending_card_counts_even_from_before_the_start(runtime, desk):
+async def test_ingress_a_reaction_to_a_pending_card_counts_even_from_before_the_start(daemon, desk):
     client = RecordingClient()
-    entity = StandInEntity("helper", runtime, client)
+    entity = StandInEntity("helper", client)
     waiting, card = await pending_card(desk, client)
 
-    accepted = reaction_ingress(entity, runtime.live, reaction(card, at_ms=STALE_MS))
-    unrelated = reaction_ingress(entity, runtime.live, reaction("$elsewhere", at_ms=STALE_MS))
+    accepted = ingress_of(daemon).reaction(entity, daemon.live, reaction(card, at_ms=STALE_MS))
+    unrelated = ingress_of(daemon).reaction(entity, daemon.live, reaction("$elsewhere", at_ms=STALE_MS))
 
     assert isinstance(accepted, InboundReaction)
     assert unrelated == IngressDrop("older than this run")
@@ -290,16 +290,17 @@ async def test_ingress_a_reaction_to_a_pending_card_counts_even_from_before_the_
 
 
 @pytest.mark.asyncio
-async def test_ingress_a_reply_to_a_pending_card_denies_and_never_becomes_a_turn(runtime, desk):
+async def test_ingress_a_reply_to_a_pending_card_denies_and_never_becomes_a_turn(daemon, desk):
     client = RecordingClient()
-    helper = StandInEntity("helper", runtime, client)
-    router = StandInEntity("router", runtime, RecordingClient(), is_router=True)
+    helper = StandInEntity("helper", client)
+    router = StandInEntity("router", RecordingClient(), is_router=True)
     waiting, card = await pending_card(desk, client)
     answer = reply(card, at_ms=STALE_MS)
+    ingress = ingress_of(daemon)
 
-    assert message_ingress(router, runtime.live, answer) == IngressDrop("a reply to an approval card")
-    assert message_ingress(helper, runtime.live, answer) == IngressDrop("a reply to an approval card")
-    assert message_ingress(helper, runtime.live, answer) == IngressDrop("a reply to an approval card")
+    assert ingress.message(router, daemon.live, answer) == IngressDrop("a reply to an approval card")
+    assert ingress.message(helper, daemon.live, answer) == IngressDrop("a reply to an approval card")
+    assert ingress.message(helper, daemon.live, answer) == IngressDrop("a reply to an approval card")
 
     assert await waiting is False
     assert len(helper.spawned) == 1 and router.spawned == []
@@ -307,13 +308,14 @@ async def test_ingress_a_reply_to_a_pending_card_denies_and_never_becomes_a_turn
 
 
 @pytest.mark.asyncio
-async def test_ingress_a_thread_message_falling_back_to_the_card_is_no_reply(runtime, desk):
+async def test_ingress_a_thread_message_falling_back_to_the_card_is_no_reply(daemon, desk):
     client = RecordingClient()
-    entity = StandInEntity("helper", runtime, client)
+    entity = StandInEntity("helper", client)
     waiting, card = await pending_card(desk, client)
+    ingress = ingress_of(daemon)
 
-    result = message_ingress(entity, runtime.live, reply(card, falling_back=True, at_ms=START_MS + 10))
-    stranger = message_ingress(entity, runtime.live, reply(card, sender=STRANGER, at_ms=START_MS + 20))
+    result = ingress.message(entity, daemon.live, reply(card, falling_back=True, at_ms=START_MS + 10))
+    stranger = ingress.message(entity, daemon.live, reply(card, sender=STRANGER, at_ms=START_MS + 20))
 
     assert not isinstance(result, IngressDrop)
     assert stranger == IngressDrop("unauthorized sender")

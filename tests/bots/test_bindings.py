@@ -9,11 +9,14 @@ import pytest
 from structlog.testing import capture_logs
 
 from mindroom.bots.bindings import HOOK_SEND_LIMIT, BotBindings
+from mindroom.bots.capabilities import RunClock
+from mindroom.bots.directory import Directory
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.constants import HOOK_SOURCE_KEY, RuntimePaths
 from mindroom.hooks import HookRegistry
+from mindroom.state.sqlite.rooms import SqliteRoomMemory
 
 pytestmark = pytest.mark.asyncio
 
@@ -32,10 +35,16 @@ class RecordingClient:
 def bindings(tmp_path, *, router: RecordingClient | None = None) -> tuple[BotBindings, RecordingClient]:
     own = RecordingClient()
     bots = {"router": SimpleNamespace(client=router)} if router is not None else {}
-    runtime = SimpleNamespace(
-        bots=bots, runtime_paths=RuntimePaths.for_directory(tmp_path), started_at_ms=0, recent=RecentMessages()
+    directory = Directory("localhost", SqliteRoomMemory(tmp_path / "rooms.db"), entities=bots)  # type: ignore[arg-type]
+    capabilities = BotBindings(
+        "helper",
+        own,  # type: ignore[arg-type]
+        directory=directory,
+        paths=RuntimePaths.for_directory(tmp_path),
+        clock=RunClock(0),
+        recent=RecentMessages(),
     )
-    return BotBindings("helper", runtime, own), own  # type: ignore[arg-type]
+    return capabilities, own
 
 
 LIVE = LiveState(config=Config(), registry=HookRegistry.empty())

@@ -35,6 +35,11 @@ COMMANDS = [
 ]
 
 
+def no_room_managed(room_id: str) -> bool:
+    """The directory's answer for a daemon whose config names no room."""
+    return False
+
+
 @pytest.mark.parametrize(("body", "expected"), COMMANDS)
 def test_is_command(body: str, expected: bool) -> None:
     assert is_command(body) is expected
@@ -79,7 +84,7 @@ def test_command_table_duplicate_registration_raises() -> None:
 
 @pytest.mark.parametrize("name", ["help", "hooks", "plugins"])
 def test_command_table_builtin_cannot_be_registered_again(name: str) -> None:
-    table = CommandTable.with_builtins()
+    table = CommandTable.with_builtins(is_managed=no_room_managed)
     with pytest.raises(ValueError, match=f"!{name} is registered twice"):
         table.register(command(name))
 
@@ -107,7 +112,7 @@ def test_command_table_finds_a_command_registered_with_capitals() -> None:
 
 
 def test_command_table_duplicate_in_another_case_raises() -> None:
-    table = CommandTable.with_builtins()
+    table = CommandTable.with_builtins(is_managed=no_room_managed)
     with pytest.raises(ValueError, match="registered twice"):
         table.register(command("HELP"))
 
@@ -128,12 +133,12 @@ def test_command_table_iterates_sorted_by_name(registered: list[str]) -> None:
 
 
 def test_command_table_with_builtins() -> None:
-    assert names(CommandTable.with_builtins()) == ["help", "hooks", "leave", "plugins"]
+    assert names(CommandTable.with_builtins(is_managed=no_room_managed)) == ["help", "hooks", "leave", "plugins"]
 
 
 def test_command_table_with_builtins_tables_are_independent() -> None:
-    one = CommandTable.with_builtins()
-    two = CommandTable.with_builtins()
+    one = CommandTable.with_builtins(is_managed=no_room_managed)
+    two = CommandTable.with_builtins(is_managed=no_room_managed)
     one.register(command("schedule"))
     assert one.get("schedule") is not None
     assert two.get("schedule") is None
@@ -171,7 +176,7 @@ async def run_command(table: CommandTable, name: str, live: LiveState, args: str
 
 @pytest.mark.asyncio
 async def test_command_help_lists_every_registered_command() -> None:
-    table = CommandTable.with_builtins()
+    table = CommandTable.with_builtins(is_managed=no_room_managed)
     table.register(command("schedule", "post a message later"))
     table.register(command("reload-plugins", "reload the plugins"))
     text = await run_command(table, "help", make_live())
@@ -183,7 +188,7 @@ async def test_command_help_lists_every_registered_command() -> None:
 
 @pytest.mark.asyncio
 async def test_command_help_sees_commands_registered_later() -> None:
-    table = CommandTable.with_builtins()
+    table = CommandTable.with_builtins(is_managed=no_room_managed)
     before = await run_command(table, "help", make_live())
     table.register(command("deploy", "ship it"))
     after = await run_command(table, "help", make_live())
@@ -197,14 +202,17 @@ async def test_command_help_lists_agents() -> None:
         helper={"display_name": "Helper", "role": "answers questions"},
         coder={"display_name": "Code Smith"},
     )
-    text = await run_command(CommandTable.with_builtins(), "help", live)
+    text = await run_command(CommandTable.with_builtins(is_managed=no_room_managed), "help", live)
     assert "- Helper (helper): answers questions" in text
     assert "- Code Smith (coder): no role given" in text
 
 
 @pytest.mark.asyncio
 async def test_command_plugins_without_plugins() -> None:
-    assert await run_command(CommandTable.with_builtins(), "plugins", make_live()) == "No plugins are loaded."
+    assert (
+        await run_command(CommandTable.with_builtins(is_managed=no_room_managed), "plugins", make_live())
+        == "No plugins are loaded."
+    )
 
 
 # -- handle_command -----------------------------------------------------------------------------------

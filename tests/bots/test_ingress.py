@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from mindroom.bots.capabilities import BOT_TURNS_PER_THREAD
 from mindroom.bots.ingress import (
     CLOCK_SKEW_MS,
     MAX_BODY_CHARS,
@@ -15,10 +16,8 @@ from mindroom.bots.ingress import (
     InboundReaction,
     IngressDrop,
     classify_message,
-    message_ingress,
-    reaction_ingress,
 )
-from mindroom.bots.runtime import BOT_TURNS_PER_THREAD, DaemonRuntime, LiveState
+from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.constants import (
     HOOK_DISPATCH_KEY,
@@ -30,9 +29,10 @@ from mindroom.constants import (
     SYNTHETIC_DEPTH_KEY,
     VOICE_PREFIX,
 )
+from mindroom.daemon.wiring import RunningDaemon
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
-from tests.bots.support import unit_runtime
+from tests.bots.support import close_stores, ingress_of, unit_daemon
 
 ROUTER = "@mindroom_router:localhost"
 HELPER = "@mindroom_helper:localhost"
@@ -331,16 +331,15 @@ def test_classify_message_accepts_own_scheduled_post_mentioning_self() -> None:
     assert inbound.envelope.requester_id == ALICE
 
 
-# -- message_ingress and reaction_ingress ------------------------------------------------------------
+# -- Ingress.message and Ingress.reaction ------------------------------------------------------------
 
 
 @dataclass(slots=True)
 class StandInEntity:
-    """What ingress reads of a bot: its name, whether it is the router, and the shared runtime."""
+    """What ingress reads of a bot: its name and whether it is the router (and, for the directory, its rooms)."""
 
     name: str
     is_router: bool
-    runtime: DaemonRuntime
     joined_rooms: set[str] = field(default_factory=set)
 
 
@@ -358,22 +357,21 @@ def make_config(**authorization: Any) -> Config:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[DaemonRuntime]:
+def daemon(tmp_path: Path) -> Iterator[RunningDaemon]:
     live = LiveState(config=make_config(), registry=HookRegistry.from_plugins([]))
-    runtime = unit_runtime(tmp_path, live, bots=BOTS, rooms={"lobby": LOBBY}, started_at_ms=START_MS)
-    journal = runtime.journal
-    runtime.bots = {name: StandInEntity(name, name == "router", runtime) for name in BOTS}
-    yield runtime
-    journal.close()
+    entities = {name: StandInEntity(name, name == "router") for name in BOTS}
+    daemon = unit_daemon(tmp_path, live, bots=BOTS, rooms={"lobby": LOBBY}, started_at_ms=START_MS, entities=entities)
+    yield daemon
+    close_stores(daemon)
 
 
-def entity(runtime: DaemonRuntime, name: str = "helper") -> Any:
-    return runtime.bots[name]
+def entity(daemon: RunningDaemon, name: str = "helper") -> Any:
+    return daemon.directory.entities[name]
 
 
-def with_config(runtime: DaemonRuntime, config: Config) -> LiveState:
-    runtime.live = LiveState(config=config, registry=runtime.live.registry)
-    return runtime.live
+def with_config(daemon: RunningDaemon, config: Config) -> LiveState:
+    daemon.cell.swap(LiveState(config=config, registry=daemon.live.registry))
+    return daemon.live
 
 
 def message(
@@ -413,41 +411,28 @@ def annotation(key: Any = "👍", target: Any = "$answer") -> dict[str, Any]:
         pytest.param(START_MS + 60_000, True, id="after-start"),
     ],
 )
-def test_message_ingress_staleness(runtime: DaemonRuntime, ts: int, fresh: bool) -> None:
-    result = message_ingress(entity(runtime), runtime.live, message(ts=ts))
+def test_message_ingress_staleness(daemon: RunningDaemon, ts: int, fresh: bool) -> None:
+    result = ingress_of(daemon).message(entity(daemon), daemon.live, message(ts=ts))
     if fresh:
         assert isinstance(result, InboundMessage)
     else:
         assert result == IngressDrop("older than this run")
-        assert not runtime.journal.seen("helper", "$m1")
+        assert not daemon.stores.journal.seen("helper", "$m1")
 
 
-def test_message_ingress_replay_accepts_an_old_claimed_event(runtime: DaemonRuntime) -> None:
+def test_message_ingress_replay_accepts_an_old_claimed_event(daemon: RunningDaemon) -> None:
     old = message(ts=START_MS - 3_600_000)
-    assert runtime.journal.claim("helper", old.event_id, {"before": "restart"})
-    result = message_ingress(entity(runtime), runtime.live, old, replay=True)
+    assert daemon.stores.journal.claim("helper", old.event_id, {"before": "restart"})
+    result = ingress_of(daemon).message(entity(daemon), daemon.live, old, replay=True)
     assert isinstance(result, InboundMessage)
     assert result.envelope.source_event_id == old.event_id
-    assert [pending.event for pending in runtime.journal.pending("helper")] == [{"before": "restart"}]
+    assert [pending.event for pending in daemon.stores.journal.pending("helper")] == [{"before": "restart"}]
 
 
-def test_message_ingress_claims_an_accepted_message_once(runtime: DaemonRuntime) -> None:
+def test_message_ingress_stores_nothing_of_an_accepted_message(daemon: RunningDaemon) -> None:
     event = message("@helper hi")
-    first = message_ingress(entity(runtime), runtime.live, event)
-    assert isinstance(first, InboundMessage)
-    assert runtime.journal.seen("helper", event.event_id)
-    [pending] = runtime.journal.pending("helper")
-    assert pending.event_id == event.event_id
-    assert pending.event["content"] == event.content
-    assert message_ingress(entity(runtime), runtime.live, event) == IngressDrop("already handled")
-
-
-def test_message_ingress_claims_per_entity(runtime: DaemonRuntime) -> None:
-    event = message()
-    assert isinstance(message_ingress(entity(runtime, "helper"), runtime.live, event), InboundMessage)
-    assert isinstance(message_ingress(entity(runtime, "coder"), runtime.live, event), InboundMessage)
-    assert isinstance(message_ingress(entity(runtime, "router"), runtime.live, event), InboundMessage)
-    assert message_ingress(entity(runtime, "coder"), runtime.live, event) == IngressDrop("already handled")
+    assert isinstance(ingress_of(daemon).message(entity(daemon), daemon.live, event), InboundMessage)
+    assert not daemon.stores.journal.seen("helper", event.event_id)  # the turn claims it (claimed_turn)
 
 
 @pytest.mark.parametrize(
@@ -469,10 +454,10 @@ def test_message_ingress_claims_per_entity(runtime: DaemonRuntime) -> None:
     ],
 )
 def test_message_ingress_classification_drops_are_not_claimed(
-    runtime: DaemonRuntime, event: MatrixEvent, reason: str
+    daemon: RunningDaemon, event: MatrixEvent, reason: str
 ) -> None:
-    assert message_ingress(entity(runtime), runtime.live, event) == IngressDrop(reason)
-    assert not runtime.journal.seen("helper", event.event_id)
+    assert ingress_of(daemon).message(entity(daemon), daemon.live, event) == IngressDrop(reason)
+    assert not daemon.stores.journal.seen("helper", event.event_id)
 
 
 AUTHORIZATION = [
@@ -488,18 +473,17 @@ AUTHORIZATION = [
 
 @pytest.mark.parametrize(("sender", "room_id", "authorization", "allowed"), AUTHORIZATION)
 def test_message_ingress_authorization(
-    runtime: DaemonRuntime, sender: str, room_id: str, authorization: dict[str, Any], allowed: bool
+    daemon: RunningDaemon, sender: str, room_id: str, authorization: dict[str, Any], allowed: bool
 ) -> None:
-    live = with_config(runtime, make_config(**authorization))
+    live = with_config(daemon, make_config(**authorization))
     event = message(sender=sender, room_id=room_id)
-    result = message_ingress(entity(runtime), live, event)
+    result = ingress_of(daemon).message(entity(daemon), live, event)
     if allowed:
         assert isinstance(result, InboundMessage)
-        assert runtime.journal.seen("helper", event.event_id)
     else:
         assert result == IngressDrop("unauthorized sender")
-        assert not runtime.journal.seen("helper", event.event_id)
-        assert runtime.journal.pending("helper") == []
+        assert not daemon.stores.journal.seen("helper", event.event_id)
+        assert daemon.stores.journal.pending("helper") == []
 
 
 @pytest.mark.parametrize(
@@ -511,27 +495,29 @@ def test_message_ingress_authorization(
     ],
 )
 def test_message_ingress_authorizes_the_requester_of_a_bot_message(
-    runtime: DaemonRuntime, original: str | None, allowed: bool
+    daemon: RunningDaemon, original: str | None, allowed: bool
 ) -> None:
     extra = {} if original is None else {ORIGINAL_SENDER_KEY: original}
     event = message("@helper look", sender=CODER, **extra)
-    result = message_ingress(entity(runtime), runtime.live, event)
+    result = ingress_of(daemon).message(entity(daemon), daemon.live, event)
     if allowed:
         assert isinstance(result, InboundMessage)
     else:
         assert result == IngressDrop("unauthorized sender")
-        assert not runtime.journal.seen("helper", event.event_id)
+        assert not daemon.stores.journal.seen("helper", event.event_id)
 
 
-def test_message_ingress_mentions_use_live_display_names(runtime: DaemonRuntime) -> None:
-    result = message_ingress(entity(runtime, "coder"), runtime.live, message("@Code Smith look", sender=HELPER))
+def test_message_ingress_mentions_use_live_display_names(daemon: RunningDaemon) -> None:
+    result = ingress_of(daemon).message(
+        entity(daemon, "coder"), daemon.live, message("@Code Smith look", sender=HELPER)
+    )
     assert isinstance(result, InboundMessage)
     assert result.envelope.mentioned_agents == ("coder",)
 
 
-def test_message_ingress_thread_from_relation(runtime: DaemonRuntime) -> None:
+def test_message_ingress_thread_from_relation(daemon: RunningDaemon) -> None:
     event = message(**{"m.relates_to": {"rel_type": "m.thread", "event_id": "$root"}})
-    result = message_ingress(entity(runtime), runtime.live, event)
+    result = ingress_of(daemon).message(entity(daemon), daemon.live, event)
     assert isinstance(result, InboundMessage)
     assert result.envelope.thread_id == "$root"
 
@@ -545,34 +531,34 @@ def test_message_ingress_thread_from_relation(runtime: DaemonRuntime) -> None:
     ],
 )
 def test_message_ingress_unauthorized_logged_once_per_room(
-    runtime: DaemonRuntime, name: str, router_running: bool, level: str
+    daemon: RunningDaemon, name: str, router_running: bool, level: str
 ) -> None:
     if not router_running:
-        runtime.bots = {key: bot for key, bot in runtime.bots.items() if key != "router"}
+        daemon.directory.entities = {key: bot for key, bot in daemon.directory.entities.items() if key != "router"}
     with capture_logs() as logs:
-        result = message_ingress(entity(runtime, name), runtime.live, message(sender=STRANGER))
+        result = ingress_of(daemon).message(entity(daemon, name), daemon.live, message(sender=STRANGER))
     assert result == IngressDrop("unauthorized sender")
     assert [(log["event"], log["log_level"], log["reason"]) for log in logs] == [
         ("event dropped at ingress", level, "unauthorized sender")
     ]
 
 
-def test_message_ingress_room_permission_by_alias(runtime: DaemonRuntime) -> None:
-    live = with_config(runtime, make_config(room_permissions={"#lobby:localhost": [STRANGER]}))
-    assert isinstance(message_ingress(entity(runtime), live, message(sender=STRANGER)), InboundMessage)
+def test_message_ingress_room_permission_by_alias(daemon: RunningDaemon) -> None:
+    live = with_config(daemon, make_config(room_permissions={"#lobby:localhost": [STRANGER]}))
+    assert isinstance(ingress_of(daemon).message(entity(daemon), live, message(sender=STRANGER)), InboundMessage)
 
 
-def test_message_ingress_default_access_only_in_managed_rooms(runtime: DaemonRuntime) -> None:
-    live = with_config(runtime, make_config(default_room_access=True))
-    result = message_ingress(entity(runtime), live, message(sender=STRANGER, room_id=ELSEWHERE))
+def test_message_ingress_default_access_only_in_managed_rooms(daemon: RunningDaemon) -> None:
+    live = with_config(daemon, make_config(default_room_access=True))
+    result = ingress_of(daemon).message(entity(daemon), live, message(sender=STRANGER, room_id=ELSEWHERE))
     assert result == IngressDrop("unauthorized sender")
 
 
-def test_reaction_ingress_accepts_an_authorized_annotation(runtime: DaemonRuntime) -> None:
+def test_reaction_ingress_accepts_an_authorized_annotation(daemon: RunningDaemon) -> None:
     event = reaction(annotation("🛑", "$answer"))
-    result = reaction_ingress(entity(runtime), runtime.live, event)
+    result = ingress_of(daemon).reaction(entity(daemon), daemon.live, event)
     assert result == InboundReaction(event, "🛑", "$answer")
-    assert not runtime.journal.seen("helper", event.event_id)
+    assert not daemon.stores.journal.seen("helper", event.event_id)
 
 
 REACTION_DROPS = [
@@ -599,13 +585,13 @@ REACTION_DROPS = [
 
 
 @pytest.mark.parametrize(("event", "reason"), REACTION_DROPS)
-def test_reaction_ingress_drops(runtime: DaemonRuntime, event: MatrixEvent, reason: str) -> None:
-    assert reaction_ingress(entity(runtime), runtime.live, event) == IngressDrop(reason)
+def test_reaction_ingress_drops(daemon: RunningDaemon, event: MatrixEvent, reason: str) -> None:
+    assert ingress_of(daemon).reaction(entity(daemon), daemon.live, event) == IngressDrop(reason)
 
 
-def test_reaction_ingress_skew_boundary_is_fresh(runtime: DaemonRuntime) -> None:
+def test_reaction_ingress_skew_boundary_is_fresh(daemon: RunningDaemon) -> None:
     event = reaction(annotation(), ts=START_MS - CLOCK_SKEW_MS)
-    assert isinstance(reaction_ingress(entity(runtime), runtime.live, event), InboundReaction)
+    assert isinstance(ingress_of(daemon).reaction(entity(daemon), daemon.live, event), InboundReaction)
 
 
 # -- bot chains -----------------------------------------------------------------------------------------
@@ -635,15 +621,17 @@ def test_classify_message_bot_hops(sender: str, hops: Any, outcome: int | str) -
         assert accepted(result).hops == outcome
 
 
-def test_message_ingress_limits_bot_messages_per_thread(runtime: DaemonRuntime) -> None:
-    live = runtime.live
+def test_message_ingress_limits_bot_messages_per_thread(daemon: RunningDaemon) -> None:
+    live = daemon.live
     sent = [
         message("@helper go on", sender=CODER, event_id=f"$b{i}", **{HOPS_KEY: 1})
         for i in range(BOT_TURNS_PER_THREAD + 2)
     ]
 
-    results = [message_ingress(entity(runtime), live, event) for event in sent]
+    results = [ingress_of(daemon).message(entity(daemon), live, event) for event in sent]
 
     assert all(isinstance(result, InboundMessage) for result in results[:BOT_TURNS_PER_THREAD])
     assert results[BOT_TURNS_PER_THREAD:] == [IngressDrop("too many bot messages in this thread")] * 2
-    assert isinstance(message_ingress(entity(runtime), live, message("person", event_id="$p")), InboundMessage)
+    assert isinstance(
+        ingress_of(daemon).message(entity(daemon), live, message("person", event_id="$p")), InboundMessage
+    )

@@ -11,16 +11,17 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.commands import CommandTable
+from mindroom.bots.capabilities import RunClock
 from mindroom.bots.ingress import CLOCK_SKEW_MS, IngressDrop
-from mindroom.bots.members import MemberChange, classify_member_event, handle_member_event
+from mindroom.bots.members import MemberChange, MemberHandler, classify_member_event
 from mindroom.bots.recovery import recover_interrupted
-from mindroom.bots.runtime import DaemonRuntime, LiveState
+from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.config.plugin import PluginEntryConfig
+from mindroom.daemon.wiring import RunningDaemon
 from mindroom.hooks import EVENT_ROOM_MEMBER_JOINED, EVENT_ROOM_MEMBER_LEFT, HookRegistry, hook
-from mindroom.matrix import MatrixEvent
-from tests.bots.support import unit_runtime
+from mindroom.matrix import MatrixEvent, MatrixEventKind
+from tests.bots.support import close_stores, unit_daemon
 
 ROUTER = "@mindroom_router:localhost"
 HELPER = "@mindroom_helper:localhost"
@@ -123,7 +124,6 @@ class StandInBindings:
 class StandInEntity:
     name: str
     is_router: bool
-    runtime: DaemonRuntime
     client: StandInClient = field(default_factory=StandInClient)
     spawned: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -150,7 +150,7 @@ def seen() -> list[tuple[str, Any]]:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path, seen: list[tuple[str, Any]]) -> Iterator[DaemonRuntime]:
+def daemon(tmp_path: Path, seen: list[tuple[str, Any]]) -> Iterator[RunningDaemon]:
     @hook(EVENT_ROOM_MEMBER_JOINED)
     async def joined(ctx: Any) -> None:
         seen.append(("joined", ctx))
@@ -161,37 +161,41 @@ def runtime(tmp_path: Path, seen: list[tuple[str, Any]]) -> Iterator[DaemonRunti
 
     config = Config.model_validate({"agents": {"helper": {"display_name": "Helper", "rooms": ["lobby"]}}})
     registry = HookRegistry.from_plugins([plugin(joined, left)])
-    runtime = unit_runtime(
+    daemon = unit_daemon(
         tmp_path, LiveState(config=config, registry=registry), bots=BOTS, rooms={"lobby": LOBBY}, started_at_ms=START_MS
     )
-    journal = runtime.journal
-    yield runtime
-    journal.close()
+    yield daemon
+    close_stores(daemon)
 
 
-def router(runtime: DaemonRuntime) -> Any:
-    return StandInEntity("router", True, runtime)
+def router() -> Any:
+    return StandInEntity("router", True)
+
+
+def handler(daemon: RunningDaemon, clock: RunClock | None = None) -> MemberHandler:
+    """The membership handler as the orchestrator wires it (`clock`: a later run's)."""
+    return MemberHandler(daemon.cell, clock or daemon.clock, daemon.directory, daemon.stores.journal)
 
 
 @pytest.mark.asyncio
-async def test_join_fires_once_with_the_profile_from_the_content(runtime: DaemonRuntime, seen: list[Any]) -> None:
+async def test_join_fires_once_with_the_profile_from_the_content(daemon: RunningDaemon, seen: list[Any]) -> None:
     event = member("join", {"membership": "invite"}, displayname="Alice", avatar_url="mxc://localhost/a")
 
-    await handle_member_event(router(runtime), event)
-    await handle_member_event(router(runtime), event)  # the same event again (a re-fetched batch)
+    await handler(daemon)(router(), event)
+    await handler(daemon)(router(), event)  # the same event again (a re-fetched batch)
 
     assert [name for name, _ in seen] == ["joined"]
     ctx = seen[0][1]
     assert (ctx.agent_name, ctx.room_id, ctx.event_id, ctx.correlation_id) == ("router", LOBBY, "$member", "$member")
     assert (ctx.user_id, ctx.sender_id, ctx.membership, ctx.prev_membership) == (ALICE, ALICE, "join", "invite")
     assert (ctx.display_name, ctx.avatar_url) == ("Alice", "mxc://localhost/a")
-    assert runtime.journal.seen("router", "$member")
-    assert runtime.journal.pending("router") == []
+    assert daemon.stores.journal.seen("router", "$member")
+    assert daemon.stores.journal.pending("router") == []
 
 
 @pytest.mark.asyncio
-async def test_leave_takes_name_and_avatar_from_before_it(runtime: DaemonRuntime, seen: list[Any]) -> None:
-    await handle_member_event(router(runtime), member("leave", PROFILE))
+async def test_leave_takes_name_and_avatar_from_before_it(daemon: RunningDaemon, seen: list[Any]) -> None:
+    await handler(daemon)(router(), member("leave", PROFILE))
 
     [(name, ctx)] = seen
     assert name == "left"
@@ -200,47 +204,47 @@ async def test_leave_takes_name_and_avatar_from_before_it(runtime: DaemonRuntime
 
 
 @pytest.mark.asyncio
-async def test_only_the_router_announces(runtime: DaemonRuntime, seen: list[Any]) -> None:
-    await handle_member_event(StandInEntity("helper", False, runtime), member("join"))
+async def test_only_the_router_announces(daemon: RunningDaemon, seen: list[Any]) -> None:
+    await handler(daemon)(StandInEntity("helper", False), member("join"))
 
     assert seen == []
-    assert not runtime.journal.seen("helper", "$member")
+    assert not daemon.stores.journal.seen("helper", "$member")
 
 
 @pytest.mark.asyncio
-async def test_ignored_events_and_events_nobody_hooks_are_not_journaled(runtime: DaemonRuntime) -> None:
-    await handle_member_event(router(runtime), member("join", PROFILE, event_id="$profile"))
-    runtime.live = LiveState(config=runtime.live.config, registry=HookRegistry.empty())
-    await handle_member_event(router(runtime), member("join", event_id="$unheard"))
+async def test_ignored_events_and_events_nobody_hooks_are_not_journaled(daemon: RunningDaemon) -> None:
+    await handler(daemon)(router(), member("join", PROFILE, event_id="$profile"))
+    daemon.cell.swap(LiveState(config=daemon.live.config, registry=HookRegistry.empty()))
+    await handler(daemon)(router(), member("join", event_id="$unheard"))
 
-    assert not runtime.journal.seen("router", "$profile")
-    assert not runtime.journal.seen("router", "$unheard")
+    assert not daemon.stores.journal.seen("router", "$profile")
+    assert not daemon.stores.journal.seen("router", "$unheard")
 
 
 @pytest.mark.asyncio
 async def test_a_crash_mid_hook_delivers_the_event_again_after_the_restart(
-    runtime: DaemonRuntime, seen: list[Any]
+    daemon: RunningDaemon, seen: list[Any]
 ) -> None:
-    entity = router(runtime)
+    entity = router()
     event = member("join", displayname="Alice")
-    runtime.journal.claim("router", event.event_id, dataclasses.asdict(event))  # claimed; the hooks never returned
-    runtime.started_at_ms = START_MS + 60_000  # the next run: the event is older than it
+    daemon.stores.journal.claim("router", event.event_id, dataclasses.asdict(event))  # the hooks never returned
+    next_run = handler(daemon, RunClock(START_MS + 60_000))  # the next run: the event is older than it
 
-    await handle_member_event(entity, event)  # the sync hands it over again: already claimed, not delivered
+    await next_run(entity, event)  # the sync hands it over again: already claimed, not delivered
     assert seen == []
-    await recover_interrupted(entity, CommandTable())
+    await recover_interrupted(entity, daemon.stores.journal, {MatrixEventKind.MEMBER: next_run})
     await asyncio.gather(*entity.spawned)
 
     assert [(name, ctx.display_name) for name, ctx in seen] == [("joined", "Alice")]
-    assert runtime.journal.pending("router") == []
+    assert daemon.stores.journal.pending("router") == []
 
 
 @pytest.mark.asyncio
-async def test_a_replayed_event_that_no_longer_qualifies_is_completed(runtime: DaemonRuntime, seen: list[Any]) -> None:
+async def test_a_replayed_event_that_no_longer_qualifies_is_completed(daemon: RunningDaemon, seen: list[Any]) -> None:
     event = member("join", user="@mindroom_newagent:localhost")
-    runtime.journal.claim("router", event.event_id, dataclasses.asdict(event))
+    daemon.stores.journal.claim("router", event.event_id, dataclasses.asdict(event))
 
-    await handle_member_event(router(runtime), event, replay=True)
+    await handler(daemon)(router(), event, replay=True)
 
     assert seen == []
-    assert runtime.journal.pending("router") == []
+    assert daemon.stores.journal.pending("router") == []

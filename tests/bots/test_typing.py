@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mindroom.bots.respond import TYPING_DELAY_S, _typing
+from mindroom.bots.reply import TYPING_DELAY_S, typing_notice
 
 pytestmark = pytest.mark.asyncio
 
@@ -25,21 +25,21 @@ class _Channel:
 
 async def test_a_quick_answer_shows_no_typing_notice() -> None:
     channel = _Channel()
-    async with _typing(channel):  # type: ignore[arg-type]
+    async with typing_notice(channel):  # type: ignore[arg-type]
         await asyncio.sleep(TYPING_DELAY_S / 10)
     assert channel.shown == []
 
 
 async def test_a_slow_answer_shows_the_notice_then_clears_it() -> None:
     channel = _Channel()
-    async with _typing(channel):  # type: ignore[arg-type]
+    async with typing_notice(channel):  # type: ignore[arg-type]
         await asyncio.sleep(TYPING_DELAY_S + 0.2)
         assert channel.shown == [True]
     assert channel.shown == [True, False]
 
 
 async def _fail_slowly(channel: _Channel) -> None:
-    async with _typing(channel):  # type: ignore[arg-type]
+    async with typing_notice(channel):  # type: ignore[arg-type]
         await asyncio.sleep(TYPING_DELAY_S + 0.2)
         raise RuntimeError("model failed")
 

@@ -47,8 +47,9 @@ def test_run_without_homeserver_or_synapse_says_what_to_install(tmp_path, monkey
 
 
 def test_ready_lines_show_rooms_agents_and_the_password_only_once(tmp_path):
-    runtime = SimpleNamespace(
-        room_ids={"lobby": "!abc:localhost"}, live=SimpleNamespace(config=SimpleNamespace(agents={"assistant": None}))
+    running = SimpleNamespace(
+        directory=SimpleNamespace(room_ids={"lobby": "!abc:localhost"}),
+        live=SimpleNamespace(config=SimpleNamespace(agents={"assistant": None})),
     )
     server = SimpleNamespace(
         url="http://127.0.0.1:8008", base_dir=tmp_path / "homeserver", user_file=tmp_path / "u.json"
@@ -57,11 +58,11 @@ def test_ready_lines_show_rooms_agents_and_the_password_only_once(tmp_path):
     def session(created: bool):
         return SimpleNamespace(server=server, human=HumanAccount("@user:localhost", "pw-123456", created=created))
 
-    first = ready_lines(runtime, session(True), tmp_path)
-    later = ready_lines(runtime, session(False), tmp_path)
+    first = ready_lines(running, session(True), tmp_path)
+    later = ready_lines(running, session(False), tmp_path)
 
     assert first[0] == "MindRoom is ready. Rooms: lobby (!abc:localhost). Agents: assistant."
     assert any("pw-123456" in line and "shown once" in line for line in first)
     assert not any("pw-123456" in line for line in later)
     assert any("mindroom chat" in line for line in later)
-    assert ready_lines(runtime, None, tmp_path) == [first[0]]
+    assert ready_lines(running, None, tmp_path) == [first[0]]

@@ -38,10 +38,12 @@ def _registry(previous: HookRegistry | None = None) -> HookRegistry:
     return HookRegistry.from_plugins([_plugin("demo", [enrich, gate])], previous=previous)
 
 
-def _runtime(registry: HookRegistry, **extra):
+def _running(registry: HookRegistry):
+    """What the collector reads of a running daemon: the live registry and plugins, the bots, the run's start."""
     bots = {"assistant": SimpleNamespace(metrics=BotMetrics(), in_flight=1)}
     live = SimpleNamespace(registry=registry, plugins=())
-    return SimpleNamespace(live=live, bots=bots, started_at_ms=1_700_000_000_000, **extra)
+    directory = SimpleNamespace(entities=bots)
+    return SimpleNamespace(live=live, directory=directory, clock=SimpleNamespace(started_at_ms=1_700_000_000_000))
 
 
 def _sample(text: str, name: str, **labels: str) -> float:
@@ -59,7 +61,7 @@ def _enrich_hook(registry: HookRegistry):
 
 def test_metrics_text_is_valid_exposition_format():
     registry = _registry()
-    text = MetricsCollector(lambda: _runtime(registry)).render()
+    text = MetricsCollector(lambda: _running(registry)).render()
 
     for line in text.splitlines():
         assert line.startswith(("# HELP ", "# TYPE ")) or LINE.match(line), line
@@ -74,7 +76,7 @@ def test_metrics_without_a_running_daemon_report_down():
 
 def test_hook_histogram_is_cumulative_across_scrapes_without_double_counting():
     registry = _registry()
-    collector = MetricsCollector(lambda: _runtime(registry))
+    collector = MetricsCollector(lambda: _running(registry))
     stats = _enrich_hook(registry).stats
     labels = {"plugin": "demo", "hook": "enrich", "event": "message:enrich"}
 
@@ -102,7 +104,7 @@ def test_hook_histogram_is_cumulative_across_scrapes_without_double_counting():
 def test_hook_histogram_survives_a_full_sample_window_and_a_reload():
     registry = _registry()
     current = {"registry": registry}
-    collector = MetricsCollector(lambda: _runtime(current["registry"]))
+    collector = MetricsCollector(lambda: _running(current["registry"]))
     stats = _enrich_hook(registry).stats
     labels = {"plugin": "demo", "hook": "enrich", "event": "message:enrich"}
 
@@ -120,9 +122,9 @@ def test_hook_histogram_survives_a_full_sample_window_and_a_reload():
 
 def test_agent_latency_histogram_counts_each_answer_once():
     registry = _registry()
-    runtime = _runtime(registry)
-    collector = MetricsCollector(lambda: runtime)
-    metrics = runtime.bots["assistant"].metrics
+    running = _running(registry)
+    collector = MetricsCollector(lambda: running)
+    metrics = running.directory.entities["assistant"].metrics
     metrics.messages_handled = 5
     metrics.record_answer(0.2)
     metrics.record_answer(4.0)
@@ -143,7 +145,7 @@ def test_breaker_trips_and_reloads_are_reported():
     hook_stats = _enrich_hook(registry).stats
     hook_stats.trips = 2
     history = [SimpleNamespace(ok=True), SimpleNamespace(ok=False), SimpleNamespace(ok=True)]
-    text = MetricsCollector(lambda: _runtime(registry), lambda: history).render()
+    text = MetricsCollector(lambda: _running(registry), lambda: history).render()
 
     assert _sample(text, "mindroom_breaker_trips_total") == 2
     assert _sample(text, "mindroom_hook_breaker_trips_total", plugin="demo", hook="enrich", event="message:enrich") == 2
@@ -151,7 +153,7 @@ def test_breaker_trips_and_reloads_are_reported():
     assert _sample(text, "mindroom_config_reloads_total", outcome="failed") == 1
     assert (
         _sample(
-            MetricsCollector(lambda: _runtime(registry)).render(), "mindroom_config_reloads_total", outcome="applied"
+            MetricsCollector(lambda: _running(registry)).render(), "mindroom_config_reloads_total", outcome="applied"
         )
         == 0
     )
@@ -160,7 +162,7 @@ def test_breaker_trips_and_reloads_are_reported():
 @pytest.mark.asyncio
 async def test_metrics_server_serves_metrics_on_loopback_and_refuses_the_rest():
     registry = _registry()
-    server = MetricsServer(MetricsCollector(lambda: _runtime(registry)), port=0)
+    server = MetricsServer(MetricsCollector(lambda: _running(registry)), port=0)
 
     async def request(raw: bytes) -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -209,7 +211,7 @@ async def _get(port: int, raw: bytes) -> bytes:
     ],
 )
 async def test_metrics_server_with_a_token_answers_only_bearers_of_it(headers, status):
-    server = MetricsServer(MetricsCollector(lambda: _runtime(_registry())), port=0, token="s3cret-metrics")
+    server = MetricsServer(MetricsCollector(lambda: _running(_registry())), port=0, token="s3cret-metrics")
     async with server:
         answer = await _get(server.port, b"GET /metrics HTTP/1.1\r\n" + headers + b"\r\n")
 
@@ -219,7 +221,7 @@ async def test_metrics_server_with_a_token_answers_only_bearers_of_it(headers, s
 
 @pytest.mark.asyncio
 async def test_metrics_server_caps_open_connections():
-    server = MetricsServer(MetricsCollector(lambda: _runtime(_registry())), port=0, max_connections=2)
+    server = MetricsServer(MetricsCollector(lambda: _running(_registry())), port=0, max_connections=2)
     async with server:
         idle = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(2)]
         await asyncio.sleep(0.1)
@@ -247,7 +249,7 @@ async def test_metrics_server_warns_when_bound_beyond_loopback():
 
 @pytest.mark.asyncio
 async def test_metrics_report_memory_descriptors_and_tasks_of_the_process():
-    text = MetricsCollector(lambda: _runtime(_registry())).render()
+    text = MetricsCollector(lambda: _running(_registry())).render()
 
     assert _sample(text, "mindroom_process_resident_memory_bytes") > 10_000_000
     assert _sample(text, "mindroom_process_open_fds") >= 3

@@ -11,12 +11,15 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.bots.runtime import DaemonRuntime, LiveState
+from mindroom.bots.capabilities import RunClock, TurnStores
+from mindroom.bots.directory import Directory
+from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.loading import parse_config_text
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.live import build_live_state
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome
 from mindroom.daemon.watch import ConfigWatcher
+from mindroom.daemon.wiring import RunningDaemon
 from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.plugins.discovery import plugin_digest, plugin_watch_paths
@@ -94,8 +97,8 @@ def test_reload_outcome_summary_says_what_changed() -> None:
     assert "daemon log" in failed.summary()
 
 
-def _deploy(tmp_path: Path, version: str = "v1") -> DaemonRuntime:
-    """Write a config and a plugin; the live runtime they make (no Matrix)."""
+def _deploy(tmp_path: Path, version: str = "v1") -> RunningDaemon:
+    """Write a config and a plugin; the daemon's capabilities they make (no Matrix)."""
     plugin = tmp_path / "plugins" / "marker"
     plugin.mkdir(parents=True, exist_ok=True)
     (plugin / "mindroom.plugin.json").write_text(json.dumps({"name": "marker", "hooks_module": "hooks.py"}))
@@ -105,21 +108,25 @@ def _deploy(tmp_path: Path, version: str = "v1") -> DaemonRuntime:
     paths = RuntimePaths(config_path=config_path, storage_root=tmp_path / "data")
     built = build_live_state(paths, previous=None, strict=False)
     assert built.live is not None
-    return DaemonRuntime(
-        live=built.live,
-        runtime_paths=paths,
-        env={},
-        server_name="localhost",
-        journal=SqliteTurnJournal(tmp_path / "data" / "daemon.db"),
-        room_memory=SqliteRoomMemory(tmp_path / "data" / "rooms.db"),
-        answers=SqliteAnswerLog(tmp_path / "data" / "answers.db"),
-        attachments=AttachmentStore(tmp_path),
-        room_ids={"lobby": "!lobby:localhost", "notes": "!notes:localhost"},
+    return RunningDaemon(
+        cell=LiveCell(built.live),
+        directory=Directory(
+            "localhost",
+            SqliteRoomMemory(tmp_path / "data" / "rooms.db"),
+            room_ids={"lobby": "!lobby:localhost", "notes": "!notes:localhost"},
+        ),
+        stores=TurnStores(
+            SqliteTurnJournal(tmp_path / "data" / "daemon.db"),
+            SqliteAnswerLog(tmp_path / "data" / "answers.db"),
+            AttachmentStore(tmp_path),
+        ),
+        paths=paths,
+        clock=RunClock.starting(),
     )
 
 
 def _coordinator(
-    runtime: DaemonRuntime, applied: list[EntityChanges], outcomes: asyncio.Queue[ReloadOutcome] | None = None
+    daemon: RunningDaemon, applied: list[EntityChanges], outcomes: asyncio.Queue[ReloadOutcome] | None = None
 ) -> ReloadCoordinator:
     """A coordinator whose `apply` only records what it was asked to restart."""
 
@@ -127,39 +134,40 @@ def _coordinator(
         applied.append(changes)
 
     return ReloadCoordinator(
-        runtime,
-        build=lambda previous: build_live_state(runtime.runtime_paths, previous=previous, strict=True),
+        daemon.cell,
+        daemon.directory,
+        build=lambda previous: build_live_state(daemon.paths, previous=previous, strict=True),
         apply=apply,
         on_outcome=outcomes.put_nowait if outcomes is not None else None,
     )
 
 
-async def _marker_version(runtime: DaemonRuntime) -> str | None:
+async def _marker_version(daemon: RunningDaemon) -> str | None:
     with capture_logs() as logs:
-        await emit(runtime.live.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+        await emit(daemon.live.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
     versions = [entry["version"] for entry in logs if entry["event"] == "marker ran"]
     return versions[0] if versions else None
 
 
 @pytest.mark.asyncio
 async def test_reload_swaps_a_fresh_import_and_carries_telemetry_over(tmp_path: Path) -> None:
-    runtime = _deploy(tmp_path)
+    daemon = _deploy(tmp_path)
     applied: list[EntityChanges] = []
-    coordinator = _coordinator(runtime, applied)
-    assert await _marker_version(runtime) == "v1"
-    old_live = runtime.live
+    coordinator = _coordinator(daemon, applied)
+    assert await _marker_version(daemon) == "v1"
+    old_live = daemon.live
     old_registry = old_live.registry
     (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "v2"))
 
     outcome = await coordinator.reload("test")
 
     assert outcome.ok and outcome.plugin_changes == ("updated marker",)
-    assert runtime.live is not old_live and runtime.live.registry is not old_registry
-    assert await _marker_version(runtime) == "v2"
+    assert daemon.live is not old_live and daemon.live.registry is not old_registry
+    assert await _marker_version(daemon) == "v2"
     assert await _marker_version_of(old_registry) == "v1"  # a turn that started before keeps the old code
-    assert runtime.live.registry.all_hooks()[0].stats is old_registry.all_hooks()[0].stats
+    assert daemon.live.registry.all_hooks()[0].stats is old_registry.all_hooks()[0].stats
     assert applied == [EntityChanges()]
-    runtime.journal.close()
+    daemon.stores.journal.close()
 
 
 async def _marker_version_of(registry: Any) -> str | None:
@@ -181,10 +189,10 @@ async def _marker_version_of(registry: Any) -> str | None:
 async def test_reload_keeps_the_last_good_state_and_names_file_and_cause(
     tmp_path: Path, broken_file: str, content: str, expected: str
 ) -> None:
-    runtime = _deploy(tmp_path)
+    daemon = _deploy(tmp_path)
     applied: list[EntityChanges] = []
-    coordinator = _coordinator(runtime, applied)
-    good = runtime.live
+    coordinator = _coordinator(daemon, applied)
+    good = daemon.live
     (tmp_path / broken_file).write_text(content)
 
     with capture_logs() as logs:
@@ -192,29 +200,29 @@ async def test_reload_keeps_the_last_good_state_and_names_file_and_cause(
 
     assert not outcome.ok and outcome.error is not None
     assert Path(broken_file).name in outcome.error and expected in outcome.error
-    assert runtime.live is good
+    assert daemon.live is good
     assert applied == []
     failure = next(
         entry for entry in logs if entry["event"] == "reload failed; keeping the last good config and plugins"
     )
     assert expected in failure["error"]
-    assert await _marker_version(runtime) == "v1"
+    assert await _marker_version(daemon) == "v1"
 
     _deploy(tmp_path, version="v3")  # fixing the file reloads normally
     assert (await coordinator.reload("test")).ok
-    assert await _marker_version(runtime) == "v3"
-    runtime.journal.close()
+    assert await _marker_version(daemon) == "v3"
+    daemon.stores.journal.close()
 
 
 @pytest.mark.asyncio
 async def test_reload_watcher_reloads_after_a_save_within_a_second(tmp_path: Path) -> None:
-    runtime = _deploy(tmp_path)
+    daemon = _deploy(tmp_path)
     outcomes: asyncio.Queue[ReloadOutcome] = asyncio.Queue()
-    coordinator = _coordinator(runtime, [], outcomes)
-    paths = runtime.runtime_paths
+    coordinator = _coordinator(daemon, [], outcomes)
+    paths = daemon.paths
     watcher = ConfigWatcher(
         paths.config_path,
-        lambda: plugin_watch_paths(runtime.live.config, paths),
+        lambda: plugin_watch_paths(daemon.live.config, paths),
         coordinator.on_files_changed,
         debounce_s=0.1,
     )
@@ -226,16 +234,16 @@ async def test_reload_watcher_reloads_after_a_save_within_a_second(tmp_path: Pat
         outcome = await asyncio.wait_for(outcomes.get(), 10)
         assert outcome.ok and outcome.activated_at is not None
         assert outcome.activated_at - saved < 1.5
-        assert await _marker_version(runtime) == "watched"
+        assert await _marker_version(daemon) == "watched"
 
         (tmp_path / "config.yaml").write_text(CONFIG.replace("tag: one", "tag: two"))
         outcome = await asyncio.wait_for(outcomes.get(), 10)
-        assert outcome.ok and runtime.live.registry.all_hooks()[0].settings == {"tag": "two"}
+        assert outcome.ok and daemon.live.registry.all_hooks()[0].settings == {"tag": "two"}
     finally:
         await coordinator.stop()
         await watcher.stop()
     assert not watcher._tasks.running
-    runtime.journal.close()
+    daemon.stores.journal.close()
 
 
 FAILING = """
@@ -249,24 +257,24 @@ async def mark(ctx):
 
 @pytest.mark.asyncio
 async def test_reload_closes_the_breaker_of_a_plugin_whose_code_changed(tmp_path: Path) -> None:
-    runtime = _deploy(tmp_path)
+    daemon = _deploy(tmp_path)
     (tmp_path / "plugins" / "marker" / "hooks.py").write_text(FAILING.replace("VERSION", "v1"))
-    coordinator = _coordinator(runtime, [])
+    coordinator = _coordinator(daemon, [])
     assert (await coordinator.reload("broken code")).ok
     for _ in range(6):
-        await emit(runtime.live.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
-    (hook,) = runtime.live.registry.all_hooks()
+        await emit(daemon.live.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+    (hook,) = daemon.live.registry.all_hooks()
     assert hook.stats.breaker.state(time.monotonic()) == "open"
 
     assert (await coordinator.reload("untouched plugin")).ok  # same code: the breaker stays open
-    assert runtime.live.registry.all_hooks()[0].stats.breaker.open_until
+    assert daemon.live.registry.all_hooks()[0].stats.breaker.open_until
     (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "fixed"))
     assert (await coordinator.reload("fixed code")).ok
 
-    (hook,) = runtime.live.registry.all_hooks()
+    (hook,) = daemon.live.registry.all_hooks()
     assert not hook.stats.breaker.open_until and hook.stats.failures >= 5
-    assert await _marker_version(runtime) == "fixed"
-    runtime.journal.close()
+    assert await _marker_version(daemon) == "fixed"
+    daemon.stores.journal.close()
 
 
 TOKEN = "syt_bWFsbG9yeQ_abcdefghijklmnopqrst_0a1b2c"
@@ -295,13 +303,13 @@ class _RecordingRouter:
 async def test_reload_failure_tells_rooms_what_failed_but_never_the_cause(
     tmp_path: Path, broken_file: str, content: str, named: str
 ) -> None:
-    runtime = _deploy(tmp_path)
+    daemon = _deploy(tmp_path)
     (tmp_path / "config.yaml").write_text(CONFIG + "admin_room: ops\n")
-    assert (await _coordinator(runtime, []).reload("admin room")).ok
+    assert (await _coordinator(daemon, []).reload("admin room")).ok
     router = _RecordingRouter()
-    runtime.bots["router"] = router  # type: ignore[index]
-    runtime.room_ids["ops"] = "!ops:localhost"  # the admin room the daemon set up
-    coordinator = _coordinator(runtime, [])
+    daemon.directory.entities = {"router": router}  # type: ignore[dict-item]
+    daemon.directory.room_set_up("ops", "!ops:localhost")  # the admin room the daemon set up
+    coordinator = _coordinator(daemon, [])
     (tmp_path / broken_file).write_text(content)
 
     with capture_logs() as logs:
@@ -317,13 +325,13 @@ async def test_reload_failure_tells_rooms_what_failed_but_never_the_cause(
     assert outcome.error is not None and TOKEN not in outcome.error and "hunter2" not in outcome.error
     failure = next(e for e in logs if e["event"] == "reload failed; keeping the last good config and plugins")
     assert Path(broken_file).name in failure["error"]  # the log keeps the cause (redacted when it is written)
-    runtime.journal.close()
+    daemon.stores.journal.close()
 
 
 @pytest.mark.asyncio
 async def test_reload_builds_in_a_worker_thread_so_the_loop_keeps_running(tmp_path: Path) -> None:
-    runtime = _deploy(tmp_path)
-    coordinator = _coordinator(runtime, [])
+    daemon = _deploy(tmp_path)
+    coordinator = _coordinator(daemon, [])
     seen = tmp_path / "import-thread.json"
     slow = MARKER.replace("VERSION", "slow") + (
         "\nimport asyncio, json, threading, time\n"
@@ -346,21 +354,21 @@ async def test_reload_builds_in_a_worker_thread_so_the_loop_keeps_running(tmp_pa
         outcome = await coordinator.reload("test")
     finally:
         ticker.cancel()
-    assert outcome.ok and await _marker_version(runtime) == "slow"
+    assert outcome.ok and await _marker_version(daemon) == "slow"
     assert ticks >= 10, "the event loop was blocked while the build ran"
     assert json.loads(seen.read_text()) == {"main": False, "on_loop": False}
-    runtime.journal.close()
+    daemon.stores.journal.close()
 
 
 @pytest.mark.parametrize("manifest", [b'{"name": "caf\xe9"}', b"[" * 20_000 + b"]" * 20_000, b'{"name": "x\\u0000"}'])
 def test_start_build_leaves_out_a_plugin_with_a_bad_manifest_and_runs_the_rest(tmp_path: Path, manifest: bytes) -> None:
-    runtime = _deploy(tmp_path)
+    daemon = _deploy(tmp_path)
     bad = tmp_path / "plugins" / "unreadable"
     bad.mkdir()
     (bad / "mindroom.plugin.json").write_bytes(manifest)
 
-    built = build_live_state(runtime.runtime_paths, previous=None, strict=False)
+    built = build_live_state(daemon.paths, previous=None, strict=False)
 
     assert built.live is not None and [plugin.name for plugin in built.live.plugins] == ["marker"]
     assert [error.plugin for error in built.plugin_errors] == ["unreadable"]
-    runtime.journal.close()
+    daemon.stores.journal.close()

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from mindroom.bots.runtime import LiveState
+from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.main import Config
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.constants import ORIGINAL_SENDER_KEY, SCHEDULE_ID_KEY
@@ -20,7 +20,7 @@ from mindroom.daemon.scheduling.parse import ScheduleParseError, next_run_after,
 from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.hooks import EVENT_SCHEDULE_FIRED, HookRegistry, hook
 from mindroom.hooks.context import HookBindings
-from mindroom.state.schedules import ScheduledTask
+from mindroom.state.schedules import ScheduledTask, ScheduleStore
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -109,15 +109,14 @@ class _Client:
         return f"$event{len(self.sent)}"
 
 
-def _runtime(registry: HookRegistry) -> tuple[Any, _Client]:
+def _scheduler(registry: HookRegistry, store: ScheduleStore) -> tuple[Scheduler, _Client]:
     client = _Client()
     poster = SimpleNamespace(client=client, bindings=lambda live: HookBindings(config=live.config))
-    runtime = SimpleNamespace(
-        live=LiveState(config=Config(timezone="Europe/Berlin"), registry=registry),
-        bots={"router": poster},
-        bot_user_ids={"router": "@router:localhost", "helper": "@helper:localhost"},
+    cell = LiveCell(LiveState(config=Config(timezone="Europe/Berlin"), registry=registry))
+    directory = SimpleNamespace(
+        entities={"router": poster}, bot_user_ids={"router": "@router:localhost", "helper": "@helper:localhost"}
     )
-    return runtime, client
+    return Scheduler(cell, directory, store), client  # type: ignore[arg-type]
 
 
 def _plugin(callbacks: list[Any]) -> Any:
@@ -130,8 +129,7 @@ def _plugin(callbacks: list[Any]) -> Any:
 async def test_scheduler_fires_a_run_missed_while_down_once_then_resumes_its_rhythm(tmp_path: Path) -> None:
     store = SqliteScheduleStore(tmp_path / "schedules.db")
     store.add(_task("miss01", time.time() - 3 * 86400))  # every minute, down for three days
-    runtime, client = _runtime(HookRegistry.empty())
-    scheduler = Scheduler(runtime, store)
+    scheduler, client = _scheduler(HookRegistry.empty(), store)
     scheduler.start()
     try:
         for _ in range(50):
@@ -160,8 +158,7 @@ async def test_scheduler_schedule_fired_hook_rewrites_or_suppresses(tmp_path: Pa
         ctx.message_text = ctx.message_text.upper()
 
     store = SqliteScheduleStore(tmp_path / "schedules.db")
-    runtime, client = _runtime(HookRegistry.from_plugins([_plugin([edit])]))
-    scheduler = Scheduler(runtime, store)
+    scheduler, client = _scheduler(HookRegistry.from_plugins([_plugin([edit])]), store)
     assert await scheduler.fire(_task("loud01", None, message="hello")) == "$event1"
     assert await scheduler.fire(_task("hush01", None, message="secret")) is None
     assert [sent["body"] for sent in client.sent] == ["HELLO"]
@@ -171,8 +168,7 @@ async def test_scheduler_schedule_fired_hook_rewrites_or_suppresses(tmp_path: Pa
 @pytest.mark.asyncio
 async def test_scheduler_create_wakes_the_loop_and_a_one_off_runs_once(tmp_path: Path) -> None:
     store = SqliteScheduleStore(tmp_path / "schedules.db")
-    runtime, client = _runtime(HookRegistry.empty())
-    scheduler = Scheduler(runtime, store)
+    scheduler, client = _scheduler(HookRegistry.empty(), store)
     scheduler.start()
     try:
         spec = parse_schedule("in 1 second soon", scheduler.now())

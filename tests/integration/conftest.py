@@ -134,12 +134,12 @@ class E2E:
             self.daemon = None
 
     def room_id(self, key: str) -> str:
-        assert self.daemon is not None and self.daemon.runtime is not None
-        return self.daemon.runtime.room_ids[key]
+        assert self.daemon is not None and self.daemon.running is not None
+        return self.daemon.running.directory.room_ids[key]
 
     def user_id(self, entity: str) -> str:
-        assert self.daemon is not None and self.daemon.runtime is not None
-        return self.daemon.runtime.bot_user_ids[entity]
+        assert self.daemon is not None and self.daemon.running is not None
+        return self.daemon.running.directory.bot_user_ids[entity]
 
     async def joined(self, human: HumanClient, room_id: str, timeout: float = 20.0) -> None:
         """Wait until the human has joined (the harness accepts invites automatically)."""

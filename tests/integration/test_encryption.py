@@ -77,7 +77,7 @@ async def _encrypted_room_world(
 
 
 async def _bot_events_are_all_encrypted(e2e: E2E, human: HumanClient, room_id: str) -> list[dict[str, Any]]:
-    bots = set(e2e.daemon.runtime.bot_user_ids.values()) if e2e.daemon else set()
+    bots = set(e2e.daemon.running.directory.bot_user_ids.values()) if e2e.daemon else set()
     sent = [e for e in await human.raw_timeline(room_id) if e["sender"] in bots and "state_key" not in e]
     assert sent, "the bots sent nothing to scan"
     assert [e["type"] for e in sent] == ["m.room.encrypted"] * len(sent)

@@ -79,9 +79,9 @@ async def test_people_joining_and_leaving_are_announced_once_by_the_router(e2e: 
         room_defaults={"invite_users": []},
     )
     daemon = await e2e.start(config)
-    assert daemon.runtime is not None
+    assert daemon.running is not None
     room_id = e2e.room_id(room)
-    await daemon.runtime.bots[ROUTER_AGENT_NAME].client.invite(room_id, alice.user_id)
+    await daemon.bots[ROUTER_AGENT_NAME].client.invite(room_id, alice.user_id)
     await e2e.joined(alice, room_id)  # the harness accepts invites
     await _records(log, 1)
 
@@ -93,8 +93,8 @@ async def test_people_joining_and_leaving_are_announced_once_by_the_router(e2e: 
     await alice.wait_for(lambda ev: _member_of(ev, bob.user_id) and ev["content"].get("displayname") == "Bobby")
     # An agent leaving and joining again (invited by the router, it accepts) is no person's doing.
     helper_user = e2e.user_id(helper)
-    await daemon.runtime.bots[helper].leave(room_id)
-    await daemon.runtime.bots[ROUTER_AGENT_NAME].client.invite(room_id, helper_user)
+    await daemon.bots[helper].leave(room_id)
+    await daemon.bots[ROUTER_AGENT_NAME].client.invite(room_id, helper_user)
     await alice.wait_for(lambda ev: _member_of(ev, helper_user) and ev["content"].get("membership") == "join"
                          and ev.get("unsigned", {}).get("prev_content", {}).get("membership") == "invite")  # fmt: skip
     left = await bob.client.room_leave(room_id)
@@ -115,7 +115,7 @@ async def test_people_joining_and_leaving_are_announced_once_by_the_router(e2e: 
     assert bob_joined["event_id"] == joins[0]["event_id"]
     assert bob_joined["name"] == joins[0]["content"].get("displayname") != "Bobby"
     assert bob_left["name"] == "Bobby"  # from the content before the leave
-    journal = daemon.runtime.journal
+    journal = daemon.running.stores.journal
     assert all(journal.seen(ROUTER_AGENT_NAME, r["event_id"]) for r in records)
     assert journal.pending(ROUTER_AGENT_NAME) == []
 

@@ -99,9 +99,9 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
     assert re.search(r"ops:stamp .* calls=3 failures=0", table)
     assert re.search(r"ops:broken .* calls=3 failures=3", table)
 
-    runtime = daemon.runtime
-    assert runtime is not None
-    async with MetricsServer(MetricsCollector(lambda: daemon.runtime, lambda: e2e.reloads.outcomes), port=0) as server:
+    running = daemon.running
+    assert running is not None
+    async with MetricsServer(MetricsCollector(lambda: daemon.running, lambda: e2e.reloads.outcomes), port=0) as server:
         assert server.url.startswith("http://127.0.0.1:")
         body = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=5).read().decode())
         again = await asyncio.to_thread(lambda: urllib.request.urlopen(server.url, timeout=5).read().decode())
@@ -120,7 +120,7 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
     # A second scrape does not count the same samples twice.
     assert _value(_parse(again), "mindroom_hook_duration_seconds_count", **hook) == 3
 
-    write_hooks_snapshot(snapshot_path(e2e.storage), runtime.live.registry, running=True)
+    write_hooks_snapshot(snapshot_path(e2e.storage), running.live.registry, running=True)
     result = await asyncio.to_thread(
         CliRunner().invoke,
         app,

@@ -70,8 +70,8 @@ async def test_reaction_stop_ends_a_silent_stream_promptly_then_reaction_hook_ru
     record = json.loads(log.read_text().splitlines()[0])
     assert record == {"key": "🛑", "target": streamed["event_id"], "agent": agent}
     daemon = e2e.daemon
-    assert daemon is not None and daemon.runtime is not None
-    bot = daemon.runtime.bots[agent]
+    assert daemon is not None and daemon.running is not None
+    bot = daemon.bots[agent]
     for _ in range(50):  # the turn is over: nothing of it keeps running after the stop
         if bot.in_flight == 0:
             break

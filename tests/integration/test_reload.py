@@ -132,8 +132,8 @@ async def test_reload_added_agent_comes_online_and_removed_agent_leaves(e2e: E2E
     human, agent, room_id, config, log = await _world(e2e, tmp_path)
     e2e.model_server.set_default(Text("answer"), model="agent-model")
     daemon = e2e.daemon
-    assert daemon is not None and daemon.runtime is not None and daemon.reloader is not None
-    first_bot = daemon.runtime.bots[agent]
+    assert daemon is not None and daemon.running is not None and daemon.reloader is not None
+    first_bot = daemon.bots[agent]
     newcomer, new_room = e2e.name("newbie"), e2e.name("annex")
 
     config["agents"][newcomer] = {"display_name": "Newbie", "role": "New.", "rooms": [e2e.name("room"), new_room]}
@@ -148,17 +148,17 @@ async def test_reload_added_agent_comes_online_and_removed_agent_leaves(e2e: E2E
     assert await _member_state(human, annex_id, newcomer_user) == "join"
     answer = await _ask(human, annex_id, newcomer_user, "hello newbie")
     assert answer == "answer [v1]"
-    assert daemon.runtime.bots[agent] is first_bot  # untouched agents keep running
+    assert daemon.bots[agent] is first_bot  # untouched agents keep running
 
     del config["agents"][newcomer]
     saved = time.time()
     e2e.write_config(config)
     outcome = await e2e.reloads.wait(saved, timeout_s=20)
     assert outcome.ok and outcome.entities.removed == (newcomer,)
-    assert newcomer not in daemon.runtime.bots
+    assert newcomer not in daemon.bots
     await _until(lambda: _has_left(human, room_id, newcomer_user))
     await _until(lambda: _has_left(human, annex_id, newcomer_user))
-    assert daemon.runtime.bots[agent] is first_bot
+    assert daemon.bots[agent] is first_bot
     assert await _ask(human, room_id, e2e.user_id(agent), "still there?") == "answer [v1]"
 
     records = [json.loads(line) for line in log.read_text().splitlines()]

@@ -30,8 +30,8 @@ async def test_rooms_a_squatted_alias_is_refused_and_nobody_is_invited_there(e2e
     with capture_logs() as logs:
         daemon = await e2e.start(config, watch=False)
 
-    assert daemon.runtime is not None
-    assert alerts not in daemon.runtime.room_ids and room in daemon.runtime.room_ids
+    assert daemon.running is not None
+    assert alerts not in daemon.running.directory.room_ids and room in daemon.running.directory.room_ids
     refusals = [
         entry
         for entry in logs
@@ -44,10 +44,10 @@ async def test_rooms_a_squatted_alias_is_refused_and_nobody_is_invited_there(e2e
     invited = [event for event in state.events if event.get("content", {}).get("membership") == "invite"]
     assert invited == []
 
-    own = daemon.runtime.room_ids[room]
+    own = daemon.running.directory.room_ids[room]
     await e2e.stop()
     daemon = await e2e.start(config, watch=False)  # a restart keeps using the room the daemon made
-    assert daemon.runtime is not None and daemon.runtime.room_ids[room] == own
+    assert daemon.running is not None and daemon.running.directory.room_ids[room] == own
 
 
 async def _dm(human, agent_user: str) -> str:

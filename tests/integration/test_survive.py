@@ -173,8 +173,7 @@ async def test_survive_hostile_events_and_strangers_change_nothing(e2e: E2E):
     reply = await human.wait_for(thread_replies(control, agent_id), timeout=30)
     assert reply["content"]["body"] == "fine"
     await asyncio.sleep(1.0)
-    runtime = e2e.daemon.runtime
-    assert stranger_room.room_id not in runtime.bots[agent].joined_rooms
+    assert stranger_room.room_id not in e2e.daemon.bots[agent].joined_rooms
     assert not any(
         ev.get("sender") == e2e.user_id("router") and "Commands" in str(ev.get("content")) for ev in human.events
     )

@@ -4,7 +4,9 @@ import dataclasses
 from types import SimpleNamespace
 
 from mindroom.bots.bot import EntityBot
-from mindroom.bots.runtime import LiveState
+from mindroom.bots.capabilities import RunClock
+from mindroom.bots.recent import RecentMessages
+from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.hooks import HookRegistry
@@ -16,10 +18,18 @@ def bot_for(tmp_path, tools, name="helper", **config_extra):
         {"agents": {name: {"display_name": "Helper", "tools": tools}, "other": {"display_name": "O"}}, **config_extra}
     )
     live = LiveState(config=config, registry=HookRegistry.empty())
-    runtime = SimpleNamespace(
-        live=live, runtime_paths=RuntimePaths.for_directory(tmp_path), room_ids={}, attachments=None
+    bot = EntityBot(
+        name,
+        None,  # type: ignore[type-var]
+        {},
+        cell=LiveCell(live),
+        directory=SimpleNamespace(room_ids={}),  # type: ignore[arg-type]
+        recent=RecentMessages(),
+        clock=RunClock(0),
+        paths=RuntimePaths.for_directory(tmp_path),
+        attachments=None,  # type: ignore[arg-type]
     )
-    return EntityBot(name, runtime, client=None, handlers={})  # type: ignore[arg-type]
+    return bot, live
 
 
 def names(functions):
@@ -27,27 +37,27 @@ def names(functions):
 
 
 def test_bot_tools_are_the_agents_list(tmp_path):
-    bot = bot_for(tmp_path, ["calculator", "read_file"])
+    bot, live = bot_for(tmp_path, ["calculator", "read_file"])
 
-    assert names(bot.tools(bot.runtime.live)) == ["calculate", "read_file"]
-    other = bot_for(tmp_path, [], name="other")
-    assert other.tools(other.runtime.live) == ()
+    assert names(bot.tools(live)) == ["calculate", "read_file"]
+    other, other_live = bot_for(tmp_path, [], name="other")
+    assert other.tools(other_live) == ()
 
 
 def test_bot_tools_are_built_once_and_reused_across_turns_and_registries(tmp_path):
-    bot = bot_for(tmp_path, ["file"])
+    bot, live = bot_for(tmp_path, ["file"])
 
-    first = bot.tools(bot.runtime.live)
-    second = bot.tools(bot.runtime.live)
+    first = bot.tools(live)
+    second = bot.tools(live)
 
     assert second is first
 
 
 def test_bot_tools_rebuild_when_catalogue_list_or_settings_change(tmp_path):
-    bot = bot_for(tmp_path, ["shell"])
-    first = bot.tools(bot.runtime.live)
+    bot, live = bot_for(tmp_path, ["shell"])
+    first = bot.tools(live)
 
-    reloaded = dataclasses.replace(bot.runtime.live, tools=ToolCatalog.builtin())
+    reloaded = dataclasses.replace(live, tools=ToolCatalog.builtin())
     after_reload = bot.tools(reloaded)
     settings = Config.model_validate({"tools": {"shell": {"allowed_commands": ["ls"]}}}).tools
     after_settings = bot.tools(

@@ -6,6 +6,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from mindroom.bots.commands import Command
+from mindroom.bots.directory import Directory
 from mindroom.bots.routing import mentioned_agents
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.daemon.scheduling.parse import ScheduleParseError, parse_schedule
@@ -33,26 +34,28 @@ def _describe(task: ScheduledTask, zone: ZoneInfo) -> str:
     return f"`{task.task_id}` {task.description}, next {when} {zone.key}{to}: {preview}"
 
 
-def _addressee(entity: Entity, live: LiveState, envelope: MessageEnvelope, message: str) -> str | None:
-    runtime = entity.runtime
-    present = runtime.agents_in_room(envelope.room_id, live.config)
-    text_mentions = mentioned_agents({"body": message}, runtime.agent_user_ids, live.display_names)
+def _addressee(directory: Directory, live: LiveState, envelope: MessageEnvelope, message: str) -> str | None:
+    present = directory.agents_in_room(envelope.room_id, live.config)
+    text_mentions = mentioned_agents({"body": message}, directory.agent_user_ids, live.display_names)
     for name in (*envelope.mentioned_agents, *text_mentions):
         if name in present:
             return name
     return present[0] if len(present) == 1 else None
 
 
-def schedule_command(scheduler: Scheduler) -> Command:
-    """`!schedule`, answered with `scheduler`, for the orchestrator to register into the command table."""
+def schedule_command(scheduler: Scheduler, directory: Directory) -> Command:
+    """`!schedule`, answered with `scheduler` (and `directory`, for the room's agents), for the orchestrator
+    to register into the command table."""
 
     async def run(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
-        return await _schedule(scheduler, entity, live, envelope, args)
+        return await _schedule(scheduler, directory, entity, live, envelope, args)
 
     return Command("schedule", SCHEDULE_HELP, run)
 
 
-async def _schedule(scheduler: Scheduler, entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
+async def _schedule(
+    scheduler: Scheduler, directory: Directory, entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str
+) -> str:
     """`!schedule ...`: create, list or cancel this room's schedules."""
     verb, _, rest = args.partition(" ")
     zone = scheduler.timezone
@@ -78,7 +81,7 @@ async def _schedule(scheduler: Scheduler, entity: Entity, live: LiveState, envel
         thread_id=envelope.thread_id,
         created_by=envelope.requester_id,
         poster=entity.name,
-        agent=_addressee(entity, live, envelope, spec.message),
+        agent=_addressee(directory, live, envelope, spec.message),
     )
     if task.next_run is None:
         scheduler.cancel(task.task_id, envelope.room_id)

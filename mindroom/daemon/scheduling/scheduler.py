@@ -19,7 +19,8 @@ import time
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from mindroom.bots.runtime import DaemonRuntime
+from mindroom.bots.directory import Directory
+from mindroom.bots.runtime import LiveCell
 from mindroom.constants import ORIGINAL_SENDER_KEY, ROUTER_AGENT_NAME, SCHEDULE_ID_KEY
 from mindroom.daemon.scheduling.parse import ScheduleSpec, next_run_after
 from mindroom.hooks.context import ScheduleFiredContext, new_correlation_id
@@ -46,8 +47,9 @@ def _zone(name: str) -> ZoneInfo:
 class Scheduler:
     """Owns the task that fires due schedules; `start()` after the bots are ready, `await stop()` before they stop."""
 
-    def __init__(self, runtime: DaemonRuntime, store: ScheduleStore) -> None:
-        self.runtime = runtime
+    def __init__(self, cell: LiveCell, directory: Directory, store: ScheduleStore) -> None:
+        self.cell = cell
+        self.directory = directory
         self.store = store
         self._wake = asyncio.Event()
         self._stopping = False
@@ -57,7 +59,7 @@ class Scheduler:
     @property
     def timezone(self) -> ZoneInfo:
         """The config's timezone, in which schedules are read and shown."""
-        return _zone(self.runtime.live.config.timezone)
+        return _zone(self.cell.live.config.timezone)
 
     def now(self) -> datetime:
         """The current time in the config's timezone."""
@@ -154,9 +156,9 @@ class Scheduler:
 
     async def fire(self, task: ScheduledTask) -> str | None:
         """Run `schedule:fired`, then post the (possibly rewritten) message unless a hook suppressed it."""
-        runtime = self.runtime
-        live = runtime.live
-        poster = runtime.bots.get(task.poster) or runtime.bots.get(ROUTER_AGENT_NAME)
+        live = self.cell.live
+        entities = self.directory.entities
+        poster = entities.get(task.poster) or entities.get(ROUTER_AGENT_NAME)
         if poster is None:
             logger.warning("no entity can post this schedule", task_id=task.task_id, poster=task.poster)
             return None
@@ -176,7 +178,7 @@ class Scheduler:
         if ctx.suppress or not ctx.message_text.strip():
             logger.info("scheduled message suppressed", task_id=task.task_id, room_id=task.room_id)
             return None
-        agent_user = runtime.bot_user_ids.get(task.agent_name) if task.agent_name else None
+        agent_user = self.directory.bot_user_ids.get(task.agent_name) if task.agent_name else None
         event_id = await poster.client.send_message(
             task.room_id,
             ctx.message_text,

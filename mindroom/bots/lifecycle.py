@@ -1,0 +1,101 @@
+"""The two records a turn keeps in the journal, each owned by a context manager so no path can forget one.
+
+- `claimed_turn`: the event is claimed as a pending turn on entry and completed on exit, however the
+  turn ends, unless shutdown cancelled it: then it stays pending and the next start finishes it.
+- `open_answer`: a streamed answer's record, begun just before its first message is sent and ended when
+  the answer is final. Every way out of the answer that is not an exception ends it; an exception (the
+  stand-in for a crash, or shutdown cutting the answer short) leaves it, so the next start marks the
+  message as interrupted (`mindroom.bots.recovery`) and then drops the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+
+from mindroom.matrix import MatrixEvent
+from mindroom.state.journal import TurnJournal
+
+__all__ = ["OpenAnswer", "claimed_turn", "open_answer"]
+
+
+@contextlib.contextmanager
+def claimed_turn(journal: TurnJournal, entity: str, event: MatrixEvent, *, replay: bool = False) -> Iterator[bool]:
+    """Claim `event` as `entity`'s pending turn; yields False (and keeps nothing) when it was claimed before.
+
+    The event's content is kept with the claim until the turn completes, so a crash mid-turn leaves it for
+    the next start. `replay` is that next start's run of it: claimed already, it is only completed.
+    """
+    if not replay and not journal.claim(entity, event.event_id, dataclasses.asdict(event)):
+        yield False
+        return
+    try:
+        yield True
+    except asyncio.CancelledError:
+        raise  # shutdown past its grace: left pending, so the next start finishes the turn
+    except BaseException:
+        journal.complete(entity, event.event_id)
+        raise
+    journal.complete(entity, event.event_id)
+
+
+class OpenAnswer:
+    """One streamed answer's journal record: `begin` before its first send, `sent` once it exists, `end` when final."""
+
+    def __init__(
+        self, journal: TurnJournal, entity: str, room_id: str, source_event_id: str, thread_root: str | None
+    ) -> None:
+        self._journal = journal
+        self._entity = entity
+        self._room_id = room_id
+        self._source_event_id = source_event_id
+        self._thread_root = thread_root
+        self._txn_id: str | None = None
+        self._event_id: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """True between `begin` and `end`."""
+        return self._txn_id is not None
+
+    @property
+    def event_id(self) -> str | None:
+        """The message the answer is shown in so far (None before anything was shown)."""
+        return self._event_id
+
+    def begin(self, txn_id: str) -> None:
+        """The answer's first message is about to be sent with `txn_id` (recorded first, so a crash cannot hide it)."""
+        self._journal.begin_answer(self._entity, self._room_id, txn_id, self._source_event_id, self._thread_root)
+        self._txn_id = txn_id
+
+    def sent(self, response_event_id: str) -> None:
+        """The first message exists as `response_event_id`."""
+        self._event_id = response_event_id
+        if self._txn_id is not None:
+            self._journal.answer_sent(self._txn_id, response_event_id)
+
+    def shown_in(self, event_id: str) -> None:
+        """The answer is shown by editing an earlier message (an edited question's): nothing new to record."""
+        self._event_id = event_id
+
+    def end(self) -> None:
+        """The answer is final (delivered, replaced by an error, or removed); ending twice does nothing."""
+        txn_id, self._txn_id = self._txn_id, None
+        if txn_id is not None:
+            self._journal.drop_answer(txn_id)
+
+
+@contextlib.contextmanager
+def open_answer(
+    journal: TurnJournal, entity: str, room_id: str, source_event_id: str, thread_root: str | None
+) -> Iterator[OpenAnswer]:
+    """The scope of one answer that may stream: its record, if begun, is ended on every normal way out.
+
+    An exception leaves a begun record in place: the message then still shows a cut-off text, and the
+    next start edits it to say the answer was interrupted.
+    """
+    answer = OpenAnswer(journal, entity, room_id, source_event_id, thread_root)
+    yield answer
+    answer.end()
