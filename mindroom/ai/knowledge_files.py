@@ -21,6 +21,7 @@ from agno.knowledge.chunking.fixed import FixedSizeChunking
 from agno.knowledge.document.base import Document
 
 from mindroom.config.knowledge import KnowledgeBaseConfig
+from mindroom.errors import MindroomError
 
 __all__ = ["MAX_FILE_BYTES", "BaseFile", "UnreadableFileError", "base_files", "file_chunks", "matches_glob"]
 
@@ -36,7 +37,7 @@ _READERS = {
 """Formats read by an agno reader: its module, class, and the package it needs."""
 
 
-class UnreadableFileError(Exception):
+class UnreadableFileError(MindroomError):
     """A file the base cannot index; the message says why (shown by `mindroom knowledge status`)."""
 
 

@@ -19,6 +19,7 @@ from mindroom import ai
 from mindroom.bots.ingress import InboundMessage
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.bots.sharing import SharedWork
+from mindroom.config.main import ModelConfig
 from mindroom.constants import VOICE_PREFIX
 from mindroom.errors import MindroomError
 from mindroom.logging_config import get_logger
@@ -26,7 +27,7 @@ from mindroom.matrix import MatrixEvent
 from mindroom.matrix.media import MediaTooLargeError, media_source
 from mindroom.state.attachments import AttachmentStore
 
-__all__ = ["MEDIA_KINDS", "NO_TRANSCRIPTION", "MediaIntake", "PreparedMedia"]
+__all__ = ["MEDIA_KINDS", "NO_TRANSCRIPTION", "MediaIntake", "PreparedMedia", "turn_images"]
 
 logger = get_logger(__name__)
 
@@ -122,3 +123,16 @@ async def _transcript(
         return NO_TRANSCRIPTION
     logger.info("voice message transcribed", agent=entity.name, chars=len(text))
     return text
+
+
+async def turn_images(
+    store: AttachmentStore, image_ids: tuple[str, ...], model: ModelConfig
+) -> tuple[tuple[ai.ImageInput, ...], str]:
+    """A turn's images for a model that takes them; for one that does not, a note on what arrived."""
+    if not image_ids:
+        return (), ""
+    found = [item for item in [await asyncio.to_thread(store.read, i) for i in image_ids] if item is not None]
+    if ai.supports_vision(model):
+        return tuple(ai.ImageInput(item.data, item.info.mimetype) for item in found), ""
+    notes = [f"{item.info.name} ({item.info.mimetype or 'image'}, {item.info.size} bytes)" for item in found]
+    return (), "\n[The sender attached images this model cannot see: " + "; ".join(notes) + ".]"

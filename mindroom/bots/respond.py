@@ -6,7 +6,6 @@ declares: the turn's stores and the paths (data directory, environment) the mode
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
@@ -24,10 +23,11 @@ from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.capabilities import TurnStores
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.lifecycle import OpenAnswer, open_answer
+from mindroom.bots.media import turn_images
+from mindroom.bots.mind import TurnMind
 from mindroom.bots.reply import ReplyChannel, typing_notice
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
 from mindroom.bots.streaming import Streamed, stream_to_matrix
-from mindroom.config.main import ModelConfig
 from mindroom.constants import RuntimePaths
 from mindroom.hooks.context import (
     AfterResponseContext,
@@ -83,6 +83,7 @@ class _Turn:
     image_ids: tuple[str, ...]
     stores: TurnStores
     paths: RuntimePaths
+    mind: TurnMind | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +112,12 @@ def session_id(envelope: MessageEnvelope) -> str:
 @dataclass(frozen=True, slots=True)
 class Responder:
     """Answers for the pipeline, with the turn's stores (the journal's open answer, the answers given,
-    attachments, approvals) and the paths the model layer reads (data directory, environment)."""
+    attachments, approvals), the paths the model layer reads (data directory, environment), and what agents
+    remember and know (`mind`; None: nothing)."""
 
     stores: TurnStores
     paths: RuntimePaths
+    mind: TurnMind | None = None
 
     async def respond(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
         """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
@@ -134,6 +137,7 @@ class Responder:
             given.image_ids,
             self.stores,
             self.paths,
+            self.mind,
         )
         if given.replaces is not None:
             # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
@@ -155,6 +159,9 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
     started = time.perf_counter()
     items = await _enrich(turn)
     system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id)
+    if turn.mind is not None:  # what the agent remembers of the sender joins the run's system prompt, never stored
+        remembered = await turn.mind.recall(live.config, entity.name, envelope.requester_id)
+        system = "\n\n".join(part for part in (system, remembered) if part)
     probe = SessionProbe(entity, live, session_id(envelope), turn.paths.storage_root, turn.stores.session_url)
     await probe.before()
     # Pushed first, so it runs last: after the run is stored (an early answer stores after its reply).
@@ -180,6 +187,8 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
         await _cancelled(turn, stopped, outcome.response_event_id)
         return
     await _report(turn, outcome)
+    if turn.mind is not None:  # after the reply and its hooks, in a task of its own: nothing waits for it
+        turn.mind.after_answer(live.config, entity.name, envelope.requester_id, envelope.body, outcome.response_text)
 
 
 async def _final(turn: _Turn, generated: _Generated) -> ResponseResult | _Ended:
@@ -244,7 +253,7 @@ async def _generate(
             env=env,
             database_url=database_url,
         )
-    images, image_notes = await _images(turn, model)
+    images, image_notes = await turn_images(turn.stores.attachments, turn.image_ids, model)
     request = ai.GenerationRequest(
         agent_name=entity.name,
         display_name=agent.display_name,
@@ -255,7 +264,7 @@ async def _generate(
         session_id=session_id(envelope),
         num_history_runs=settings.num_history_runs,
         markdown=settings.markdown,
-        tools=entity.tools(live),
+        tools=(*entity.tools(live), *(turn.mind.tools(config, entity.name) if turn.mind is not None else ())),
         user_id=envelope.requester_id,
         source_event_id=question,
         images=images,
@@ -318,18 +327,6 @@ def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
             correlation_id=turn.correlation_id,
         )
     )
-
-
-async def _images(turn: _Turn, model: ModelConfig) -> tuple[tuple[ai.ImageInput, ...], str]:
-    """The message's images for a model that takes them; for one that does not, a note on what arrived."""
-    if not turn.image_ids:
-        return (), ""
-    store = turn.stores.attachments
-    found = [item for item in [await asyncio.to_thread(store.read, i) for i in turn.image_ids] if item is not None]
-    if ai.supports_vision(model):
-        return tuple(ai.ImageInput(item.data, item.info.mimetype) for item in found), ""
-    notes = [f"{item.info.name} ({item.info.mimetype or 'image'}, {item.info.size} bytes)" for item in found]
-    return (), "\n[The sender attached images this model cannot see: " + "; ".join(notes) + ".]"
 
 
 async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | _Ended:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,6 +33,8 @@ __all__ = [
     "VoiceConfig",
 ]
 
+_OWNER_PLACEHOLDER = "__MINDROOM_OWNER_USER_ID_FROM_PAIRING__"
+_CONCRETE_USER = re.compile(r"^@[^:*?\[\]\s]+:[^*?\[\]\s]+$")
 _NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 
 ThreadMode = Literal["thread", "room"]
@@ -240,6 +243,17 @@ class Config(_Strict):
     voice: VoiceConfig = Field(default_factory=VoiceConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     knowledge_bases: dict[str, KnowledgeBaseConfig] = Field(default_factory=dict)
+    administrators: list[str] = Field(default_factory=list)
+    """Platform administrators, as concrete Matrix user ids (they may wipe a person's memories)."""
+
+    @field_validator("administrators")
+    @classmethod
+    def _concrete_users(cls, users: list[str]) -> list[str]:
+        odd = [user for user in users if user != _OWNER_PLACEHOLDER and not _CONCRETE_USER.match(user)]
+        if odd or len(set(users)) != len(users):
+            msg = f"administrators must be distinct, concrete Matrix user ids (not {odd or 'repeated'})"
+            raise ValueError(msg)
+        return users
 
     @field_validator("knowledge_bases", mode="before")
     @classmethod

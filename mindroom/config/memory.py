@@ -23,6 +23,7 @@ __all__ = [
     "MemoryFileConfig",
     "MemoryLLMConfig",
     "MemorySearchConfig",
+    "refuse_file_backend",
 ]
 
 MemoryBackend = Literal["mem0", "file", "none"]

@@ -24,6 +24,7 @@ from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.daemon.live import build_live_state
+from mindroom.daemon.mind import start_mind
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, reload_command
 from mindroom.daemon.scheduling.command import schedule_command
 from mindroom.daemon.scheduling.scheduler import Scheduler
@@ -132,6 +133,7 @@ class Orchestrator:
             ),
             paths=paths,
             clock=RunClock.starting(self._run_since),
+            mind=await start_mind(paths, stores.session_url, live.config, self.commands),
         )
         self.running = running
         cell, directory = running.cell, running.directory
@@ -295,6 +297,8 @@ class Orchestrator:
         live = running.live
         config = live.config
         bots = self.bots
+        if running.mind is not None:  # knowledge bases follow the config whatever else changed
+            await running.mind.apply(config)
         removed = {name: bots[name] for name in changes.removed if name in bots}
         await asyncio.gather(
             *(bot.stop("removed from config", grace_s, leave_rooms=True) for bot in removed.values()),
@@ -359,6 +363,8 @@ class Orchestrator:
         if self.scheduler is not None:
             await self.scheduler.stop()
         await asyncio.gather(*(bot.stop(reason, grace_s) for bot in self.bots.values()), return_exceptions=True)
+        if self.running.mind is not None:
+            await self.running.mind.stop(grace_s)
         set_registry_provider(None)
         shared_pool().close()
         await ai.close_caches()

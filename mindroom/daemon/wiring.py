@@ -11,6 +11,7 @@ only what it declares:
 - `RunClock` — when this run started
 - `RecentMessages`, `SharedWork` — the recent messages hooks read, each event's media worked once
 - `RuntimePaths` — the data directory and the environment snapshot the model layer reads
+- `TurnMind` — memories recalled before an answer and written after it, the knowledge bases' search tool
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.ingress import Ingress
 from mindroom.bots.media import MediaIntake
 from mindroom.bots.members import MemberHandler
+from mindroom.bots.mind import TurnMind
 from mindroom.bots.reactions import ReactionHandler
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.respond import Responder
@@ -48,6 +50,8 @@ class RunningDaemon:
     recent: RecentMessages = field(default_factory=RecentMessages)
     media: SharedWork = field(default_factory=SharedWork)
     """Each event's attachment, downloaded and transcribed once for every entity that handles it."""
+    mind: TurnMind | None = None
+    """What agents remember about people and the knowledge bases they search (None: neither)."""
 
     @property
     def live(self) -> LiveState:
@@ -65,7 +69,7 @@ def event_handlers(
         cell=daemon.cell,
         ingress=ingress,
         media=MediaIntake(daemon.media, stores.attachments, daemon.paths.env_values),
-        responder=Responder(stores, daemon.paths),
+        responder=Responder(stores, daemon.paths, daemon.mind),
         journal=stores.journal,
         directory=directory,
         coordinator=daemon.traffic.coordinator,

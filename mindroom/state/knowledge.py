@@ -1,9 +1,10 @@
 """Knowledge indexes: the chunks of a base's files, their full-text index and (with an embedder) their vectors.
 
-`sqlite.knowledge.SqliteKnowledgeIndex` keeps one base in a SQLite file under the data directory (FTS5 for
-words, the `sqlite-vec` extension for vectors); `postgres.knowledge.PostgresKnowledgeIndex` keeps every base
-in the state's database (PostgreSQL's text search for words, `pgvector` for vectors). Both rank: a text
-search by BM25-style relevance, a vector search by the store's own cosine distance; the AI layer fuses them.
+`location.open_knowledge_index` picks one: `sqlite.knowledge.SqliteKnowledgeIndex` keeps one base in a
+SQLite file under the data directory (FTS5 for words, the `sqlite-vec` extension for vectors);
+`postgres.knowledge.PostgresKnowledgeIndex` keeps every base in the state's database (PostgreSQL's text
+search for words, `pgvector` for vectors). Both rank: a text search by BM25-style relevance, a vector
+search by the store's own cosine distance; the AI layer fuses them.
 
 The index is derived data: a lost or stale one is rebuilt from the files, so it is not copied by
 `mindroom state migrate`. Calls block (run them in a thread); each file's rows change in one transaction.
@@ -24,7 +25,6 @@ __all__ = [
     "KnowledgeHit",
     "KnowledgeIndex",
     "knowledge_index_path",
-    "open_knowledge_index",
     "query_terms",
 ]
 
@@ -125,14 +125,3 @@ def knowledge_index_path(storage_root: Path, base_id: str) -> Path:
     if safe != base_id:
         safe = f"{safe}_{hashlib.sha256(base_id.encode()).hexdigest()[:8]}"
     return Path(storage_root) / "knowledge_db" / f"{safe}.db"
-
-
-def open_knowledge_index(storage_root: Path, database_url: str | None, base_id: str) -> KnowledgeIndex:
-    """The index of one base: in the state's PostgreSQL database, or a SQLite file under the data directory."""
-    if database_url:
-        from mindroom.state.postgres.knowledge import PostgresKnowledgeIndex
-
-        return PostgresKnowledgeIndex(database_url, base_id)
-    from mindroom.state.sqlite.knowledge import SqliteKnowledgeIndex
-
-    return SqliteKnowledgeIndex(knowledge_index_path(storage_root, base_id))

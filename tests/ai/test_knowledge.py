@@ -14,7 +14,8 @@ from mindroom.ai.embedder import EmbedderSpec, embedder_spec
 from mindroom.ai.knowledge import KnowledgeBase, fuse_rankings
 from mindroom.config.knowledge import KnowledgeBaseConfig
 from mindroom.config.memory import MemoryEmbedderConfig
-from mindroom.state.knowledge import KnowledgeHit, open_knowledge_index
+from mindroom.state.knowledge import KnowledgeHit
+from mindroom.state.location import open_knowledge_index
 from mindroom.testing.model_server import ScriptedModelServer
 
 pytestmark = pytest.mark.asyncio

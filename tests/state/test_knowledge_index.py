@@ -12,9 +12,9 @@ from mindroom.state.knowledge import (
     IndexedFile,
     KnowledgeIndex,
     knowledge_index_path,
-    open_knowledge_index,
     query_terms,
 )
+from mindroom.state.location import open_knowledge_index
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
