@@ -4,6 +4,12 @@ in one thread reaches that agent's later turns with the same person, never anoth
 
 from __future__ import annotations
 
+import asyncio
+import os
+import re
+import subprocess
+import sys
+
 import pytest
 
 from mindroom.testing.memory_script import is_memory_request, script_memory
@@ -94,3 +100,35 @@ async def test_memory_off_by_default_costs_no_model_call(e2e: E2E):
 
     assert not any(is_memory_request(r) for r in e2e.model_server.requests)
     assert not (e2e.storage / "memory").exists()
+
+
+@pytest.mark.postgres
+async def test_memory_moves_to_postgres_with_state_migrate(e2e: E2E, postgres_url: str):
+    alice = await e2e.human("alice")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [alice.user_id], {agent: {"display_name": "Helper", "rooms": [room]}}, memory={"backend": "mem0"}
+    )
+    script_memory(e2e.model_server, "teal", FACT)
+    daemon = await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await _ask(e2e, alice, room_id, agent, "my favourite colour is teal")
+    assert daemon.running is not None and daemon.running.mind is not None
+    await daemon.running.mind.settled()
+    await e2e.stop()
+
+    migrated = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "mindroom", "state", "migrate", "--to", postgres_url,
+         "--config", str(e2e.config_dir / "config.yaml")],
+        capture_output=True, text=True, timeout=120, cwd=e2e.config_dir,
+        env={**os.environ, "MINDROOM_STORAGE_PATH": str(e2e.storage)},
+    )  # fmt: skip
+    assert migrated.returncode == 0, migrated.stderr
+    assert re.search(r"^memories\s+1\s+1\s+ok$", migrated.stdout, re.M), migrated.stdout
+
+    config["storage"] = {"database_url": postgres_url}
+    await e2e.start(config)
+    recalled = await _ask(e2e, alice, room_id, agent, "which colour for the kitchen?")
+    assert FACT in _system_text(recalled)
