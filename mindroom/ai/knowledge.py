@@ -28,6 +28,8 @@ __all__ = ["KnowledgeBase", "RefreshReport", "fuse_rankings"]
 logger = get_logger(__name__)
 
 _FILES_PER_STEP = 32
+_EMBEDDER_COOLDOWN_S = 30.0
+"""After a failed query embedding, searches use words alone this long (no waiting on an endpoint that is down)."""
 _RRF_K = 60
 """Reciprocal rank fusion's damping constant (the usual 60): a hit's share is 1 / (60 + its rank)."""
 
@@ -76,6 +78,7 @@ class KnowledgeBase:
         self.embedder_spec = embedder if index.holds_vectors() else None
         self._embedder = Embedder(self.embedder_spec) if self.embedder_spec is not None else None
         self._refreshing = asyncio.Lock()
+        self._embedder_down_until = 0.0
         self.last_report: RefreshReport | None = None
         self.last_error: str | None = None
 
@@ -194,11 +197,12 @@ class KnowledgeBase:
         if not query.strip():
             return []
         words = asyncio.ensure_future(asyncio.to_thread(self.index.search_text, query, limit * 2))
-        if self._embedder is None:
+        if self._embedder is None or time.monotonic() < self._embedder_down_until:
             return (await words)[:limit]
         try:
             vector = await self._embedder.query(query)
         except Exception as exc:  # search still answers, by words
+            self._embedder_down_until = time.monotonic() + _EMBEDDER_COOLDOWN_S
             logger.warning("query embedding failed: searching by words", base=self.base_id, error=str(exc))
             return (await words)[:limit]
         near = await asyncio.to_thread(self.index.search_vector, vector, limit * 2)

@@ -45,13 +45,23 @@ _DDL = (
         content TEXT NOT NULL,
         words TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', content)) STORED)""",
     "CREATE INDEX IF NOT EXISTS knowledge_chunks_file ON mindroom.knowledge_chunks (base_id, path)",
-    "CREATE INDEX IF NOT EXISTS knowledge_chunks_words ON mindroom.knowledge_chunks USING GIN (words)",
+    # No pending list: a search right after a large refresh would otherwise scan it row by row.
+    "CREATE INDEX IF NOT EXISTS knowledge_chunks_words ON mindroom.knowledge_chunks USING GIN (words)"
+    " WITH (fastupdate = off)",
 )
 _VECTOR_DDL = (
     "CREATE EXTENSION IF NOT EXISTS vector",
     "ALTER TABLE mindroom.knowledge_chunks ADD COLUMN IF NOT EXISTS embedding vector",
 )
 _CONNECT_TIMEOUT_S = 10
+_WORDS_SQL = """
+WITH matched AS MATERIALIZED (
+    SELECT id, ts_rank_cd(words, q) AS score
+    FROM mindroom.knowledge_chunks, to_tsquery('english', %s) AS q WHERE words @@ q
+)
+SELECT c.path, c.ordinal, c.content, m.score FROM matched m JOIN mindroom.knowledge_chunks c USING (id)
+WHERE c.base_id = %s ORDER BY m.score DESC, c.id LIMIT %s
+"""
 
 
 def _vector_literal(embedding: Sequence[float]) -> str:
@@ -165,17 +175,22 @@ class PostgresKnowledgeIndex:
                 )
 
     def search_text(self, query: str, limit: int) -> list[KnowledgeHit]:
-        """The chunks that best match the query's words (any word counts, ranked by cover density)."""
+        """The chunks that best match the query's words: those with every word first, then those with any."""
         terms = query_terms(query)
         if not terms:
             return []
-        rows = self._query(
-            "SELECT path, ordinal, content, ts_rank_cd(words, q) AS score"
-            " FROM mindroom.knowledge_chunks, to_tsquery('english', %s) AS q"
-            " WHERE base_id = %s AND words @@ q ORDER BY score DESC, id LIMIT %s",
-            (" | ".join(terms), self.base_id, limit),
-        )
-        return [KnowledgeHit(row[0], row[1], row[2], float(row[3])) for row in rows]
+        found: dict[tuple[str, int], KnowledgeHit] = {}
+        with self._lock, self._conn.transaction():
+            # A chunk's `tsvector` is stored out of line (TOAST), which the planner does not price: it would
+            # read every chunk of the table rather than the few rows the GIN index names.
+            self._conn.execute("SET LOCAL enable_seqscan = off")
+            for operator in ("&", "|"):
+                rows = self._conn.execute(_WORDS_SQL, (f" {operator} ".join(terms), self.base_id, limit)).fetchall()
+                for row in rows:
+                    found.setdefault((row[0], row[1]), KnowledgeHit(row[0], row[1], row[2], float(row[3])))
+                if len(found) >= limit or len(terms) == 1:
+                    break
+        return list(found.values())[:limit]
 
     def search_vector(self, embedding: Sequence[float], limit: int) -> list[KnowledgeHit]:
         """The chunks nearest to `embedding` by pgvector's cosine distance."""
