@@ -82,10 +82,11 @@ def _scoped(store_class: type[Any]) -> type[Any]:
 
         async def upsert_user_memory(self, memory: UserMemory, deserialize: bool | None = True) -> Any:
             await self._ready()
-            if self.scope_agent is not None and memory.memory_id is not None:
-                existing = await super().get_user_memory(memory.memory_id, deserialize=True, user_id=memory.user_id)
-                if existing is not None and existing.agent_id not in (None, self.scope_agent):
-                    raise PermissionError("that memory belongs to another agent")
+            if self.scope_agent is not None:
+                if memory.memory_id is not None:
+                    existing = await super().get_user_memory(memory.memory_id, deserialize=True, user_id=memory.user_id)
+                    if existing is not None and existing.agent_id not in (None, self.scope_agent):
+                        raise PermissionError("that memory belongs to another agent")
                 memory.agent_id = self.scope_agent
             memory.memory = redact_text(memory.memory)
             memory.input = redact_text(memory.input) if memory.input else None

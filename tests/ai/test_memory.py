@@ -105,3 +105,19 @@ async def test_memory_copy_moves_sqlite_memories_into_postgres(
     assert [(c.kind, c.source, c.target) for c in counts] == [("memories", 1, 1)]
     [moved] = await recall_memories(ALICE, agent="helper", storage_root=storage_root, database_url=postgres_url)
     assert moved.text == "likes teal"
+
+
+async def test_memory_store_of_one_agent_cannot_rewrite_another_agents_memory(storage_root: Path):
+    from agno.db.schemas import UserMemory
+
+    from mindroom.ai.memory import memory_db
+
+    helper, coder = memory_db(storage_root, None, "helper"), memory_db(storage_root, None, "coder")
+    await helper.upsert_user_memory(UserMemory(memory="likes teal", user_id=ALICE, memory_id="m-1"))
+
+    with pytest.raises(PermissionError):
+        await coder.upsert_user_memory(UserMemory(memory="likes red", user_id=ALICE, memory_id="m-1"))
+
+    [kept] = await recall_memories(ALICE, agent=None, storage_root=storage_root, database_url=None)
+    assert (kept.agent, kept.text) == ("helper", "likes teal")
+    assert await coder.get_user_memories(user_id=ALICE) == []
