@@ -108,11 +108,12 @@ class KnowledgeService:
         watcher: asyncio.Task[None] | None = None
         try:
             while True:
+                # Watching starts before the refresh reads the folder: a change made meanwhile refreshes again.
+                if config.watch and config.git is None and watcher is None and base.root.is_dir():
+                    watcher = asyncio.create_task(_watch(base, dirty), name=f"knowledge-watch-{base.base_id}")
                 await dirty.wait()
                 dirty.clear()
                 await self._refresh(base)
-                if config.watch and config.git is None and watcher is None and base.root.is_dir():
-                    watcher = asyncio.create_task(_watch(base, dirty), name=f"knowledge-watch-{base.base_id}")
                 wait = poll if poll is not None else (None if base.root.is_dir() else _MISSING_FOLDER_RETRY_S)
                 if wait is not None:
                     with contextlib.suppress(TimeoutError):
