@@ -8,6 +8,10 @@
    active one is killed with SIGKILL mid-stream. Prints the takeover time (kill to the standby's first
    answer) and messages sent, answered, lost and doubled. Target: takeover < 10 s, 0 lost, 0 doubled.
    `FAILOVER_SQLITE=1` runs the same on SQLite state too (one data directory, `flock`).
+   `FAILOVER_ENCRYPTED=1` runs it once more in an encrypted room, with an encryption-capable human and a
+   standby on "another machine": an empty data directory and only the recovery key
+   (`MINDROOM_RECOVERY_KEY_FILE`); the bots' devices and keys come from the database.
+   `FAILOVER_ONLY=1` skips the latency part.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -110,7 +115,7 @@ class Daemon:
                 self.process.kill()
 
 
-def _config(workdir: Path, base_url: str, user: str, agent: str, room: str) -> None:
+def _config(workdir: Path, base_url: str, user: str, agent: str, room: str, *, encrypted: bool = False) -> None:
     model = {"provider": "openai", "id": "bench", "extra_kwargs": {"base_url": base_url, "max_retries": 0}}
     config: dict[str, Any] = {
         "models": {"default": model},
@@ -120,6 +125,8 @@ def _config(workdir: Path, base_url: str, user: str, agent: str, room: str) -> N
         "room_defaults": {"invite_users": [user]},
         "defaults": {"enable_streaming": False},
     }
+    if encrypted:
+        config["rooms"] = {room: {"name": "Failover", "encrypted": True}}
     workdir.mkdir(parents=True)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
@@ -189,20 +196,29 @@ async def journal_cost(root: Path, url: str | None, count: int = 2000) -> float:
 
 
 async def failover(
-    hs: TestHomeserver, human: HumanClient, root: Path, base_url: str, env: dict[str, str]
+    hs: TestHomeserver, human: HumanClient, root: Path, base_url: str, env: dict[str, str], *, encrypted: bool = False
 ) -> dict[str, float]:
     tag = secrets.token_hex(3)
     workdir = root / f"failover{tag}"
     agent, room = "solo", f"fo{tag}"
-    _config(workdir, base_url, human.user_id, agent, room)
+    _config(workdir, base_url, human.user_id, agent, room, encrypted=encrypted)
     active = Daemon(workdir, hs, f"f{tag}_", env, standby=False)
     standby: Daemon | None = None
     try:
         await active.wait_for("daemon ready")
-        standby = Daemon(workdir, hs, f"f{tag}_", env, standby=True)
+        standby_dir, standby_env = workdir, env
+        if encrypted:  # "another machine": its own empty data directory, and the recovery key
+            standby_dir = root / f"failover{tag}-standby"
+            standby_dir.mkdir()
+            shutil.copy(workdir / "config.yaml", standby_dir / "config.yaml")
+            shutil.copy(workdir / "data" / "crypto" / "recovery-key", root / f"recovery-key-{tag}")
+            standby_env = {**env, "MINDROOM_RECOVERY_KEY_FILE": str(root / f"recovery-key-{tag}")}
+        standby = Daemon(standby_dir, hs, f"f{tag}_", standby_env, standby=True)
         await standby.wait_for("standby: waiting for the active daemon to stop")
         room_id = await _room(human, hs, room)
         responder = f"@f{tag}_{agent}:{hs.server_name}"
+        if encrypted:
+            await human.wait_for_member(room_id, responder)
         sent: list[str] = []
         killed_at_ms = 0
         for index in range(STREAM):
@@ -247,39 +263,49 @@ async def main() -> int:
         with tempfile.TemporaryDirectory() as tmp, TestHomeserver() as hs, ScriptedModelServer() as model:
             model.set_default(Text("pong"))
             user = hs.register_user(f"bench{secrets.token_hex(3)}", "bench-pass")
-            human = HumanClient(hs.url, user.user_id, user.password)
+            encrypted = bool(os.environ.get("FAILOVER_ENCRYPTED"))
+            store = Path(tmp) / "human-crypto" if encrypted else None
+            human = HumanClient(hs.url, user.user_id, user.password, store_dir=store)
             await human.start()
+            on_sqlite = on_pg = None
             try:
-                sqlite_rounds, pg_rounds = [], []
-                for _round in range(2):
-                    sqlite_rounds.append(await latency(hs, human, Path(tmp), model.base_url, {}, None))
-                    on_pg_env = {"MINDROOM_DATABASE_URL": pg.create_database()}
-                    pg_rounds.append(await latency(hs, human, Path(tmp), model.base_url, on_pg_env, pg))
-                on_sqlite, on_pg = _summary(sqlite_rounds), _summary(pg_rounds)
-                journal_us = {
-                    "sqlite": await journal_cost(Path(tmp), None),
-                    "postgresql": await journal_cost(Path(tmp), pg.create_database()),
-                }
+                if not os.environ.get("FAILOVER_ONLY"):
+                    sqlite_rounds, pg_rounds = [], []
+                    for _round in range(2):
+                        sqlite_rounds.append(await latency(hs, human, Path(tmp), model.base_url, {}, None))
+                        on_pg_env = {"MINDROOM_DATABASE_URL": pg.create_database()}
+                        pg_rounds.append(await latency(hs, human, Path(tmp), model.base_url, on_pg_env, pg))
+                    on_sqlite, on_pg = _summary(sqlite_rounds), _summary(pg_rounds)
+                    journal_us = {
+                        "sqlite": await journal_cost(Path(tmp), None),
+                        "postgresql": await journal_cost(Path(tmp), pg.create_database()),
+                    }
                 model.set_default(Delay(0.3, Text("answered")))
                 failover_env = {"MINDROOM_DATABASE_URL": pg.create_database()}
                 runs = {"postgresql": await failover(hs, human, Path(tmp), model.base_url, failover_env)}
                 if os.environ.get("FAILOVER_SQLITE"):
                     runs["sqlite"] = await failover(hs, human, Path(tmp), model.base_url, {})
+                if encrypted:
+                    encrypted_env = {"MINDROOM_DATABASE_URL": pg.create_database()}
+                    runs["postgresql, encrypted room, standby on an empty data directory"] = await failover(
+                        hs, human, Path(tmp), model.base_url, encrypted_env, encrypted=True
+                    )
             finally:
                 await human.close()
     finally:
         pg.stop()
-    print(f"latency: {MESSAGES} messages each (two alternating rounds), 1 agent, instant model replies")
-    print(f"{'state':<12}{'p50 ms':>10}{'p95 ms':>10}{'daemon CPU ms/msg':>20}{'database CPU ms/msg':>22}")
-    for name, result in (("sqlite", on_sqlite), ("postgresql", on_pg)):
+    if on_sqlite is not None and on_pg is not None:
+        print(f"latency: {MESSAGES} messages each (two alternating rounds), 1 agent, instant model replies")
+        print(f"{'state':<12}{'p50 ms':>10}{'p95 ms':>10}{'daemon CPU ms/msg':>20}{'database CPU ms/msg':>22}")
+        for name, result in (("sqlite", on_sqlite), ("postgresql", on_pg)):
+            print(
+                f"{name:<12}{result['p50']:>10.1f}{result['p95']:>10.1f}{result['cpu_ms']:>20.2f}"
+                f"{result['db_cpu_ms'] if name == 'postgresql' else float('nan'):>22.2f}"
+            )
         print(
-            f"{name:<12}{result['p50']:>10.1f}{result['p95']:>10.1f}{result['cpu_ms']:>20.2f}"
-            f"{result['db_cpu_ms'] if name == 'postgresql' else float('nan'):>22.2f}"
+            "journal writes of one turn (claim + complete) on the event loop: sqlite"
+            f" {journal_us['sqlite']:.0f} µs, postgresql {journal_us['postgresql']:.0f} µs (queued to its writer)"
         )
-    print(
-        "journal writes of one turn (claim + complete) on the event loop: "
-        f"sqlite {journal_us['sqlite']:.0f} µs, postgresql {journal_us['postgresql']:.0f} µs (queued to its writer)"
-    )
     for name, run in runs.items():
         print(
             f"failover ({name}): kill -9 at message {KILL_AT + 1} of {run['sent']}, one every {INTERVAL_S} s; "

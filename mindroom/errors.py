@@ -15,6 +15,7 @@
     ├── PathConfinementError      a path would leave its root, or is a link  (tool_system.path_confinement; ValueError)
     ├── ModelConfigError          a model cannot be built (names model and problem)  (ai.errors)
     ├── GenerationError           the model failed while answering; safe to show in chat  (ai.errors)
+    │   └── StreamStalledError    a streamed answer went silent past its idle limit  (ai.resilience)
     ├── TranscriptionError        a voice message could not be turned into text  (ai.media)
     ├── UnreadableFileError       a knowledge file cannot be indexed; says why  (ai.knowledge_files)
     ├── GitSyncError              a knowledge base's Git checkout cannot be synced; git's words  (ai.knowledge_git)
@@ -23,7 +24,13 @@
     │   ├── MatrixRequestError      the homeserver answered with a Matrix error
     │   │   └── MediaTooLargeError    an attachment is larger than the daemon takes  (matrix.media)
     │   ├── MatrixLoginError        a bot could not log in, register or reuse its credentials
-    │   ├── MatrixCryptoStoreError  a bot's crypto store is lost or unreadable (names the file)
+    │   ├── MatrixDeviceError       a bot's device cannot go on, so the bot is not started (names the bot)
+    │   │   ├── MatrixCryptoStoreError  its crypto store is lost or unreadable (names the file)
+    │   │   └── MatrixRecoveryError     its crypto state does not open with the recovery key given (names the fix)
+    │   ├── KeyProblem              an account's keys need the operator (logged with the fix)  (matrix.account_keys)
+    │   ├── RecoveryKeyError        a recovery key's text is not one (also ValueError)  (matrix.recovery_key)
+    │   ├── SecretStorageError      a stored secret does not open with that key (ValueError)  (matrix.secret_storage)
+    │   ├── SealError               a sealed crypto item does not open (also ValueError)  (matrix.sealing)
     │   └── MatrixEncryptionError   an event for an encrypted room could not be encrypted (so it was not sent)
     ├── StateError                the daemon's state cannot be used  (state.errors)
     │   ├── StateLockedError      another daemon holds the state; names it (host, pid, since when)

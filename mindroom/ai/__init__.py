@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mindroom.ai.media import ImageInput, TranscriptionError, supports_vision, transcribe
     from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
     from mindroom.ai.offline import OfflineModel
+    from mindroom.ai.probe import ModelProbe, probe_model
     from mindroom.ai.routing_model import choose_agent
     from mindroom.ai.sessions import (
         forget_turn,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         session_exists,
         strip_session_enrichment,
     )
+    from mindroom.ai.usage import TokenUsage
 
 __all__ = [
     "PLACEHOLDER_API_KEY",
@@ -47,7 +49,9 @@ __all__ = [
     "GenerationResult",
     "ImageInput",
     "ModelConfigError",
+    "ModelProbe",
     "OfflineModel",
+    "TokenUsage",
     "TranscriptionError",
     "build_model",
     "choose_agent",
@@ -58,6 +62,7 @@ __all__ = [
     "generate_early",
     "load_history",
     "preload_in_background",
+    "probe_model",
     "session_db_path",
     "session_exists",
     "stream_generate",
@@ -79,6 +84,9 @@ _HOME = {
     "generate": "generation",
     "generate_early": "generation",
     "stream_generate": "generation",
+    "TokenUsage": "usage",
+    "ModelProbe": "probe",
+    "probe_model": "probe",
     "ImageInput": "media",
     "TranscriptionError": "media",
     "supports_vision": "media",

@@ -40,6 +40,7 @@ __all__ = [
     "CompactionResult",
     "compact_history",
     "estimate_tokens",
+    "history_tokens",
     "message_tokens",
 ]
 
@@ -131,6 +132,14 @@ async def _runs(db: Any, session_id: str) -> list[_Run]:
         messages = [message for message in data.get("messages") or [] if _visible(message)]
         runs.append(_Run(row, messages, sum(message_tokens(message) for message in messages)))
     return runs
+
+
+async def history_tokens(
+    agent_name: str, session_id: str, *, storage_root: Path, database_url: str | None = None
+) -> int:
+    """The estimated tokens of a conversation's stored history, as the model is sent it."""
+    db = session_db(storage_root, agent_name, database_url)
+    return sum(run.tokens for run in await _runs(db, session_id))
 
 
 def _split(runs: list[_Run], budget: int, num_history_runs: int) -> tuple[list[_Run], list[_Run]]:
@@ -230,13 +239,16 @@ async def compact_history(
     on_chunk: ChunkListener | None = None,
     with_messages: bool = False,
 ) -> CompactionResult | None:
-    """Fold the oldest runs of a conversation over `budget` tokens into a summary; None when nothing was folded.
+    """Fold the oldest runs of a conversation over `budget` tokens (at most half the model's `context_window`)
+    into a summary; None when nothing was folded.
 
     `on_chunk` is awaited before each chunk is stored; `with_messages` puts the folded messages (agno
     `Message`s) in the result. A model failure stops the compaction where it is (what was stored stays).
     """
     if not budget or budget <= 0 or num_history_runs <= 0:
         return None
+    if model.context_window:  # the history may fill half the window: the rest is instructions, tools, answer
+        budget = min(budget, max(1, model.context_window // 2))
     db = session_db(storage_root, agent_name, database_url)
     runs = await _runs(db, session_id)
     total = sum(run.tokens for run in runs)

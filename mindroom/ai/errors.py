@@ -13,7 +13,17 @@ from mindroom.errors import MindroomError
 
 __all__ = ["FailureKind", "GenerationError", "ModelConfigError"]
 
-FailureKind = Literal["timeout", "unreachable", "rejected", "rate_limited", "http", "misconfigured", "failed"]
+FailureKind = Literal[
+    "timeout",
+    "stalled",
+    "unreachable",
+    "rejected",
+    "rate_limited",
+    "http",
+    "context_overflow",
+    "misconfigured",
+    "failed",
+]
 
 
 class ModelConfigError(MindroomError):

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 from uuid import uuid4
@@ -16,6 +16,7 @@ from agno.db.base import AsyncBaseDb
 from agno.media import Image
 from agno.run.agent import (
     RunCancelledEvent,
+    RunCompletedEvent,
     RunContentCompletedEvent,
     RunContentEvent,
     RunErrorEvent,
@@ -28,9 +29,11 @@ from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.ai.failures import failure_log, generation_error
 from mindroom.ai.media import ImageInput
 from mindroom.ai.models import model_env_fingerprint
+from mindroom.ai.overflow import HistoryShortener, shorten_history
 from mindroom.ai.session_store import expecting_new_session
 from mindroom.ai.sessions import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
 from mindroom.ai.turn_agent import TurnAgent, run_system_context, set_run_system_context
+from mindroom.ai.usage import TokenUsage, turn_usage
 from mindroom.config.main import ModelConfig
 from mindroom.logging_config import get_logger
 
@@ -38,6 +41,7 @@ __all__ = [
     "EarlyAnswer",
     "GenerationRequest",
     "GenerationResult",
+    "UsageListener",
     "generate",
     "generate_early",
     "stream_generate",
@@ -68,14 +72,23 @@ class GenerationRequest:
     """Added to this run's system prompt only (the `system:enrich` block); never stored."""
     opens_session: bool = False
     """The message starts its thread, so the session is new: it is not read before the run."""
+    shorten_history: HistoryShortener | None = None
+    """Folds the conversation's history to at most the given tokens (True when it folded something), when
+    the model refuses the turn as too long; unset: generation folds it itself (see `mindroom.ai.overflow`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class GenerationResult:
-    """The model's answer to a turn (its tool calls are recorded by `call_tool` in the bound `ToolRuntimeContext`)."""
+    """The model's answer to a turn (its tool calls are recorded by `call_tool` in the bound `ToolRuntimeContext`)
+    and the tokens the turn cost."""
 
     text: str
     model_id: str
+    usage: TokenUsage = field(default_factory=TokenUsage)
+
+
+UsageListener = Callable[[TokenUsage], None]
+"""Told a streamed turn's token usage once the model has finished it."""
 
 
 def _fingerprint(request: GenerationRequest, env: Mapping[str, str]) -> tuple[Any, ...]:
@@ -179,7 +192,19 @@ async def generate(
     """Answer one turn (non-streaming); raises `GenerationError` when the model fails.
 
     The session is stored under `storage_root`, or in the PostgreSQL database at `database_url` (the state's).
+    A turn refused as too long for the model is tried once more after its history was folded.
     """
+    try:
+        return await _generate_once(request, storage_root, env, database_url)
+    except GenerationError as error:
+        if error.kind != "context_overflow" or not await shorten_history(request, storage_root, env, database_url):
+            raise
+    return await _generate_once(request, storage_root, env, database_url)
+
+
+async def _generate_once(
+    request: GenerationRequest, storage_root: Path, env: Mapping[str, str], database_url: str | None
+) -> GenerationResult:
     agent, db = _agent_for(request, storage_root, env, database_url)
     run_id = str(uuid4())
     failure_log.watch(run_id)
@@ -206,7 +231,8 @@ async def generate(
         await _strip_enrichment(db, run_id, request)
         status = output.status.value if output is not None and output.status is not None else None
         raise _failed(request, failure or error, status) from (failure or error)
-    return GenerationResult(text=_text_of(output), model_id=output.model or request.model.id)
+    usage = turn_usage(output.metrics, request.model.provider)
+    return GenerationResult(text=_text_of(output), model_id=output.model or request.model.id, usage=usage)
 
 
 def _text_of(output: RunOutput) -> str:
@@ -215,16 +241,42 @@ def _text_of(output: RunOutput) -> str:
 
 
 async def stream_generate(
-    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str], database_url: str | None = None
+    request: GenerationRequest,
+    *,
+    storage_root: Path,
+    env: Mapping[str, str],
+    database_url: str | None = None,
+    on_usage: UsageListener | None = None,
 ) -> AsyncGenerator[str, None]:
-    """Answer one turn as text deltas; the turn is persisted once the stream ends. Raises `GenerationError`."""
-    async for delta in _turn_events(request, storage_root=storage_root, env=env, database_url=database_url):
-        if delta is not None:
-            yield delta
+    """Answer one turn as text deltas; the turn is persisted once the stream ends. Raises `GenerationError`.
+
+    A turn refused as too long before it showed anything is tried once more after its history was folded;
+    `on_usage` is told the turn's token usage when the model has finished it.
+    """
+    shown = False
+    for retry in (False, True):
+        try:
+            async for delta in _turn_events(
+                request, storage_root=storage_root, env=env, database_url=database_url, on_usage=on_usage
+            ):
+                if delta is not None:
+                    shown = True
+                    yield delta
+            return
+        except GenerationError as error:
+            if retry or shown or error.kind != "context_overflow":
+                raise
+            if not await shorten_history(request, storage_root, env, database_url):
+                raise
 
 
 async def _turn_events(
-    request: GenerationRequest, *, storage_root: Path, env: Mapping[str, str], database_url: str | None
+    request: GenerationRequest,
+    *,
+    storage_root: Path,
+    env: Mapping[str, str],
+    database_url: str | None,
+    on_usage: UsageListener | None = None,
 ) -> AsyncGenerator[str | None, None]:
     """Text deltas, then None when agno marks the content complete; ends once the turn is stored.
 
@@ -262,6 +314,8 @@ async def _turn_events(
                         yield event.content
                     elif isinstance(event, RunContentCompletedEvent) and not failed:
                         yield None
+                    elif isinstance(event, RunCompletedEvent) and on_usage is not None:
+                        on_usage(turn_usage(event.metrics, request.model.provider))
         completed = not failed
     except Exception as caught:
         failed, error = True, caught
@@ -280,6 +334,7 @@ class EarlyAnswer:
 
     text: str
     storing: asyncio.Future[None]
+    usage: TokenUsage = field(default_factory=TokenUsage)
 
     async def stored(self) -> None:
         """Wait until the turn is in the session store (storage problems are logged, not raised)."""
@@ -295,11 +350,11 @@ async def generate_early(
     finished run to its post-hooks before it stores the turn, and `_announce_content` passes the text on
     from there, so the reply need not wait for the store. Raises `GenerationError` when the model fails.
     """
-    content: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    content: asyncio.Future[tuple[str, TokenUsage]] = asyncio.get_running_loop().create_future()
 
     def announce(output: RunOutput) -> None:
         if not content.done():
-            content.set_result(_text_of(output))
+            content.set_result((_text_of(output), turn_usage(output.metrics, request.model.provider)))
 
     async def drive() -> None:
         _EARLY_CONTENT.set(announce)  # in this task's own context: seen by this run's post-hook only
@@ -317,14 +372,14 @@ async def generate_early(
                 logger.warning("storing the turn after the answer failed", agent=request.agent_name, error=str(exc))
         else:
             if not content.done():
-                content.set_result(result.text)
+                content.set_result((result.text, result.usage))
 
     storing = asyncio.ensure_future(drive())
     try:
-        text = await asyncio.shield(content)
+        text, usage = await asyncio.shield(content)
     except BaseException:
         if not storing.done():
             storing.cancel()
         await asyncio.gather(storing, return_exceptions=True)
         raise
-    return EarlyAnswer(text, storing)
+    return EarlyAnswer(text, storing, usage)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mindroom.ai.models import PLACEHOLDER_API_KEY
+from mindroom.ai.model_recipes import PLACEHOLDER_API_KEY
 from mindroom.config.main import ModelConfig
 from mindroom.errors import MindroomError
 from mindroom.logging_config import get_logger

@@ -1,8 +1,9 @@
 """`RouterAdmin`: the `matrix_admin` hooks get — room administration as the router, within bounds.
 
-It acts only in rooms the daemon manages or keeps (configured rooms, rooms its accounts made or were
-let into, rooms a plugin retained), and never against the daemon's own accounts: a plugin can run its
-own rooms, not take over the daemon's accounts or somebody else's room.
+Each entity's hooks get an admin of their own, which acts only in that entity's rooms: the rooms it is
+in and the rooms its hooks made or retained (a hook in an agent's turn cannot reach a room of another
+agent), and only in rooms the daemon manages or keeps. It never acts against the daemon's own accounts:
+a plugin can run its entity's rooms, not take over the daemon's accounts or somebody else's room.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from typing import Any
 
 from mindroom.bots.client import BotClient
 from mindroom.bots.directory import Directory
-from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.logging_config import get_logger
 from mindroom.matrix.transport import quote_path
 
@@ -23,10 +23,17 @@ _ROOMS = "/_matrix/client/v3/rooms/"
 
 
 class RouterAdmin:
-    """Room administration through the router's account for hooks (`HookMatrixAdmin`)."""
+    """Room administration through the router's account for the hooks of one entity (`HookMatrixAdmin`)."""
 
-    def __init__(self, directory: Directory) -> None:
+    def __init__(self, directory: Directory, entity: str) -> None:
         self._directory = directory
+        self._entity = entity
+
+    def _rooms(self) -> set[str]:
+        """The entity's rooms: those it is in, and those its hooks made or retained."""
+        running = self._directory.entities.get(self._entity)
+        joined = set(running.joined_rooms) if running is not None else set()
+        return joined | {room.room_id for room in self._directory.memory.rooms(self._entity)}
 
     @property
     def _client(self) -> BotClient:
@@ -37,10 +44,15 @@ class RouterAdmin:
         return router.client
 
     def _room_allowed(self, room_id: str, action: str) -> bool:
-        if self._directory.is_kept(room_id):
-            return True
-        logger.warning("matrix_admin refused: not a room of this daemon", action=action, room_id=room_id)
-        return False
+        if not self._directory.is_kept(room_id):
+            logger.warning("matrix_admin refused: not a room of this daemon", action=action, room_id=room_id)
+            return False
+        if room_id not in self._rooms():
+            logger.warning(
+                "matrix_admin refused: not a room of this entity", action=action, room_id=room_id, entity=self._entity
+            )
+            return False
+        return True
 
     def _user_allowed(self, user_id: str, action: str) -> bool:
         if user_id not in self._directory.bot_user_ids.values():
@@ -49,8 +61,9 @@ class RouterAdmin:
         return False
 
     async def get_joined_rooms(self) -> list[str] | None:
-        """The rooms the router is in."""
-        return await self._client.joined_rooms()
+        """The rooms the router is in, of those of this entity."""
+        rooms = self._rooms()
+        return [room for room in await self._client.joined_rooms() if room in rooms]
 
     async def resolve_alias(self, alias: str) -> str | None:
         """The room id of an alias, or None."""
@@ -78,12 +91,20 @@ class RouterAdmin:
         if not isinstance(room_id, str):
             logger.warning("matrix_admin could not create a room", error=reply.error)
             return None
-        self.retain_room(room_id)
+        self._directory.keep_room(self._entity, room_id, "retained")
         return room_id
 
     def retain_room(self, room_id: str) -> None:
-        """Keep the room as one of the daemon's (it survives restarts and may be administered)."""
-        self._directory.keep_room(ROUTER_AGENT_NAME, room_id, "retained")
+        """Keep one of this entity's rooms as the daemon's (it survives restarts); any other room is refused."""
+        if room_id not in self._rooms():
+            logger.warning(
+                "matrix_admin refused: not a room of this entity",
+                action="retain_room",
+                room_id=room_id,
+                entity=self._entity,
+            )
+            return
+        self._directory.keep_room(self._entity, room_id, "retained")
 
     async def invite_user(self, room_id: str, user_id: str) -> bool:
         """Invite a user into one of the daemon's rooms."""

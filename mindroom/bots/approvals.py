@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mindroom.bots.client import BotClient
+from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
@@ -93,6 +94,14 @@ class ApprovalSeat:
     thread_root: str | None
     reply_to: str | None
     correlation_id: str
+
+    @classmethod
+    def answering(
+        cls, agent: str, display_name: str, client: BotClient, envelope: MessageEnvelope, correlation_id: str
+    ) -> ApprovalSeat:
+        """The seat of a turn answering `envelope`: its conversation, replying to its message."""
+        thread, source = envelope.resolved_thread_id, envelope.source_event_id
+        return cls(agent, display_name, client, envelope.room_id, thread, source, correlation_id)
 
 
 class ApprovalDesk:

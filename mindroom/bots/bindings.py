@@ -72,7 +72,7 @@ class BotBindings:
         self._clock = clock
         self._recent = recent
         self._hook_sends = SlidingWindow(HOOK_SEND_LIMIT, HOOK_SEND_WINDOW_S)
-        self._admin = RouterAdmin(directory)
+        self._admin = RouterAdmin(directory, name)
 
     def for_live(self, live: LiveState, turn: str | None = None) -> HookBindings:
         """The capabilities of a hook context running on `live`; with `turn`, hook messages get stable ids."""

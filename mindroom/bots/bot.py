@@ -136,9 +136,14 @@ class EntityBot(Generic[ClientT]):
     def start_sync(self) -> None:
         """Start the sync loop (owned by this bot)."""
         settle_s = ROUTER_SYNC_SETTLE_S if self.is_router else 0.0
-        self._sync_task = asyncio.create_task(
-            self.client.run_sync(self._on_event, on_invite=self._on_invite, settle_s=settle_s), name=f"sync-{self.name}"
+        sync = self.client.run_sync(
+            self._on_event, on_invite=self._on_invite, settle_s=settle_s, authorized=self._may_reach
         )
+        self._sync_task = asyncio.create_task(sync, name=f"sync-{self.name}")
+
+    def _may_reach(self, room_id: str, sender: str) -> bool:
+        """The sync's check of whose unreadable events are worth a key request and a notice: the pipeline's."""
+        return self._directory.may_reach(self._cell.live.config, sender, room_id, self.name)
 
     async def wait_ready(self, timeout_s: float = 60.0) -> None:
         """Wait for the first sync, then fire `bot:ready`."""
@@ -227,7 +232,11 @@ class EntityBot(Generic[ClientT]):
         config = self._cell.live.config
         agent = config.agents.get(self.name)
         allowed = (agent is None or agent.accept_invites == "authorized") and may_invite(
-            config, inviter, directory.room_keys(room_id), bot_user_ids=directory.bot_user_ids.values()
+            config,
+            inviter,
+            directory.room_keys(room_id),
+            bot_user_ids=directory.bot_user_ids.values(),
+            home_keys=directory.home_keys(self.name, config),
         )
         if allowed:
             self.joined_rooms.add(room_id)

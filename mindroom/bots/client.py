@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from mindroom.matrix import EventHandler, InviteHandler, MatrixEvent
 from mindroom.matrix.media import MediaFile
 from mindroom.matrix.transport import JsonReply
+from mindroom.matrix.undecrypted import SenderCheck
 
 __all__ = ["BotClient"]
 
@@ -118,8 +119,16 @@ class BotClient(Protocol):
     async def api(self, method: str, path: str, body: Any = None) -> JsonReply:
         """One client-API request as this account; the reply, whatever its status."""
 
-    async def run_sync(self, handler: EventHandler, *, on_invite: InviteHandler, settle_s: float = 0.0) -> None:
-        """Deliver new events to `handler` and invites to `on_invite` until cancelled."""
+    async def run_sync(
+        self,
+        handler: EventHandler,
+        *,
+        on_invite: InviteHandler,
+        settle_s: float = 0.0,
+        authorized: SenderCheck | None = None,
+    ) -> None:
+        """Deliver new events to `handler` and invites to `on_invite` until cancelled; only senders `authorized`
+        in a room get key requests and notices for the events the account cannot read."""
 
     async def first_sync_done(self) -> None:
         """Wait until the first sync has been handled."""

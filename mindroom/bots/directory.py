@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mindroom.bots.authorization import room_keys_for
+from mindroom.bots.authorization import is_authorized, room_keys_for
 from mindroom.bots.runtime import Entity
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME
@@ -102,6 +102,31 @@ class Directory:
             for name, agent in config.agents.items()
             if name in entities
             and (any(room in keys for room in agent.rooms) or room_id in entities[name].joined_rooms)
+        )
+
+    def home_keys(self, entity: str, config: Config) -> set[str]:
+        """Every name of the rooms config gives agent `entity` (none for the router)."""
+        agent = config.agents.get(entity)
+        if agent is None:
+            return set()
+        keys = set(agent.rooms)
+        for room_id in set(self._room_ids.values()):
+            names = self.room_keys(room_id)
+            if any(room in names for room in agent.rooms):
+                keys |= names
+        return keys
+
+    def may_reach(self, config: Config, user_id: str, room_id: str, entity: str | None = None) -> bool:
+        """True if `user_id` may reach the daemon's bots in `room_id` (the `authorization:` rules); in a room
+        config does not name, a user of one of `entity`'s own rooms may reach that entity too."""
+        managed = self.is_managed(room_id)
+        return is_authorized(
+            config,
+            user_id,
+            self.room_keys(room_id),
+            bot_user_ids=self._user_ids.values(),
+            managed=managed,
+            home_keys=() if managed or entity is None else self.home_keys(entity, config),
         )
 
     def router_in_room(self, room_id: str) -> bool:

@@ -8,8 +8,8 @@ turns. Claiming an accepted message (and dropping one already handled) is the tu
 (`mindroom.bots.lifecycle.claimed_turn`).
 
 Answers to a pending approval card (a reply, or a reaction) are the one exception to "older than this
-run": a person may answer while the daemon is down. A reply to a pending card is consumed here (it
-denies the call); it never becomes a turn.
+run": a person may answer while the daemon is down. A reply to a pending card, in the card's room, from a
+person authorized there, is consumed here (it denies the call); it never becomes a turn.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.authorization import is_authorized
 from mindroom.bots.capabilities import RunClock, TurnStores
 from mindroom.bots.directory import Directory
 from mindroom.bots.limits import SlidingWindow
@@ -221,15 +220,8 @@ class Ingress:
     clock: RunClock
     bot_turns: SlidingWindow
 
-    def _authorized(self, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
-        directory = self.directory
-        return is_authorized(
-            live.config,
-            user_id,
-            directory.room_keys(event.room_id),
-            bot_user_ids=directory.bot_user_ids.values(),
-            managed=directory.is_managed(event.room_id),
-        )
+    def _authorized(self, entity: Entity, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
+        return self.directory.may_reach(live.config, user_id, event.room_id, entity.name)
 
     def _older(self, event: MatrixEvent) -> bool:
         return older_than_run(event.origin_server_ts, self.clock.started_at_ms)
@@ -245,7 +237,7 @@ class Ingress:
         directory = self.directory
         card = self._replied_card(event)
         from_person = event.sender not in directory.bot_user_ids.values()
-        if card is not None and from_person and self._authorized(live, event, event.sender):
+        if card is not None and from_person and self._authorized(entity, live, event, event.sender):
             return self._approval_reply(entity, event, card)
         if not replay and self._older(event):
             return _drop(entity, event, "older than this run")
@@ -301,14 +293,16 @@ class Ingress:
         return InboundMessage(envelope, False, 0, False, None, replaces=answer)
 
     def _replied_card(self, event: MatrixEvent) -> ApprovalRecord | None:
-        """The pending approval card this message replies to, if it is a reply (not a thread's fallback) to one."""
+        """The pending approval card this message replies to, if it is a reply (not a thread's fallback) to one
+        in the same room: a card is answered only where it was asked."""
         desk = self.stores.approvals
         target = event.reply_to
         if desk is None or target is None or event.relation.get("is_falling_back") is True:
             return None
         if event.relation_type == "m.replace":
             return None
-        return desk.pending_card(target)
+        card = desk.pending_card(target)
+        return card if card is not None and card.room_id == event.room_id else None
 
     def _approval_reply(self, entity: Entity, event: MatrixEvent, card: ApprovalRecord) -> IngressDrop:
         """A person replied to a pending card: that denies the call (the card's agent records it, once)."""
@@ -323,7 +317,7 @@ class Ingress:
     ) -> InboundMessage | IngressDrop:
         """Authorize the requester and limit bot chatter (both before the claim: nothing is stored of a message
         that will not be answered)."""
-        if not self._authorized(live, event, accepted.envelope.requester_id):
+        if not self._authorized(entity, live, event, accepted.envelope.requester_id):
             # Every entity in the room sees the message; one of them says so.
             responsible = entity.is_router or not self.directory.router_in_room(event.room_id)
             return _drop(entity, event, "unauthorized sender", notable=responsible)
@@ -338,7 +332,8 @@ class Ingress:
         """True for a reaction to a pending approval card (given while the daemon was down, it still counts)."""
         desk = self.stores.approvals
         target = event.related_event_id
-        return desk is not None and target is not None and desk.pending_card(target) is not None
+        card = desk.pending_card(target) if desk is not None and target is not None else None
+        return card is not None and card.room_id == event.room_id
 
     def reaction(self, entity: Entity, live: LiveState, event: MatrixEvent) -> InboundReaction | IngressDrop:
         """Accept one reaction for `entity`, or say why not (which entity acts on it is the caller's decision)."""
@@ -350,6 +345,6 @@ class Ingress:
         key = event.reaction_key
         if not target_event_id or not key:
             return _drop(entity, event, "no target or key")
-        if not self._authorized(live, event, event.sender):
+        if not self._authorized(entity, live, event, event.sender):
             return _drop(entity, event, "unauthorized sender")
         return InboundReaction(event, key, target_event_id)

@@ -1,7 +1,8 @@
 """Reactions: built-in handlers first, then `reaction:received` for what they did not consume.
 
-Built in: 🛑 stops a streaming answer; ✅ or ❌ on an approval card allows or denies the tool call it asks
-about. Approval answers are consumed: hooks never see them as `reaction:received`.
+Built in: 🛑 stops a streaming answer; ✅ or ❌ on an approval card, in the card's room, from a person
+authorized there (ingress checks that), allows or denies the tool call it asks about. Approval answers are
+consumed: hooks never see them as `reaction:received`.
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ class ReactionHandler:
         if desk is None or not (allow or inbound.key in DENY_KEYS):
             return False
         card = desk.card(inbound.target_event_id)
-        if card is None:
-            return False
+        if card is None or card.room_id != inbound.event.room_id:
+            return False  # a card is answered only in its own room
         if card.pending:
             event = inbound.event
             status: ApprovalStatus = "approved" if allow else "denied"

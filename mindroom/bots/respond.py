@@ -21,6 +21,7 @@ from mindroom.bots.answer_events import (
 )
 from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.capabilities import TurnStores
+from mindroom.bots.edits import EditWatch
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.lifecycle import OpenAnswer, open_answer
 from mindroom.bots.media import turn_images
@@ -67,6 +68,8 @@ class Turn:
     replaces: AnswerRecord | None = None
     """For an edited question: the earlier answer, edited in place instead of a new one sent."""
     image_ids: tuple[str, ...] = ()
+    edit: EditWatch | None = None
+    """For an edited question: whether a newer edit of it came (this one then gives way to it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,7 @@ class _Turn:
     stores: TurnStores
     paths: RuntimePaths
     mind: TurnMind | None
+    edit: EditWatch | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +142,7 @@ class Responder:
             self.stores,
             self.paths,
             self.mind,
+            given.edit,
         )
         if given.replaces is not None:
             # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
@@ -148,6 +153,9 @@ class Responder:
                 entity.turn_slot(envelope.room_id, envelope.resolved_thread_id or envelope.room_id),
                 contextlib.AsyncExitStack() as after_reply,
             ):
+                if given.edit is not None and not await given.edit.settled():  # a newer edit answers instead
+                    logger.info("edit superseded by a newer one", event_id=envelope.source_event_id)
+                    return
                 await _answer(turn, after_reply)
         except QueueFullError:
             logger.warning("room has too many waiting messages; message dropped", event_id=envelope.source_event_id)
@@ -175,6 +183,8 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> None:
             generated = await _generate(turn, items, system, after_reply, answer)
         if isinstance(generated, _Ended):
             outcome: ResponseResult | _Ended = generated
+        elif turn.edit is not None and turn.edit.superseded():  # the newer edit answers in place instead
+            outcome = _Ended("superseded", generated.stream_event_id)
         else:
             outcome = await _final(turn, generated)
             stopped = generated.cancelled
@@ -312,20 +322,11 @@ async def _generate(
 
 def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
     """How this turn's tool gates ask a person: on a card the agent posts in the conversation."""
-    desk = turn.stores.approvals
+    desk, entity = turn.stores.approvals, turn.entity
     if desk is None:
         return None
-    envelope = turn.envelope
     return desk.requester(
-        ApprovalSeat(
-            agent=turn.entity.name,
-            display_name=display_name,
-            client=turn.entity.client,
-            room_id=envelope.room_id,
-            thread_root=envelope.resolved_thread_id,
-            reply_to=envelope.source_event_id,
-            correlation_id=turn.correlation_id,
-        )
+        ApprovalSeat.answering(entity.name, display_name, entity.client, turn.envelope, turn.correlation_id)
     )
 
 

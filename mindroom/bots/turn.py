@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -20,6 +20,7 @@ from mindroom import ai
 from mindroom.bots.commands import CommandTable, handle_command, is_command
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.directory import Directory
+from mindroom.bots.edits import EditBursts, EditWatch
 from mindroom.bots.ingress import InboundMessage, Ingress, IngressDrop
 from mindroom.bots.lifecycle import claimed_turn
 from mindroom.bots.media import MediaIntake
@@ -50,7 +51,7 @@ def stable_correlation_id(event_id: str) -> str:
 class MessagePipeline:
     """The handler of message events: the live cell it reads once per turn, the stages it runs (ingress,
     media, the answer), the journal that holds its claim, who is where, the coordination between
-    entities, the command table, and the environment the router's model reads."""
+    entities, the command table, the environment the router's model reads, and the edits being answered."""
 
     cell: LiveCell
     ingress: Ingress
@@ -61,6 +62,8 @@ class MessagePipeline:
     coordinator: TurnCoordinator
     commands: CommandTable
     env: Mapping[str, str]
+    edits: EditBursts = field(default_factory=EditBursts)
+    """The newest edit of each question being answered again (a burst of edits is answered once more)."""
 
     async def __call__(self, entity: Entity, event: MatrixEvent, *, replay: bool = False) -> None:
         """Run one message event through this entity's pipeline.
@@ -81,12 +84,15 @@ class MessagePipeline:
                     reason="already handled",
                 )
                 return
-            inbound = await self.media.prepare(entity, live, inbound, event)
-            correlation_id = stable_correlation_id(event.event_id)
-            with structlog.contextvars.bound_contextvars(
-                agent=entity.name, room_id=event.room_id, correlation_id=correlation_id
-            ):
-                await self._pipeline(entity, live, inbound, correlation_id)
+            question = inbound.replaces.source_event_id if inbound.replaces is not None else None
+            # Registered before the first await, so the edits of one question count in the order they came.
+            with self.edits.arrived(entity.name, question, event.event_id) as edit:
+                inbound = await self.media.prepare(entity, live, inbound, event)
+                correlation_id = stable_correlation_id(event.event_id)
+                with structlog.contextvars.bound_contextvars(
+                    agent=entity.name, room_id=event.room_id, correlation_id=correlation_id
+                ):
+                    await self._pipeline(entity, live, inbound, correlation_id, edit)
 
     async def _received(
         self, live: LiveState, bindings: HookBindings, inbound: InboundMessage, correlation_id: str
@@ -109,7 +115,9 @@ class MessagePipeline:
         await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
         return ctx.suppress
 
-    async def _pipeline(self, entity: Entity, live: LiveState, inbound: InboundMessage, correlation_id: str) -> None:
+    async def _pipeline(
+        self, entity: Entity, live: LiveState, inbound: InboundMessage, correlation_id: str, edit: EditWatch | None
+    ) -> None:
         envelope = inbound.envelope
         event_id = envelope.source_event_id
         bindings = entity.bindings(live, turn=correlation_id)
@@ -118,9 +126,8 @@ class MessagePipeline:
             self._release(entity, event_id)
             return
         if inbound.replaces is not None:  # an edited question: only the agent that answered it sees it here
-            await self.responder.respond(
-                entity, live, envelope, Turn(correlation_id, bindings, replaces=inbound.replaces)
-            )
+            again = Turn(correlation_id, bindings, replaces=inbound.replaces, edit=edit)
+            await self.responder.respond(entity, live, envelope, again)
             return
         if is_command(envelope.body):
             if self._answers_command(entity, live, envelope):

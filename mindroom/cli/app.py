@@ -72,6 +72,14 @@ def run(
             help="Prepare, wait until the active daemon is gone, then take over.",
         ),
     ] = False,
+    new_device: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--new-device",
+            metavar="BOT",
+            help="Start BOT as a new Matrix device if its crypto store is lost (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Run the daemon until SIGTERM or Ctrl+C (with no MATRIX_HOMESERVER: on a private embedded homeserver)."""
     from mindroom.cli.run import run_daemon  # imports the libraries whose logging is set up next
@@ -89,7 +97,11 @@ def run(
         environment = read_cli_environment(config, storage_path)
         console = new_console()  # stdout: what a person reads (the password too); stderr carries the logs
         metrics = (metrics_host, metrics_port)
-        run_on_fast_loop(run_daemon(environment, console, metrics, homeserver_port, standby=standby))
+        run_on_fast_loop(
+            run_daemon(
+                environment, console, metrics, homeserver_port, standby=standby, new_devices=tuple(new_device or ())
+            )
+        )
     except ConfigError as exc:
         fail(str(exc))
     except StateLockedError as exc:

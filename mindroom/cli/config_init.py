@@ -22,7 +22,8 @@ def starter_config(choice: ProviderChoice) -> str:
     return f"""\
 # MindRoom configuration. Every key is described in docs/configuration.md.
 {why}
-# Set OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST (here or in .env) to use a real model.
+# Set a provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_API_KEY, ...) or OLLAMA_HOST
+# (here or in .env) to use a real model; docs/configuration.md lists every provider.
 # With no MATRIX_HOMESERVER set, `mindroom run` starts a private homeserver under the data dir.
 
 models:
@@ -67,8 +68,18 @@ def env_template(choice: ProviderChoice) -> str:
 # Keep this file private (mode 0600); it holds keys once you fill them in.
 
 # Model providers: the first one set is used ({", ".join(PROVIDER_ENV_VARS)}).
+# Anthropic, Ollama, Google and Groq need their client: pip install 'mindroom[anthropic]' (or ollama, google,
+# groq, bedrock, vertexai; all-models for every one).
 # OPENAI_API_KEY=
 # ANTHROPIC_API_KEY=
+# GOOGLE_API_KEY=
+# OPENROUTER_API_KEY=
+# DEEPSEEK_API_KEY=
+# GROQ_API_KEY=
+# CEREBRAS_API_KEY=
+# ZAI_API_KEY=
+# AZURE_OPENAI_API_KEY=
+# AZURE_OPENAI_ENDPOINT=https://<resource>.openai.azure.com
 # OLLAMA_HOST=http://localhost:11434
 # MINDROOM_MODEL_PROVIDER={choice.provider}
 # MINDROOM_MODEL_ID={choice.model_id}

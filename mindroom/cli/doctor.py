@@ -2,37 +2,34 @@
 
 Checks: the config loads; the data dir is writable; the state backend can be used, and which daemon holds
 its lock (`doctor_state`); the homeserver answers (or the embedded one can start); each account has a
-usable session or a way to get one; each bot's device has a healthy crypto store; each model has its key
-and answers; each plugin imports.
+usable session or a way to get one; each bot's device has healthy crypto state, is cross-signed and has
+its key backup (`doctor_crypto`); each configured model has its key and package and answers
+(`doctor_models`); each plugin imports.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from mindroom.cli.doctor_crypto import check_crypto_stores
+from mindroom.cli.doctor_http import get_json
+from mindroom.cli.doctor_models import check_models
 from mindroom.cli.doctor_result import CheckResult, CheckStatus
 from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.cli.doctor_state import check_state
 from mindroom.config.loading import load_config
-from mindroom.config.main import Config, ModelConfig
-from mindroom.config.providers import PROVIDER_ENV_VARS
+from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.errors import ConfigError
 from mindroom.homeserver.embedded import embedded_connection, synapse_installed
 from mindroom.logging_config import register_secret_env
-from mindroom.matrix.credentials import BotCredentials, CredentialStore
-from mindroom.matrix.crypto_store import CryptoStoreState, crypto_store_dir, inspect_crypto_store
+from mindroom.matrix.credentials import CredentialStore
 from mindroom.private_files import open_to_others
 
 __all__ = [
@@ -46,35 +43,6 @@ __all__ = [
     "check_plugins",
     "run_checks",
 ]
-
-_HTTP_TIMEOUT_S = 5.0
-_MODEL_TIMEOUT_S = 60.0
-_PROBE = "Reply with the single word OK."
-
-
-def _get_json(url: str, token: str | None = None) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(url)  # noqa: S310 - the operator's own homeserver URL
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:  # noqa: S310
-            data = json.loads(response.read() or b"{}")
-            return int(response.status), data if isinstance(data, dict) else {}
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), {}
-
-
-def _post_json(url: str, body: dict[str, Any], token: str) -> tuple[int, dict[str, Any]]:
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="POST")  # noqa: S310 - the operator's homeserver
-    request.add_header("Authorization", f"Bearer {token}")
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:  # noqa: S310
-            parsed = json.loads(response.read() or b"{}")
-            return int(response.status), parsed if isinstance(parsed, dict) else {}
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), {}
 
 
 def check_data_dir(storage_root: Path) -> CheckResult:
@@ -111,14 +79,14 @@ async def check_homeserver(env: Mapping[str, str], storage_root: Path) -> tuple[
         connection = embedded_connection(storage_root)
         if connection is not None:
             with contextlib.suppress(OSError):
-                status, _ = await asyncio.to_thread(_get_json, f"{connection.url}/_matrix/client/versions")
+                status, _ = await asyncio.to_thread(get_json, f"{connection.url}/_matrix/client/versions")
                 if status == 200:
                     return _ok(name, f"embedded homeserver is running at {connection.url}"), connection.url
         where = storage_root / "homeserver"
         return _ok(name, f"embedded homeserver will start with `mindroom run` (data in {where})"), None
     versions = f"{url.rstrip('/')}/_matrix/client/versions"
     try:
-        status, body = await asyncio.to_thread(_get_json, versions)
+        status, body = await asyncio.to_thread(get_json, versions)
     except OSError as exc:
         reason = getattr(exc, "reason", exc)
         return _fail(name, f"cannot reach {url} ({reason})", "check MATRIX_HOMESERVER and that the server runs"), None
@@ -144,7 +112,7 @@ async def check_accounts(
         if stored is not None and stored.access_token and url is not None:
             try:
                 status, body = await asyncio.to_thread(
-                    _get_json, f"{url}/_matrix/client/v3/account/whoami", stored.access_token
+                    get_json, f"{url}/_matrix/client/v3/account/whoami", stored.access_token
                 )
             except OSError as exc:
                 results.append(_warn(name, f"could not ask the homeserver ({exc})"))
@@ -176,145 +144,6 @@ async def check_accounts(
                 )
             )
     return results
-
-
-_NEW_DEVICE_FIX = (
-    "restore the store from a backup, or run once with MINDROOM_NEW_CRYPTO_DEVICE=1 for a new device"
-    " (it cannot read messages encrypted for the old one)"
-)
-
-
-async def _keys_published(url: str, stored: BotCredentials) -> bool | None:
-    """Whether the homeserver holds keys for the stored device; None when it cannot be asked."""
-    assert stored.device_id is not None
-    assert stored.access_token is not None
-    query = {"device_keys": {stored.user_id: [stored.device_id]}}
-    try:
-        status, body = await asyncio.to_thread(
-            _post_json, f"{url}/_matrix/client/v3/keys/query", query, stored.access_token
-        )
-    except OSError:
-        return None
-    if status != 200:
-        return None
-    devices = body.get("device_keys", {}).get(stored.user_id, {})
-    return isinstance(devices, dict) and stored.device_id in devices
-
-
-async def check_crypto_stores(config: Config, storage_root: Path, url: str | None) -> list[CheckResult]:
-    """Each bot's device id, and whether its crypto store opens and holds that device's keys."""
-    store = CredentialStore(storage_root)
-    results = []
-    for bot in [ROUTER_AGENT_NAME, *config.agents]:
-        name = f"crypto {bot}"
-        stored = store.load(bot)
-        if stored is None or stored.device_id is None:
-            results.append(_ok(name, "no device yet; its crypto store is made at its first start"))
-            continue
-        device = stored.device_id
-        report = await asyncio.to_thread(
-            inspect_crypto_store, crypto_store_dir(storage_root, bot), stored.user_id, device
-        )
-        if report.healthy:
-            results.append(_ok(name, f"device {device}; {report.describe()}"))
-        elif report.state is CryptoStoreState.UNREADABLE:
-            results.append(_fail(name, f"device {device}; {report.describe()}", _NEW_DEVICE_FIX))
-        else:
-            published = await _keys_published(url, stored) if url and stored.access_token else None
-            if published is False:
-                results.append(_ok(name, f"device {device} has no keys yet; `mindroom run` makes {report.path}"))
-            elif published:
-                lost = f"device {device}; {report.describe()}, but its keys are on the homeserver: run refuses this bot"
-                results.append(_fail(name, lost, _NEW_DEVICE_FIX))
-            else:
-                results.append(
-                    _warn(name, f"device {device}; {report.describe()} (the homeserver could not say if it had keys)")
-                )
-    return results
-
-
-def _used_models(config: Config) -> dict[str, ModelConfig]:
-    names = [agent.model for agent in config.agents.values()]
-    if len(config.agents) > 1:
-        names.append(config.router.model)
-    return {name: config.models[name] for name in dict.fromkeys(names) if name in config.models}
-
-
-def _key_problem(model: ModelConfig, env: Mapping[str, str]) -> tuple[str, str] | None:
-    """(what is missing, the fix) for a model whose provider cannot be used as configured."""
-    import importlib.util
-
-    custom_url = model.host or model.extra_kwargs.get("base_url")
-    if model.provider == "openai" and not (model.api_key or env.get("OPENAI_API_KEY") or custom_url):
-        return "no OpenAI key", "set OPENAI_API_KEY (or `api_key` on the model)"
-    if model.provider == "anthropic":
-        if importlib.util.find_spec("anthropic") is None:
-            return "the anthropic package is missing", "pip install anthropic"
-        if not (model.api_key or env.get("ANTHROPIC_API_KEY")):
-            return "no Anthropic key", "set ANTHROPIC_API_KEY (or `api_key` on the model)"
-    if model.provider == "ollama" and importlib.util.find_spec("ollama") is None:
-        return "the ollama package is missing", "pip install ollama"
-    return None
-
-
-async def check_models(config: Config, env: Mapping[str, str], *, call_models: bool) -> list[CheckResult]:
-    """Each model the agents use has its key, and (unless `call_models` is False) answers a short prompt."""
-    results = []
-    for model_name, model in _used_models(config).items():
-        name = f"model {model_name}"
-        problem = _key_problem(model, env)
-        if problem is not None:
-            results.append(_fail(name, f"{model.provider}:{model.id}: {problem[0]}", problem[1]))
-            continue
-        if model.provider == "offline":
-            results.append(
-                _warn(
-                    name,
-                    "the offline model answers by repeating the message",
-                    f"set {', '.join(PROVIDER_ENV_VARS[:-1])} or {PROVIDER_ENV_VARS[-1]} for a real model",
-                )
-            )
-            continue
-        if not call_models:
-            results.append(_ok(name, f"{model.provider}:{model.id} is configured (not called)"))
-            continue
-        results.append(await _probe_model(name, model_name, model, env))
-    return results
-
-
-async def _probe_model(name: str, model_name: str, model: ModelConfig, env: Mapping[str, str]) -> CheckResult:
-    from mindroom.ai import GenerationRequest, close_caches, generate
-
-    request = GenerationRequest(
-        agent_name="doctor",
-        display_name="Doctor",
-        role="Checks that the model answers.",
-        instructions=(),
-        model=model,
-        user_message=_PROBE,
-        session_id="doctor",
-        num_history_runs=0,
-        markdown=False,
-    )
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="mindroom-doctor-") as scratch:
-        try:
-            async with asyncio.timeout(_MODEL_TIMEOUT_S):
-                result = await generate(request, storage_root=Path(scratch), env=env)
-        except TimeoutError:
-            return _fail(
-                name,
-                f"{model.provider}:{model.id} did not answer within {_MODEL_TIMEOUT_S:.0f} s",
-                "check the provider",
-            )
-        except Exception as exc:
-            return _fail(name, f"{model.provider}:{model.id}: {exc}", "check the key, the model id and the network")
-        finally:
-            await close_caches()
-    seconds = time.monotonic() - started
-    if not result.text.strip():
-        return _warn(name, f"{model.provider}:{model.id} answered with nothing", "check the model id")
-    return _ok(name, f"{model.provider}:{model.id} answered in {seconds:.1f} s")
 
 
 def check_plugins(config: Config, config_path: Path, storage_root: Path, env: Mapping[str, str]) -> list[CheckResult]:
@@ -357,7 +186,8 @@ async def run_checks(
     results.append(homeserver)
     if homeserver.status is not CheckStatus.FAIL:
         results.extend(await check_accounts(config, env, storage_root, url))
-    results.extend(await check_crypto_stores(config, storage_root, url))
+    database = env.get("MINDROOM_DATABASE_URL") or config.storage.database_url
+    results.extend(await check_crypto_stores(config, storage_root, url, env=env, database_url=database))
     results.extend(await check_models(config, env, call_models=call_models))
     results.extend(check_plugins(config, config_path, storage_root, env))
     return results

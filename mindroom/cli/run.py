@@ -32,6 +32,7 @@ from mindroom.daemon.wiring import RunningDaemon
 from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
+from mindroom.matrix.recovery_key import RECOVERY_KEY_FILE_ENV, take_unshown_recovery_key
 from mindroom.state.backend import StateBackend
 from mindroom.state.errors import StateLockedError, StateLostError
 from mindroom.state.snapshots import SnapshotStore
@@ -42,6 +43,7 @@ __all__ = [
     "embedded_homeserver",
     "offline_warning",
     "ready_lines",
+    "recovery_key_lines",
     "run_daemon",
     "show_progress",
     "start_metrics",
@@ -141,6 +143,19 @@ def ready_lines(running: RunningDaemon, session: EmbeddedSession | None, storage
             "Or chat here: mindroom chat" + (f" --storage-path {storage_root}" if _non_default(storage_root) else ""),
         ]
     return lines
+
+
+def recovery_key_lines(storage_root: Path) -> list[str]:
+    """The recovery key, once: the run that made it shows it (like the embedded homeserver's password)."""
+    unshown = take_unshown_recovery_key(storage_root)
+    if unshown is None:
+        return []
+    text, path = unshown
+    return [
+        f"Recovery key of the bots' encryption: {text} (shown once; kept in {path})",
+        "Keep a copy away from this machine: a bot that loses its crypto store, or a standby on another machine,"
+        f" needs it ({RECOVERY_KEY_FILE_ENV}); it also opens each bot account's secret storage in Element.",
+    ]
 
 
 def _non_default(storage_root: Path) -> bool:
@@ -252,9 +267,10 @@ async def run_daemon(
     homeserver_port: int | None,
     *,
     standby: bool = False,
+    new_devices: tuple[str, ...] = (),
 ) -> None:
     """Run until SIGTERM or SIGINT: the state under its lock (a standby waits for it), the embedded homeserver
-    when none is configured, the daemon, its extras."""
+    when none is configured, the daemon, its extras. `new_devices`: bots that may replace a lost crypto store."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -279,7 +295,9 @@ async def run_daemon(
             with _status(console, "Starting the embedded homeserver…"):
                 session = await stack.enter_async_context(embedded_homeserver(environment, port=homeserver_port))
             environment = session.environment
-        orchestrator = Orchestrator(environment, state=state, prepared=prepared, run_since=takeover.run_since)
+        orchestrator = Orchestrator(
+            environment, state=state, prepared=prepared, run_since=takeover.run_since, new_devices=new_devices
+        )
         if not await _start_orchestrator(stack, orchestrator, console, stop):
             return
         assert orchestrator.running is not None
@@ -288,7 +306,7 @@ async def run_daemon(
         if port is not None:
             server = await start_metrics(stack, orchestrator, host, port)
             console.print(f"Metrics: {server.url}")
-        for line in ready_lines(orchestrator.running, session, storage):
+        for line in [*ready_lines(orchestrator.running, session, storage), *recovery_key_lines(storage)]:
             console.print(Text(line))
         console.print("Press Ctrl+C to stop.")
         await _until_stopped_or_lost(stop, state)

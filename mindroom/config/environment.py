@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from dotenv import dotenv_values
 
-from mindroom.config.providers import provider_env_defaults
+from mindroom.config.providers import PROVIDERS, provider_env_defaults
 from mindroom.constants import DEFAULT_ACCOUNT_PREFIX, DEFAULT_STORAGE_DIRNAME, RuntimePaths
 
 __all__ = [
@@ -33,9 +33,10 @@ __all__ = [
 DEFAULT_SHUTDOWN_GRACE_S = 10.0
 SECRET_FILE_VARIABLES = (
     "MATRIX_REGISTRATION_SHARED_SECRET",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
+    *(provider.key_env for provider in PROVIDERS.values() if provider.key_env),
     "OLLAMA_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
     "MINDROOM_USER_PASSWORD",
     "MINDROOM_DATABASE_URL",
 )

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from mindroom.config.knowledge import KnowledgeBaseConfig, check_knowledge_references
 from mindroom.config.memory import AgentMemorySearchConfig, MemoryBackend, MemoryConfig, refuse_file_backend
 from mindroom.config.plugin import PluginEntryConfig
+from mindroom.config.providers import PROVIDER_ALIASES, PROVIDERS, missing_packages, provider_route
 from mindroom.constants import ROUTER_AGENT_NAME
 
 __all__ = [
@@ -48,16 +49,49 @@ class _Strict(BaseModel):
 
 
 class ModelConfig(_Strict):
-    """A language model: provider, model id, and provider options."""
+    """A language model: provider, model id, and provider options (keys as MindRoom's `models:` entries)."""
 
-    provider: Literal["openai", "anthropic", "ollama", "offline"] = "openai"
+    provider: str = "openai"
+    """One of `PROVIDERS` (or an alias such as `gemini`); stored under its canonical name."""
     id: str
     host: str | None = None
     api_key: str | None = None
     temperature: float | None = None
     extra_kwargs: dict[str, Any] = Field(default_factory=dict)
+    api: Literal["responses", "chat_completions"] | None = None
+    """OpenAI only: which API answers; unset picks Chat Completions, or Responses for models that need it."""
+    context_window: int | None = Field(default=None, ge=1)
+    """The model's context size in tokens: stored history is kept to half of it."""
+    stream_idle_timeout_seconds: float | None = Field(default=None, ge=0)
+    """How long a streamed answer may stay silent before it is cut (and retried once if nothing was shown);
+    unset: 300 s for hosted providers on their own endpoint, no limit for local servers and custom endpoints;
+    0: no limit."""
     vision: bool | None = None
     """Whether the model takes images; unset: guessed from provider and model id."""
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _known_provider(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        route = provider_route(value)
+        if route not in PROVIDERS:
+            msg = f"unknown provider {value!r} (use one of: {', '.join(sorted(PROVIDERS))}; aliases: "
+            msg += ", ".join(f"{alias} = {name}" for alias, name in sorted(PROVIDER_ALIASES.items())) + ")"
+            raise ValueError(msg)
+        return route
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _blank_key_is_unset(cls, value: Any) -> Any:
+        return (value.strip() or None) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _api_is_openai_only(self) -> ModelConfig:
+        if self.api is not None and self.provider != "openai":
+            msg = f"`api` is only supported for provider openai, not {self.provider!r}"
+            raise ValueError(msg)
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +307,20 @@ class Config(_Strict):
                 msg = f"agent name {name!r} is reserved for the router"
                 raise ValueError(msg)
         return agents
+
+    @field_validator("models")
+    @classmethod
+    def _providers_installed(cls, models: dict[str, ModelConfig]) -> dict[str, ModelConfig]:
+        for name, model in models.items():
+            missing = missing_packages(model.provider)
+            if missing:
+                extra = PROVIDERS[model.provider].extra
+                msg = (
+                    f"model {name!r} (provider {model.provider!r}) needs the {' and '.join(missing)} "
+                    f"package{'s' if len(missing) > 1 else ''}: pip install 'mindroom[{extra}]'"
+                )
+                raise ValueError(msg)
+        return models
 
     @model_validator(mode="after")
     def _models_exist(self) -> Config:

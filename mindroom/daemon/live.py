@@ -1,12 +1,12 @@
 """The one builder of live state: config -> plugins -> tools and skills -> hook registry, for start and reload.
 
-Start and reload differ in one policy, named by `strict`:
+The last-good rule is per plugin. A plugin that fails to load is logged and does not fail the build: on
+reload it keeps running as its last good generation (`kept`), and one that never loaded is left out, so
+one broken folder under `plugins/` neither keeps the daemon from starting nor freezes config changes.
+Agents naming the tools or skills of a plugin that failed get a warning instead of an error.
 
-- at start (`strict=False`) a plugin that fails to load is logged and left out, so one broken plugin
-  does not keep the daemon from running; agents naming its tools or skills get a warning;
-- on reload (`strict=True`) any plugin error fails the build, and the caller keeps the last good state.
-
-A config error fails the build either way.
+A config error fails the build whole (`ConfigError`), and so do tools or skills that do not fit
+(`ToolCatalogError`, `SkillError`): the caller keeps the last good state.
 """
 
 from __future__ import annotations
@@ -32,28 +32,36 @@ logger = get_logger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class LiveBuild:
-    """What a build produced: the new live state (None when a strict build failed), and the plugin errors."""
+    """What a build produced: the new live state, an error for each plugin that failed to load, and which of
+    those run as their last good generation (the others are left out)."""
 
-    live: LiveState | None
+    live: LiveState
     plugin_errors: tuple[PluginError, ...] = ()
+    kept: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
 
 
-def build_live_state(runtime_paths: RuntimePaths, *, previous: LiveState | None, strict: bool) -> LiveBuild:
+def build_live_state(runtime_paths: RuntimePaths, *, previous: LiveState | None) -> LiveBuild:
     """Read the config, import its plugins afresh, and compile tools, skills and the hook registry.
 
     Raises `ConfigError`, `ToolCatalogError` or `SkillError` when the config and plugins do not fit;
-    with `previous`, hook telemetry carries over into the new registry.
+    with `previous`, a plugin that fails keeps its generation from it and hook telemetry carries over.
     """
     config = load_config(runtime_paths.config_path, runtime_paths.env_values)
-    loaded = load_plugins(config, runtime_paths)
-    if loaded.errors and strict:
-        return LiveBuild(None, loaded.errors)
+    loaded = load_plugins(config, runtime_paths, last_good=previous.plugins if previous else ())
     # Names an agent lists may belong to a plugin that failed to load: tolerated only then.
-    exact = strict or not loaded.errors
-    digests = {plugin.name: plugin_digest(plugin.path) for plugin in loaded.plugins}
+    exact = not loaded.errors
+    before = dict(previous.plugin_digests) if previous is not None else {}
+    # A kept plugin runs the code it was loaded with: its digest stays, so the fix shows as an update.
+    digests = {
+        plugin.name: before.get(plugin.name) or plugin_digest(plugin.path)
+        if plugin.name in loaded.kept
+        else plugin_digest(plugin.path)
+        for plugin in loaded.plugins
+    }
     registry = build_registry(config, loaded.plugins, previous=previous.registry if previous else None)
     if previous is not None:
-        _close_breakers_of_changed_plugins(registry, previous.plugin_digests, digests)
+        _close_breakers_of_changed_plugins(registry, before, digests)
     live = LiveState(
         config=config,
         registry=registry,
@@ -64,7 +72,7 @@ def build_live_state(runtime_paths: RuntimePaths, *, previous: LiveState | None,
         skills=build_skill_catalog(config, loaded.plugins, strict=exact),
         plugin_digests=digests,
     )
-    return LiveBuild(live, loaded.errors)
+    return LiveBuild(live, loaded.errors, loaded.kept, loaded.left_out)
 
 
 def _close_breakers_of_changed_plugins(

@@ -180,6 +180,7 @@ class MetricsCollector:
             ("mindroom_hook_declines_total", "declines", "Gate hooks that declined a tool call."),
             ("mindroom_hook_skipped_total", "skipped", "Calls skipped while the circuit breaker was open."),
             ("mindroom_hook_breaker_trips_total", "breaker_trips", "Times the circuit breaker opened."),
+            ("mindroom_hook_blocked_loop_total", "blocked_loop", "Hook steps that held the event loop too long."),
         ):
             _counter(out, name, help_text, [(labels, getattr(row, attribute)) for labels, row in series])
         _gauge(

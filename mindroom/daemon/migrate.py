@@ -1,8 +1,8 @@
 """`mindroom state migrate`: move a data directory's SQLite state into PostgreSQL, under both locks.
 
 Refused while a daemon holds either side (the data directory's lock file, or the database's advisory
-lock), so nothing changes underneath the copy. Credentials and crypto stores stay files: they are not
-state a database holds here.
+lock), so nothing changes underneath the copy. The bots' credentials and crypto state go into the database
+too, sealed with the data directory's recovery key (`mindroom.matrix.file_store_import`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from mindroom.ai.memory import copy_memories
 from mindroom.ai.sessions import copy_sessions
 from mindroom.logging_config import get_logger
+from mindroom.matrix.file_store_import import copy_crypto_state
 from mindroom.state.errors import StateError
 from mindroom.state.location import is_postgres_url, open_state_backend, safe_url
 from mindroom.state.migrate import CopyCount, copy_state
@@ -43,6 +44,9 @@ async def migrate_state(storage_root: Path, url: str) -> list[CopyCount]:
         )
         counts += await copy_sessions(storage_root, url)
         counts += await copy_memories(storage_root, url)
+        stores = await target.open_stores()
+        assert stores.crypto is not None
+        counts += await asyncio.to_thread(copy_crypto_state, storage_root, stores.crypto)
     finally:
         await target.close()
         await source.close()

@@ -23,22 +23,25 @@ from mindroom.bots.recovery import recover_interrupted
 from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.daemon.bot_start import BotDown, NewDevices, start_bots, tell_admin_room
 from mindroom.daemon.live import build_live_state
 from mindroom.daemon.mind import start_mind
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, reload_command
+from mindroom.daemon.room_setup import set_up_rooms
 from mindroom.daemon.scheduling.command import schedule_command
 from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.daemon.standby import daemon_state
-from mindroom.daemon.watch import ConfigWatcher
+from mindroom.daemon.watch import ConfigWatcher, EnvFile
 from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
-from mindroom.matrix import MatrixBotClient, MatrixRequestError
-from mindroom.matrix.rooms import RoomEntry
+from mindroom.matrix import MatrixBotClient
+from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.attachments import AttachmentStore
 from mindroom.state.backend import StateBackend, StateStores
+from mindroom.state.crypto import CryptoVault
 from mindroom.state.tokens import SyncTokens
 from mindroom.tool_system.isolation import shared_pool
 from mindroom.tool_system.runtime_context import set_registry_provider
@@ -53,8 +56,7 @@ Bot = EntityBot[MatrixBotClient]
 
 async def prepare_live_state(environment: DaemonEnvironment) -> LiveState:
     """Config, plugins, tools and the hook registry, built off the loop (as on reload); needs no lock."""
-    built = await asyncio.to_thread(build_live_state, environment.runtime_paths, previous=None, strict=False)
-    assert built.live is not None  # a tolerant build always yields a state
+    built = await asyncio.to_thread(build_live_state, environment.runtime_paths, previous=None)
     return built.live
 
 
@@ -72,17 +74,22 @@ class Orchestrator:
         prepared: LiveState | None = None,
         run_since: float | None = None,
         new_crypto_device: bool | None = None,
+        new_devices: Iterable[str] = (),
     ) -> None:
         """`state`: the state backend, already locked by the caller (else `start` opens and locks its own);
-        `prepared`: live state built ahead (a standby's); `run_since`: the start of the run this one continues."""
+        `prepared`: live state built ahead (a standby's); `run_since`: the start of the run this one continues;
+        `new_devices`: bots that may replace a lost crypto store (`new_crypto_device`: every bot, or none)."""
         self.environment = environment
         # A bot whose crypto store is lost starts as a new device only when the operator says so.
-        self._new_crypto_device = (
-            environment.values.get("MINDROOM_NEW_CRYPTO_DEVICE", "").strip().lower() in {"1", "true", "yes"}
+        self._new_devices = (
+            NewDevices.from_settings(environment.values.get("MINDROOM_NEW_CRYPTO_DEVICE"), new_devices)
             if new_crypto_device is None
-            else new_crypto_device
+            else NewDevices(every=new_crypto_device, bots=frozenset(new_devices))
         )
+        self.down: dict[str, BotDown] = {}
+        """Bots that stay down because their crypto store is lost (the others run)."""
         self.runtime_paths = environment.runtime_paths
+        self._env_file = EnvFile(environment.config_path.parent / ".env")
         self._watch = watch
         self._reload_debounce_s = reload_debounce_s
         self._on_reload = on_reload
@@ -98,6 +105,8 @@ class Orchestrator:
         self.state = state
         self._owns_state = state is None
         self._sync_tokens: SyncTokens | None = None
+        self._crypto_vault: CryptoVault | None = None
+        self._recovery_keys = RecoveryKeys.from_environment(environment.values, environment.storage_root)
         self._prepared = prepared
         self._run_since = run_since
 
@@ -142,23 +151,31 @@ class Orchestrator:
         for name in names:
             self.bots[name] = self._make_bot(name, running, live)
         logger.info("logging in", bots=names, homeserver=homeserver.url)
-        await asyncio.gather(*(bot.start() for bot in self.bots.values()))
-        await self._setup_rooms(directory, live, live.config.managed_room_keys(), self.bots)
+        if unknown := self._new_devices.unknown(names):
+            logger.warning("--new-device names no bot of this config", bots=unknown)
+        self.down = await start_bots(self.bots)
+        for name in self.down:
+            del self.bots[name]
+        await set_up_rooms(
+            self.bots[ROUTER_AGENT_NAME], directory, live.config, live.config.managed_room_keys(), self.bots
+        )
         await self._expire_approvals(running.stores)
         for bot in self.bots.values():
             bot.start_sync()
         await asyncio.gather(*(bot.wait_ready() for bot in self.bots.values()))
         for bot in self.bots.values():
             await recover_interrupted(bot, running.stores.journal, bot.handlers)
+        await self._tell_admin_room(self.down)
         self.scheduler = Scheduler(cell, directory, stores.schedules)
         self.scheduler.start()
         self.commands.register(schedule_command(self.scheduler, directory))
         self.reloader = ReloadCoordinator(
             cell,
             directory,
-            build=lambda previous: build_live_state(paths, previous=previous, strict=True),
+            build=lambda previous: build_live_state(paths, previous=previous),
             apply=self.apply_entity_changes,
             on_outcome=self._on_reload,
+            env_file=self._env_file,
         )
         self.commands.register(reload_command(self.reloader))
         if self._watch:
@@ -175,9 +192,17 @@ class Orchestrator:
             rooms=dict(directory.room_ids),
             plugins=[plugin.name for plugin in live.plugins],
             hooks=len(live.registry),
+            down=sorted(self.down),
         )
         ai.preload_in_background(postgres=self.state is not None and self.state.kind == "postgresql")
         return running
+
+    async def _tell_admin_room(self, down: Mapping[str, BotDown]) -> None:
+        """The admin room hears which bots stay down and the fix (the router posts it)."""
+        running, router = self._running(), self.bots[ROUTER_AGENT_NAME]
+        room_id = running.directory.room_ids.get(running.live.config.admin_room or "")
+        if room_id is not None:
+            await tell_admin_room(down, lambda text: router.client.send_message(room_id, text, msgtype="m.notice"))
 
     def _is_managed(self, room_id: str) -> bool:
         """True for a room the current run's config names (what `!leave` will not leave)."""
@@ -191,6 +216,7 @@ class Orchestrator:
             await self.state.acquire()
         stores = await self.state.open_stores()
         self._sync_tokens = stores.sync_tokens
+        self._crypto_vault = stores.crypto
         return stores
 
     async def _expire_approvals(self, stores: TurnStores) -> None:
@@ -216,8 +242,10 @@ class Orchestrator:
             password=config.router.password if is_router else config.agents[name].password,
             display_name=config.router.display_name if is_router else config.agents[name].display_name,
             account_prefix=homeserver.account_prefix,
-            new_crypto_device=self._new_crypto_device,
+            new_crypto_device=self._new_devices.allows(name),
             sync_tokens=self._sync_tokens,
+            crypto_vault=self._crypto_vault,
+            recovery_keys=self._recovery_keys,
         )
         return EntityBot(
             name,
@@ -230,58 +258,6 @@ class Orchestrator:
             paths=running.paths,
             attachments=running.stores.attachments,
         )
-
-    async def _setup_rooms(
-        self, directory: Directory, live: LiveState, keys: Iterable[str], joiners: Mapping[str, Bot]
-    ) -> None:
-        """The router creates or joins these rooms and invites their agents and users; `joiners` among them join.
-
-        A room found under a configured alias is used only when the daemon made it before, or one of its
-        accounts created it or holds its top power level: anyone can create `#alerts` first, and the bots
-        must not follow the operator's config into a stranger's room.
-        """
-        config = live.config
-        router = self.bots[ROUTER_AGENT_NAME]
-        for key in keys:
-            room_config = config.rooms.get(key)
-            try:
-                entry = await router.client.open_room(
-                    key,
-                    name=(room_config.name if room_config and room_config.name else key),
-                    topic=(room_config.topic or room_config.description) if room_config else None,
-                    encrypted=room_config is not None and room_config.encrypted,
-                )
-            except MatrixRequestError as exc:
-                logger.error("room cannot be joined; not using it", room=key, error=str(exc))
-                continue
-            room_id = entry.room_id
-            if not await self._room_is_ours(directory, router, key, entry):
-                with contextlib.suppress(MindroomError):
-                    await router.client.leave(room_id)
-                continue
-            directory.keep_room(ROUTER_AGENT_NAME, room_id, "created" if entry.created else "verified", key)
-            if room_config is not None and room_config.encrypted and not entry.created:
-                await router.client.enable_encryption(room_id)
-            members = [name for name, agent in config.agents.items() if key in agent.rooms]
-            invite = [directory.bot_user_ids[name] for name in members if name in directory.bot_user_ids]
-            await router.client.invite_missing(room_id, [*invite, *config.room_defaults.invite_users])
-            router.joined_rooms.add(room_id)
-            directory.room_set_up(key, room_id)
-            await asyncio.gather(*(joiners[name].join(room_id) for name in members if name in joiners))
-
-    @staticmethod
-    async def _room_is_ours(directory: Directory, router: Bot, key: str, entry: RoomEntry) -> bool:
-        if entry.created or key.startswith("!") or directory.memory.known(entry.room_id):
-            return True
-        if await router.client.room_is_ours(entry.room_id, directory.bot_user_ids.values()):
-            return True
-        logger.error(
-            "room alias belongs to an account outside this daemon; not using it",
-            room=key,
-            room_id=entry.room_id,
-            fix="remove the alias from that room, or name another room in config.yaml",
-        )
-        return False
 
     async def apply_entity_changes(self, old: LiveState, changes: EntityChanges, grace_s: float = 30.0) -> None:
         """After a reload's swap: removed agents leave their rooms and stop, added ones log in and join, new
@@ -306,13 +282,19 @@ class Orchestrator:
         )
         for name in changes.removed:
             bots.pop(name, None)
+            self.down.pop(name, None)
             directory.signed_out(name)
         if ROUTER_AGENT_NAME in changes.changed:
             await bots[ROUTER_AGENT_NAME].client.ensure_display_name(config.router.display_name)
         restart = [name for name in changes.changed if name != ROUTER_AGENT_NAME and name in bots]
         retiring = {name: bots[name] for name in restart}
         fresh = {name: self._make_bot(name, running, live) for name in (*changes.added, *restart)}
-        await asyncio.gather(*(bot.start() for bot in fresh.values()))
+        down = await start_bots(fresh)
+        for name in down:  # a restarted agent whose store is lost keeps its running instance
+            del fresh[name]
+            retiring.pop(name, None)
+        newly_down = {name: bot for name, bot in down.items() if name not in bots}
+        self.down.update(newly_down)
         for name, previous in retiring.items():
             bot = fresh[name]
             bot.joined_rooms |= previous.joined_rooms
@@ -326,7 +308,7 @@ class Orchestrator:
             for key in config.managed_room_keys()
             if key in changes.new_rooms or any(key in config.agents[name].rooms for name in fresh)
         ]
-        await self._setup_rooms(directory, live, keys, fresh)
+        await set_up_rooms(bots[ROUTER_AGENT_NAME], directory, config, keys, fresh)
         await asyncio.gather(*(previous.stop_sync() for previous in retiring.values()))
         for name, bot in fresh.items():
             bots[name] = bot
@@ -339,6 +321,7 @@ class Orchestrator:
         for error in results:
             if isinstance(error, BaseException):
                 raise error
+        await self._tell_admin_room(newly_down)
 
     def _running(self) -> RunningDaemon:
         if self.running is None:
@@ -382,6 +365,7 @@ class Orchestrator:
     async def _release_state(self) -> None:
         """Stop handing out the state's sync positions; close the state if this orchestrator opened it itself."""
         self._sync_tokens = None
+        self._crypto_vault = None
         if self.state is not None and self._owns_state:
             await self.state.close()
             self.state = None

@@ -2,13 +2,16 @@
 
 A reload builds everything new before touching anything live (`build`: the config is validated, every
 plugin is imported under a fresh package name, a new `HookRegistry` is compiled with the old one's
-telemetry). Only when all of that succeeded is the `LiveCell` swapped, in one assignment, so a turn
-that started on the old state finishes on it and every later event sees the new one. Then `apply`
-restarts the entities whose config changed and `config:reloaded` fires.
+telemetry). Only when that succeeded is the `LiveCell` swapped, in one assignment, so a turn that
+started on the old state finishes on it and every later event sees the new one. Then `apply` restarts
+the entities whose config changed and `config:reloaded` fires.
 
-Anything invalid keeps the last good state: the error (file and cause) is logged and the admin room
-gets a short notice; the next save reloads normally. Rooms are told only which plugin or file failed,
-never the cause: an exception text can hold a token or a path, and every room member reads the notice.
+The last-good rule is per plugin: a plugin that fails to import keeps running as its last good
+generation (or stays out, if it never loaded), and the new config and every other plugin apply; the
+failure is logged with its cause and the admin room is told which plugin. An invalid config (or tools
+and skills that do not fit) keeps the whole last good state, with the same log and notice; the next
+save reloads normally. Rooms are told only which plugin or file failed, never the cause: an exception
+text can hold a token or a path, and every room member reads the notice.
 The coordinator knows nothing of the orchestrator: it is given `build` and `apply` as functions.
 
 The build runs in a worker thread: parsing YAML and importing plugins may take a while, and the loop
@@ -31,6 +34,7 @@ from mindroom.bots.tasks import TaskOwner
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.daemon.live import LiveBuild
+from mindroom.daemon.watch import EnvFile
 from mindroom.errors import ConfigError, MindroomError, PluginError
 from mindroom.hooks.context import ConfigReloadedContext, MessageEnvelope
 from mindroom.hooks.execution import emit
@@ -44,7 +48,7 @@ __all__ = ["ApplyChanges", "BuildLive", "EntityChanges", "ReloadCoordinator", "R
 logger = get_logger(__name__)
 
 BuildLive = Callable[[LiveState], LiveBuild]
-"""Build the next live state from the current one (strictly: any plugin error fails it)."""
+"""Build the next live state from the current one (a plugin that fails keeps its generation from it)."""
 ApplyChanges = Callable[[LiveState, "EntityChanges"], Awaitable[None]]
 """Restart what changed, given the state that was live before the swap."""
 
@@ -86,6 +90,21 @@ class ReloadOutcome:
     plugin_changes: tuple[str, ...] = ()
     hooks_before: int = 0
     hooks_after: int = 0
+    kept: tuple[str, ...] = ()
+    """Plugins that failed to load and keep running as their last good generation."""
+    left_out: tuple[str, ...] = ()
+    """Plugins that failed to load with no generation to keep."""
+
+    def plugin_failures(self) -> str:
+        """What an applied reload could not load, in words safe for a room ("" when everything loaded)."""
+        parts = []
+        if self.kept:
+            parts.append(f"{_plugins(self.kept)} failed to load; the last good version keeps running")
+        if self.left_out:
+            parts.append(f"{_plugins(self.left_out)} failed to load and {_is_are(self.left_out)} not running")
+        if not parts:
+            return ""
+        return "⚠️ " + "; ".join(parts) + ". The cause is in the daemon log."
 
     def summary(self) -> str:
         """A short account for a room, as `!reload-plugins` answers: what changed, or what failed (never why)."""
@@ -106,7 +125,16 @@ class ReloadOutcome:
         if self.hooks_before != self.hooks_after:
             parts.append(f"hooks {self.hooks_before} -> {self.hooks_after}")
         changes = "; ".join(parts) if parts else "nothing changed"
-        return f"🔄 Reloaded: {changes}."
+        failures = self.plugin_failures()
+        return f"🔄 Reloaded: {changes}." + (f" {failures}" if failures else "")
+
+
+def _plugins(names: tuple[str, ...]) -> str:
+    return redact_text(("plugin " if len(names) == 1 else "plugins ") + ", ".join(names))
+
+
+def _is_are(names: tuple[str, ...]) -> str:
+    return "is" if len(names) == 1 else "are"
 
 
 def _plugin_changes(old: dict[str, str], new: dict[str, str]) -> tuple[str, ...]:
@@ -155,6 +183,7 @@ class ReloadCoordinator:
         build: BuildLive,
         apply: ApplyChanges,
         on_outcome: Callable[[ReloadOutcome], None] | None = None,
+        env_file: EnvFile | None = None,
     ) -> None:
         self.cell = cell
         self.directory = directory
@@ -166,6 +195,7 @@ class ReloadCoordinator:
         self._tasks = TaskOwner("reload")
         self._last_notice: str | None = None
         self._stopping = False
+        self._env_file = env_file
 
     async def on_files_changed(self, paths: list[str]) -> None:
         """What the file watcher calls: one reload for a burst of saves."""
@@ -201,8 +231,11 @@ class ReloadCoordinator:
             return None
 
     async def reload(self, reason: str, *, on_decided: Callable[[ReloadOutcome], None] | None = None) -> ReloadOutcome:
-        """Reload config and plugins; keep the last good state on any error. Serialized."""
+        """Reload config and plugins (an invalid config keeps the last good state, a plugin that fails its last
+        good generation). Serialized."""
         async with self._lock:
+            if self._env_file is not None:
+                self._env_file.note_change()
             outcome = await self._reload(reason, on_decided or (lambda _o: None))
         self.history.append(outcome)
         if self._on_outcome is not None:
@@ -212,35 +245,36 @@ class ReloadCoordinator:
     async def _reload(self, reason: str, on_decided: Callable[[ReloadOutcome], None]) -> ReloadOutcome:
         started = time.time()
         old = self.cell.live
-        new: LiveState | None = None
         try:
             built = await asyncio.to_thread(self._build, old)
         except MindroomError as exc:
-            error, parts = _describe_error(exc), _failed_parts(exc)
-        else:
-            new = built.live
-            error, parts = _describe_error(built.plugin_errors), _failed_parts(built.plugin_errors)
-        if new is None:
+            error = _describe_error(exc)
             logger.error("reload failed; keeping the last good config and plugins", reason=reason, error=error)
             failed = ReloadOutcome(
-                False, reason, started, finished_at=time.time(), error=redact_text(error), failed=parts
+                False, reason, started, finished_at=time.time(), error=redact_text(error), failed=_failed_parts(exc)
             )
             on_decided(failed)
             await self._notify_admin(failed.summary(), error)
             return failed
+        new = built.live
         entities = EntityChanges.between(old.config, new.config, self.directory.room_ids)
         self.cell.swap(new)  # one reference, so no event can see a half-new state
         old.registry.mark_superseded()  # hooks still running on it see `ctx.is_active()` turn False
         activated = time.time()
+        plugin_error = _describe_error(built.plugin_errors) if built.plugin_errors else None
         outcome = ReloadOutcome(
             True,
             reason,
             started,
             activated_at=activated,
+            error=redact_text(plugin_error) if plugin_error else None,
+            failed=_failed_parts(built.plugin_errors),
             entities=entities,
             plugin_changes=_plugin_changes(dict(old.plugin_digests), dict(new.plugin_digests)),
             hooks_before=len(old.registry),
             hooks_after=len(new.registry),
+            kept=built.kept,
+            left_out=built.left_out,
         )
         logger.info(
             "reloaded",
@@ -252,10 +286,20 @@ class ReloadCoordinator:
             changed=list(entities.changed),
             hooks=len(new.registry),
         )
+        if plugin_error is not None:
+            logger.error(
+                "reload applied, but plugins failed to load",
+                reason=reason,
+                kept_last_good=list(built.kept),
+                left_out=list(built.left_out),
+                error=plugin_error,
+            )
         on_decided(outcome)
         await self._apply(old, entities)
         await self._fire_reloaded(old.config, new, outcome)
-        if self._last_notice is not None:
+        if plugin_error is not None:
+            await self._notify_admin(outcome.plugin_failures(), plugin_error)
+        elif self._last_notice is not None:
             self._last_notice = None
             await self._notify_admin("✅ Reload succeeded; the new config and plugins are live.", None)
         return replace(outcome, finished_at=time.time())

@@ -8,6 +8,8 @@ advisory lock), or the kernel drops its `flock` (SQLite).
 
 A standby that took over continues the run it replaced: messages that arrived while no daemon was
 running are newer than that run's start, so they are answered (the journal keeps each to one answer).
+Its takeover is fenced by the state (see `mindroom.state.postgres.connection`): it becomes the next
+generation, and when the old holder did not release the lock, it waits out that holder's lease first.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ async def wait_for_lock(
                     location=state.location,
                     replaced=takeover.replaced.describe(),
                     waited_s=round(takeover.waited_s, 1),
+                    run_since=takeover.run_since,
                 )
             return takeover
         if holder is not None:

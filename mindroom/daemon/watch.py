@@ -1,4 +1,5 @@
-"""`ConfigWatcher`: watch `config.yaml` and the plugin folders, and report each quiet-after-changes moment once.
+"""`ConfigWatcher`: watch `config.yaml`, `.env` and the plugin folders, and report each quiet-after-changes moment
+once; `EnvFile`: whether `.env` still is what the daemon read at start.
 
 The config's folder is watched without recursion (editors that save by renaming still count); plugin
 folders recursively, for source files only. After each report the plugin folders are asked for again,
@@ -8,6 +9,7 @@ so a reload that adds or removes a plugin moves the watch with it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from mindroom.bots.tasks import TaskOwner
 from mindroom.logging_config import get_logger
 from mindroom.plugins.discovery import DROP_IN_DIRNAME, WATCHED_SUFFIXES
 
-__all__ = ["ConfigWatcher"]
+__all__ = ["ConfigWatcher", "EnvFile"]
 
 logger = get_logger(__name__)
 
@@ -38,6 +40,33 @@ class _EitherEvent:
     def set(self) -> None:
         """Set the first (watch-specific) event."""
         self._events[0].set()
+
+
+class EnvFile:
+    """The `.env` beside the config, as it was when the environment was read: the environment is read once,
+    so a reload cannot apply its edits; it says that a restart will."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._read = self._digest()
+        self._noted: str | None = None
+
+    def _digest(self) -> str | None:
+        try:
+            return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        except OSError:
+            return None
+
+    def note_change(self) -> bool:
+        """Log (once per version) that `.env` differs from what the daemon read at start; True when it does."""
+        now = self._digest()
+        if now == self._read:
+            self._noted = None
+            return False
+        if now != self._noted:
+            self._noted = now
+            logger.warning("`.env` changed since the start; restart to apply it", path=str(self.path))
+        return True
 
 
 def _plugin_file(change: Change, path: str) -> bool:
@@ -67,7 +96,8 @@ class ConfigWatcher:
 
     def start(self) -> None:
         """Start watching (the tasks are owned here, and ended by `stop`)."""
-        wanted = {self.config_path.name, DROP_IN_DIRNAME}
+        # `.env` too: its edits cannot apply live, and the reload they start says so.
+        wanted = {self.config_path.name, DROP_IN_DIRNAME, ".env"}
         own_stop = asyncio.Event()
         self._tasks.spawn(
             self._watch((self.config_path.parent,), lambda _c, p: Path(p).name in wanted, own_stop, False),

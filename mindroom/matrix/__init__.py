@@ -14,9 +14,11 @@ from mindroom.matrix.credentials import (
 from mindroom.matrix.errors import (
     MatrixConnectionError,
     MatrixCryptoStoreError,
+    MatrixDeviceError,
     MatrixEncryptionError,
     MatrixError,
     MatrixLoginError,
+    MatrixRecoveryError,
     MatrixRequestError,
 )
 from mindroom.matrix.events import MatrixEvent, MatrixEventKind
@@ -32,11 +34,13 @@ __all__ = [
     "MatrixBotClient",
     "MatrixConnectionError",
     "MatrixCryptoStoreError",
+    "MatrixDeviceError",
     "MatrixEncryptionError",
     "MatrixError",
     "MatrixEvent",
     "MatrixEventKind",
     "MatrixLoginError",
+    "MatrixRecoveryError",
     "MatrixRequestError",
     "MatrixUserClient",
     "SyncTokenStore",

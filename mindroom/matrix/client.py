@@ -13,33 +13,23 @@ from typing import Any
 import nio
 
 from mindroom.logging_config import get_logger
+from mindroom.matrix.account_keys import KeyStatus
 from mindroom.matrix.content import edit_content, message_content, reaction_content
-from mindroom.matrix.credentials import (
-    DEFAULT_ACCOUNT_PREFIX,
-    BotCredentials,
-    CredentialStore,
-    SyncTokenStore,
-    bot_localpart,
-)
+from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX, SyncTokenStore, bot_localpart
 from mindroom.matrix.crypto import DeviceCrypto
-from mindroom.matrix.crypto_device import load_crypto_store, open_crypto_store
-from mindroom.matrix.crypto_store import (
-    CRYPTO_DB_NAME,
-    PICKLE_KEY,
-    CryptoStore,
-    CryptoStoreReport,
-    crypto_store_dir,
-    set_store_aside,
-)
-from mindroom.matrix.errors import MatrixCryptoStoreError, MatrixRequestError
+from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore
+from mindroom.matrix.device_setup import DeviceSetup
+from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
-from mindroom.matrix.login import BotAccount, new_device_session, obtain_session
+from mindroom.matrix.login import BotAccount, obtain_session
 from mindroom.matrix.media import MediaMethods
 from mindroom.matrix.notices import UnreadableNotices
+from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.matrix.rooms import RoomMethods
 from mindroom.matrix.sync import EventHandler, InviteHandler, SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path, send_room_event
-from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
+from mindroom.matrix.undecrypted import SenderCheck, SyncDecryption, is_encrypted
+from mindroom.state.crypto import CryptoVault
 from mindroom.state.tokens import SyncTokens
 
 __all__ = ["MatrixBotClient"]
@@ -48,10 +38,6 @@ logger = get_logger(__name__)
 
 _REQUEST_TIMEOUT_S = 30.0
 _ROOMS_PATH = "/_matrix/client/v3/rooms/"
-_LOST_STORE_MEANING = (
-    "messages encrypted for this device cannot be read without its store, and a new device cannot read them either"
-)
-_LOST_STORE_FIX = "start once with MINDROOM_NEW_CRYPTO_DEVICE=1 to replace the device (see docs/operations.md)"
 
 
 class MatrixBotClient(RoomMethods, MediaMethods):
@@ -70,8 +56,12 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         account_prefix: str = DEFAULT_ACCOUNT_PREFIX,
         new_crypto_device: bool = False,
         sync_tokens: SyncTokens | None = None,
+        crypto_vault: CryptoVault | None = None,
+        recovery_keys: RecoveryKeys | None = None,
     ) -> None:
-        """`sync_tokens`: the state's sync positions, when they are not files under `storage_root` (PostgreSQL)."""
+        """`sync_tokens` and `crypto_vault`: the state's sync positions and crypto items when they are not files
+        under `storage_root` (PostgreSQL); `recovery_keys`: where the recovery key comes from (default: the file
+        under `storage_root` only)."""
         bot_localpart(bot_name, account_prefix)  # rejects invalid localparts before anything touches disk
         self._bot = bot_name
         self._server_name = server_name
@@ -98,10 +88,16 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         self._nio = nio.AsyncClient(homeserver_url.rstrip("/"), config=config, store_path="")
         self._transport = JsonTransport(self._nio)
         self._crypto = DeviceCrypto(self._nio, self._transport, bot_name)
-        self._crypto_dir = crypto_store_dir(storage_root, bot_name)
-        self._new_crypto_device = new_crypto_device
+        self._device = DeviceSetup(
+            self._nio,
+            self._transport,
+            self._account,
+            storage_root,
+            vault=crypto_vault,
+            recovery=recovery_keys or RecoveryKeys(storage_root),
+            new_device=new_crypto_device,
+        )
         self._notices = UnreadableNotices(self, account_prefix)
-        self._credentials = CredentialStore(storage_root)
         self._tokens: SyncTokens = SyncTokenStore(storage_root) if sync_tokens is None else sync_tokens
         self._first_sync = asyncio.Event()
         self._user_id: str | None = None
@@ -139,8 +135,18 @@ class MatrixBotClient(RoomMethods, MediaMethods):
 
     @property
     def crypto_store_path(self) -> Path:
-        """The bot's crypto store file (`<data>/crypto/<bot>/crypto.db`)."""
-        return self._crypto_dir / CRYPTO_DB_NAME
+        """The bot's crypto store file with state in SQLite (`<data>/crypto/<bot>/crypto.db`)."""
+        return self._device.directory / CRYPTO_DB_NAME
+
+    @property
+    def crypto_location(self) -> str:
+        """Where the device's crypto state is: that folder, or the state's database."""
+        return self._device.location
+
+    @property
+    def key_status(self) -> KeyStatus | None:
+        """Cross-signing and key backup as the last check found them (None before `login()`)."""
+        return self._device.keys.status if self._device.keys is not None else None
 
     @property
     def started_ms(self) -> int:
@@ -152,21 +158,25 @@ class MatrixBotClient(RoomMethods, MediaMethods):
     async def login(self) -> str:
         """Reuse the stored token, else log in by password, else register via the shared secret; returns the user id.
 
-        Then open the device's crypto store and upload its keys. A store that is lost while the device has
-        published keys raises `MatrixCryptoStoreError`, unless the client was made with `new_crypto_device`.
+        Then open the device's crypto state and upload its keys, and check the account's cross-signing and key
+        backup. A store that is lost while the device has published keys raises `MatrixCryptoStoreError` unless
+        the backup restores it or the client was made with `new_crypto_device`; crypto state the recovery key
+        does not open raises `MatrixRecoveryError`.
         """
-        outcome = await obtain_session(self._nio, self._transport, self._credentials, self._account)
+        device = self._device
+        await device.open_vault()
+        outcome = await obtain_session(self._nio, self._transport, device.credentials, self._account)
         credentials = outcome.credentials
         assert credentials.device_id is not None
         assert credentials.access_token is not None
         self._nio.restore_login(credentials.user_id, credentials.device_id, credentials.access_token)
         if outcome.method != "stored_token":
-            self._credentials.save(self._bot, credentials)
-        lost = await open_crypto_store(self._nio, self._transport, self._crypto_dir, self._bot)
-        if lost is not None:
-            credentials = await self._replace_lost_device(lost, credentials)
+            device.credentials.save(self._bot, credentials)
+        password = credentials.password or self._account.password
+        credentials = await device.open_device(credentials, password)
         await self._crypto.maintain()  # device and one-time keys are on the server before anyone looks
         self._user_id = credentials.user_id
+        await device.secure(password)
         logger.info(
             "logged in",
             agent=self._bot,
@@ -180,39 +190,6 @@ class MatrixBotClient(RoomMethods, MediaMethods):
             except MatrixRequestError as exc:
                 logger.warning("display name not set", agent=self._bot, error=str(exc))
         return credentials.user_id
-
-    async def _replace_lost_device(self, lost: CryptoStoreReport, credentials: BotCredentials) -> BotCredentials:
-        """Refuse (the default), or sign out the old device, set its store aside and log in as a new device."""
-        old_device = credentials.device_id
-        if not self._new_crypto_device:
-            logger.error(
-                "crypto store lost; bot not started",
-                agent=self._bot,
-                path=str(lost.path),
-                device_id=old_device,
-                problem=lost.describe(),
-                meaning=_LOST_STORE_MEANING,
-                fix=_LOST_STORE_FIX,
-            )
-            raise MatrixCryptoStoreError(self._bot, str(lost.path), lost.describe())
-        aside = set_store_aside(self._crypto_dir, "lost")
-        # Signing out deletes the old device and its keys on the homeserver, so nobody encrypts for it again.
-        await guard_transport(self._nio.logout(), "logout")
-        fresh = await new_device_session(self._nio, self._account, credentials.password or self._account.password)
-        assert fresh.device_id is not None
-        assert fresh.access_token is not None
-        self._credentials.save(self._bot, fresh)
-        self._nio.restore_login(fresh.user_id, fresh.device_id, fresh.access_token)
-        load_crypto_store(self._nio, self._crypto_dir)
-        logger.warning(
-            "new crypto device replaces a lost one",
-            agent=self._bot,
-            old_device_id=old_device,
-            device_id=fresh.device_id,
-            old_store=str(aside) if aside is not None else None,
-            meaning="messages encrypted for the old device stay unreadable",
-        )
-        return fresh
 
     async def ensure_display_name(self, name: str) -> None:
         """Set the bot's display name unless it already is `name`."""
@@ -309,18 +286,26 @@ class MatrixBotClient(RoomMethods, MediaMethods):
 
     # -- sync ----------------------------------------------------------------------------------------
 
-    async def run_sync(self, handler: EventHandler, *, on_invite: InviteHandler, settle_s: float = 0.0) -> None:
+    async def run_sync(
+        self,
+        handler: EventHandler,
+        *,
+        on_invite: InviteHandler,
+        settle_s: float = 0.0,
+        authorized: SenderCheck | None = None,
+    ) -> None:
         """Sync until cancelled: deliver new timeline events to `handler`, answer invites with `on_invite`.
 
         The first run without a stored token skips the backlog. The token is stored after a batch was
         handled, so a batch cut short by cancellation or a crash is delivered again on the next run.
         With `settle_s`, the next long-poll after a batch that brought room events starts that much later.
+        Only senders `authorized` in a room get key requests and notices for the events the bot cannot read.
         """
         if self._syncing:
             msg = f"bot {self._bot!r} is already syncing"
             raise RuntimeError(msg)
         self._syncing = True
-        self._reload_crypto_store()
+        await self._device.reload()
         try:
             loop = SyncLoop(
                 bot_name=self._bot,
@@ -330,27 +315,12 @@ class MatrixBotClient(RoomMethods, MediaMethods):
                 join=self.join,
                 leave=self.leave,
                 first_sync=self._first_sync,
-                decryption=SyncDecryption(self._crypto, self._bot, self._notices.answer),
+                decryption=SyncDecryption(self._crypto, self._bot, self._notices.answer, authorized=authorized),
                 settle_s=settle_s,
             )
             await loop.run(handler, on_invite)
         finally:
             self._syncing = False
-
-    def _reload_crypto_store(self) -> None:
-        """Load the olm machine again from the store before syncing.
-
-        A hot reload starts a new client for a changed bot while the old one still syncs; room keys and
-        one-time key use the old one recorded after `login()` loaded the store are on disk, not in memory.
-        """
-        store = self._nio.store
-        if store is None:
-            return
-        self._nio.store = None
-        self._nio.olm = None
-        with contextlib.suppress(Exception):  # the connection is dropped either way
-            store.database.close()
-        self._nio.load_store()
 
     async def first_sync_done(self) -> None:
         """Wait until the first sync of `run_sync` has been handled."""
@@ -362,5 +332,7 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         return self._first_sync.is_set()
 
     async def close(self) -> None:
-        """Close the HTTP session; the stored credentials stay valid for the next start."""
+        """Back up pending room keys (briefly), close the HTTP session; the stored credentials stay valid."""
+        with contextlib.suppress(Exception):  # closing must not fail on a homeserver that went away
+            await self._device.close()
         await self._nio.close()

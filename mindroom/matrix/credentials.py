@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mindroom.constants import DEFAULT_ACCOUNT_PREFIX
 from mindroom.logging_config import get_logger
@@ -16,6 +16,7 @@ from mindroom.private_files import write_private_file
 __all__ = [
     "DEFAULT_ACCOUNT_PREFIX",
     "BotCredentials",
+    "CredentialKeeper",
     "CredentialStore",
     "SyncTokenStore",
     "bot_localpart",
@@ -86,6 +87,16 @@ class BotCredentials:
             access_token=optional_str("access_token"),
             password=optional_str("password"),
         )
+
+
+class CredentialKeeper(Protocol):
+    """Where a bot's credentials are kept: files (`CredentialStore`), or also its crypto state in the database."""
+
+    def load(self, bot_name: str) -> BotCredentials | None:
+        """The stored credentials, or None."""
+
+    def save(self, bot_name: str, credentials: BotCredentials) -> None:
+        """Keep the credentials."""
 
 
 class CredentialStore:

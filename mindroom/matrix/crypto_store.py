@@ -14,8 +14,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nio.crypto import OlmDevice, TrustState
+from nio.crypto import InboundGroupSession, OlmDevice, TrustState
 from nio.store import SqliteStore
+
+from mindroom.matrix.vault_store import RoomKeyListener
 
 __all__ = [
     "CRYPTO_DB_NAME",
@@ -41,7 +43,16 @@ class CryptoStore(SqliteStore):  # type: ignore[misc]
     nio asks whether the sending device is verified on every decryption; the SQLite store answers with
     three queries each time (several milliseconds per message). Each device nio holds carries its trust
     state, loaded from this store and updated by every change the store makes, so the answer is on hand.
+    `on_room_key` is told of every room key saved (the key backup queues it).
     """
+
+    on_room_key: RoomKeyListener | None = None
+
+    def save_inbound_group_session(self, session: InboundGroupSession) -> None:
+        """Keep one room key, and tell the listener (the backup)."""
+        super().save_inbound_group_session(session)
+        if self.on_room_key is not None:
+            self.on_room_key(session)
 
     def is_device_verified(self, device: OlmDevice) -> bool:
         """True when the device was verified."""

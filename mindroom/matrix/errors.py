@@ -5,7 +5,9 @@
         ├── MatrixConnectionError  the homeserver could not be reached (also a `ConnectionError`)
         ├── MatrixRequestError     the homeserver answered with a Matrix error (errcode, HTTP status)
         ├── MatrixLoginError       a bot could not log in, register or reuse its credentials (names the bot)
-        ├── MatrixCryptoStoreError a device's crypto store is lost or unreadable (names the file; nothing replaces it)
+        ├── MatrixDeviceError      a bot's device cannot go on: the bot is not started (names the bot)
+        │   ├── MatrixCryptoStoreError its crypto store is lost or unreadable (names the file; nothing replaces it)
+        │   └── MatrixRecoveryError    its crypto state cannot be opened or restored with the recovery key given
         └── MatrixEncryptionError  an event for an encrypted room could not be encrypted (it is not sent at all)
 
 Matrix error responses on the read-only and state helpers (`resolve_room`, `get_room_state`,
@@ -19,9 +21,11 @@ from mindroom.errors import MindroomError
 __all__ = [
     "MatrixConnectionError",
     "MatrixCryptoStoreError",
+    "MatrixDeviceError",
     "MatrixEncryptionError",
     "MatrixError",
     "MatrixLoginError",
+    "MatrixRecoveryError",
     "MatrixRequestError",
 ]
 
@@ -63,7 +67,13 @@ class MatrixLoginError(MatrixError):
         super().__init__(f"bot {bot_name!r} could not log in to Matrix: {detail}")
 
 
-class MatrixCryptoStoreError(MatrixError):
+class MatrixDeviceError(MatrixError):
+    """A bot's device cannot go on (its crypto state is lost, or does not open); `bot_name` names the bot."""
+
+    bot_name: str
+
+
+class MatrixCryptoStoreError(MatrixDeviceError):
     """A bot's crypto store is missing or unreadable while its device has published keys; names the file."""
 
     def __init__(self, bot_name: str, path: str, problem: str) -> None:
@@ -74,6 +84,17 @@ class MatrixCryptoStoreError(MatrixError):
             f"bot {bot_name!r}: crypto store {problem}; messages encrypted for its device cannot be read without"
             " it, so the bot is not started with a new device unless MINDROOM_NEW_CRYPTO_DEVICE=1 is set"
         )
+
+
+class MatrixRecoveryError(MatrixDeviceError):
+    """A bot's crypto state (in the database) or secret storage cannot be opened with the recovery key given, so
+    its device cannot go on or be restored; names the bot, what is wrong and the fix."""
+
+    def __init__(self, bot_name: str, problem: str, fix: str) -> None:
+        self.bot_name = bot_name
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"bot {bot_name!r}: {problem}; {fix}")
 
 
 class MatrixEncryptionError(MatrixError):

@@ -12,7 +12,7 @@ import nio
 from mindroom.matrix.credentials import (
     DEFAULT_ACCOUNT_PREFIX,
     BotCredentials,
-    CredentialStore,
+    CredentialKeeper,
     bot_localpart,
     bot_user_id,
 )
@@ -60,7 +60,7 @@ def _distinct(values: Iterable[str | None]) -> list[str]:
 
 
 async def obtain_session(
-    client: nio.AsyncClient, transport: JsonTransport, store: CredentialStore, account: BotAccount
+    client: nio.AsyncClient, transport: JsonTransport, store: CredentialKeeper, account: BotAccount
 ) -> LoginOutcome:
     """Try the stored token, the stored and configured passwords, then registration; raise `MatrixLoginError`."""
     stored = store.load(account.bot_name)
@@ -116,7 +116,7 @@ async def _password_login(
 
 async def _register(
     transport: JsonTransport,
-    store: CredentialStore,
+    store: CredentialKeeper,
     account: BotAccount,
     stored: BotCredentials | None,
     reasons: list[str],

@@ -28,6 +28,8 @@ _ROOMS_PATH = "/_matrix/client/v3/rooms/"
 _RACE_JOIN_ATTEMPTS = 20
 _RACE_JOIN_DELAY_S = 0.25
 TYPING_TIMEOUT_MS = 30_000
+_POWER_LEVEL_VERSIONS = frozenset(str(version) for version in range(1, 12))
+"""Room versions 1-11, where power levels alone rank the members (creators included)."""
 
 
 def raise_for_error(response: Any, action: str) -> None:
@@ -49,9 +51,12 @@ def room_owned_by(state: Iterable[Any], our_user_ids: Collection[str]) -> bool:
     """From a room's state events: did one of `our_user_ids` create the room, or hold its top power level?
 
     Room versions 11+ name the creator only as the create event's sender (12 also in `additional_creators`).
+    From room version 12 on, creators outrank every power level and cannot be demoted: a room someone else
+    created stays theirs whatever power they gave us, so only creating it counts.
     """
     ours = set(our_user_ids)
     levels: dict[str, Any] = {}
+    creators_rule = False
     for event in state:
         if not isinstance(event, dict):
             continue
@@ -60,8 +65,11 @@ def room_owned_by(state: Iterable[Any], our_user_ids: Collection[str]) -> bool:
             creators = {event.get("sender"), content.get("creator"), *(content.get("additional_creators") or [])}
             if creators & ours:
                 return True
+            creators_rule = str(content.get("room_version", "1")) not in _POWER_LEVEL_VERSIONS
         elif event.get("type") == "m.room.power_levels":
             levels = content
+    if creators_rule:
+        return False
     users: dict[str, Any] = levels["users"] if isinstance(levels.get("users"), dict) else {}
     default = levels.get("users_default", 0)
     values = [level for level in users.values() if isinstance(level, int)]

@@ -1,13 +1,21 @@
-"""Encrypted events whose room key has not arrived: parked, retried after every sync, one notice per session.
+"""Encrypted events whose room key has not arrived: parked, retried after every sync, answered with a notice.
 
 A sender's client may share a room key late (or, when it left the bot's device out, never). `SyncDecryption`
 is what the sync loop asks: it decrypts, parks what it cannot read yet and requests the key, delivers a parked
-event once its key arrives, and after `NOTICE_AFTER_S` hands the first unreadable event of each sender session
-(sender + session id) to a notice callback, once.
+event once its key arrives, and after `NOTICE_AFTER_S` hands an event that stayed unreadable to a notice
+callback.
+
+Anyone in a room can send `m.room.encrypted` events with a made-up session and ciphertext, so all of that is
+only for senders the daemon would answer there (the `SenderCheck` the bot gives its sync): a stranger's
+unreadable event is dropped, with no key request sent to her device and no notice. Even an authorized
+sender gets at most one notice per room every `NOTICE_INTERVAL_S` (whatever sessions her events name), at
+most `MAX_PARKED_PER_SENDER` of her events wait for keys, and no notice goes into a room that is not
+encrypted.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,9 +29,12 @@ from mindroom.matrix.events import MatrixEvent, event_from_raw
 
 __all__ = [
     "KEEP_PARKED_S",
+    "MAX_PARKED_PER_SENDER",
     "NOTICE_AFTER_S",
+    "NOTICE_INTERVAL_S",
     "UNDECRYPTABLE_NOTICE",
     "ParkedEvent",
+    "SenderCheck",
     "SyncDecryption",
     "UndecryptedEvents",
     "UnreadableHandler",
@@ -37,12 +48,18 @@ UNDECRYPTABLE_NOTICE = (
     "Try sending it again, or check that your client shares keys with unverified devices."
 )
 NOTICE_AFTER_S = 5.0
+NOTICE_INTERVAL_S = 600.0
+"""A sender gets at most one notice per room in this time, however many sessions her events name."""
 KEEP_PARKED_S = 600.0
+MAX_PARKED_PER_SENDER = 50
+"""The most events of one sender that wait for keys; a newer one pushes her oldest out."""
 _MAX_PARKED = 500
 _MAX_NOTICED = 5000
 
 UnreadableHandler = Callable[[MatrixEvent], Awaitable[None]]
-"""Called once per sender session with the first event of it that stayed unreadable for `NOTICE_AFTER_S`."""
+"""Called with an event that stayed unreadable for `NOTICE_AFTER_S` (see `UndecryptedEvents.due_notices`)."""
+SenderCheck = Callable[[str, str], bool]
+"""`(room_id, sender)` -> True when the daemon would answer that sender in that room."""
 _Decrypt = Callable[[str, Mapping[str, Any]], dict[str, Any] | None]
 
 
@@ -68,30 +85,46 @@ class ParkedEvent:
 
 
 class UndecryptedEvents:
-    """The parked events of one device, oldest first, with the sender sessions already answered."""
+    """The parked events of one device, oldest first, with the sender sessions already settled and the time
+    each sender was last given a notice in each room."""
 
     def __init__(
         self,
         *,
         notice_after_s: float = NOTICE_AFTER_S,
+        notice_interval_s: float = NOTICE_INTERVAL_S,
         keep_s: float = KEEP_PARKED_S,
+        max_per_sender: int = MAX_PARKED_PER_SENDER,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._notice_after_s = notice_after_s
+        self._notice_interval_s = notice_interval_s
         self._keep_s = keep_s
+        self._max_per_sender = max_per_sender
         self._clock = clock
         self._parked: OrderedDict[str, ParkedEvent] = OrderedDict()
         self._noticed: OrderedDict[tuple[str, str], None] = OrderedDict()
+        # (sender, room) -> when she was last given a notice there
+        self._told: OrderedDict[tuple[str, str], float] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._parked)
 
     def park(self, room_id: str, raw: Mapping[str, Any]) -> bool:
-        """Keep `raw` until its key arrives; False when it is already parked."""
+        """Keep `raw` until its key arrives; False when it is already parked.
+
+        Past `MAX_PARKED_PER_SENDER` events of its sender, her oldest one is dropped.
+        """
         event_id = str(raw.get("event_id", ""))
         if event_id in self._parked:
             return False
-        self._parked[event_id] = ParkedEvent(room_id, dict(raw), self._clock())
+        parked = ParkedEvent(room_id, dict(raw), self._clock())
+        sender = parked.session[0]
+        hers = [key for key, other in self._parked.items() if other.session[0] == sender]
+        for dropped in hers[: max(0, len(hers) + 1 - self._max_per_sender)]:
+            del self._parked[dropped]
+            logger.info("unreadable event dropped: too many from one sender", event_id=dropped, sender=sender)
+        self._parked[event_id] = parked
         while len(self._parked) > _MAX_PARKED:
             self._parked.popitem(last=False)
         return True
@@ -111,21 +144,31 @@ class UndecryptedEvents:
         return opened
 
     def due_notices(self) -> list[ParkedEvent]:
-        """The first overdue event of each sender session that has had no notice yet (now marked as noticed)."""
+        """The overdue events that get a notice: the first of each sender session, unless its sender had one in
+        that room within `NOTICE_INTERVAL_S`. Every overdue session is settled (it gets no later notice)."""
         due: list[ParkedEvent] = []
-        deadline = self._clock() - self._notice_after_s
+        now = self._clock()
+        deadline = now - self._notice_after_s
         for parked in self._parked.values():
             if parked.parked_at > deadline or parked.session in self._noticed:
                 continue
             self._noticed[parked.session] = None
+            told = (parked.session[0], parked.room_id)
+            if now - self._told.get(told, -math.inf) < self._notice_interval_s:
+                continue
+            self._told[told] = now
+            self._told.move_to_end(told)
             due.append(parked)
         while len(self._noticed) > _MAX_NOTICED:
             self._noticed.popitem(last=False)
+        while len(self._told) > _MAX_NOTICED:
+            self._told.popitem(last=False)
         return due
 
     def notice_failed(self, parked: ParkedEvent) -> None:
         """The notice for `parked` did not go out (the homeserver was away): it is due again."""
         self._noticed.pop(parked.session, None)
+        self._told.pop((parked.session[0], parked.room_id), None)
 
     def seconds_to_next_notice(self) -> float | None:
         """How long until a parked event is due a notice; None when none will be."""
@@ -144,11 +187,18 @@ class SyncDecryption:
         name: str,
         on_unreadable: UnreadableHandler | None = None,
         waiting: UndecryptedEvents | None = None,
+        *,
+        authorized: SenderCheck | None = None,
     ) -> None:
+        """`authorized`: whose unreadable events are parked, asked a key for and answered (None: everyone's)."""
         self.crypto = crypto
         self._name = name
         self._on_unreadable = on_unreadable
-        self.waiting = waiting or UndecryptedEvents()
+        self._authorized = authorized
+        self.waiting = waiting if waiting is not None else UndecryptedEvents()  # an empty one is falsy
+
+    def _answers(self, room_id: str, sender: Any) -> bool:
+        return self._authorized is None or (isinstance(sender, str) and self._authorized(room_id, sender))
 
     async def absorb(self, batch: Mapping[str, Any]) -> None:
         """Room keys, device changes and room state of one batch, before its events are opened."""
@@ -158,6 +208,7 @@ class SyncDecryption:
         """The decrypted event, or None after parking it and queueing a request for its key.
 
         A redacted encrypted event has no ciphertext left: it comes back as it is, with nothing to read.
+        An unreadable event of a sender the daemon would not answer there is dropped.
         """
         content = raw.get("content")
         if not (isinstance(content, dict) and content.get("ciphertext")):
@@ -165,6 +216,15 @@ class SyncDecryption:
         decrypted = self.crypto.decrypt(room_id, raw)
         if decrypted is not None:
             return decrypted
+        if not self._answers(room_id, raw.get("sender")):
+            logger.info(
+                "unreadable event of an unauthorized sender dropped",
+                agent=self._name,
+                room_id=room_id,
+                event_id=raw.get("event_id"),
+                sender=raw.get("sender"),
+            )
+            return None
         if self.waiting.park(room_id, raw):
             requested = self.crypto.request_key(room_id, raw)
             logger.info(
@@ -190,9 +250,13 @@ class SyncDecryption:
     async def _notify(self, parked: ParkedEvent) -> None:
         assert self._on_unreadable is not None
         event = event_from_raw(parked.room_id, parked.raw, encrypted=True)
-        if event is None:
+        if event is None or not self._answers(event.room_id, event.sender):  # the config may have changed
             return
         try:
+            # Encrypted events in a plain room come from no client that shares keys: nothing to tell anyone.
+            if not await self.crypto.room_encrypted(event.room_id):
+                logger.info("unreadable event in a plain room not answered", agent=self._name, room_id=event.room_id)
+                return
             await self._on_unreadable(event)
         except MatrixConnectionError:
             self.waiting.notice_failed(parked)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,10 +37,16 @@ WATCHED_SUFFIXES = frozenset({".py", ".json", ".yaml", ".yml", ".toml", ".md"})
 
 @dataclass(frozen=True, slots=True)
 class LoadedPlugins:
-    """The plugins that loaded, and an error for each one that did not."""
+    """The plugins that loaded, and an error for each one that did not.
+
+    `kept` names the plugins among `plugins` that failed this time and run as their last good generation;
+    `left_out` the ones that failed with no generation to keep (by plugin name, or folder name when unreadable).
+    """
 
     plugins: tuple[Plugin, ...]
     errors: tuple[PluginError, ...]
+    kept: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
 
 
 def _resolve_entry(entry: PluginEntryConfig, runtime_paths: RuntimePaths) -> Path:
@@ -76,28 +84,45 @@ def plugin_folders(config: Config, runtime_paths: RuntimePaths) -> list[tuple[Pa
     return folders
 
 
-def load_plugins(config: Config, runtime_paths: RuntimePaths) -> LoadedPlugins:
-    """Load every plugin of the config; a plugin that fails is reported and does not stop the others."""
+def load_plugins(config: Config, runtime_paths: RuntimePaths, *, last_good: Sequence[Plugin] = ()) -> LoadedPlugins:
+    """Load every plugin of the config; a plugin that fails is reported and does not stop the others.
+
+    With `last_good` (the plugins running now), a folder that fails to load keeps the generation loaded
+    from it before, with its new config entry; a folder that never loaded is left out.
+    """
+    previous = {plugin.path: plugin for plugin in last_good}
     plugins: list[Plugin] = []
     errors: list[PluginError] = []
+    kept: list[str] = []
+    left_out: list[str] = []
     names: dict[str, Path] = {}
     for order, (path, entry) in enumerate(plugin_folders(config, runtime_paths)):
         try:
-            plugin = load_plugin_dir(path, plugin_order=order, entry_config=entry)
+            plugin = _load_one(path, order, entry, names)
         except PluginError as exc:
             errors.append(_logged(exc))
-            continue
-        except (OSError, ValueError) as exc:
-            # A plugin folder is foreign input: whatever its files make the loader raise fails that plugin alone.
-            errors.append(_logged(PluginError(path.name, path, f"{type(exc).__name__}: {exc}")))
-            continue
-        if plugin.name in names:
-            duplicate = f"duplicate plugin name (also used by {names[plugin.name]})"
-            errors.append(_logged(PluginError(plugin.name, path, duplicate)))
-            continue
+            fallback = previous.get(path)
+            if fallback is None or fallback.name in names:
+                left_out.append(exc.plugin)
+                continue
+            plugin = dataclasses.replace(fallback, entry_config=entry, plugin_order=order)
+            kept.append(plugin.name)
+            logger.warning("plugin keeps its last good generation", plugin=plugin.name, path=str(path))
         names[plugin.name] = path
         plugins.append(plugin)
-    return LoadedPlugins(tuple(plugins), tuple(errors))
+    return LoadedPlugins(tuple(plugins), tuple(errors), tuple(kept), tuple(dict.fromkeys(left_out)))
+
+
+def _load_one(path: Path, order: int, entry: PluginEntryConfig, names: dict[str, Path]) -> Plugin:
+    """Load one folder; every way it can fail is a `PluginError` naming it."""
+    try:
+        plugin = load_plugin_dir(path, plugin_order=order, entry_config=entry)
+    except (OSError, ValueError) as exc:
+        # A plugin folder is foreign input: whatever its files make the loader raise fails that plugin alone.
+        raise PluginError(path.name, path, f"{type(exc).__name__}: {exc}") from None
+    if plugin.name in names:
+        raise PluginError(plugin.name, path, f"duplicate plugin name (also used by {names[plugin.name]})")
+    return plugin
 
 
 def _logged(error: PluginError) -> PluginError:

@@ -96,16 +96,22 @@ def _package_for(name: str, folder: Path) -> str:
     package = importlib.util.module_from_spec(spec)
     package.__path__ = [str(folder)]
     sys.modules[package_name] = package
-    _forget_old_generations(safe, generation)
     return package_name
 
 
-def _forget_old_generations(safe: str, generation: int) -> None:
-    """Drop module entries of this plugin older than the previous load (in-flight work keeps its references)."""
+def _forget_generations(package_name: str, *, older: bool) -> None:
+    """Drop this plugin's module entries: those of generations before `package_name`'s previous load (`older`),
+    or those of `package_name` itself (a load that failed). In-flight work keeps its references.
+
+    Only a load that succeeded forgets older ones: after a failed load the last good generation keeps running.
+    """
+    safe, _, generation = package_name[len(_PACKAGE_PREFIX) :].rpartition("_")
     prefix = f"{_PACKAGE_PREFIX}{safe}_"
     for module_name in [m for m in sys.modules if m.startswith(prefix)]:
         number = module_name[len(prefix) :].split(".", 1)[0]
-        if number.isdigit() and int(number) < generation - 1:
+        if not number.isdigit():
+            continue
+        if (older and int(number) < int(generation) - 1) or (not older and number == generation):
             sys.modules.pop(module_name, None)
 
 
@@ -177,16 +183,22 @@ def load_plugin_dir(
             imported[key] = _import_module(manifest.name, package_name, folder, relative)
         return imported[key]
 
-    tools_module = module_for(manifest.tools_module)
-    hooks_module = module_for(manifest.hooks_module)
+    try:
+        tools_module = module_for(manifest.tools_module)
+        hooks_module = module_for(manifest.hooks_module)
+    except PluginError:
+        _forget_generations(package_name, older=False)
+        raise
     scanned = hooks_module if hooks_module is not None else tools_module
     discovered = _discover_hooks(scanned) if scanned is not None else ()
     skill_dirs = []
     for skill in manifest.skills:
         skill_dir = (folder / skill).resolve()
         if folder not in skill_dir.parents and skill_dir != folder:
+            _forget_generations(package_name, older=False)
             raise PluginError(manifest.name, skill_dir, f"skills folder {skill!r} is outside the plugin folder")
         skill_dirs.append(skill_dir)
+    _forget_generations(package_name, older=True)
     return Plugin(
         name=manifest.name,
         path=folder,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from mindroom.logging_config import get_logger
 from mindroom.state.answers import AnswerLog
 from mindroom.state.approvals import ApprovalStore
+from mindroom.state.crypto import CryptoVault
 from mindroom.state.errors import StateLockedError
 from mindroom.state.holder import LockHolder
 from mindroom.state.journal import TurnJournal
@@ -52,6 +53,8 @@ class StateStores:
     """Where the Matrix clients keep their sync positions; None: as files beside the bots' credentials."""
     session_url: str | None = None
     """The PostgreSQL database holding agno's agent sessions; None: SQLite files under the data directory."""
+    crypto: CryptoVault | None = None
+    """Where the bots' devices keep their crypto state; None: as files under the data directory."""
 
     def close(self) -> None:
         """Close every store (each releases what it holds of its own; the backend closes shared connections)."""

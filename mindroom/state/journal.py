@@ -44,7 +44,8 @@ class TurnJournal(Protocol):
     """Persistent dedup records, unfinished turns and unfinished streamed answers."""
 
     def claim(self, entity: str, event_id: str, event: dict[str, Any] | None = None) -> bool:
-        """Record that `entity` handles `event_id`; False if it already did (now or before a restart).
+        """Record that `entity` handles `event_id`; False if it already did (now or before a restart), or when
+        this daemon cannot show that it still holds the state's lock (another may answer: this one must not).
 
         With `event`, the claim stays pending (content kept) until `complete`, so a crash mid-turn
         leaves it for `pending` to return after the restart.

@@ -3,33 +3,27 @@
 from __future__ import annotations
 
 import email.policy
-import json
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from typing import Any
 
 __all__ = [
+    "ContextOverflow",
     "Delay",
     "Echo",
     "Hang",
     "HttpError",
     "Predicate",
     "Reply",
+    "Stall",
     "Stream",
     "Text",
     "ToolCall",
     "Transcription",
-    "completion_id",
     "content_text",
-    "envelope",
     "last_user_message",
     "parse_transcription",
-    "text_chunks",
-    "tool_call",
-    "usage",
 ]
 
 
@@ -77,10 +71,28 @@ class Delay:
 
 @dataclass(frozen=True, slots=True)
 class HttpError:
-    """Answer with this HTTP status and an OpenAI-shaped error body."""
+    """Answer with this HTTP status and the error body of the API asked (with `Retry-After` when given)."""
 
     status: int
     message: str = "scripted error"
+    retry_after_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextOverflow:
+    """Refuse the request as too long for the model's context window, as the API asked does."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Start a streamed answer, send `chunks`, then go silent (for `seconds`, or until the server stops) and
+    drop the connection; a request that is not streamed just gets no answer in that time."""
+
+    chunks: Sequence[str] = ()
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chunks", tuple(self.chunks))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,14 +100,18 @@ class Hang:
     """Never answer; the connection is dropped when the server stops (for timeout tests)."""
 
 
-Reply = Echo | Text | Stream | ToolCall | Delay | HttpError | Hang
+Reply = Echo | Text | Stream | ToolCall | Delay | HttpError | Hang | Stall | ContextOverflow
 Predicate = Callable[[dict[str, Any]], bool]
 
 
 def last_user_message(request: Mapping[str, Any]) -> str:
-    """The text of the last `user` message in a chat-completions request body ("" when there is none)."""
-    for message in reversed(request.get("messages") or []):
-        if message.get("role") == "user":
+    """The text of the last `user` message in a request body ("" when there is none): chat completions,
+    Anthropic or Ollama `messages`, or a Responses `input` (a string, or items with roles)."""
+    items = request.get("input") if "messages" not in request else request.get("messages")
+    if isinstance(items, str):
+        return items
+    for message in reversed(items or []):
+        if isinstance(message, dict) and message.get("role") == "user":
             return content_text(message.get("content"))
     return ""
 
@@ -132,39 +148,3 @@ def parse_transcription(content_type: str, raw: bytes) -> Transcription:
         fields[str(name)] = part.get_payload(decode=True)
     model = fields.get("model", b"")
     return Transcription(model.decode() if isinstance(model, bytes) else "", filename, fields.get("file") or b"")
-
-
-def completion_id() -> str:
-    """A fresh chat-completion id."""
-    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
-
-
-def envelope(completion_id: str, request: dict[str, Any], kind: str, choices: list[Any]) -> dict[str, Any]:
-    """The common fields of a chat-completion answer around `choices`."""
-    model = str(request.get("model") or "scripted")
-    return {"id": completion_id, "object": kind, "created": int(time.time()), "model": model, "choices": choices}
-
-
-def text_chunks(reply: Echo | Text | Stream, request: dict[str, Any]) -> Sequence[str]:
-    """The text pieces a reply answers with."""
-    if isinstance(reply, Stream):
-        return reply.chunks
-    if isinstance(reply, Text):
-        return (reply.text,)
-    return (reply.prefix + last_user_message(request),)
-
-
-def tool_call(reply: ToolCall) -> dict[str, Any]:
-    """The `tool_calls` entry of a scripted tool call."""
-    return {
-        "id": reply.call_id or f"call_{uuid.uuid4().hex[:24]}",
-        "type": "function",
-        "function": {"name": reply.name, "arguments": json.dumps(dict(reply.arguments))},
-    }
-
-
-def usage(request: dict[str, Any], text: str) -> dict[str, int]:
-    """Token counts for an answer (approximate: whitespace-separated words)."""
-    prompt = sum(len(content_text(message.get("content")).split()) for message in request.get("messages") or [])
-    completion = len(text.split())
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

@@ -1,44 +1,43 @@
-"""A scripted OpenAI-compatible chat-completions server on loopback, the one stand-in for paid model providers."""
+"""A scripted model server on loopback, the one stand-in for paid model providers.
+
+It speaks OpenAI's Chat Completions and Responses APIs (under `base_url`, `/v1`), Anthropic's Messages API
+(`/v1/messages`, the Anthropic client's `base_url` is `url`) and Ollama's chat API (`/api/chat`, Ollama's host
+is `url`), each with text, streaming, tool calls, token usage, errors and stalls, so that every provider's
+real client talks HTTP to it.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import socket
-import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 import pytest
 
 from mindroom.logging_config import get_logger
-from mindroom.testing.model_embeddings import embeddings_reply
+from mindroom.testing.model_api import Answer, ModelApi, Usage, word_count
+from mindroom.testing.model_http import ModelHttpServer, ModelRequestHandler
 from mindroom.testing.model_replies import (
+    ContextOverflow,
     Delay,
     Echo,
     Hang,
     HttpError,
     Predicate,
     Reply,
+    Stall,
     Stream,
     Text,
     ToolCall,
     Transcription,
-    completion_id,
-    envelope,
     last_user_message,
     parse_transcription,
-    text_chunks,
-    tool_call,
-    usage,
 )
 
 __all__ = [
+    "ContextOverflow",
     "Delay",
     "Echo",
     "Hang",
@@ -46,10 +45,12 @@ __all__ = [
     "Predicate",
     "Reply",
     "ScriptedModelServer",
+    "Stall",
     "Stream",
     "Text",
     "ToolCall",
     "Transcription",
+    "Usage",
     "last_user_message",
     "model_server",
     "model_server_session",
@@ -90,16 +91,23 @@ class ScriptedModelServer:
         self._lock = threading.Condition()
         self._script = _Script()
         self._requests: list[dict[str, Any]] = []
+        self._apis: list[str] = []
+        self._cached_tokens = 0
         self._transcriptions: list[Transcription] = []
         self._transcript: str | None = None
         self._stopping = threading.Event()
-        self._httpd: _Httpd | None = None
+        self._httpd: ModelHttpServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
         """The bound port (fixed after the first start, so a restart reuses it)."""
         return self._port
+
+    @property
+    def url(self) -> str:
+        """The server's root, e.g. `http://127.0.0.1:PORT`: the Anthropic client's `base_url`, Ollama's host."""
+        return f"http://{self.host}:{self._port}"
 
     @property
     def base_url(self) -> str:
@@ -116,7 +124,7 @@ class ScriptedModelServer:
         if self._httpd is not None:
             return self
         self._stopping.clear()
-        httpd = _Httpd((self.host, self._port), _Handler, self)
+        httpd = ModelHttpServer((self.host, self._port), ModelRequestHandler, self)
         self._port = httpd.server_address[1]
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, args=(_POLL_INTERVAL_S,), daemon=True)
@@ -171,8 +179,15 @@ class ScriptedModelServer:
         with self._lock:
             self._script = _Script()
             self._requests.clear()
+            self._apis.clear()
+            self._cached_tokens = 0
             self._transcriptions.clear()
             self._transcript = None
+
+    def set_cached_tokens(self, tokens: int) -> None:
+        """Report this many input tokens of every answer as read from the provider's cache (0 by default)."""
+        with self._lock:
+            self._cached_tokens = tokens
 
     def set_transcript(self, text: str | None) -> None:
         """What `/audio/transcriptions` answers (None: a text naming the audio's size)."""
@@ -193,9 +208,14 @@ class ScriptedModelServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """A snapshot of the chat-completions request bodies received so far, oldest first."""
+        """A snapshot of the model request bodies received so far (every API), oldest first."""
         with self._lock:
             return list(self._requests)
+
+    def requests_to(self, api: str) -> list[dict[str, Any]]:
+        """The request bodies sent to one API: `chat_completions`, `responses`, `anthropic` or `ollama`."""
+        with self._lock:
+            return [request for request, name in zip(self._requests, self._apis, strict=True) if name == api]
 
     def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Block until at least `n` requests arrived and return them; `TimeoutError` otherwise."""
@@ -209,11 +229,18 @@ class ScriptedModelServer:
         """`wait_for_requests` without blocking the event loop (for daemons running in-process)."""
         return await asyncio.to_thread(self.wait_for_requests, n, timeout)
 
-    def _record(self, request: dict[str, Any]) -> Reply:
+    def _record(self, api: str, request: dict[str, Any]) -> Reply:
         with self._lock:
             self._requests.append(request)
+            self._apis.append(api)
             self._lock.notify_all()
             return self._script.pick(request)
+
+    def _usage(self, api: ModelApi, request: dict[str, Any], answer: Answer) -> Usage:
+        prompt = word_count(api.texts(request))
+        with self._lock:
+            cached = min(self._cached_tokens, prompt)
+        return Usage(prompt, word_count([answer.text]), cached)
 
     def _known_models(self) -> list[str]:
         with self._lock:
@@ -223,162 +250,6 @@ class ScriptedModelServer:
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless the server stops first; True when it is still running."""
         return not self._stopping.wait(seconds)
-
-
-class _Httpd(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], owner: ScriptedModelServer):
-        self.owner = owner
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Clients that hang up (timeouts, stops) are expected; anything else is logged."""
-        error = sys.exc_info()[1]
-        if not isinstance(error, (ConnectionError, TimeoutError)):
-            logger.warning("model server handler failed", error=str(error))
-
-    def close_connections(self) -> None:
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: _Httpd
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the per-request access log of `http.server`."""
-
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") not in ("/v1/models", "/models"):
-            self._send_error(HTTPStatus.NOT_FOUND, f"no route for GET {self.path}")
-            return
-        names = self.server.owner._known_models()
-        data = [{"id": name, "object": "model", "created": 0, "owned_by": "scripted"} for name in names]
-        self._send_json(HTTPStatus.OK, {"object": "list", "data": data})
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path.rstrip("/") in ("/v1/audio/transcriptions", "/audio/transcriptions"):
-            text = self.server.owner._transcribe(self.headers.get("Content-Type", ""), raw)
-            self._send_json(HTTPStatus.OK, {"text": text})
-            return
-        if self.path.rstrip("/") in ("/v1/embeddings", "/embeddings"):
-            self._send_json(*embeddings_reply(raw))
-            return
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-            self._send_error(HTTPStatus.NOT_FOUND, f"no route for POST {self.path}")
-            return
-        try:
-            request = json.loads(raw or b"{}")
-        except ValueError:
-            request = None
-        if not isinstance(request, dict):
-            self._send_error(HTTPStatus.BAD_REQUEST, "request body must be a JSON object")
-            return
-        owner = self.server.owner
-        reply = owner._record(request)
-        while isinstance(reply, Delay):
-            if not owner._sleep(reply.seconds):
-                self.close_connection = True
-                return
-            reply = reply.then
-        if isinstance(reply, Hang):
-            owner._stopping.wait()
-            self.close_connection = True
-        elif isinstance(reply, HttpError):
-            self._send_error(reply.status, reply.message)
-        elif request.get("stream"):
-            self._stream(request, reply)
-        else:
-            self._complete(request, reply)
-
-    def _complete(self, request: dict[str, Any], reply: Echo | Text | Stream | ToolCall) -> None:
-        if isinstance(reply, ToolCall):
-            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [tool_call(reply)]}
-            finish, text = "tool_calls", ""
-        else:
-            text = "".join(text_chunks(reply, request))
-            message, finish = {"role": "assistant", "content": text}, "stop"
-        choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-        body = envelope(completion_id(), request, "chat.completion", [choice])
-        self._send_json(HTTPStatus.OK, {**body, "usage": usage(request, text)})
-
-    def _stream(self, request: dict[str, Any], reply: Echo | Text | Stream | ToolCall) -> None:
-        delay = 0.0
-        if isinstance(reply, ToolCall):
-            call = tool_call(reply)
-            arguments = call["function"]["arguments"]
-            head = {"index": 0, **call, "function": {"name": reply.name, "arguments": ""}}
-            deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None, "tool_calls": [head]}]
-            deltas.extend(
-                {"tool_calls": [{"index": 0, "function": {"arguments": arguments[start : start + 16]}}]}
-                for start in range(0, len(arguments), 16)
-            )
-            finish, text = "tool_calls", ""
-        else:
-            chunks = text_chunks(reply, request)
-            deltas = [{"role": "assistant", "content": ""}, *({"content": chunk} for chunk in chunks)]
-            finish, text = "stop", "".join(chunks)
-            delay = reply.delay_s if isinstance(reply, Stream) else 0.0
-        stream_id = completion_id()
-
-        def event(delta: dict[str, Any] | None, finish_reason: str | None = None) -> dict[str, Any]:
-            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
-            return envelope(stream_id, request, "chat.completion.chunk", choices)
-
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for index, delta in enumerate(deltas):
-            if index > 1 and delay and not self.server.owner._sleep(delay):
-                self.close_connection = True
-                return
-            self._write_event(event(delta))
-        self._write_event(event({}, finish))
-        if (request.get("stream_options") or {}).get("include_usage"):
-            self._write_event({**event(None), "usage": usage(request, text)})
-        self._write_chunk(b"data: [DONE]\n\n")
-        self._write_chunk(b"")
-
-    def _write_event(self, payload: dict[str, Any]) -> None:
-        self._write_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
-
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
-    def _send_json(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
-    def _send_error(self, status: int, message: str) -> None:
-        self._send_json(status, {"error": {"message": message, "type": "scripted_error", "param": None, "code": None}})
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from mindroom.matrix import (
 from mindroom.matrix.content import edit_content, message_content, reaction_content
 from mindroom.matrix.media import MediaFile, MediaTooLargeError, media_source
 from mindroom.matrix.transport import JsonReply
+from mindroom.matrix.undecrypted import SenderCheck
 from mindroom.testing.recorded import (
     ApiRequest,
     Record,
@@ -142,6 +143,8 @@ class RecordingClient:
         self._first_sync = asyncio.Event()
         self._handler: EventHandler | None = None
         self._on_invite: InviteHandler | None = None
+        self.sender_check: SenderCheck | None = None
+        """What the bot's sync was given to decide whose unreadable events get key requests and notices."""
 
     # -- what a test reads -----------------------------------------------------------------------------
     @property
@@ -364,9 +367,20 @@ class RecordingClient:
         return self.server.api_reply
 
     # -- sync ------------------------------------------------------------------------------------------
-    async def run_sync(self, handler: EventHandler, *, on_invite: InviteHandler, settle_s: float = 0.0) -> None:
-        """Take the handlers, count the first sync as done, and wait (until cancelled) for the test to feed."""
+    async def run_sync(
+        self,
+        handler: EventHandler,
+        *,
+        on_invite: InviteHandler,
+        settle_s: float = 0.0,
+        authorized: SenderCheck | None = None,
+    ) -> None:
+        """Take the handlers, count the first sync as done, and wait (until cancelled) for the test to feed.
+
+        `authorized` is kept as `sender_check`, for a test to ask whose unreadable events would be answered.
+        """
         self._handler, self._on_invite = handler, on_invite
+        self.sender_check = authorized
         self._first_sync.set()
         try:
             await asyncio.get_running_loop().create_future()

@@ -169,3 +169,30 @@ def test_is_authorized_default_room_access_only_in_managed_rooms(default_room_ac
     config = Config.model_validate({"authorization": {"default_room_access": default_room_access}})
 
     assert is_authorized(config, "@stranger:localhost", {"!room:localhost"}, managed=managed) is expected
+
+
+# -- the agent's own rooms reach into rooms config does not name ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("user_id", "managed", "expected"),
+    [
+        pytest.param(BOB, False, True, id="user-of-an-agents-room-in-its-dm"),
+        pytest.param(BOB, True, False, id="not-in-another-managed-room"),
+        pytest.param(OLGA, False, False, id="user-of-a-room-the-agent-does-not-serve"),
+        pytest.param(STRANGER, False, False, id="stranger"),
+    ],
+)
+def test_is_authorized_home_rooms_count_only_outside_managed_rooms(user_id: str, managed: bool, expected: bool):
+    config = make_config()
+
+    assert is_authorized(config, user_id, ELSEWHERE, managed=managed, home_keys=LOBBY_KEYS) is expected
+
+
+@pytest.mark.parametrize(
+    ("inviter", "expected"),
+    [pytest.param(BOB, True, id="user-of-an-agents-room"), pytest.param(OLGA, False, id="user-of-another-room")],
+)
+def test_may_invite_a_user_of_one_of_the_agents_rooms_into_any_room(inviter: str, expected: bool):
+    assert may_invite(make_config(), inviter, ELSEWHERE, home_keys=LOBBY_KEYS) is expected
+    assert may_invite(make_config(default_room_access=True), STRANGER, ELSEWHERE, home_keys=LOBBY_KEYS) is False

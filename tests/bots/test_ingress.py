@@ -464,7 +464,8 @@ AUTHORIZATION = [
     pytest.param(ALICE, LOBBY, {}, True, id="global-user"),
     pytest.param(ALICE, ELSEWHERE, {}, True, id="global-user-unmanaged-room"),
     pytest.param(BOB, LOBBY, {}, True, id="room-user-by-config-key"),
-    pytest.param(BOB, ELSEWHERE, {}, False, id="room-user-other-room"),
+    pytest.param(BOB, ELSEWHERE, {}, True, id="user-of-the-agents-room-in-a-room-config-does-not-name"),
+    pytest.param(BOB, ELSEWHERE, {"room_permissions": {"!ops:localhost": [BOB]}}, False, id="user-of-another-room"),
     pytest.param(STRANGER, LOBBY, {}, False, id="stranger"),
     pytest.param(STRANGER, LOBBY, {"default_room_access": True}, True, id="stranger-default-access"),
     pytest.param(STRANGER, LOBBY, {"room_permissions": {LOBBY: [STRANGER]}}, True, id="room-user-by-room-id"),
@@ -578,15 +579,23 @@ REACTION_DROPS = [
         id="not-an-annotation",
     ),
     pytest.param(reaction(annotation(), sender=STRANGER), "unauthorized sender", id="stranger"),
-    pytest.param(
-        reaction(annotation(), sender=BOB, room_id=ELSEWHERE), "unauthorized sender", id="room-user-elsewhere"
-    ),
+    pytest.param(reaction(annotation(), sender=STRANGER, room_id=ELSEWHERE), "unauthorized sender", id="elsewhere"),
 ]
 
 
 @pytest.mark.parametrize(("event", "reason"), REACTION_DROPS)
 def test_reaction_ingress_drops(daemon: RunningDaemon, event: MatrixEvent, reason: str) -> None:
     assert ingress_of(daemon).reaction(entity(daemon), daemon.live, event) == IngressDrop(reason)
+
+
+def test_reaction_ingress_a_user_of_the_agents_room_reaches_that_agent_in_a_room_config_does_not_name(
+    daemon: RunningDaemon,
+) -> None:
+    event = reaction(annotation(), sender=BOB, room_id=ELSEWHERE)
+    ingress = ingress_of(daemon)
+
+    assert isinstance(ingress.reaction(entity(daemon), daemon.live, event), InboundReaction)
+    assert ingress.reaction(entity(daemon, "router"), daemon.live, event) == IngressDrop("unauthorized sender")
 
 
 def test_reaction_ingress_skew_boundary_is_fresh(daemon: RunningDaemon) -> None:

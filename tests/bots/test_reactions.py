@@ -132,3 +132,44 @@ async def test_reactions_other_reactions_reach_hooks_once_from_the_owner_of_the_
     await bench.settle()
 
     assert sorted(seen) == [("helper", "👍"), ("router", "🎉")]
+
+
+CAROL = "@carol:localhost"
+OPS = "!ops:localhost"
+
+
+async def two_room_bench(make_bench) -> Bench:
+    """The helper's card is in the lobby; Carol may reach the agents only in `ops`, where the bots are too."""
+    bench = await make_bench(
+        HELPER, authorization={"room_permissions": {"lobby": [BOB], OPS: [CAROL]}, "global_users": [ALICE]}
+    )
+    for bot in bench.bots.values():
+        await bot.join(OPS)
+    return bench
+
+
+async def test_reactions_a_reply_from_another_room_decides_nothing(make_bench, model_server):
+    bench = await two_room_bench(make_bench)
+    waiting, card = await pending_card(bench)
+
+    await bench.deliver(bench.server.message(OPS, CAROL, "no way", reply_to=card))
+    await bench.settle()
+
+    assert bench.desk.card(card).pending and not waiting.done()
+    assert bench.client("helper").edits == []
+    waiting.cancel()
+
+
+async def test_reactions_a_check_mark_from_another_room_decides_nothing(make_bench):
+    bench = await two_room_bench(make_bench)
+    waiting, card = await pending_card(bench)
+
+    await bench.deliver(bench.server.reaction(OPS, CAROL, card, "✅"))
+    await bench.deliver(bench.server.reaction(LOBBY, CAROL, card, "✅"))  # she may not decide in the lobby
+    await bench.settle()
+
+    assert bench.desk.card(card).pending and not waiting.done()
+    await bench.deliver(bench.server.reaction(LOBBY, BOB, card, "✅"))
+    await bench.settle()
+    assert await waiting is True
+    assert bench.desk.card(card).decided_by == BOB

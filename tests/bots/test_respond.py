@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -9,7 +10,15 @@ import pytest
 from mindroom.constants import HOPS_KEY
 from mindroom.hooks import EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_CANCELLED, hook
 from mindroom.matrix.delivery import STREAM_CURSOR
-from mindroom.testing.model_server import Echo, HttpError, ScriptedModelServer, Stream
+from mindroom.testing.model_server import (
+    Delay,
+    Echo,
+    HttpError,
+    ScriptedModelServer,
+    Stream,
+    Text,
+    last_user_message,
+)
 from tests.bots.bench import ALICE, LOBBY, MALLORY, registry_of, until
 
 pytestmark = pytest.mark.asyncio
@@ -148,3 +157,35 @@ async def test_respond_a_model_failure_is_answered_with_the_error(make_bench, mo
     assert error.body.startswith("⚠️")
     journal = bench.daemon.stores.journal
     assert journal.open_answers("helper") == [] and journal.pending("helper") == []
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streamed"])
+async def test_respond_a_burst_of_edits_is_answered_once_more_with_the_latest(make_bench, model_server, streaming):
+    model_server.when(lambda r: last_user_message(r).endswith("version 0"), Text("the first answer"))
+    model_server.when(lambda r: last_user_message(r).endswith("version 15"), Text("the answer to version 15"))
+    model_server.set_default(Delay(0.3, Stream([f"older{i} " for i in range(10)], delay_s=0.1)))
+    bench = await make_bench({"helper": HELPER}, defaults={"enable_streaming": streaming})
+    client = bench.client("helper")
+    question = bench.server.message(LOBBY, ALICE, "version 0")
+    await bench.deliver(question)
+    await bench.settle()
+    [answer] = client.messages
+    asked, shown = len(model_server.requests), len(client.edits)
+
+    await bench.deliver(bench.server.edit(LOBBY, ALICE, question.event_id, "version 1"))
+    await until(lambda: len(model_server.requests) > asked)  # the first edit is being answered
+    if streaming:
+        await until(lambda: len(client.edits) > shown)  # and its answer is showing
+    for n in range(2, 16):
+        await bench.deliver(bench.server.edit(LOBBY, ALICE, question.event_id, f"version {n}"))
+        await asyncio.sleep(0.02)
+    await bench.settle()
+
+    calls = [last_user_message(r) for r in model_server.requests[asked:]]
+    assert 1 <= len(calls) <= 2 and calls[-1].endswith("version 15")
+    assert client.messages == [answer]
+    final = client.edits[-1]
+    assert (final.target_event_id, final.body) == (answer.event_id, "the answer to version 15")
+    record = bench.daemon.stores.answers.for_question("helper", question.event_id)
+    assert record is not None and record.response_event_id == answer.event_id
+    assert bench.daemon.stores.journal.pending("helper") == []

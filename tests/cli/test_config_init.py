@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 from mindroom.cli import app
 from mindroom.cli.config_init import env_template
 from mindroom.config.loading import load_config
-from mindroom.config.providers import detect_provider
+from mindroom.config.providers import PROVIDER_ENV_VARS, detect_provider
 
 runner = CliRunner()
-PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "MINDROOM_MODEL_PROVIDER", "MINDROOM_MODEL_ID")
+PROVIDER_VARS = (*PROVIDER_ENV_VARS, "MINDROOM_MODEL_PROVIDER", "MINDROOM_MODEL_ID")
 
 
 @pytest.fixture(autouse=True)
@@ -72,3 +72,26 @@ def test_repo_config_validates_with_the_starter_environment():
     config = load_config(Path(__file__).resolve().parents[2] / "config.yaml", {})
     assert config.models["default"].provider == "offline"
     assert config.authorization.global_users == ["@user:localhost"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "provider"),
+    [("ANTHROPIC_API_KEY", "anthropic"), ("OLLAMA_HOST", "ollama"), ("DEEPSEEK_API_KEY", "deepseek")],
+)
+def test_config_init_picks_the_provider_whose_key_is_set(tmp_path, monkeypatch, variable, provider):
+    monkeypatch.setenv(variable, "http://127.0.0.1:11434" if variable == "OLLAMA_HOST" else "k" * 24)
+
+    result = runner.invoke(app, ["config", "init", str(tmp_path)])
+
+    assert result.exit_code == 0, result.output
+    assert load_config(tmp_path / "config.yaml", {}).models["default"].provider == provider
+    assert variable in result.output
+
+
+def test_config_init_prefers_a_hosted_key_over_a_local_server(tmp_path, monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:11434")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k" * 24)
+
+    runner.invoke(app, ["config", "init", str(tmp_path)])
+
+    assert load_config(tmp_path / "config.yaml", {}).models["default"].provider == "anthropic"

@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 
 from mindroom.cli import app
 from mindroom.matrix import BotCredentials, CredentialStore
-from mindroom.testing.model_server import Text
+from mindroom.testing.model_server import HttpError, Text
 
 runner = CliRunner()
 SECRET = "shared-secret-do-not-print-4242"
 API_KEY = "sk-doctor-test-key-do-not-print-0000"
-_ENV = ("MATRIX_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "MINDROOM_")
+_ENV = ("MATRIX_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "MINDROOM_", "DEEPSEEK_")
 
 
 @pytest.fixture(autouse=True)
@@ -181,3 +181,28 @@ def test_doctor_warns_when_other_users_may_read_the_data_dir(tmp_path):
     lines = _lines(_doctor(config, "--no-model-call").output)
 
     assert lines["data dir"].startswith("warn") and f"chmod 700 {data}" in lines["data dir"]
+
+
+def test_doctor_reports_each_configured_model_ok_key_missing_unreachable_or_unknown(tmp_path, model_server):
+    model_server.set_default(Text("OK"))
+    model_server.when(lambda request: request.get("model") == "no-such-model", HttpError(404, "model not found"))
+    models = {
+        "default": {"provider": "anthropic", "id": "claude-x", "host": model_server.url, "api_key": API_KEY},
+        "local": {"provider": "ollama", "id": "no-such-model", "host": model_server.url},
+        "down": {"provider": "ollama", "id": "llama", "host": f"http://127.0.0.1:{_closed_port()}"},
+        "keyless": {"provider": "deepseek", "id": "deepseek-chat"},
+    }
+    config = _write(tmp_path, models)
+
+    result = _doctor(config)
+
+    lines = _lines(result.output)
+    assert result.exit_code == 1
+    assert lines["model default"].startswith("ok") and "anthropic:claude-x answered" in lines["model default"]
+    assert lines["model local"].startswith("FAIL") and "model unknown" in lines["model local"]
+    assert "ollama pull no-such-model" in lines["model local"]
+    assert lines["model down"].startswith("FAIL") and "unreachable" in lines["model down"]
+    assert lines["model keyless"].startswith("FAIL") and "key missing" in lines["model keyless"]
+    assert "set DEEPSEEK_API_KEY" in lines["model keyless"]
+    assert API_KEY not in result.output
+    assert [r["model"] for r in model_server.requests_to("anthropic")] == ["claude-x"]  # one tiny call each

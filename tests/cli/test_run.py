@@ -9,8 +9,9 @@ from types import SimpleNamespace
 from typer.testing import CliRunner
 
 from mindroom.cli import app
-from mindroom.cli.run import ready_lines
+from mindroom.cli.run import ready_lines, recovery_key_lines
 from mindroom.homeserver.embedded import HumanAccount
+from mindroom.matrix.recovery_key import RecoveryKeys
 
 runner = CliRunner()
 
@@ -66,3 +67,22 @@ def test_ready_lines_show_rooms_agents_and_the_password_only_once(tmp_path):
     assert not any("pw-123456" in line for line in later)
     assert any("mindroom chat" in line for line in later)
     assert ready_lines(running, None, tmp_path) == [first[0]]
+
+
+def test_run_offers_new_device_per_bot_and_repeatable():
+    result = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 0
+    assert "--new-device" in result.output and "BOT" in result.output and "repeatable" in result.output
+
+
+def test_recovery_key_lines_show_a_new_key_once_and_a_given_one_never(tmp_path):
+    made = RecoveryKeys(tmp_path).load_or_create()
+
+    first = recovery_key_lines(tmp_path)
+    later = recovery_key_lines(tmp_path)
+
+    assert made.text in first[0] and "shown once" in first[0] and str(tmp_path / "crypto" / "recovery-key") in first[0]
+    assert "MINDROOM_RECOVERY_KEY_FILE" in first[1]
+    assert later == []
+    assert recovery_key_lines(tmp_path / "elsewhere") == []

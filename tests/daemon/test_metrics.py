@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -13,7 +14,15 @@ from mindroom.bots.runtime import BotMetrics
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.daemon.metrics import HOOK_DURATION_BUCKETS_S, MetricsCollector
 from mindroom.daemon.metrics_server import MetricsServer
-from mindroom.hooks import HookRegistry, hook
+from mindroom.hooks import (
+    EVENT_MESSAGE_ENRICH,
+    EVENT_MESSAGE_RECEIVED,
+    HookRegistry,
+    MessageEnrichContext,
+    MessageReceivedContext,
+    hook,
+)
+from mindroom.hooks.execution import emit, emit_collect
 
 LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="(?:[^"\\]|\\.)*",?)*\})? (-?[0-9.e+-]+|\+Inf|NaN)$')
 
@@ -157,6 +166,28 @@ def test_breaker_trips_and_reloads_are_reported():
         )
         == 0
     )
+
+
+@hook("message:received")
+async def blocker(ctx):
+    time.sleep(0.05)  # blocking code in an async hook: every other turn waits meanwhile
+
+
+@pytest.mark.asyncio
+async def test_hook_that_blocks_the_event_loop_is_counted_in_metrics():
+    registry = HookRegistry.from_plugins([_plugin("demo", [enrich, blocker])], blocking_threshold_ms=20)
+    collector = MetricsCollector(lambda: _running(registry))
+    labels = {"plugin": "demo", "hook": "blocker", "event": "message:received"}
+    assert _sample(collector.render(), "mindroom_hook_blocked_loop_total", **labels) == 0
+
+    for _ in range(2):
+        await emit(registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+    await emit_collect(registry, EVENT_MESSAGE_ENRICH, MessageEnrichContext())
+
+    text = collector.render()
+    assert _sample(text, "mindroom_hook_blocked_loop_total", **labels) == 2
+    assert _sample(text, "mindroom_hook_blocked_loop_total", plugin="demo", hook="enrich", event="message:enrich") == 0
+    assert "# TYPE mindroom_hook_blocked_loop_total counter" in text
 
 
 @pytest.mark.asyncio

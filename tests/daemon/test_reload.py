@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
+from mindroom.bots.authorization import is_authorized
 from mindroom.bots.capabilities import RunClock, TurnStores
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import LiveCell, LiveState
@@ -18,7 +21,7 @@ from mindroom.config.loading import parse_config_text
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.live import build_live_state
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome
-from mindroom.daemon.watch import ConfigWatcher
+from mindroom.daemon.watch import ConfigWatcher, EnvFile
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.hooks import EVENT_MESSAGE_RECEIVED, MessageReceivedContext
 from mindroom.hooks.execution import emit
@@ -106,7 +109,7 @@ def _deploy(tmp_path: Path, version: str = "v1") -> RunningDaemon:
     config_path = tmp_path / "config.yaml"
     config_path.write_text(CONFIG)
     paths = RuntimePaths(config_path=config_path, storage_root=tmp_path / "data")
-    built = build_live_state(paths, previous=None, strict=False)
+    built = build_live_state(paths, previous=None)
     assert built.live is not None
     return RunningDaemon(
         cell=LiveCell(built.live),
@@ -136,7 +139,7 @@ def _coordinator(
     return ReloadCoordinator(
         daemon.cell,
         daemon.directory,
-        build=lambda previous: build_live_state(daemon.paths, previous=previous, strict=True),
+        build=lambda previous: build_live_state(daemon.paths, previous=previous),
         apply=apply,
         on_outcome=outcomes.put_nowait if outcomes is not None else None,
     )
@@ -178,39 +181,165 @@ async def _marker_version_of(registry: Any) -> str | None:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
-    ("broken_file", "content", "expected"),
-    [
-        ("plugins/marker/hooks.py", "def broken(:\n", "SyntaxError"),
-        ("plugins/marker/hooks.py", "raise RuntimeError('boom at import')\n", "boom at import"),
-        ("config.yaml", CONFIG + "agents_typo: {}\n", "agents_typo"),
-        ("config.yaml", "agents: [\n", "YAML syntax error"),
-    ],
+    ("content", "expected"),
+    [(CONFIG + "agents_typo: {}\n", "agents_typo"), ("agents: [\n", "YAML syntax error")],
 )
-async def test_reload_keeps_the_last_good_state_and_names_file_and_cause(
-    tmp_path: Path, broken_file: str, content: str, expected: str
+async def test_reload_with_an_invalid_config_keeps_the_whole_last_good_state_and_names_file_and_cause(
+    tmp_path: Path, content: str, expected: str
 ) -> None:
     daemon = _deploy(tmp_path)
     applied: list[EntityChanges] = []
     coordinator = _coordinator(daemon, applied)
     good = daemon.live
-    (tmp_path / broken_file).write_text(content)
+    (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "v2"))
+    (tmp_path / "config.yaml").write_text(content)
 
     with capture_logs() as logs:
         outcome = await coordinator.reload("test")
 
     assert not outcome.ok and outcome.error is not None
-    assert Path(broken_file).name in outcome.error and expected in outcome.error
+    assert "config.yaml" in outcome.error and expected in outcome.error
     assert daemon.live is good
     assert applied == []
     failure = next(
         entry for entry in logs if entry["event"] == "reload failed; keeping the last good config and plugins"
     )
     assert expected in failure["error"]
-    assert await _marker_version(daemon) == "v1"
+    assert await _marker_version(daemon) == "v1"  # the plugin edit waits for a valid config too
 
     _deploy(tmp_path, version="v3")  # fixing the file reloads normally
     assert (await coordinator.reload("test")).ok
     assert await _marker_version(daemon) == "v3"
+    daemon.stores.journal.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("def broken(:\n", "SyntaxError"), ("raise RuntimeError('boom at import')\n", "boom at import")],
+)
+async def test_reload_with_a_broken_plugin_keeps_its_last_good_generation_and_names_file_and_cause(
+    tmp_path: Path, content: str, expected: str
+) -> None:
+    daemon = _deploy(tmp_path)
+    applied: list[EntityChanges] = []
+    coordinator = _coordinator(daemon, applied)
+    (tmp_path / "plugins" / "marker" / "hooks.py").write_text(content)
+
+    with capture_logs() as logs:
+        outcome = await coordinator.reload("test")
+
+    assert outcome.ok and outcome.kept == ("marker",) and outcome.left_out == ()
+    assert outcome.error is not None and "hooks.py" in outcome.error and expected in outcome.error
+    assert outcome.plugin_changes == ()  # the code that runs did not change
+    failure = next(entry for entry in logs if entry["event"] == "reload applied, but plugins failed to load")
+    assert expected in failure["error"] and failure["kept_last_good"] == ["marker"]
+    assert await _marker_version(daemon) == "v1"
+
+    _deploy(tmp_path, version="v3")  # fixing the file loads the fix
+    fixed = await coordinator.reload("test")
+    assert fixed.ok and fixed.kept == () and fixed.plugin_changes == ("updated marker",)
+    assert await _marker_version(daemon) == "v3"
+    daemon.stores.journal.close()
+
+
+PLAIN = """
+from mindroom.hooks import hook
+
+@hook("message:received")
+async def NAME_ran(ctx):
+    ctx.logger.info("NAME ran", version="VERSION")
+"""
+
+
+def _plain_plugin(root: Path, name: str, version: str) -> None:
+    folder = root / "plugins" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "mindroom.plugin.json").write_text(json.dumps({"name": name, "hooks_module": "hooks.py"}))
+    (folder / "hooks.py").write_text(PLAIN.replace("NAME", name).replace("VERSION", version))
+
+
+async def _versions(daemon: RunningDaemon) -> dict[str, str]:
+    with capture_logs() as logs:
+        await emit(daemon.live.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+    return {entry["event"].split()[0]: entry["version"] for entry in logs if entry["event"].endswith(" ran")}
+
+
+AUTHORIZED = CONFIG + "admin_room: ops\nauthorization:\n  global_users: ['@alice:localhost', '@mallory:localhost']\n"
+
+
+@pytest.mark.asyncio
+async def test_reload_one_broken_plugin_among_several_does_not_hold_back_the_config_or_the_others(
+    tmp_path: Path,
+) -> None:
+    daemon = _deploy(tmp_path)
+    _plain_plugin(tmp_path, "alpha", "a1")
+    _plain_plugin(tmp_path, "beta", "b1")
+    never = tmp_path / "plugins" / "never"  # broken since before the start: never loaded
+    never.mkdir()
+    (never / "mindroom.plugin.json").write_text("{not json")
+    (tmp_path / "config.yaml").write_text(AUTHORIZED)
+    first = await _coordinator(daemon, []).reload("start")
+    assert first.ok and first.left_out == ("never",)
+    assert is_authorized(daemon.live.config, "@mallory:localhost", ["lobby"])
+    router = _RecordingRouter()
+    daemon.directory.entities = {"router": router}  # type: ignore[dict-item]
+    daemon.directory.room_set_up("ops", "!ops:localhost")
+    applied: list[EntityChanges] = []
+    coordinator = _coordinator(daemon, applied)
+
+    # One save: mallory is revoked, scribe renamed, alpha edited, beta broken, a new plugin added.
+    (tmp_path / "config.yaml").write_text(
+        AUTHORIZED.replace(", '@mallory:localhost'", "").replace("display_name: Scribe", "display_name: Scribe II")
+    )
+    _plain_plugin(tmp_path, "alpha", "a2")
+    (tmp_path / "plugins" / "beta" / "hooks.py").write_text(f"raise RuntimeError('beta broke {TOKEN}')\n")
+    _plain_plugin(tmp_path, "gamma", "g1")
+    with capture_logs() as logs:
+        outcome = await coordinator.reload("edit")
+
+    assert outcome.ok
+    assert not is_authorized(daemon.live.config, "@mallory:localhost", ["lobby"])  # the revocation applies
+    assert is_authorized(daemon.live.config, "@alice:localhost", ["lobby"])
+    assert applied == [EntityChanges(changed=("scribe",))]
+    assert await _versions(daemon) == {"alpha": "a2", "beta": "b1", "gamma": "g1", "marker": "v1"}
+    assert (outcome.kept, outcome.left_out) == (("beta",), ("never",))
+    assert outcome.plugin_changes == ("added gamma", "updated alpha")
+    failure = next(entry for entry in logs if entry["event"] == "reload applied, but plugins failed to load")
+    assert "beta broke" in failure["error"] and "never" in failure["error"]
+    ((room_id, notice, msgtype),) = router.sent  # the admin room hears which plugins, never why
+    assert (room_id, msgtype) == ("!ops:localhost", "m.notice")
+    assert "plugin beta failed to load; the last good version keeps running" in notice
+    assert "plugin never failed to load and is not running" in notice
+    assert "beta broke" not in notice and TOKEN not in notice and "RuntimeError" not in notice
+    assert notice in outcome.summary()
+
+    assert (await coordinator.reload("again")).ok  # the same failure is not announced twice
+    assert len(router.sent) == 1
+    _plain_plugin(tmp_path, "beta", "b2")
+    shutil.rmtree(never)
+    fixed = await coordinator.reload("fixed")
+    assert fixed.ok and fixed.kept == () and fixed.left_out == ()
+    assert await _versions(daemon) == {"alpha": "a2", "beta": "b2", "gamma": "g1", "marker": "v1"}
+    assert router.sent[-1][1].startswith("✅ Reload succeeded")
+    daemon.stores.journal.close()
+
+
+@pytest.mark.asyncio
+async def test_reload_a_disabled_broken_plugin_is_never_loaded_nor_reported(tmp_path: Path) -> None:
+    daemon = _deploy(tmp_path)
+    broken = tmp_path / "plugins" / "broken"
+    broken.mkdir()
+    (broken / "mindroom.plugin.json").write_text(json.dumps({"name": "broken", "hooks_module": "hooks.py"}))
+    (broken / "hooks.py").write_text("raise RuntimeError('never imported')\n")
+    (tmp_path / "config.yaml").write_text(CONFIG + "  - path: plugins/broken\n    enabled: false\n")
+
+    with capture_logs() as logs:
+        outcome = await _coordinator(daemon, []).reload("disabled")
+
+    assert outcome.ok and outcome.error is None and (outcome.kept, outcome.left_out) == ((), ())
+    assert not any(entry["event"] == "plugin failed to load" for entry in logs)
+    assert [plugin.name for plugin in daemon.live.plugins] == ["marker"]
     daemon.stores.journal.close()
 
 
@@ -243,6 +372,42 @@ async def test_reload_watcher_reloads_after_a_save_within_a_second(tmp_path: Pat
         await coordinator.stop()
         await watcher.stop()
     assert not watcher._tasks.running
+    daemon.stores.journal.close()
+
+
+@pytest.mark.asyncio
+async def test_reload_says_once_that_an_edited_env_file_needs_a_restart(tmp_path: Path) -> None:
+    daemon = _deploy(tmp_path)
+    env_file = tmp_path / ".env"
+    env_file.write_text("OPENAI_API_KEY=first\n")
+    outcomes: asyncio.Queue[ReloadOutcome] = asyncio.Queue()
+    coordinator = ReloadCoordinator(
+        daemon.cell,
+        daemon.directory,
+        build=lambda previous: build_live_state(daemon.paths, previous=previous),
+        apply=lambda old, changes: asyncio.sleep(0),
+        on_outcome=outcomes.put_nowait,
+        env_file=EnvFile(env_file),
+    )
+    watcher = ConfigWatcher(daemon.paths.config_path, lambda: (), coordinator.on_files_changed, debounce_s=0.1)
+    warning = "`.env` changed since the start; restart to apply it"
+    watcher.start()
+    try:
+        await asyncio.sleep(0.3)
+        with capture_logs() as logs:
+            assert (await coordinator.reload("untouched")).ok
+        assert not any(entry["event"] == warning for entry in logs)
+        assert outcomes.get_nowait().reason == "untouched"
+
+        with capture_logs() as logs:
+            env_file.write_text("OPENAI_API_KEY=second\n")  # the watcher reloads on its own
+            assert (await asyncio.wait_for(outcomes.get(), 10)).reason == "file change"
+            assert [entry["path"] for entry in logs if entry["event"] == warning] == [str(env_file)]
+            assert (await coordinator.reload("again")).ok
+        assert len([entry for entry in logs if entry["event"] == warning]) == 1  # once per content
+    finally:
+        await coordinator.stop()
+        await watcher.stop()
     daemon.stores.journal.close()
 
 
@@ -287,6 +452,10 @@ class _RecordingRouter:
         self.client = self
         self.sent: list[tuple[str, str, str]] = []
 
+    def bindings(self, live: LiveState) -> Any:
+        """What `config:reloaded` hooks are given (the config alone, here)."""
+        return SimpleNamespace(fields=lambda: {"config": live.config})
+
     async def send_message(self, room_id: str, text: str, msgtype: str = "m.text") -> None:
         self.sent.append((room_id, text, msgtype))
 
@@ -315,7 +484,7 @@ async def test_reload_failure_tells_rooms_what_failed_but_never_the_cause(
     with capture_logs() as logs:
         outcome = await coordinator.reload("test")
 
-    assert not outcome.ok
+    assert outcome.ok is (broken_file != "config.yaml")  # a broken plugin does not hold the reload back
     ((room_id, notice, msgtype),) = router.sent
     assert (room_id, msgtype) == ("!ops:localhost", "m.notice")
     for text in (outcome.summary(), notice):
@@ -323,7 +492,7 @@ async def test_reload_failure_tells_rooms_what_failed_but_never_the_cause(
         assert TOKEN not in text and "hunter2" not in text
         assert "RuntimeError" not in text and "ValueError" not in text and "agents_typo" not in text
     assert outcome.error is not None and TOKEN not in outcome.error and "hunter2" not in outcome.error
-    failure = next(e for e in logs if e["event"] == "reload failed; keeping the last good config and plugins")
+    failure = next(e for e in logs if e["event"].startswith(("reload failed;", "reload applied, but")))
     assert Path(broken_file).name in failure["error"]  # the log keeps the cause (redacted when it is written)
     daemon.stores.journal.close()
 
@@ -367,7 +536,7 @@ def test_start_build_leaves_out_a_plugin_with_a_bad_manifest_and_runs_the_rest(t
     bad.mkdir()
     (bad / "mindroom.plugin.json").write_bytes(manifest)
 
-    built = build_live_state(daemon.paths, previous=None, strict=False)
+    built = build_live_state(daemon.paths, previous=None)
 
     assert built.live is not None and [plugin.name for plugin in built.live.plugins] == ["marker"]
     assert [error.plugin for error in built.plugin_errors] == ["unreadable"]

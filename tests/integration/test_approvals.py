@@ -12,7 +12,7 @@ import pytest
 
 from mindroom.bots.approvals import APPROVAL_CONTENT_KEY
 from mindroom.testing.model_replies import content_text
-from mindroom.testing.model_server import Text, ToolCall
+from mindroom.testing.model_server import Text, ToolCall, last_user_message
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, edits_of, thread_replies
 
@@ -229,3 +229,34 @@ async def test_approval_that_expired_while_the_daemon_was_down_is_marked_on_star
     await human.wait_for(lambda e: len(answers(human, root, agent_id)) == 1, timeout=60)
     assert DECLINED in tool_result(e2e)
     assert len(human.matching(is_card(root, agent_id))) == 1
+
+
+async def test_approval_a_reply_from_another_room_decides_nothing(e2e: E2E, tmp_path):
+    """Carol may reach the agent only in `ops`; her reply there to the lobby's card is a question, not an answer."""
+    human = await e2e.human()
+    carol = await e2e.human("carol")
+    log = tmp_path / "guard.jsonl"
+    config, agent, room = config_for(e2e, human, log, 60.0)
+    ops = e2e.name("ops")
+    config["agents"][agent]["rooms"] = [room, ops]
+    config["authorization"]["room_permissions"] = {ops: [carol.user_id]}
+    config["room_defaults"] = {"invite_users": [human.user_id, carol.user_id]}
+    await e2e.start(config)
+    room_id, ops_id = e2e.room_id(room), e2e.room_id(ops)
+    await e2e.joined(human, room_id)
+    await e2e.joined(carol, ops_id)
+    agent_id = e2e.user_id(agent)
+    e2e.model_server.when(lambda r: "no way" in last_user_message(r), Text("A question asked in ops."))
+    root, card = await ask_for_the_command(e2e, human, agent_id, room_id, "It ran.")
+
+    content = {"msgtype": "m.text", "body": "no way", "m.relates_to": {"m.in_reply_to": {"event_id": card["event_id"]}}}
+    sent = await carol.client.room_send(ops_id, "m.room.message", content)
+    asked = sent.event_id
+    await carol.wait_for(thread_replies(asked, agent_id), timeout=30)
+    await human.react(room_id, card["event_id"], "✅")
+
+    assert await card_outcome(human, card["event_id"]) == (
+        f"🔐 Helper wants to run run_shell_command: it runs `echo ran` — ✅ approved by {human.user_id}."
+    )
+    await human.wait_for(lambda e: [a["content"]["body"] for a in answers(human, root, agent_id)] == ["It ran."])
+    assert tool_result(e2e) == RAN

@@ -8,7 +8,7 @@ import json
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.testing.model_server import Echo, last_user_message
+from mindroom.testing.model_server import Delay, Echo, last_user_message
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, edits_of, thread_replies
 
@@ -89,3 +89,31 @@ async def test_edits_of_an_older_question_are_ignored_and_logged(e2e: E2E):
     assert human.matching(edits_of(answer["event_id"])) == []
     reasons = [entry.get("reason", "") for entry in logs if entry["event"] == "event dropped at ingress"]
     assert any("edit of an older message" in reason for reason in reasons)
+
+
+async def test_edits_a_burst_of_fifteen_edits_runs_the_model_at_most_twice_and_answers_the_last(e2e: E2E):
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config([human.user_id], {agent: {"display_name": "Helper", "rooms": [room]}})
+    e2e.model_server.set_default(Delay(0.5, Echo(prefix="echo: ")), model="agent-model")
+    await e2e.start(config, watch=False)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+    agent_user = e2e.user_id(agent)
+    question = await human.send(room_id, "version 0")
+    answer = await human.wait_for(thread_replies(question, agent_user), timeout=30)
+    asked = len(e2e.model_server.requests)
+
+    for n in range(1, 16):
+        await _edit(human, room_id, question, f"version {n}")
+    final = await human.wait_for(
+        lambda ev: edits_of(answer["event_id"])(ev) and ev["content"]["m.new_content"]["body"] == "echo: version 15",
+        timeout=30,
+    )
+    await asyncio.sleep(2.0)  # nothing answers an older edit after the last one
+
+    calls = [last_user_message(r) for r in e2e.model_server.requests[asked:] if r.get("model") == "agent-model"]
+    assert 1 <= len(calls) <= 2 and calls[-1].startswith("version 15")
+    answer_edits = human.matching(edits_of(answer["event_id"]))
+    assert answer_edits[-1]["event_id"] == final["event_id"]
+    assert len(human.matching(thread_replies(question, agent_user))) == 1

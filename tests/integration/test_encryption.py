@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import secrets
 import time
 from typing import Any
@@ -17,9 +16,6 @@ from rich.console import Console
 from structlog.testing import capture_logs
 
 from mindroom.cli.chat import ChatLogin, TerminalChat
-from mindroom.cli.doctor import CheckStatus, check_crypto_stores
-from mindroom.config.loading import load_config
-from mindroom.matrix import MatrixCryptoStoreError
 from mindroom.matrix.undecrypted import UNDECRYPTABLE_NOTICE
 from mindroom.testing.model_server import HttpError, Stream, Text, last_user_message
 from tests.integration.conftest import E2E
@@ -230,44 +226,56 @@ async def test_encryption_unreadable_messages_get_one_notice_and_are_answered_wh
     assert any("nor this" in text for text in asked)
 
 
-async def test_encryption_lost_store_refuses_to_start_until_a_new_device_is_allowed(e2e: E2E):
+def _made_up_encrypted_content(device_id: str) -> dict[str, Any]:
+    """An `m.room.encrypted` content with a random session and ciphertext: nobody holds a key to it."""
+    return {
+        "algorithm": "m.megolm.v1.aes-sha2",
+        "sender_key": secrets.token_urlsafe(32),
+        "ciphertext": secrets.token_urlsafe(96),
+        "session_id": secrets.token_urlsafe(32),
+        "device_id": device_id,
+    }
+
+
+async def test_encryption_made_up_encrypted_events_of_a_stranger_get_no_notice_and_no_key_request(e2e: E2E):
     human = await _encrypted_human(e2e)
-    agent = e2e.name("helper")
-    room_id, config = await _encrypted_room_world(e2e, human, [agent])
-    client = e2e.daemon.bots[agent].client
-    old_device, store = client.device_id, client.crypto_store_path
-    loaded = load_config(e2e.write_config(config), {})
-    healthy = {r.name: r for r in await check_crypto_stores(loaded, e2e.storage, e2e.homeserver.url)}
-    assert healthy[f"crypto {agent}"].status is CheckStatus.PASS
-    assert old_device in healthy[f"crypto {agent}"].detail
-    await e2e.stop()
-    store.unlink()
+    stranger = await _encrypted_human(e2e, "mallory")
+    agent, vault, plain = e2e.name("helper"), e2e.name("vault"), e2e.name("plain")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {**_agent(agent, vault), "rooms": [vault, plain]}},
+        rooms={vault: {"name": "Vault", "encrypted": True}, plain: {"name": "Plain"}},
+        room_defaults={"invite_users": [human.user_id, stranger.user_id]},
+    )
+    await e2e.start(config)
+    vault_id, plain_id = e2e.room_id(vault), e2e.room_id(plain)
+    for person in (human, stranger):
+        for room_id in (vault_id, plain_id):
+            await e2e.joined(person, room_id)
 
-    with pytest.raises(MatrixCryptoStoreError, match=str(store)):
-        await e2e.start(config)
-    assert not store.exists()
-    daemon = e2e.spawn(config)  # the command: one error line naming the file, then exit code 1
-    daemon.start()
-    assert await asyncio.to_thread(daemon.process.wait, 60) == 1
-    refusal = [json.loads(line) for line in daemon.output().splitlines() if "crypto store lost" in line]
-    assert [(r["agent"], r["path"], r["device_id"]) for r in refusal] == [(agent, str(store), old_device)]
-    assert "MINDROOM_NEW_CRYPTO_DEVICE=1" in refusal[0]["fix"]
-    assert not store.exists()
-    lost = {r.name: r for r in await check_crypto_stores(loaded, e2e.storage, e2e.homeserver.url)}
-    assert lost[f"crypto {agent}"].status is CheckStatus.FAIL
-    assert "MINDROOM_NEW_CRYPTO_DEVICE=1" in lost[f"crypto {agent}"].fix
-    assert lost["crypto router"].status is CheckStatus.PASS
+    with capture_logs() as logs:
+        fakes = [
+            await stranger.send_raw(room_id, "m.room.encrypted", _made_up_encrypted_content(stranger.device_id))
+            for room_id in (vault_id, plain_id)
+            for _ in range(6)
+        ]
+        in_plain = await human.send_raw(plain_id, "m.room.encrypted", _made_up_encrypted_content(human.device_id))
+        withheld = await human.send_withheld(vault_id, "you cannot read this", WithheldSession())
+        notice = await human.wait_for(lambda e: _body(e) == UNDECRYPTABLE_NOTICE, timeout=30)
+        await asyncio.sleep(2.0)  # every made-up event is overdue by now
 
-    await e2e.start(config, new_crypto_device=True)
-    new_device = e2e.daemon.bots[agent].client.device_id
-    assert new_device != old_device
-    agent_id = e2e.user_id(agent)
-    e2e.model_server.set_default(Text("new device, same agent"), model="agent-model")
-    # As in Element, a message sent before the sender's client saw the new device is unreadable to it.
-    await human.wait_for_device(agent_id, new_device)
-    event_id = await human.send(room_id, "can the new device read me?")
-    reply = await human.wait_for(thread_replies(event_id, agent_id), timeout=30)
-    assert reply.get("decrypted") is True
+    assert notice["room_id"] == vault_id
+    assert notice["content"]["m.relates_to"]["event_id"] == withheld
+    notices = human.matching(lambda e: _body(e) == UNDECRYPTABLE_NOTICE)
+    assert [n["event_id"] for n in notices] == [notice["event_id"]]
+    assert stranger.matching(lambda e: _body(e) == UNDECRYPTABLE_NOTICE) == [notice]  # she sees it, nothing more
+    parked = {entry["event_id"] for entry in logs if entry["event"] == "encrypted event not readable yet"}
+    assert parked == {in_plain, withheld}  # keys are asked for the human's events only
+    dropped = {
+        entry["event_id"] for entry in logs if entry["event"] == "unreadable event of an unauthorized sender dropped"
+    }
+    assert dropped == set(fakes)
+    assert any(entry["event"] == "unreadable event in a plain room not answered" for entry in logs)
 
 
 async def test_encryption_terminal_chat_talks_in_an_encrypted_room(e2e: E2E):

@@ -1,4 +1,5 @@
-"""Hot reload on a real Synapse: hook edits take effect, broken plugins keep the last good state, agents come and go."""
+"""Hot reload on a real Synapse: hook edits take effect, a broken plugin keeps its last good generation while the
+config applies, agents come and go."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def _edit(path: Path, text: str) -> float:
 
 
 async def test_reload_hook_edit_applies_to_next_message_and_syntax_error_keeps_last_good(e2e: E2E, tmp_path: Path):
-    human, agent, room_id, _, _ = await _world(e2e, tmp_path)
+    human, agent, room_id, config, _ = await _world(e2e, tmp_path)
     e2e.model_server.set_default(Text("answer"), model="agent-model")
     agent_user = e2e.user_id(agent)
     daemon = e2e.daemon
@@ -81,18 +82,22 @@ async def test_reload_hook_edit_applies_to_next_message_and_syntax_error_keeps_l
     assert outcome.activated_at is not None and outcome.activated_at - saved < 3.0
     assert await _ask(human, room_id, agent_user, "two") == "answer [v2]"
 
-    saved = _edit(hooks_file, _stamp("v3") + "\ndef broken(:\n")
+    _edit(hooks_file, _stamp("v3") + "\ndef broken(:\n")
+    config["agents"][agent]["display_name"] = "Helper II"  # saved with the broken plugin: the config still applies
+    saved = time.time()
+    e2e.write_config(config)
     outcome = await e2e.reloads.wait(saved, timeout_s=10)
-    assert not outcome.ok and outcome.error is not None
+    assert outcome.ok and outcome.kept == ("stamp",) and outcome.error is not None
     assert "hooks.py" in outcome.error and "SyntaxError" in outcome.error
+    assert outcome.entities.changed == (agent,)
     admin_id = e2e.room_id(e2e.name("admin"))
     await e2e.joined(human, admin_id)
     notice = await human.wait_for(
-        lambda ev: ev.get("room_id") == admin_id and "Reload failed" in str(ev.get("content", {}).get("body")),
+        lambda ev: ev.get("room_id") == admin_id and "failed to load" in str(ev.get("content", {}).get("body")),
         timeout=10,
     )
     body = notice["content"]["body"]
-    assert "plugin stamp" in body and "daemon log" in body
+    assert "plugin stamp" in body and "last good version" in body and "daemon log" in body
     assert "SyntaxError" not in body and "hooks.py" not in body  # every member reads the notice: no cause, no path
     assert await _ask(human, room_id, agent_user, "three") == "answer [v2]"
 

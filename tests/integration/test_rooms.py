@@ -147,3 +147,32 @@ async def test_rooms_room_mode_answers_in_the_main_timeline_with_html_and_splits
     ]
     assert len(parts) >= 2 and parts[0] == first["content"]["body"]
     assert "\n\n".join(parts) == long_answer
+
+
+async def test_rooms_a_user_of_the_agents_room_opens_a_dm_with_it_and_a_user_of_another_room_cannot(e2e: E2E):
+    operator = await e2e.human("operator")
+    bob = await e2e.human("bob")
+    olga = await e2e.human("olga")
+    helper, other, room, ops = e2e.name("helper"), e2e.name("other"), e2e.name("room"), e2e.name("ops")
+    config = e2e.basic_config(
+        [operator.user_id],
+        {helper: {"display_name": "Helper", "rooms": [room]}, other: {"display_name": "Other", "rooms": [ops]}},
+    )
+    config["authorization"]["room_permissions"] = {room: [bob.user_id], ops: [olga.user_id]}
+    e2e.model_server.set_default(Text("hello from the helper"), model="agent-model")
+    await e2e.start(config, watch=False)
+    helper_user = e2e.user_id(helper)
+
+    dm = await _dm(bob, helper_user)
+    answer = await _answer(bob, dm, helper_user, "hello in private")
+
+    assert answer["content"]["body"] == "hello from the helper"
+    refused = await _dm(olga, helper_user)
+    deadline = asyncio.get_running_loop().time() + 20
+    while True:
+        state = await olga.client.room_get_state(refused)
+        members = {e["state_key"]: e["content"].get("membership") for e in state.events if e["type"] == "m.room.member"}
+        if members.get(helper_user) == "leave":
+            break
+        assert asyncio.get_running_loop().time() < deadline, f"the invite was not declined: {members}"
+        await asyncio.sleep(0.2)

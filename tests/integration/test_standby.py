@@ -4,6 +4,8 @@ the holder), and a standby takes over after kill -9 of the active one, answering
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 import time
 from urllib.parse import urlsplit
 
@@ -103,3 +105,36 @@ async def test_standby_takes_over_after_kill9_and_answers_every_message_once(sta
     assert "standby taking over" in output and "daemon ready" in output
     password = urlsplit(state_env.get("MINDROOM_DATABASE_URL", "")).password
     assert password is None or password not in output + active.output()
+
+
+async def test_standby_continues_the_replaced_run_so_a_message_the_active_never_saw_is_answered(
+    state_env: dict[str, str], e2e: E2E
+):
+    human, agent, room, config = await _world(e2e)
+    e2e.model_server.set_default(Text("answered"), model="agent-model")
+    before_active = time.time()
+    active = _spawn(e2e, config, "active.log", state_env)
+    active.start()
+    await active.wait_for_line("daemon ready")
+    standby = _spawn(e2e, config, "standby.log", {**state_env, "MINDROOM_STANDBY": "1"})
+    standby.start()
+    await standby.wait_for_line("standby: waiting for the active daemon to stop")
+    room_id = await _room(e2e, human, room)
+    agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
+    first = await human.send(room_id, "answered by the active daemon")
+    await human.wait_for(thread_replies(first, agent_id), timeout=30)
+
+    assert active.process is not None
+    active.process.send_signal(signal.SIGSTOP)  # alive and holding the lock, but it sees nothing more
+    unseen = await human.send(room_id, "sent while the active daemon was frozen")
+    sent_at = time.time()
+    await asyncio.sleep(3.0)  # older than the clock-skew allowance by the time anyone takes over
+    active.kill()
+
+    reply = await human.wait_for(thread_replies(unseen, agent_id), timeout=60)
+    assert reply["content"]["body"] == "answered"
+    await asyncio.sleep(2.0)
+    assert len(human.matching(thread_replies(unseen, agent_id))) == 1
+    assert len(human.matching(thread_replies(first, agent_id))) == 1
+    takeover = next(json.loads(line) for line in standby.output().splitlines() if '"standby taking over"' in line)
+    assert before_active <= takeover["run_since"] < sent_at  # the active daemon's start, not the takeover

@@ -38,6 +38,28 @@ def levels(users: dict[str, int], default: int = 0) -> dict:
             True,
             id="we-share-the-top-level",
         ),
+        pytest.param(
+            [
+                create("@mallory:localhost", room_version="11"),
+                levels({"@mallory:localhost": 100, "@mindroom_router:localhost": 100}),
+            ],
+            True,
+            id="v11-we-share-the-top-level",
+        ),
+        pytest.param(
+            [
+                create("@mallory:localhost", room_version="12"),
+                levels({"@mindroom_router:localhost": 100}),
+            ],
+            False,
+            id="v12-a-strangers-room-whatever-power-we-got",
+        ),
+        pytest.param(
+            [create("@mallory:localhost", room_version="12", additional_creators=["@mindroom_helper:localhost"])],
+            True,
+            id="v12-we-are-an-additional-creator",
+        ),
+        pytest.param([create("@mindroom_router:localhost", room_version="12"), levels({})], True, id="v12-ours"),
         pytest.param([create("@mallory:localhost"), levels({}, default=0)], False, id="nobody-has-power"),
         pytest.param([create("@mallory:localhost")], False, id="no-power-levels"),
         pytest.param(["junk", {"type": "m.room.create"}], False, id="malformed-events"),

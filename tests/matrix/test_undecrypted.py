@@ -29,19 +29,49 @@ def test_undecrypted_one_notice_per_sender_session_after_the_delay():
     waiting.park("!r", _raw("$2"))
     waiting.park("!r", _raw("$3", session="s2"))
     waiting.park("!r", _raw("$4", sender="@bob:hs"))
+    waiting.park("!other", _raw("$5", session="s3"))
 
     assert waiting.due_notices() == []
     assert waiting.seconds_to_next_notice() == pytest.approx(4.0)
     clock.now += 4
     assert [p.raw["event_id"] for p in waiting.due_notices()] == ["$1"]
     clock.now += 1
-    assert sorted(p.raw["event_id"] for p in waiting.due_notices()) == ["$3", "$4"]
+    # Ann's second session in the same room waits for the notice interval; in another room she is told.
+    assert sorted(p.raw["event_id"] for p in waiting.due_notices()) == ["$4", "$5"]
     clock.now += 60
     assert waiting.due_notices() == []
     assert waiting.seconds_to_next_notice() is None
-    waiting.park("!r", _raw("$5"))  # the same session later: already answered
+    waiting.park("!r", _raw("$6"))  # the same session later: already answered
     clock.now += 10
     assert waiting.due_notices() == []
+
+
+def test_undecrypted_a_sender_making_up_sessions_gets_one_notice_per_room_and_interval():
+    clock = Clock()
+    waiting = UndecryptedEvents(notice_after_s=5.0, notice_interval_s=600.0, keep_s=3600.0, clock=clock)
+    for n in range(18):
+        waiting.park("!r", _raw(f"$fake{n}", sender="@mallory:hs", session=f"made-up-{n}"))
+    clock.now += 6
+
+    assert [p.raw["event_id"] for p in waiting.due_notices()] == ["$fake0"]
+    for n in range(18, 30):
+        waiting.park("!r", _raw(f"$fake{n}", sender="@mallory:hs", session=f"made-up-{n}"))
+    clock.now += 500
+    assert waiting.due_notices() == []
+    waiting.park("!r", _raw("$later", sender="@mallory:hs", session="yet-another"))
+    clock.now += 101  # ten minutes after the first notice
+    assert [p.raw["event_id"] for p in waiting.due_notices()] == ["$later"]
+
+
+def test_undecrypted_events_parked_per_sender_are_capped():
+    waiting = UndecryptedEvents(max_per_sender=5, clock=Clock())
+    waiting.park("!r", _raw("$ann", sender="@ann:hs"))
+    for n in range(40):
+        waiting.park("!r", _raw(f"$m{n}", sender="@mallory:hs", session=f"s{n}"))
+
+    assert len(waiting) == 6
+    opened = waiting.readable(lambda room_id, raw: {"event_id": raw["event_id"]})
+    assert [raw["event_id"] for _, raw in opened] == ["$ann", "$m35", "$m36", "$m37", "$m38", "$m39"]
 
 
 def test_undecrypted_a_notice_that_failed_to_go_out_is_due_again():
@@ -95,17 +125,25 @@ def test_is_daemon_account_needs_prefix_and_server():
 
 
 class NoKeys:
-    """A device that holds no room keys and records what it was asked."""
+    """A device that holds no room keys and records what it was asked; `!plain` rooms are not encrypted."""
 
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.key_requests: list[str] = []
 
     def decrypt(self, room_id, raw) -> dict | None:
         self.asked.append(raw["event_id"])
         return None
 
     def request_key(self, room_id, raw):
+        self.key_requests.append(raw["event_id"])
         return True
+
+    async def room_encrypted(self, room_id: str) -> bool:
+        return not room_id.startswith("!plain")
+
+    async def maintain(self) -> None:
+        return None
 
 
 def test_sync_decryption_passes_a_redacted_encrypted_event_through_without_parking_it():
@@ -118,3 +156,54 @@ def test_sync_decryption_passes_a_redacted_encrypted_event_through_without_parki
     assert decryption.open("!r", sealed) is None
     assert crypto.asked == ["$sealed"]
     assert len(decryption.waiting) == 1
+
+
+def _sealed(event_id: str, sender: str, session: str = "s1") -> dict:
+    raw = _raw(event_id, sender=sender, session=session)
+    return {**raw, "origin_server_ts": 1, "content": {"ciphertext": "AwgA", "session_id": session}}
+
+
+def test_sync_decryption_parks_and_asks_keys_only_for_authorized_senders():
+    crypto = NoKeys()
+    decryption = SyncDecryption(crypto, "bot", authorized=lambda room_id, sender: sender == "@ann:hs")  # type: ignore[arg-type]
+
+    for n in range(18):
+        assert decryption.open("!r", _sealed(f"$fake{n}", "@mallory:hs", session=f"made-up-{n}")) is None
+    assert decryption.open("!r", _sealed("$real", "@ann:hs")) is None
+
+    assert crypto.key_requests == ["$real"]
+    assert len(decryption.waiting) == 1
+
+
+@pytest.mark.asyncio
+async def test_sync_decryption_answers_authorized_senders_and_only_in_encrypted_rooms():
+    answered: list[str] = []
+    allowed = {"@ann:hs"}
+
+    async def answer(event) -> None:
+        answered.append(event.event_id)
+
+    clock = Clock()
+    crypto = NoKeys()
+    waiting = UndecryptedEvents(notice_after_s=5.0, clock=clock)
+    decryption = SyncDecryption(
+        crypto,  # type: ignore[arg-type]
+        "bot",
+        answer,
+        waiting,
+        authorized=lambda room_id, sender: sender in allowed,
+    )
+    decryption.open("!sealed", _sealed("$in-sealed", "@ann:hs"))
+    decryption.open("!plain", _sealed("$in-plain", "@ann:hs", session="s2"))
+    decryption.open("!sealed", _sealed("$revoked", "@bob:hs", session="s3"))
+    allowed.add("@bob:hs")
+    decryption.open("!sealed", _sealed("$revoked", "@bob:hs", session="s3"))
+    allowed.discard("@bob:hs")  # the config changed before the notice fell due
+    clock.now += 6
+
+    async def deliver(room_id, raw) -> None:
+        raise AssertionError("nothing can be read")
+
+    await decryption.settle(deliver)
+
+    assert answered == ["$in-sealed"]

@@ -1,6 +1,7 @@
 """Which plugins a config runs: `plugins:` entries plus drop-in folders, failures isolated per plugin."""
 
 import json
+import sys
 import textwrap
 
 import pytest
@@ -335,3 +336,55 @@ def test_discovery_each_bad_manifest_fails_alone_named_by_its_folder(tmp_path, f
     assert error.plugin == folder and error.path.parent == bad.resolve()
     assert cause_part in error.cause
     assert len(error.cause) < 500
+
+
+LAZY_HOOK = """
+from mindroom.hooks import hook
+
+@hook("message:received")
+async def record(ctx):
+    from . import helper  # imported when the hook runs, long after the load
+
+    helper.CALLS.append(dict(ctx.settings))
+"""
+
+
+@pytest.mark.asyncio
+async def test_discovery_last_good_generation_runs_on_with_new_settings_while_its_folder_is_broken(tmp_path):
+    folder = make_plugin(tmp_path / "plugins", "lazy", LAZY_HOOK)
+    (folder / "helper.py").write_text("CALLS = []\n")
+    make_plugin(tmp_path / "plugins", "fresh")
+    config, paths = setup(tmp_path)
+    good = load_plugins(config, paths)
+    assert [p.name for p in good.plugins] == ["fresh", "lazy"]
+    (folder / "hooks.py").write_text("raise RuntimeError('broken at import')\n")
+    (tmp_path / "plugins" / "never").mkdir()
+    (tmp_path / "plugins" / "never" / "mindroom.plugin.json").write_text("{")
+    config, paths = setup(tmp_path, "plugins:\n  - path: lazy\n    settings: {tag: new}\n")
+
+    for _attempt in range(3):  # failing again and again must not unload the generation that runs
+        loaded = load_plugins(config, paths, last_good=good.plugins)
+        assert (loaded.kept, loaded.left_out) == (("lazy",), ("never",))
+        assert [error.plugin for error in loaded.errors] == ["lazy", "never"]
+
+    lazy = loaded.plugins[0]
+    assert lazy.name == "lazy" and lazy.hooks_module is good.plugins[1].hooks_module
+    assert lazy.settings == {"tag": "new"} and lazy.plugin_order == 0
+    await emit(build_registry(config, loaded.plugins), EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
+    helper = next((m for name, m in sys.modules.items() if name.endswith(".helper") and "lazy" in name), None)
+    assert helper is not None, "the running generation's package was unloaded"
+    assert helper.CALLS == [{"tag": "new"}]
+    assert load_plugins(config, paths).kept == ()  # without a last good generation, a broken plugin stays out
+
+
+def test_discovery_last_good_generation_never_duplicates_a_name_taken_meanwhile(tmp_path):
+    old = make_plugin(tmp_path / "plugins", "zeta", name="shared")
+    config, paths = setup(tmp_path)
+    good = load_plugins(config, paths)
+    (old / "hooks.py").write_text("raise RuntimeError('broken')\n")
+    make_plugin(tmp_path / "plugins", "alpha", name="shared")  # loads first now, under the same name
+
+    loaded = load_plugins(config, paths, last_good=good.plugins)
+
+    assert [plugin.path.name for plugin in loaded.plugins] == ["alpha"]
+    assert loaded.kept == () and loaded.left_out == ("shared",)

@@ -1,4 +1,9 @@
-"""`PostgresState`: the daemon's state in one PostgreSQL database, locked by an advisory lock of its writer session."""
+"""`PostgresState`: the daemon's state in one PostgreSQL database, locked by an advisory lock of its writer session.
+
+Taking the lock from a holder that did not release it (it died, or lost its connection and may not know
+yet) is fenced: the new holder is the next generation, and it waits out the old one's lease before it
+starts, since the old one stops answering at the latest when its lease runs out (see `connection`).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,13 @@ from typing import Any
 
 import psycopg
 
+from mindroom.logging_config import get_logger
 from mindroom.state.backend import StateBackend, StateStores
 from mindroom.state.holder import LockHolder
 from mindroom.state.postgres.answers import PostgresAnswerLog
 from mindroom.state.postgres.approvals import PostgresApprovalStore
-from mindroom.state.postgres.connection import StateConnection
+from mindroom.state.postgres.connection import DEFAULT_LEASE_S, StateConnection
+from mindroom.state.postgres.crypto import PostgresCryptoVault
 from mindroom.state.postgres.journal import PostgresTurnJournal
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
 from mindroom.state.postgres.rooms import PostgresRoomMemory
@@ -26,13 +33,15 @@ from mindroom.state.postgres.schema import (
 
 __all__ = ["PostgresState"]
 
+logger = get_logger(__name__)
+
 
 class PostgresState(StateBackend):
     """Every store in schema `mindroom` of one database; agno's sessions beside them (see `mindroom.ai.sessions`)."""
 
     kind = "postgresql"
 
-    def __init__(self, url: str, location: str) -> None:
+    def __init__(self, url: str, location: str, *, idle_check_s: float = 0.5, lease_s: float = DEFAULT_LEASE_S) -> None:
         super().__init__(location)
         self.url = url
         self.holder = LockHolder.this_process()
@@ -42,6 +51,8 @@ class PostgresState(StateBackend):
             on_lost=self._on_lost,
             reclaim=lambda conn: end_own_stale_session(conn, self.holder),
             relocked=lambda conn: write_holder(conn, self.holder),
+            idle_check_s=idle_check_s,
+            lease_s=lease_s,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost: asyncio.Event | None = None
@@ -70,15 +81,23 @@ class PostgresState(StateBackend):
             return None
         await self.open()
 
-        def attempt(conn: psycopg.Connection[Any]) -> tuple[bool, LockHolder | None]:
+        def attempt(conn: psycopg.Connection[Any]) -> tuple[bool, LockHolder | None, bool]:
             if self.connection.try_lock(conn):
                 create_tables(conn)
+                released = self.connection.take_generation(conn)
                 self.holder = LockHolder.this_process()
                 write_holder(conn, self.holder)
-                return True, None
-            return False, read_holder(conn)
+                return True, None, released
+            return False, read_holder(conn), True
 
-        locked, holder = await self._run(attempt)
+        locked, holder, released = await self._run(attempt)
+        if locked and not released:
+            logger.info(
+                "state lock taken from a holder that did not release it; waiting out its lease",
+                generation=self.connection.generation,
+                wait_s=self.connection.lease_s,
+            )
+            await asyncio.sleep(self.connection.lease_s)
         self._locked = locked
         return holder  # type: ignore[no-any-return]
 
@@ -114,6 +133,7 @@ class PostgresState(StateBackend):
             snapshots=PostgresSnapshots(connection),
             sync_tokens=tokens,
             session_url=self.url,
+            crypto=PostgresCryptoVault(connection, self.location),
         )
 
     async def wait_lost(self) -> str:

@@ -10,6 +10,15 @@ again after reconnecting.
 The lock is a session-level advisory lock of the same session: when the daemon dies, its session ends
 and the lock is free for a standby. When the connection drops, the thread reconnects and takes the lock
 again; if another daemon took it meanwhile, the lock is lost: writes stop and `on_lost` is called.
+
+The lock is fenced. Each time it is taken, the holder gets the next generation (`mindroom.fence`); every
+batch of writes checks, in its transaction, that its generation is still the latest, and a session that
+takes the lock back after a drop checks that nobody held it in between. A stale holder is lost, even when
+the lock happened to be free again. And this daemon answers only while it can show it holds the lock
+(`holds_lock`): a statement on the session succeeded less than `lease_s` ago (the thread checks every
+`idle_check_s` when idle), and no failure was seen since. The moment the connection fails, claims are
+refused; a holder that takes the lock from one that did not release it waits `lease_s` first, so the
+two never answer at once.
 """
 
 from __future__ import annotations
@@ -27,14 +36,18 @@ import psycopg
 
 from mindroom.logging_config import get_logger
 from mindroom.state.errors import StateError
+from mindroom.state.postgres.schema import read_generation, release_generation, take_generation
 
-__all__ = ["StateConnection"]
+__all__ = ["DEFAULT_LEASE_S", "StateConnection"]
 
 logger = get_logger(__name__)
 
 _T = TypeVar("_T")
 _MAX_BATCH = 500
 _CONNECT_TIMEOUT_S = 5
+_MAX_RETRY_S = 1.0
+DEFAULT_LEASE_S = 3.0
+"""How long a successful statement shows that this daemon still holds the lock."""
 # The server side notices a vanished client (a dead machine sends no FIN) after idle + interval * count
 # seconds and ends its session, which frees the lock for a standby.
 _SESSION_SETTINGS = (
@@ -60,7 +73,7 @@ class _Call:
 
 
 class _LostError(Exception):
-    """The lock went to another daemon while this one was reconnecting."""
+    """The lock went to another daemon while this one was reconnecting, or the fence moved past this one."""
 
 
 _STOP = object()
@@ -77,11 +90,16 @@ class StateConnection:
         on_lost: Callable[[str], None] | None = None,
         reclaim: Callable[[psycopg.Connection[Any]], bool] | None = None,
         relocked: Callable[[psycopg.Connection[Any]], None] | None = None,
-        idle_check_s: float = 2.0,
+        idle_check_s: float = 0.5,
+        lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
         """`reclaim` ends this daemon's own earlier session when it still holds the lock after a reconnect;
         `relocked` runs on the new session once it holds the lock again (to name the holder anew)."""
         self._url = url
+        self.lease_s = lease_s
+        self._generation: int | None = None
+        self._confirmed_at = float("-inf")
+        self._healthy = False
         self._reclaim = reclaim
         self._relocked = relocked
         self._lock_key = lock_key
@@ -100,6 +118,21 @@ class StateConnection:
     def lost(self) -> str | None:
         """Why the lock was lost, or None while it was not."""
         return self._lost
+
+    @property
+    def generation(self) -> int | None:
+        """The fence generation this daemon holds the lock as (None before it took it)."""
+        return self._generation
+
+    def holds_lock(self) -> bool:
+        """True while this daemon can show it holds the lock: a statement succeeded on its locked session less
+        than `lease_s` ago, and no failure came since. Any thread may ask; the answer costs no round trip."""
+        return (
+            self._locked
+            and self._healthy
+            and self._lost is None
+            and time.monotonic() - self._confirmed_at < self.lease_s
+        )
 
     # -- the caller's side ------------------------------------------------------------------------------
 
@@ -178,6 +211,14 @@ class StateConnection:
             self._locked = bool(row and row[0])
         return self._locked
 
+    def take_generation(self, conn: psycopg.Connection[Any]) -> bool:
+        """On the thread, with the lock just taken (tables made): become the next generation. Returns whether
+        the previous holder released the lock cleanly; when not, it may answer until its lease runs out."""
+        started = time.monotonic()
+        self._generation, released = take_generation(conn)
+        self._confirmed_at, self._healthy = started, True
+        return released
+
     def _run(self) -> None:
         pending: object | None = None
         while not self._stopping.is_set():
@@ -201,6 +242,8 @@ class StateConnection:
                 pending = None
             except _LostError as lost:
                 self._lose(str(lost))
+                if isinstance(pending, _Call) and pending.future.done():
+                    pending = None  # its caller has the error already
             except StateError as exc:
                 # Only when closing with the database gone: what is left cannot be applied anymore.
                 logger.error("state writes dropped", reason=str(exc), pending=self._queue.qsize())
@@ -212,8 +255,11 @@ class StateConnection:
         if self._conn is not None:
             if self._locked and not self._conn.broken:
                 # Released here, not by the disconnect: the server ends a closed session a moment later,
-                # and a daemon starting right after this one stopped must find the lock free.
+                # and a daemon starting right after this one stopped must find the lock free (and need not
+                # wait out this one's lease).
                 with contextlib.suppress(psycopg.Error):
+                    if self._generation is not None:
+                        release_generation(self._conn, self._generation)
                     self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock_key,))
                 self._locked = False
             self._conn.close()
@@ -238,6 +284,7 @@ class StateConnection:
     def _execute_batch(self, conn: psycopg.Connection[Any], batch: list[_Write]) -> None:
         try:
             with conn.transaction(), conn.cursor() as cursor:
+                self._check_fence(cursor)
                 for write in batch:
                     cursor.execute(write.sql, write.params)  # type: ignore[arg-type]  # the stores' constant SQL
         except psycopg.Error as exc:
@@ -251,6 +298,14 @@ class StateConnection:
                 self._execute_batch(conn, [write])
             return
         self.writes += len(batch)
+
+    def _check_fence(self, cursor: psycopg.Cursor[Any]) -> None:
+        """In a write transaction: the fence still names this daemon's generation (kept so until the commit)."""
+        if self._generation is None:
+            return
+        row = cursor.execute("SELECT generation FROM mindroom.fence WHERE id = 1 FOR SHARE").fetchone()
+        if row is None or int(row[0]) != self._generation:
+            raise _LostError(f"the state's fence moved past this daemon's generation {self._generation}")
 
     def _apply_call(self, call: _Call) -> None:
         if not call.future.set_running_or_notify_cancel():
@@ -270,12 +325,20 @@ class StateConnection:
         while True:
             conn = self._conn
             if conn is not None and not conn.closed:
+                started = time.monotonic()
                 try:
-                    return function(conn)
+                    result = function(conn)
                 except psycopg.Error as exc:
                     if not conn.closed and not conn.broken:
                         raise
+                    self._healthy = False  # from now until the lock is shown again, nothing is answered
                     logger.warning("state database connection lost; reconnecting", error=str(exc))
+                else:
+                    if self._locked:
+                        self._confirmed_at, self._healthy = started, True
+                    return result
+            else:
+                self._healthy = False
             if self._stopping.is_set():
                 raise StateError("the state database connection is closed")
             try:
@@ -289,13 +352,18 @@ class StateConnection:
                 self._locked = was_locked
                 logger.warning("state database unreachable; retrying", error=str(exc), retry_in_s=delay)
                 time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, _MAX_RETRY_S)
 
     def _relock(self, conn: psycopg.Connection[Any]) -> bool:
         """Take the lock again after a reconnect. The old session may still hold it (the server notices a dead
         client later than the client does); that one is this daemon's own, so it is ended, not yielded to."""
         for _attempt in range(50):
             if self.try_lock(conn):
+                if self._generation is not None and read_generation(conn) != self._generation:
+                    # Free again, but someone held it in between: what this daemon has in memory is stale.
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock_key,))
+                    self._locked = False
+                    return False
                 if self._relocked is not None:
                     self._relocked(conn)
                 return True

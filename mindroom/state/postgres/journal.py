@@ -3,6 +3,11 @@
 Answers come from memory (the lock makes this daemon the only writer), so `claim` costs what a dict
 lookup costs and the event loop never waits on the network.
 
+A claim is where this daemon decides to answer, so it is refused (returns False) while the daemon cannot
+show that it still holds the state's lock (`StateConnection.holds_lock`): after a database outage a
+standby may hold it already. Each claim's row carries the fence generation it was made under, and is
+written only while that generation is the latest (see `connection`).
+
 Memory holds the handled events of the last `MIRROR_S` seconds and every pending one. That covers every
 claim a run can make: ingress drops events older than the run's start before claiming them, and events
 come again only from the stored sync position, which lags by seconds. Older rows stay in the database
@@ -19,10 +24,13 @@ from typing import Any
 
 import psycopg
 
+from mindroom.logging_config import get_logger
 from mindroom.state.journal import PENDING_MAX_AGE_S, RETENTION_S, OpenAnswer, PendingEvent
 from mindroom.state.postgres.connection import StateConnection
 
 __all__ = ["MIRROR_S", "PostgresTurnJournal"]
+
+logger = get_logger(__name__)
 
 MIRROR_S = 2 * 24 * 3600
 _PRUNE_EVERY = 1000
@@ -81,7 +89,16 @@ class PostgresTurnJournal:
 
     # -- handled events ------------------------------------------------------------------------------
     def claim(self, entity: str, event_id: str, event: dict[str, Any] | None = None) -> bool:
-        """Record that `entity` handles `event_id`; False if it already did (now or before a restart)."""
+        """Record that `entity` handles `event_id`; False if it already did (now or before a restart), or
+        while this daemon cannot show it still holds the state's lock."""
+        if not self._conn.holds_lock():
+            logger.warning(
+                "not answering: this daemon cannot show it still holds the state lock",
+                agent=entity,
+                event_id=event_id,
+                lost=self._conn.lost,
+            )
+            return False
         key = (entity, event_id)
         now = time.time()
         payload = json.dumps(event) if event is not None else None
@@ -95,9 +112,9 @@ class PostgresTurnJournal:
             if self._claims % _PRUNE_EVERY == 0:
                 self._prune(now)
         self._conn.write(
-            "INSERT INTO mindroom.handled_events (entity, event_id, handled_at, pending, event_json)"
-            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (entity, event_id) DO NOTHING",
-            (entity, event_id, now, payload is not None, payload),
+            "INSERT INTO mindroom.handled_events (entity, event_id, handled_at, pending, event_json, generation)"
+            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (entity, event_id) DO NOTHING",
+            (entity, event_id, now, payload is not None, payload, self._conn.generation),
         )
         return True
 

@@ -9,7 +9,17 @@ import psycopg
 
 from mindroom.state.holder import LockHolder
 
-__all__ = ["LOCK_KEY", "SCHEMA", "create_tables", "end_own_stale_session", "read_holder", "write_holder"]
+__all__ = [
+    "LOCK_KEY",
+    "SCHEMA",
+    "create_tables",
+    "end_own_stale_session",
+    "read_generation",
+    "read_holder",
+    "release_generation",
+    "take_generation",
+    "write_holder",
+]
 
 SCHEMA = "mindroom"
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"mindroom.state").digest()[:8], "big", signed=True)
@@ -82,6 +92,13 @@ _DDL = (
         bot TEXT PRIMARY KEY,
         token TEXT NOT NULL,
         saved_at DOUBLE PRECISION NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS mindroom.crypto_items (
+        bot TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value BYTEA NOT NULL,
+        saved_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (bot, kind, key))""",
     """CREATE TABLE IF NOT EXISTS mindroom.snapshots (
         name TEXT PRIMARY KEY,
         body TEXT NOT NULL,
@@ -92,6 +109,12 @@ _DDL = (
         pid INTEGER NOT NULL,
         since DOUBLE PRECISION NOT NULL,
         backend_pid INTEGER NOT NULL)""",
+    # The fence: one generation per time the lock was taken; `released` once its holder let go cleanly.
+    """CREATE TABLE IF NOT EXISTS mindroom.fence (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation BIGINT NOT NULL,
+        released BOOLEAN NOT NULL DEFAULT FALSE)""",
+    "ALTER TABLE mindroom.handled_events ADD COLUMN IF NOT EXISTS generation BIGINT",
 )
 
 
@@ -139,3 +162,28 @@ def end_own_stale_session(conn: psycopg.Connection[Any], holder: LockHolder) -> 
         return False
     ended = conn.execute("SELECT pg_terminate_backend(%s)", (row[0],)).fetchone()
     return bool(ended and ended[0])
+
+
+def take_generation(conn: psycopg.Connection[Any]) -> tuple[int, bool]:
+    """Under the lock just taken: the next generation, and whether the previous holder released the lock
+    cleanly (True when there was none). A holder that did not may still think it holds the lock."""
+    with conn.transaction():
+        row = conn.execute("SELECT generation, released FROM mindroom.fence WHERE id = 1 FOR UPDATE").fetchone()
+        generation = int(row[0]) + 1 if row else 1
+        conn.execute(
+            "INSERT INTO mindroom.fence (id, generation, released) VALUES (1, %s, FALSE)"
+            " ON CONFLICT (id) DO UPDATE SET generation = EXCLUDED.generation, released = FALSE",
+            (generation,),
+        )
+    return generation, bool(row[1]) if row else True
+
+
+def read_generation(conn: psycopg.Connection[Any]) -> int | None:
+    """The generation of the latest holder (None before any)."""
+    row = conn.execute("SELECT generation FROM mindroom.fence WHERE id = 1").fetchone()
+    return int(row[0]) if row else None
+
+
+def release_generation(conn: psycopg.Connection[Any], generation: int) -> None:
+    """The holder of `generation` lets go cleanly: the next one need not wait out its lease."""
+    conn.execute("UPDATE mindroom.fence SET released = TRUE WHERE id = 1 AND generation = %s", (generation,))

@@ -1,0 +1,73 @@
+"""Setting up the rooms a config names: the router creates or joins them, invites their agents and users.
+
+A room found under a configured alias is used only when the daemon made it before, or one of its
+accounts created it or holds its top power level: anyone can create `#alerts` first, and the bots
+must not follow the operator's config into a stranger's room.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Mapping
+
+from mindroom.bots.bot import EntityBot
+from mindroom.bots.directory import Directory
+from mindroom.config.main import Config
+from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.errors import MindroomError
+from mindroom.logging_config import get_logger
+from mindroom.matrix import MatrixBotClient, MatrixRequestError
+from mindroom.matrix.rooms import RoomEntry
+
+__all__ = ["set_up_rooms"]
+
+logger = get_logger(__name__)
+
+_Bot = EntityBot[MatrixBotClient]
+
+
+async def set_up_rooms(
+    router: _Bot, directory: Directory, config: Config, keys: Iterable[str], joiners: Mapping[str, _Bot]
+) -> None:
+    """The router creates or joins these rooms and invites their agents and users; `joiners` among them join."""
+    for key in keys:
+        room_config = config.rooms.get(key)
+        try:
+            entry = await router.client.open_room(
+                key,
+                name=(room_config.name if room_config and room_config.name else key),
+                topic=(room_config.topic or room_config.description) if room_config else None,
+                encrypted=room_config is not None and room_config.encrypted,
+            )
+        except MatrixRequestError as exc:
+            logger.error("room cannot be joined; not using it", room=key, error=str(exc))
+            continue
+        room_id = entry.room_id
+        if not await _room_is_ours(directory, router, key, entry):
+            with contextlib.suppress(MindroomError):
+                await router.client.leave(room_id)
+            continue
+        directory.keep_room(ROUTER_AGENT_NAME, room_id, "created" if entry.created else "verified", key)
+        if room_config is not None and room_config.encrypted and not entry.created:
+            await router.client.enable_encryption(room_id)
+        members = [name for name, agent in config.agents.items() if key in agent.rooms]
+        invite = [directory.bot_user_ids[name] for name in members if name in directory.bot_user_ids]
+        await router.client.invite_missing(room_id, [*invite, *config.room_defaults.invite_users])
+        router.joined_rooms.add(room_id)
+        directory.room_set_up(key, room_id)
+        await asyncio.gather(*(joiners[name].join(room_id) for name in members if name in joiners))
+
+
+async def _room_is_ours(directory: Directory, router: _Bot, key: str, entry: RoomEntry) -> bool:
+    if entry.created or key.startswith("!") or directory.memory.known(entry.room_id):
+        return True
+    if await router.client.room_is_ours(entry.room_id, directory.bot_user_ids.values()):
+        return True
+    logger.error(
+        "room alias belongs to an account outside this daemon; not using it",
+        room=key,
+        room_id=entry.room_id,
+        fix="remove the alias from that room, or name another room in config.yaml",
+    )
+    return False
