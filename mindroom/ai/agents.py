@@ -75,4 +75,7 @@ async def close_caches() -> None:
     """Close the cached models' HTTP clients and the session databases of the running loop (call on shutdown)."""
     for model in agent_cache.take_all():
         await close_model(model)
+    from mindroom.ai.memory import close_memory_dbs  # memory's stores: only when agno is loaded anyway
+
+    await close_memory_dbs()
     await close_session_dbs()

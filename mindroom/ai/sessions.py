@@ -39,6 +39,7 @@ __all__ = [
     "copy_sessions",
     "forget_turn",
     "load_history",
+    "postgres_engine",
     "session_db",
     "session_db_path",
     "session_exists",
@@ -136,20 +137,22 @@ class _SessionDbs:
             dbs[path] = db
         return db
 
+    def engine(self, url: str) -> Any:
+        engines = self._engines.setdefault(asyncio.get_running_loop(), {})
+        if url not in engines:
+            from agno.db.postgres import create_async_postgres_engine
+
+            # One engine (one pool) for every agent of the daemon (sessions and memories). No ping before each
+            # checkout: it cost more than the turn's own queries (measured ~10 ms a turn); a connection a database
+            # restart broke fails one read, which agno logs and answers without history, and is then replaced.
+            engines[url] = create_async_postgres_engine(url, pool_size=5, max_overflow=5, pool_pre_ping=False)
+        return engines[url]
+
     def get_postgres(self, url: str, agent_name: str) -> AsyncBaseDb:
-        loop = asyncio.get_running_loop()
-        dbs = self._by_loop.setdefault(loop, {})
+        dbs = self._by_loop.setdefault(asyncio.get_running_loop(), {})
         db = dbs.get((url, agent_name))
         if db is None:
-            engines = self._engines.setdefault(loop, {})
-            if url not in engines:
-                from agno.db.postgres import create_async_postgres_engine
-
-                # One engine (one pool) for every agent of the daemon. No ping before each checkout: it cost
-                # more than the turn's own queries (measured ~10 ms a turn); a connection a database restart
-                # broke fails one read, which agno logs and answers without history, and is then replaced.
-                engines[url] = create_async_postgres_engine(url, pool_size=5, max_overflow=5, pool_pre_ping=False)
-            db = _postgres_store(engines[url], agent_name)
+            db = _postgres_store(self.engine(url), agent_name)
             dbs[(url, agent_name)] = db
         return db
 
@@ -173,6 +176,11 @@ def session_db_path(storage_root: Path, agent_name: str) -> Path:
         msg = f"not a valid agent name for session storage: {agent_name!r}"
         raise ValueError(msg)
     return Path(storage_root).resolve() / SESSIONS_DIRNAME / f"{agent_name}.db"
+
+
+def postgres_engine(url: str) -> Any:
+    """The running loop's SQLAlchemy engine for the state's PostgreSQL database (shared by sessions and memories)."""
+    return _DBS.engine(url)
 
 
 def session_table(agent_name: str) -> str:

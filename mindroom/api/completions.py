@@ -29,7 +29,7 @@ from mindroom.api.openai_protocol import (
 )
 from mindroom.api.reply import HttpAnswer
 from mindroom.api.security import V1Principal
-from mindroom.bots.respond import Turn
+from mindroom.bots.channel import Turn
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.hooks.context import MessageReceivedContext
 from mindroom.hooks.execution import emit

@@ -1,4 +1,4 @@
-"""`AnswerChannel`: where one answer goes and how it is shown while it is made.
+"""`AnswerChannel`: where one answer goes and how it is shown while it is made; `Turn`: what is answered.
 
 The answer's stages (`mindroom.bots.respond`: enrich -> generate -> before_response -> deliver ->
 after_response) run the same for every channel; only the channel differs. `MatrixAnswer`
@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from mindroom.bots.edits import EditWatch
 from mindroom.bots.lifecycle import OpenAnswer
 from mindroom.bots.runtime import LiveState
 from mindroom.bots.streaming import Streamed
+from mindroom.hooks.context import HookBindings
+from mindroom.state.answers import AnswerRecord
 
-__all__ = ["AnswerChannel", "GenerationSetup"]
+__all__ = ["AnswerChannel", "GenerationSetup", "Turn"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +73,20 @@ class AnswerChannel(Protocol):
 
     async def redact(self, event_id: str, reason: str) -> None:
         """Withdraw the streamed answer `event_id` (a hook suppressed it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What the pipeline hands to an answer: its correlation id, the turn's hook capabilities, and how many
+    bot answers the answer will be at the end of (1 for an answer to a person)."""
+
+    correlation_id: str
+    bindings: HookBindings
+    hops: int = 1
+    replaces: AnswerRecord | None = None
+    """For an edited question: the earlier answer, edited in place instead of a new one sent."""
+    image_ids: tuple[str, ...] = ()
+    channel: AnswerChannel | None = None
+    """Where the answer goes; None: the message's Matrix thread (`MatrixAnswer`)."""
+    edit: EditWatch | None = None
+    """For an edited question: whether a newer edit of it came (this one then gives way to it)."""

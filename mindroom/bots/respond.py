@@ -21,12 +21,13 @@ from mindroom.bots.answer_events import (
 )
 from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.capabilities import TurnStores
-from mindroom.bots.channel import AnswerChannel, GenerationSetup
+from mindroom.bots.channel import AnswerChannel, GenerationSetup, Turn
 from mindroom.bots.edits import EditWatch
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.lifecycle import OpenAnswer, open_answer
 from mindroom.bots.matrix_answer import MatrixAnswer
 from mindroom.bots.media import images_for_model
+from mindroom.bots.mind import TurnMind
 from mindroom.bots.outbox import draft_listing, send_files, take_files
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
@@ -53,28 +54,11 @@ from mindroom.tool_system.calls import tool_trace
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 from mindroom.tool_system.spec import OutboundFile
 
-__all__ = ["Responder", "Turn", "session_id"]
+__all__ = ["Responder", "session_id"]
 
 logger = get_logger(__name__)
 
 _STOP_REASONS = {STOPPED_NOTE: "cancelled_by_user", INTERRUPTED_NOTE: "interrupted"}
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """What the pipeline hands to an answer: its correlation id, the turn's hook capabilities, and how many
-    bot answers the answer will be at the end of (1 for an answer to a person)."""
-
-    correlation_id: str
-    bindings: HookBindings
-    hops: int = 1
-    replaces: AnswerRecord | None = None
-    """For an edited question: the earlier answer, edited in place instead of a new one sent."""
-    image_ids: tuple[str, ...] = ()
-    channel: AnswerChannel | None = None
-    """Where the answer goes; None: the message's Matrix thread (`MatrixAnswer`)."""
-    edit: EditWatch | None = None
-    """For an edited question: whether a newer edit of it came (this one then gives way to it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +75,7 @@ class _Turn:
     image_ids: tuple[str, ...]
     stores: TurnStores
     paths: RuntimePaths
+    mind: TurnMind | None
     edit: EditWatch | None
 
 
@@ -121,12 +106,15 @@ def session_id(envelope: MessageEnvelope) -> str:
 @dataclass(frozen=True, slots=True)
 class Responder:
     """Answers for the pipeline, with the turn's stores (the journal's open answer, the answers given,
-    attachments, approvals) and the paths the model layer reads (data directory, environment)."""
+    attachments, approvals), the paths the model layer reads (data directory, environment), and what agents
+    remember and know (`mind`; None: nothing)."""
 
     stores: TurnStores
     paths: RuntimePaths
     log: TurnLog | None = None
     """Where each answer is noted for operators (the dashboard's last turns); None: nowhere."""
+    mind: TurnMind | None = None
+    """What the agent remembers of people and the knowledge it searches (None: nothing)."""
 
     async def respond(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
         """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
@@ -146,6 +134,7 @@ class Responder:
             given.image_ids,
             self.stores,
             self.paths,
+            self.mind,
             given.edit,
         )
         if given.replaces is not None:
@@ -176,6 +165,9 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> str:
     started = time.perf_counter()
     items = await _enrich(turn)
     system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id)
+    if turn.mind is not None:  # what the agent remembers of the sender joins the run's system prompt, never stored
+        remembered = await turn.mind.recall(live.config, entity.name, envelope.requester_id)
+        system = "\n\n".join(part for part in (system, remembered) if part)
     probe = SessionProbe(entity, live, session_id(envelope), turn.paths.storage_root, turn.stores.session_url)
     await probe.before()
     # Pushed first, so it runs last: after the run is stored (an early answer stores after its reply).
@@ -203,6 +195,8 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> str:
         await _cancelled(turn, stopped, outcome.response_event_id)
         return stopped
     await _report(turn, outcome)
+    if turn.mind is not None:  # after the reply and its hooks, in a task of its own: nothing waits for it
+        turn.mind.after_answer(live.config, entity.name, envelope.requester_id, envelope.body, outcome.response_text)
     return "answered"
 
 
@@ -283,7 +277,7 @@ async def _generate(
         session_id=session_id(envelope),
         num_history_runs=settings.num_history_runs,
         markdown=settings.markdown,
-        tools=entity.tools(live),
+        tools=(*entity.tools(live), *(turn.mind.tools(config, entity.name) if turn.mind is not None else ())),
         user_id=envelope.requester_id,
         source_event_id=question,
         images=images,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from mindroom import ai
+from mindroom.bots.channel import Turn
 from mindroom.bots.commands import CommandTable, handle_command, is_command
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.directory import Directory
@@ -24,7 +25,7 @@ from mindroom.bots.edits import EditBursts, EditWatch
 from mindroom.bots.ingress import InboundMessage, Ingress, IngressDrop
 from mindroom.bots.lifecycle import claimed_turn
 from mindroom.bots.media import MediaIntake
-from mindroom.bots.respond import Responder, Turn
+from mindroom.bots.respond import Responder
 from mindroom.bots.routing import decide_route
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.hooks.context import HookBindings, MessageEnvelope, MessageReceivedContext

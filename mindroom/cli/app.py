@@ -11,6 +11,7 @@ import typer
 from rich.text import Text
 
 from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
+from mindroom.cli.knowledge_command import knowledge_app
 from mindroom.cli.plugins_command import load_registry, plugins_app
 from mindroom.cli.state_command import state_app
 from mindroom.cli.tools_command import tools_app
@@ -37,6 +38,7 @@ config_app = typer.Typer(no_args_is_help=True, help="Create and check config fil
 hooks_app = typer.Typer(no_args_is_help=True, help="Inspect the hook registry.")
 app.add_typer(config_app, name="config")
 app.add_typer(state_app, name="state")
+app.add_typer(knowledge_app, name="knowledge")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(tools_app, name="tools")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -10,7 +11,9 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from mindroom.config.approval import ToolApprovalConfig
+from mindroom.config.knowledge import KnowledgeBaseConfig, check_knowledge_references
 from mindroom.config.mcp import MCPServerConfig
+from mindroom.config.memory import AgentMemorySearchConfig, MemoryBackend, MemoryConfig, refuse_file_backend
 from mindroom.config.models import ModelConfig
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.config.providers import PROVIDERS, missing_packages
@@ -38,6 +41,8 @@ __all__ = [
     "VoiceConfig",
 ]
 
+_OWNER_PLACEHOLDER = "__MINDROOM_OWNER_USER_ID_FROM_PAIRING__"
+_CONCRETE_USER = re.compile(r"^@[^:*?\[\]\s]+:[^*?\[\]\s]+$")
 _NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 
 ThreadMode = Literal["thread", "room"]
@@ -95,10 +100,21 @@ class AgentConfig(StrictModel):
         """This agent's `tools:` entries with their settings, in list order."""
         return self._tool_entries or tuple(ToolEntry(name) for name in self.tools)
 
+    memory_backend: MemoryBackend | None = None
+    """Unset: `memory.backend`; `none`: this agent neither recalls nor writes memories."""
+    memory_search: AgentMemorySearchConfig | None = None
+    knowledge_bases: list[str] = Field(default_factory=list)
+    """The `knowledge_bases:` this agent searches (it gets the `search_knowledge_base` tool)."""
+
     @field_validator("instructions", mode="before")
     @classmethod
     def _single_instruction(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("memory_backend")
+    @classmethod
+    def _offered_backend(cls, value: str | None) -> Any:
+        return refuse_file_backend(value)
 
     def resolved(self, defaults: DefaultsConfig) -> AgentSettings:
         """This agent's settings with `defaults` filled in where it leaves them unset."""
@@ -227,6 +243,25 @@ class Config(StrictModel):
             raise ValueError(msg)
         return servers
 
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    knowledge_bases: dict[str, KnowledgeBaseConfig] = Field(default_factory=dict)
+    administrators: list[str] = Field(default_factory=list)
+    """Platform administrators, as concrete Matrix user ids (they may wipe a person's memories)."""
+
+    @field_validator("administrators")
+    @classmethod
+    def _concrete_users(cls, users: list[str]) -> list[str]:
+        odd = [user for user in users if user != _OWNER_PLACEHOLDER and not _CONCRETE_USER.match(user)]
+        if odd or len(set(users)) != len(users):
+            msg = f"administrators must be distinct, concrete Matrix user ids (not {odd or 'repeated'})"
+            raise ValueError(msg)
+        return users
+
+    @field_validator("knowledge_bases", mode="before")
+    @classmethod
+    def _null_bases(cls, value: Any) -> Any:
+        return {} if value is None else value
+
     @field_validator("agents")
     @classmethod
     def _agent_names(cls, agents: dict[str, AgentConfig]) -> dict[str, AgentConfig]:
@@ -281,6 +316,18 @@ class Config(StrictModel):
                 msg = f"{where}: unknown model {model!r} (known: {', '.join(sorted(self.models)) or 'none'})"
                 raise ValueError(msg)
         return self
+
+    @model_validator(mode="after")
+    def _knowledge_references(self) -> Config:
+        named = {name: agent.knowledge_bases for name, agent in self.agents.items()}
+        check_knowledge_references(self.knowledge_bases, named, list(self.models))
+        return self
+
+    def memory_enabled(self, agent_name: str) -> bool:
+        """Whether `agent_name` recalls and writes memories (its `memory_backend`, else `memory.backend`)."""
+        agent = self.agents.get(agent_name)
+        backend = agent.memory_backend if agent is not None and agent.memory_backend is not None else None
+        return (backend or self.memory.backend) == "mem0"
 
     @property
     def plugin_entries(self) -> list[PluginEntryConfig]:

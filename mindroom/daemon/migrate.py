@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from mindroom.ai.memory import copy_memories
 from mindroom.ai.sessions import copy_sessions
 from mindroom.logging_config import get_logger
 from mindroom.matrix.file_store_import import copy_crypto_state
@@ -42,6 +43,7 @@ async def migrate_state(storage_root: Path, url: str) -> list[CopyCount]:
             target.connection.submit(lambda conn: copy_state(storage_root, conn))
         )
         counts += await copy_sessions(storage_root, url)
+        counts += await copy_memories(storage_root, url)
         stores = await target.open_stores()
         assert stores.crypto is not None
         counts += await asyncio.to_thread(copy_crypto_state, storage_root, stores.crypto)

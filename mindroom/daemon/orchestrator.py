@@ -26,6 +26,7 @@ from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.daemon.bot_start import BotDown, NewDevices, start_bots, tell_admin_room
 from mindroom.daemon.live import build_live_state
 from mindroom.daemon.mcp import MCPLifecycle
+from mindroom.daemon.mind import start_mind
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome, reload_command
 from mindroom.daemon.room_setup import set_up_rooms
 from mindroom.daemon.scheduling.command import schedule_command
@@ -143,6 +144,7 @@ class Orchestrator:
             ),
             paths=paths,
             clock=RunClock.starting(self._run_since),
+            mind=await start_mind(paths, stores.session_url, live.config, self.commands),
         )
         self.running = running
         cell, directory = running.cell, running.directory
@@ -275,6 +277,8 @@ class Orchestrator:
         live = running.live
         config = live.config
         bots = self.bots
+        if running.mind is not None:  # knowledge bases follow the config whatever else changed
+            await running.mind.apply(config)
         removed = {name: bots[name] for name in changes.removed if name in bots}
         await asyncio.gather(
             *(bot.stop("removed from config", grace_s, leave_rooms=True) for bot in removed.values()),
@@ -349,6 +353,8 @@ class Orchestrator:
         if self.mcp is not None:
             await self.mcp.stop()
             self.mcp = None
+        if self.running.mind is not None:
+            await self.running.mind.stop(grace_s)
         set_registry_provider(None)
         shared_pool().close()
         await ai.close_caches()

@@ -12,6 +12,7 @@ only what it declares:
 - `RecentMessages`, `SharedWork` — the recent messages hooks read, each event's media worked once
 - `RuntimePaths` — the data directory and the environment snapshot the model layer reads
 - `TurnLog` — the last answers given, for operators (the dashboard)
+- `TurnMind` — memories recalled before an answer and written after it, the knowledge bases' search tool
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.ingress import Ingress
 from mindroom.bots.media import MediaIntake
 from mindroom.bots.members import MemberHandler
+from mindroom.bots.mind import TurnMind
 from mindroom.bots.reactions import ReactionHandler
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.respond import Responder
@@ -50,12 +52,14 @@ class RunningDaemon:
     recent: RecentMessages = field(default_factory=RecentMessages)
     media: SharedWork = field(default_factory=SharedWork)
     """Each event's attachment, downloaded and transcribed once for every entity that handles it."""
+    mind: TurnMind | None = None
+    """What agents remember about people and the knowledge bases they search (None: neither)."""
     turns: TurnLog = field(default_factory=TurnLog)
     """The last answers given (Matrix and API alike), for operators."""
 
     def responder(self) -> Responder:
         """The answer stages on this run's stores and paths (a Matrix turn's and an API turn's alike)."""
-        return Responder(self.stores, self.paths, self.turns)
+        return Responder(self.stores, self.paths, self.turns, self.mind)
 
     @property
     def live(self) -> LiveState:

@@ -12,8 +12,16 @@ from urllib.parse import urlsplit, urlunsplit
 from mindroom.logging_config import register_secret_values
 from mindroom.state.backend import StateBackend
 from mindroom.state.errors import StateError
+from mindroom.state.knowledge import KnowledgeIndex, knowledge_index_path
 
-__all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "open_state_backend", "read_state_snapshot", "safe_url"]
+__all__ = [
+    "POSTGRES_SCHEMES",
+    "is_postgres_url",
+    "open_knowledge_index",
+    "open_state_backend",
+    "read_state_snapshot",
+    "safe_url",
+]
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
@@ -82,3 +90,14 @@ def read_state_snapshot(storage_root: Path, database_url: str | None, name: str)
             return read_snapshot(conn, name)
     except psycopg.Error as exc:
         raise StateError(f"cannot read the state database at {safe_url(database_url)}: {exc}") from exc
+
+
+def open_knowledge_index(storage_root: Path, database_url: str | None, base_id: str) -> KnowledgeIndex:
+    """One knowledge base's index: in the state's PostgreSQL database, or a SQLite file under the data directory."""
+    if database_url:
+        from mindroom.state.postgres.knowledge import PostgresKnowledgeIndex
+
+        return PostgresKnowledgeIndex(database_url, base_id)
+    from mindroom.state.sqlite.knowledge import SqliteKnowledgeIndex
+
+    return SqliteKnowledgeIndex(knowledge_index_path(storage_root, base_id))

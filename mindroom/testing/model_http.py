@@ -16,6 +16,7 @@ from mindroom.testing.model_api import Answer, ModelApi, StreamPlan
 from mindroom.testing.model_api_anthropic import AnthropicMessagesApi
 from mindroom.testing.model_api_ollama import OllamaChatApi
 from mindroom.testing.model_api_openai import ChatCompletionsApi, ResponsesApi
+from mindroom.testing.model_embeddings import embeddings_reply
 from mindroom.testing.model_replies import ContextOverflow, Delay, Echo, Hang, HttpError, Stall, Stream, Text, ToolCall
 
 __all__ = ["ModelHttpServer", "ModelRequestHandler"]
@@ -94,6 +95,9 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
         if path in ("/v1/audio/transcriptions", "/audio/transcriptions"):
             text = self.server.owner._transcribe(self.headers.get("Content-Type", ""), raw)
             self._send_json(HTTPStatus.OK, {"text": text})
+            return
+        if path in ("/v1/embeddings", "/embeddings"):
+            self._send_json(*embeddings_reply(raw))
             return
         api = _APIS.get(path)
         if api is None:

