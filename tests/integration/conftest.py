@@ -19,6 +19,7 @@ import yaml
 
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.daemon.orchestrator import Orchestrator
+from mindroom.homeserver.synapse import free_port
 from mindroom.homeserver.tether import spawn_module
 from mindroom.testing.homeserver import TestHomeserver
 from mindroom.testing.model_server import ScriptedModelServer
@@ -199,6 +200,7 @@ class DaemonProcess:
             "MINDROOM_STORAGE_PATH": str(self.e2e.storage),
             "MINDROOM_ACCOUNT_PREFIX": self.e2e.account_prefix,
             "MINDROOM_LOG_JSON": "1",
+            "MINDROOM_API_PORT": str(free_port()),  # the daemon serves its API as in production, on a free port
             **self.env,
         }
         with self.log_path.open("ab") as log:

@@ -85,6 +85,7 @@ def quickstart(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     shutil.copytree(ROOT / "plugins", workdir / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
     env = {key: value for key, value in os.environ.items() if not key.startswith(_SCRUBBED)}
     env["MINDROOM_STORAGE_PATH"] = str(tmp_path / "data")
+    env["MINDROOM_API_PORT"] = str(_free_port())  # the README's run serves its API too, on a port of its own here
     env["PYTHONPATH"] = str(ROOT)
     return workdir, env
 
