@@ -10,7 +10,7 @@ import functools
 import inspect
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mindroom.tool_system.calls import call_tool
 from mindroom.tool_system.spec import ToolSpec
@@ -68,20 +68,35 @@ def _function_class() -> type[Function]:
         instead of editing this one, so nothing writes into it.
         """
 
+        requires_connect: ClassVar[bool] = False
+        """Answers agno's check for tools to connect at each run, which would otherwise go through pydantic's
+        slow path for a missing attribute."""
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            # agno sets six private attributes on each tool at each run; pydantic's `__setattr__` would only
+            # store them in the same dict, after more checks.
+            if name in fresh:
+                self.__pydantic_private__[name] = value  # type: ignore[index]
+            else:
+                super().__setattr__(name, value)
+
         def _per_run_copy(self) -> Function:
             if self.user_input_schema is not None:  # the model layer writes answers into it: agno's own copy
                 return super()._per_run_copy()
-            if self._framework_params is None:
-                self._framework_params = self._resolve_framework_params()  # once, on the template
+            # Private attributes are read and written in pydantic's dict: attribute access goes the slow way.
+            state: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+            if state["_framework_params"] is None:
+                state["_framework_params"] = self._resolve_framework_params()  # once, on the template
             copied = self.model_copy(deep=False)
             private = dict(fresh)
-            private["_framework_params"] = set(self._framework_params)
+            private["_framework_params"] = set(state["_framework_params"])
             object.__setattr__(copied, "__pydantic_private__", private)
             return copied
 
         def process_entrypoint(self, strict: bool = False) -> None:
             """Nothing left to do for a per-run copy outside strict mode; else agno's processing."""
-            if strict or self._framework_params is None or not self.skip_entrypoint_processing:
+            private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+            if strict or not self.skip_entrypoint_processing or private["_framework_params"] is None:
                 super().process_entrypoint(strict=strict)
 
     return TurnFunction
