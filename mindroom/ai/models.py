@@ -19,6 +19,7 @@ from mindroom.ai.errors import ModelConfigError
 from mindroom.ai.failures import CALL_POLICY_ATTRIBUTE, reporting_class
 from mindroom.ai.model_recipes import PLACEHOLDER_API_KEY, ModelRecipe, model_recipe
 from mindroom.ai.resilience import CallPolicy
+from mindroom.ai.tool_payload import verbatim_class
 from mindroom.config.main import ModelConfig
 from mindroom.config.providers import PROVIDERS, missing_packages
 from mindroom.logging_config import get_logger
@@ -52,7 +53,7 @@ def build_model(model: ModelConfig, *, env: Mapping[str, str], name: str | None 
     """Build the agno model for a config entry; `ModelConfigError` names the model and what is missing."""
     label = name or f"{model.provider}:{model.id}"
     recipe = model_recipe(model, env, label)
-    cls = reporting_class(model_class(recipe, model.provider, label))
+    cls = reporting_class(verbatim_class(model_class(recipe, model.provider, label)))
     try:
         built = cls(**recipe.kwargs)
     except TypeError as error:

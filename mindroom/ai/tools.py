@@ -10,7 +10,7 @@ import functools
 import inspect
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mindroom.tool_system.calls import call_tool
 from mindroom.tool_system.spec import ToolSpec
@@ -45,6 +45,63 @@ def described(spec: ToolSpec) -> ToolSpec:
     )
 
 
+@functools.cache
+def _function_class() -> type[Function]:
+    """agno's `Function` with a cheap per-run copy (defined once agno is imported)."""
+    from agno.tools.function import Function
+
+    fresh = {name: attr.get_default() for name, attr in Function.__private_attributes__.items()}
+    if any(value is not None for value in fresh.values()):
+        msg = "agno's Function has private state that is not None by default; TurnFunction cannot share it"
+        raise RuntimeError(msg)
+
+    class TurnFunction(Function):
+        """An agno `Function` for one of our tools, copied cheaply for each run of the (cached) agent.
+
+        agno copies every tool of an agent at the start of each run, so that what one run writes into its
+        copy (the agent, run context, media) reaches no other run, and processes each copy's entrypoint.
+        Its copy rebuilds the parameters' JSON schema and resets each private attribute through pydantic,
+        and the processing looks up which parameters agno supplies itself: about 20 us per tool and run.
+        This copy starts from the same fresh private state in one assignment, keeps the template's
+        answer to that lookup (it depends on the entrypoint alone), and shares the schema: the entrypoint
+        is never processed (`skip_entrypoint_processing`), and agno's strict mode builds a new schema
+        instead of editing this one, so nothing writes into it.
+        """
+
+        requires_connect: ClassVar[bool] = False
+        """Answers agno's check for tools to connect at each run, which would otherwise go through pydantic's
+        slow path for a missing attribute."""
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            # agno sets six private attributes on each tool at each run; pydantic's `__setattr__` would only
+            # store them in the same dict, after more checks.
+            if name in fresh:
+                self.__pydantic_private__[name] = value  # type: ignore[index]
+            else:
+                super().__setattr__(name, value)
+
+        def _per_run_copy(self) -> Function:
+            if self.user_input_schema is not None:  # the model layer writes answers into it: agno's own copy
+                return super()._per_run_copy()
+            # Private attributes are read and written in pydantic's dict: attribute access goes the slow way.
+            state: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+            if state["_framework_params"] is None:
+                state["_framework_params"] = self._resolve_framework_params()  # once, on the template
+            copied = self.model_copy(deep=False)
+            private = dict(fresh)
+            private["_framework_params"] = set(state["_framework_params"])
+            object.__setattr__(copied, "__pydantic_private__", private)
+            return copied
+
+        def process_entrypoint(self, strict: bool = False) -> None:
+            """Nothing left to do for a per-run copy outside strict mode; else agno's processing."""
+            private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+            if strict or not self.skip_entrypoint_processing or private["_framework_params"] is None:
+                super().process_entrypoint(strict=strict)
+
+    return TurnFunction
+
+
 def agno_function(spec: ToolSpec, agent_name: str) -> Function:
     """An agno `Function` that runs `spec` for `agent_name` through the tool hooks."""
     ready = described(spec)
@@ -52,9 +109,7 @@ def agno_function(spec: ToolSpec, agent_name: str) -> Function:
     async def entrypoint(**arguments: Any) -> str:
         return await call_tool(ready, agent_name, arguments)
 
-    from agno.tools.function import Function
-
-    return Function(
+    return _function_class()(
         name=ready.name,
         description=ready.description,
         parameters=dict(ready.parameters or {}),

@@ -20,7 +20,7 @@ from typing import Any
 
 from mindroom import ai
 from mindroom.bots.channel import GenerationSetup
-from mindroom.bots.streaming import Streamed
+from mindroom.bots.streaming import Streamed, spent
 
 __all__ = ["EMPTY_RESPONSE", "HttpAnswer"]
 
@@ -40,6 +40,7 @@ class HttpAnswer:
         self.delivered = False
         self._streamed = ""
         self._ended = False
+        self._usage_told = False
 
     @property
     def in_room(self) -> bool:
@@ -52,6 +53,7 @@ class HttpAnswer:
 
     def _usage(self, usage: ai.TokenUsage) -> None:
         self.usage = usage
+        self._usage_told = True
 
     def _emit(self, kind: str, text: str = "") -> None:
         if self._ended:
@@ -67,7 +69,7 @@ class HttpAnswer:
             )
             setup.after_reply.push_async_callback(early.stored)
             self.usage = early.usage
-            return Streamed(early.text, None)
+            return Streamed(early.text, None, usage=spent(early.usage, request))
         stream = ai.stream_generate(
             request,
             storage_root=setup.storage_root,
@@ -79,7 +81,8 @@ class HttpAnswer:
             async for delta in stream:
                 self._streamed += delta
                 self._emit("delta", delta)
-        return Streamed(self._streamed, self.completion_id if self._streamed else None)
+        event_id = self.completion_id if self._streamed else None
+        return Streamed(self._streamed, event_id, usage=spent(self.usage, request) if self._usage_told else None)
 
     async def reply(self, text: str, extra: dict[str, Any] | None = None) -> str:
         """The whole answer (for a stream that showed nothing yet, as one chunk)."""

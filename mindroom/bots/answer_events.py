@@ -145,14 +145,18 @@ async def compact_before_answer(
     correlation_id: str,
     model: ModelConfig,
     num_history_runs: int,
+    budget: int | None = None,
     *,
     storage_root: Path,
     env: Mapping[str, str],
     database_url: str | None = None,
-) -> None:
-    """Fold the conversation's oldest turns into a summary when its history is over the budget.
+) -> bool:
+    """Fold the conversation's oldest turns into a summary when its history is over `budget` tokens (None:
+    the config's `history_token_budget`); True when something was folded.
 
-    `compaction:before` fires for each chunk before it is stored, `compaction:after` once everything is.
+    Runs before an answer, and again with a smaller budget when the model refused the turn as too long
+    (the request's `shorten_history`). `compaction:before` fires for each chunk before it is stored,
+    `compaction:after` once everything is.
     """
     registry = live.registry
     session_id = envelope.target.session_id
@@ -175,7 +179,7 @@ async def compact_before_answer(
         entity.name,
         session_id,
         model=model,
-        budget=live.config.defaults.history_token_budget,
+        budget=live.config.defaults.history_token_budget if budget is None else budget,
         num_history_runs=num_history_runs,
         storage_root=storage_root,
         env=env,
@@ -184,7 +188,7 @@ async def compact_before_answer(
         with_messages=after,
     )
     if result is None or not after:
-        return
+        return result is not None
     ctx = CompactionHookContext(
         event_name=EVENT_COMPACTION_AFTER,
         messages=result.messages,
@@ -194,3 +198,4 @@ async def compact_before_answer(
         **base,
     )
     await emit(registry, EVENT_COMPACTION_AFTER, ctx)
+    return True

@@ -12,7 +12,7 @@ from typing import Any
 from mindroom import ai
 from mindroom.bots.channel import GenerationSetup
 from mindroom.bots.reply import ReplyChannel, typing_notice
-from mindroom.bots.streaming import Streamed, stream_to_matrix
+from mindroom.bots.streaming import Streamed, spent, stream_to_matrix
 
 __all__ = ["MatrixAnswer"]
 
@@ -54,7 +54,7 @@ class MatrixAnswer:
             request, storage_root=setup.storage_root, env=setup.env, database_url=setup.database_url
         )
         setup.after_reply.push_async_callback(early.stored)
-        return Streamed(early.text, None)
+        return Streamed(early.text, None, usage=spent(early.usage, request))
 
     async def reply(self, text: str, extra: dict[str, Any] | None = None) -> str:
         """A reply in the thread (more messages if it is long)."""

@@ -45,7 +45,7 @@ from mindroom.hooks.context import (
 from mindroom.hooks.enrichment import EnrichmentItem, append_enrichment
 from mindroom.hooks.execution import emit, emit_collect, emit_transform
 from mindroom.hooks.tool_contexts import ApprovalRequester
-from mindroom.hooks.transport import DeliveryKind
+from mindroom.hooks.transport import DeliveryKind, ResponseUsage
 from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_ENRICH
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixError
@@ -87,6 +87,7 @@ class _Generated:
     cancelled: str | None = None
     """Why the answer ended early (a stop reaction, shutdown), if it did: reported as `message:cancelled`."""
     files: tuple[OutboundFile, ...] = ()
+    usage: ResponseUsage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,19 +254,18 @@ async def _generate(
         await ai.forget_turn(
             entity.name, session_id(envelope), question, storage_root=storage_root, database_url=database_url
         )
-    if settings.num_history_runs > 0 and not _opens_conversation(turn):
-        await compact_before_answer(
-            entity,
-            live,
-            envelope,
-            turn.bindings,
-            turn.correlation_id,
-            model,
-            settings.num_history_runs,
+
+    async def compact(budget: int | None = None) -> bool:
+        """Fold the history with the compaction hooks: before the answer, and when the model refuses it as too long."""
+        return await compact_before_answer(
+            *(entity, live, envelope, turn.bindings, turn.correlation_id, model, settings.num_history_runs, budget),
             storage_root=storage_root,
             env=env,
             database_url=database_url,
         )
+
+    if settings.num_history_runs > 0 and not _opens_conversation(turn):
+        await compact()
     images, image_notes = await images_for_model(turn.stores.attachments, turn.image_ids, model)
     request = ai.GenerationRequest(
         agent_name=entity.name,
@@ -283,6 +283,7 @@ async def _generate(
         images=images,
         system_context=system,
         opens_session=_opens_conversation(turn),
+        shorten_history=compact,
     )
     tool_context = ToolRuntimeContext(
         registry=live.registry,
@@ -309,7 +310,10 @@ async def _generate(
         return _Ended(str(exc), answer.event_id)
     files = tuple(tool_context.outbox) if turn.channel.in_room else ()
     draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), draft_listing(files), envelope)
-    return _Generated(streamed.text, streamed.event_id, draft, _STOP_REASONS.get(streamed.stop_note or ""), files)
+    if streamed.usage is not None:  # spent whether or not the answer is delivered
+        entity.metrics.record_usage(streamed.usage)
+    stop = _STOP_REASONS.get(streamed.stop_note or "")
+    return _Generated(streamed.text, streamed.event_id, draft, stop, files, streamed.usage)
 
 
 def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
@@ -369,7 +373,7 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> 
             )
         )
     logger.info("answered", event_id=turn.envelope.source_event_id, response_event_id=event_id, delivery=delivery)
-    return ResponseResult(text, event_id, delivery, draft.response_kind, turn.envelope)
+    return ResponseResult(text, event_id, delivery, draft.response_kind, turn.envelope, generated.usage)
 
 
 async def _cancelled(turn: _Turn, reason: str, visible_event_id: str | None = None) -> None:

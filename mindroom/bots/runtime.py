@@ -23,6 +23,7 @@ from mindroom.config.main import Config
 from mindroom.errors import PluginError
 from mindroom.hooks.context import HookBindings
 from mindroom.hooks.registry import HookRegistry
+from mindroom.hooks.transport import ResponseUsage
 from mindroom.matrix import MatrixEvent
 from mindroom.plugins.loader import Plugin
 from mindroom.plugins.skills import SkillCatalog
@@ -101,11 +102,22 @@ class BotMetrics:
     messages_handled: int = 0
     answers: int = 0
     answer_latency_s: deque[float] = field(default_factory=lambda: deque(maxlen=1024))
+    tokens: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    """Model id -> (input, output, cached) tokens its turns spent, since the bot started."""
 
     def record_answer(self, seconds: float) -> None:
         """Count one answer and its latency."""
         self.answers += 1
         self.answer_latency_s.append(seconds)
+
+    def record_usage(self, usage: ResponseUsage) -> None:
+        """Add one turn's token usage to its model's counts."""
+        input_tokens, output_tokens, cached_tokens = self.tokens.get(usage.model, (0, 0, 0))
+        self.tokens[usage.model] = (
+            input_tokens + usage.input_tokens,
+            output_tokens + usage.output_tokens,
+            cached_tokens + usage.cached_tokens,
+        )
 
 
 class Entity(Protocol):

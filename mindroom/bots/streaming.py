@@ -12,21 +12,31 @@ from mindroom import ai
 from mindroom.bots.lifecycle import OpenAnswer
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import LiveState
+from mindroom.hooks.transport import ResponseUsage
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import STREAM_CURSOR
 
-__all__ = ["Streamed", "stream_to_matrix"]
+__all__ = ["Streamed", "spent", "stream_to_matrix"]
 
 logger = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class Streamed:
-    """A streamed answer: its full text, the message it is shown in, and the note it was stopped with (if so)."""
+    """A generated answer: its full text, the message it is shown in, the note it was stopped with (if so),
+    and the tokens the model spent on it (None when the model did not finish it)."""
 
     text: str
     event_id: str | None
     stop_note: str | None = None
+    usage: ResponseUsage | None = None
+
+
+def spent(usage: ai.TokenUsage | None, request: ai.GenerationRequest) -> ResponseUsage | None:
+    """The model layer's token usage of `request` as hooks and metrics see it (with the model's id)."""
+    if usage is None:
+        return None
+    return ResponseUsage(usage.input_tokens, usage.output_tokens, usage.cached_tokens, request.model.id)
 
 
 async def stream_to_matrix(
@@ -56,7 +66,10 @@ async def stream_to_matrix(
     shown = ""
     last_edit = 0.0
     deltas: asyncio.Queue[str | None] = asyncio.Queue()
-    stream = ai.stream_generate(request, storage_root=storage_root, env=env, database_url=database_url)
+    usage: list[ai.TokenUsage] = []
+    stream = ai.stream_generate(
+        request, storage_root=storage_root, env=env, database_url=database_url, on_usage=usage.append
+    )
 
     async def read() -> None:
         try:
@@ -107,4 +120,4 @@ async def stream_to_matrix(
             logger.info("stream stopped", event_id=envelope.source_event_id, note=stream_state.stop_note)
             text = f"{text}\n\n{stream_state.stop_note}" if text else stream_state.stop_note
             return Streamed(text, event_id, stream_state.stop_note)
-    return Streamed(text, event_id)
+    return Streamed(text, event_id, usage=spent(usage[-1], request) if usage else None)

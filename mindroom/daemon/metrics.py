@@ -41,6 +41,7 @@ logger = get_logger(__name__)
 HOOK_DURATION_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0)
 AGENT_LATENCY_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_TOKEN_KINDS = ("input", "output", "cached")
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -211,6 +212,16 @@ class MetricsCollector(Collector):
             "mindroom_agent_answers_total",
             "Answers a bot sent.",
             [(labels, bot.metrics.answers) for labels, bot in labelled],
+        )
+        yield _counter(
+            "mindroom_model_tokens_total",
+            "Tokens the agent's turns spent, by model and kind (cached input is counted in input too).",
+            [
+                ((("agent", labels[0][1]), ("model", model), ("kind", kind)), count)
+                for labels, bot in labelled
+                for model, counts in sorted(bot.metrics.tokens.items())
+                for kind, count in zip(_TOKEN_KINDS, counts, strict=True)
+            ],
         )
         yield _gauge(
             "mindroom_agent_in_flight",

@@ -82,6 +82,7 @@ __all__ = [
     "RegisteredHook",
     "ResponseDraft",
     "ResponseResult",
+    "ResponseUsage",
     "RoomMemberJoinedContext",
     "RoomMemberLeftContext",
     "ScheduleFiredContext",

@@ -45,6 +45,7 @@ from mindroom.hooks.transport import (
     MessageTarget,
     ResponseDraft,
     ResponseResult,
+    ResponseUsage,
     ToolTraceEntry,
     new_correlation_id,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "ReactionReceivedContext",
     "ResponseDraft",
     "ResponseResult",
+    "ResponseUsage",
     "RoomMemberJoinedContext",
     "RoomMemberLeftContext",
     "RoomStatePutter",

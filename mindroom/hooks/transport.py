@@ -24,6 +24,7 @@ __all__ = [
     "ResponseDraft",
     "ResponseKind",
     "ResponseResult",
+    "ResponseUsage",
     "SourceKind",
     "ToolTraceEntry",
     "new_correlation_id",
@@ -162,11 +163,34 @@ class ResponseDraft:
 
 
 @dataclass(frozen=True, slots=True)
+class ResponseUsage:
+    """The tokens the model spent on one answer, over every model call of its turn (tool rounds included).
+
+    `input_tokens` counts everything the model read, `cached_tokens` the part of it served from the
+    provider's prompt cache, `output_tokens` what it wrote; `model` is the configured model's id.
+    """
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    model: str
+
+    @property
+    def total_tokens(self) -> int:
+        """Input and output together."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
 class ResponseResult:
-    """What was delivered to Matrix, as `message:after_response` hooks see it."""
+    """What was delivered to Matrix, as `message:after_response` hooks see it.
+
+    `usage` is what the model spent on the answer (None for an answer no model wrote).
+    """
 
     response_text: str
     response_event_id: str
     delivery_kind: DeliveryKind
     response_kind: ResponseKind
     envelope: MessageEnvelope
+    usage: ResponseUsage | None = None

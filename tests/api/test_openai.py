@@ -16,8 +16,11 @@ from mindroom.hooks import (
     EVENT_MESSAGE_ENRICH,
     EVENT_MESSAGE_RECEIVED,
     EnrichmentItem,
+    ResponseUsage,
     hook,
 )
+from mindroom.testing.model_api import word_count
+from mindroom.testing.model_api_openai import ChatCompletionsApi
 from mindroom.testing.model_server import Delay, Echo, HttpError, ScriptedModelServer, Stream, Text
 from tests.bots.bench import registry_of, until
 
@@ -71,6 +74,32 @@ async def test_v1_completion_answers_with_the_agents_model_and_counts_tokens(mak
     assert answer.usage.total_tokens == answer.usage.prompt_tokens + answer.usage.completion_tokens
     assert api.bench.client("helper").messages == []  # nothing went to Matrix
     assert api.bench.daemon.stores.journal.pending("helper") == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_v1_usage_is_what_the_model_reported_and_after_response_sees_it(make_api, model_server, stream):
+    seen: list[Any] = []
+
+    @hook(EVENT_MESSAGE_AFTER_RESPONSE)
+    async def after(ctx):
+        seen.append(ctx.result.usage)
+
+    model_server.set_cached_tokens(2)
+    model_server.set_default(Stream(["four ", "words ", "are ", "here"]) if stream else Text("four words are here"))
+    api = await make_api({"helper": HELPER}, env=KEYED, registry=registry_of(after))
+    body = {"model": "helper", "messages": [{"role": "user", "content": "count"}], "stream": stream}
+
+    response = await api.client(KEY).post("/v1/chat/completions", json=body)
+    await until(lambda: seen)
+
+    [request] = model_server.requests
+    read = word_count(ChatCompletionsApi().texts(request))
+    assert seen == [ResponseUsage(read, 4, 2, "agent-model")]
+    assert api.bench.bots["helper"].metrics.tokens == {"agent-model": (read, 4, 2)}
+    assert response.status_code == 200
+    if not stream:  # cached input is counted in the prompt tokens; a stream sends no usage chunk
+        usage = response.json()["usage"]
+        assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (read, 4, read + 4)
 
 
 async def test_v1_stream_sends_role_content_stop_and_done(make_api, model_server):

@@ -17,6 +17,7 @@ from mindroom.hooks import (
     HookRegistry,
     MessageEnrichContext,
     MessageReceivedContext,
+    ResponseUsage,
     hook,
 )
 from mindroom.hooks.execution import emit, emit_collect
@@ -147,6 +148,31 @@ def test_agent_latency_histogram_counts_each_answer_once():
     assert _sample(second, "mindroom_agent_answer_latency_seconds_count", agent="assistant") == 3
     assert _sample(second, "mindroom_agent_answer_latency_seconds_bucket", le="0.1", agent="assistant") == 1
     assert _sample(second, "mindroom_agent_answer_latency_seconds_bucket", le="5", agent="assistant") == 3
+
+
+def test_model_tokens_are_counted_per_agent_model_and_kind():
+    registry = _registry()
+    running = _running(registry)
+    collector = MetricsCollector(lambda: running)
+    before = collector.render()
+    metrics = running.directory.entities["assistant"].metrics
+    metrics.record_usage(ResponseUsage(100, 20, 60, "gpt-small"))
+    metrics.record_usage(ResponseUsage(50, 5, 0, "gpt-small"))
+    metrics.record_usage(ResponseUsage(7, 3, 1, "local-llama"))
+
+    text = collector.render()
+
+    assert "mindroom_model_tokens_total{" not in before  # no answer yet, no series
+    for model, kind, value in [
+        ("gpt-small", "input", 150),
+        ("gpt-small", "output", 25),
+        ("gpt-small", "cached", 60),
+        ("local-llama", "input", 7),
+        ("local-llama", "output", 3),
+        ("local-llama", "cached", 1),
+    ]:
+        assert _sample(text, "mindroom_model_tokens_total", agent="assistant", model=model, kind=kind) == value
+    assert "# TYPE mindroom_model_tokens_total counter" in text
 
 
 def test_breaker_trips_and_reloads_are_reported():

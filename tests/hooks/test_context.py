@@ -24,6 +24,7 @@ from mindroom.hooks import (
     ReactionReceivedContext,
     ResponseDraft,
     ResponseResult,
+    ResponseUsage,
     ScheduleFiredContext,
     ToolAfterCallContext,
     ToolBeforeCallContext,
@@ -263,6 +264,16 @@ def test_context_response_result_is_frozen():
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.response_text = "x"
+
+
+def test_context_response_result_carries_usage_only_when_given():
+    plain = ResponseResult("hi", "$r", "sent", "ai", envelope())
+    spent = ResponseResult("hi", "$r", "sent", "ai", envelope(), ResponseUsage(120, 8, 100, "gpt-small"))
+
+    assert plain.usage is None
+    assert spent.usage is not None and spent.usage.total_tokens == 128 and spent.usage.model == "gpt-small"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spent.usage.input_tokens = 1  # type: ignore[misc]
 
 
 def test_context_before_response_takes_envelope_from_draft():
@@ -599,7 +610,7 @@ def test_context_hook_bindings_is_a_frozen_value():
 
 
 @pytest.mark.parametrize(
-    "name", ["MessageEnvelope", "MessageTarget", "ResponseDraft", "ResponseResult", "ToolTraceEntry"]
+    "name", ["MessageEnvelope", "MessageTarget", "ResponseDraft", "ResponseResult", "ResponseUsage", "ToolTraceEntry"]
 )
 def test_context_transport_objects_are_one_class_under_every_path(name):
     import mindroom.hooks

@@ -20,7 +20,9 @@ from mindroom.api.settings import api_settings
 from mindroom.cli import app
 from mindroom.daemon.hooks_snapshot import snapshot_path, write_hooks_snapshot
 from mindroom.daemon.metrics import MetricsCollector
-from mindroom.testing.model_server import Text
+from mindroom.testing.model_api import word_count
+from mindroom.testing.model_api_openai import ChatCompletionsApi
+from mindroom.testing.model_server import Stream, Text
 from tests.integration.conftest import E2E
 from tests.integration.support import thread_replies
 
@@ -44,6 +46,20 @@ async def polish(ctx):
 @hook("message:after_response")
 async def broken(ctx):
     raise RuntimeError("this hook always fails")
+"""
+
+USAGE = """
+import json
+from pathlib import Path
+
+from mindroom.hooks import hook
+
+@hook("message:after_response")
+async def tally(ctx):
+    usage = ctx.result.usage
+    with Path(ctx.settings["log"]).open("a") as out:
+        out.write(json.dumps([ctx.envelope.agent_name, usage.model, usage.input_tokens, usage.output_tokens,
+                              usage.cached_tokens]) + "\\n")
 """
 
 SAMPLE = re.compile(r"^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
@@ -149,3 +165,47 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
         "message:before_response",
         "message:after_response",
     ]
+
+
+async def test_operator_token_usage_reaches_after_response_and_metrics(e2e: E2E, tmp_path):
+    log = tmp_path / "usage.jsonl"
+    e2e.plugin("usage", USAGE)
+    human = await e2e.human()
+    whole, streamed, room = e2e.name("whole"), e2e.name("streamed"), e2e.name("room")
+    agents = {
+        whole: {"display_name": "Whole", "model": "default", "rooms": [room]},
+        streamed: {"display_name": "Streamed", "model": "default", "rooms": [room], "enable_streaming": True},
+    }
+    config = e2e.basic_config(
+        [human.user_id], agents, plugins=[{"path": "plugins/usage", "settings": {"log": str(log)}}]
+    )
+    daemon = await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+    e2e.model_server.set_cached_tokens(2)
+
+    spent = {}
+    for agent, reply in (
+        (whole, Text("three words here")),
+        (streamed, Stream(["four ", "words ", "streamed ", "too"])),
+    ):
+        e2e.model_server.set_default(reply, model="agent-model")
+        asked = len(e2e.model_server.requests)
+        event_id = await human.send(room_id, f"{e2e.user_id(agent)} count", mentions=[e2e.user_id(agent)])
+        await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
+        requests = [r for r in e2e.model_server.requests[asked:] if r.get("model") == "agent-model"]
+        spent[agent] = sum(word_count(ChatCompletionsApi().texts(request)) for request in requests)
+    await e2e.idle()
+
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert rows == [[whole, "agent-model", spent[whole], 3, 2], [streamed, "agent-model", spent[streamed], 4, 2]]
+    ctx = ApiContext(daemon, api_settings({}, port=0))
+    async with ApiServer(ctx, create_app(ctx, MetricsCollector(lambda: daemon.running))) as server:
+        url = server.url + "/metrics"
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
+    samples = _parse(body)
+    for agent, output in ((whole, 3), (streamed, 4)):
+        labels = {"agent": agent, "model": "agent-model"}
+        assert _value(samples, "mindroom_model_tokens_total", kind="input", **labels) == spent[agent]
+        assert _value(samples, "mindroom_model_tokens_total", kind="output", **labels) == output
+        assert _value(samples, "mindroom_model_tokens_total", kind="cached", **labels) == 2
