@@ -21,6 +21,7 @@ from mindroom.config.plugin import PluginEntryConfig
 from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.hooks import HookRegistry
 from mindroom.matrix import MatrixEvent, bot_user_id
+from mindroom.state.journal import TurnJournal
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
 from mindroom.testing.model_server import ScriptedModelServer
 from mindroom.testing.recording_client import RecordingClient, RecordingHomeserver
@@ -52,7 +53,9 @@ def bench_config(model_server: ScriptedModelServer, agents: dict[str, dict[str, 
 class Bench:
     """A running pipeline: `await bench.start()`, feed events with `deliver`, `await bench.settle()`, assert."""
 
-    def __init__(self, tmp_path: Path, config: Config, registry: HookRegistry | None = None) -> None:
+    def __init__(
+        self, tmp_path: Path, config: Config, registry: HookRegistry | None = None, journal: TurnJournal | None = None
+    ) -> None:
         self.server = RecordingHomeserver()
         names = ["router", *config.agents]
         user_ids = {name: bot_user_id(name, self.server.server_name, self.server.account_prefix) for name in names}
@@ -66,6 +69,7 @@ class Bench:
             started_at_ms=0,
             approvals=self.desk,
             entities=self.bots,
+            journal=journal,
         )
         self.commands = CommandTable.with_builtins(is_managed=self.daemon.directory.is_managed)
         for name in names:

@@ -14,10 +14,15 @@ import pytest
 import pytest_asyncio
 from structlog.testing import capture_logs
 
+from mindroom.hooks import EVENT_TOOL_BEFORE_CALL, hook
 from mindroom.state.postgres.backend import PostgresState
+from mindroom.testing.model_server import ScriptedModelServer, Text, ToolCall, model_server
+from tests.bots.bench import ALICE, LOBBY, Bench, bench_config, registry_of
 from tests.state.postgres_server import TestPostgres
 
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio]
+
+__all__ = ["model_server"]
 
 LEASE_S = 1.0
 REFUSED = "not answering: this daemon cannot show it still holds the state lock"
@@ -180,3 +185,47 @@ async def test_postgres_fence_claims_carry_the_generation_and_a_stale_one_is_ref
     assert "fence moved past" in reason
     assert _admin(postgres_url, "SELECT event_id FROM mindroom.handled_events") == [("$fresh",)]
     assert journal.claim("agent", "$after") is False
+
+
+async def test_postgres_fence_a_claimed_turn_whose_lock_is_lost_mid_generation_sends_nothing(
+    postgres_url: str, postgres_server: TestPostgres, closing, tmp_path, model_server: ScriptedModelServer
+):
+    active, standby = _state(postgres_url), _state(postgres_url)
+    closing.extend([active, standby])
+    await active.acquire()
+    journal = (await active.open_stores()).journal
+    await standby.open()
+    generating, go_on = asyncio.Event(), asyncio.Event()
+
+    @hook(EVENT_TOOL_BEFORE_CALL, timeout_ms=120_000)
+    async def hold(ctx: object) -> None:  # the turn is claimed and the model is at work: the lock goes meanwhile
+        generating.set()
+        await go_on.wait()
+
+    model_server.script(ToolCall("calculate", {"expression": "6 * 7"}), Text("It is 42."))
+    agents = {"helper": {"display_name": "Helper", "rooms": ["lobby"], "tools": ["calculator"]}}
+    bench = Bench(tmp_path, bench_config(model_server, agents), registry_of(hold), journal=journal)
+    await bench.start()
+    database = postgres_url.rsplit("/", 1)[1]
+    try:
+        question = bench.server.message(LOBBY, ALICE, "what is six times seven?")
+        await bench.deliver(question)
+        await asyncio.wait_for(generating.wait(), 60)
+        assert await asyncio.to_thread(active.connection.flush, 10)  # the claim is in the database
+        _admin(postgres_server.admin_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
+        _admin(postgres_server.admin_url, "SELECT pg_terminate_backend(%s)", (_writer_pid(active),))
+        await standby.acquire(wait=True, poll_s=0.05)  # the standby holds the state now
+        with capture_logs() as logs:
+            go_on.set()
+            await bench.settle(60)
+    finally:
+        _admin(postgres_server.admin_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS true")
+        go_on.set()
+        await bench.stop()
+
+    helper = bench.client("helper")
+    assert (helper.messages, helper.edits) == ([], [])
+    assert len(model_server.requests) == 2  # the answer was made, and not sent
+    assert "turn left unanswered: the state lock could not be shown" in [entry["event"] for entry in logs]
+    standby_journal = (await standby.open_stores()).journal
+    assert [pending.event_id for pending in standby_journal.pending("helper")] == [question.event_id]
