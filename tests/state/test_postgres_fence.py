@@ -26,6 +26,7 @@ __all__ = ["model_server"]
 
 LEASE_S = 1.0
 REFUSED = "not answering: this daemon cannot show it still holds the state lock"
+WAITED_OUT = "state lock taken from a holder that did not release it; waiting out its lease"
 
 
 def _state(url: str, *, idle_check_s: float = 0.1) -> PostgresState:
@@ -51,7 +52,7 @@ def _writer_pid(state: PostgresState) -> int:
     return int(state.connection.call(lambda conn: conn.execute("SELECT pg_backend_pid()").fetchone()[0]))
 
 
-async def _until(check: object, timeout: float = 10.0) -> None:
+async def _until(check: object, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():  # type: ignore[operator]
         assert time.monotonic() < deadline, "condition not met in time"
@@ -94,17 +95,19 @@ async def test_postgres_fence_an_outage_stops_claims_at_once_and_the_standby_tak
     # The outage, as the active daemon sees it: its session ends and no new one can be opened.
     _admin(postgres_server.admin_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
     try:
-        _admin(postgres_server.admin_url, "SELECT pg_terminate_backend(%s)", (pid,))
-        await _until(lambda: not active.connection.holds_lock(), timeout=LEASE_S / 2)
-        refused_at = time.monotonic()
+        with capture_logs() as logs:
+            _admin(postgres_server.admin_url, "SELECT pg_terminate_backend(%s)", (pid,))
+            await _until(lambda: not active.connection.holds_lock())
+        # Refused because the session failed (noticed at once), not because its lease ran out meanwhile.
+        assert "state database connection lost; reconnecting" in [entry["event"] for entry in logs]
         claims_while_down = []
         taking = asyncio.create_task(standby.acquire(wait=True, poll_s=0.05))
         while not taking.done():
             claims_while_down.append(journal.claim("agent", f"$e{len(claims_while_down)}"))
             await asyncio.sleep(0.02)
         await taking
+        # Taken while the active daemon still cannot connect: the standby waits for nothing of it.
         assert standby.locked and claims_while_down and not any(claims_while_down)
-        assert time.monotonic() - refused_at < 5  # the standby did not wait for the active daemon's backoff
         standby_journal = (await standby.open_stores()).journal
         assert standby_journal.claim("agent", "$e0")  # the event goes to one daemon: the standby
     finally:
@@ -132,9 +135,11 @@ async def test_postgres_fence_takeover_from_a_holder_that_did_not_let_go_waits_o
     _admin(postgres_url, "SELECT pg_terminate_backend(%s)", (_writer_pid(active),))
 
     started = time.monotonic()
-    await standby.acquire()
+    with capture_logs() as taking:
+        await standby.acquire()
     waited = time.monotonic() - started
 
+    assert WAITED_OUT in [entry["event"] for entry in taking]
     assert waited >= LEASE_S, f"the takeover began {waited:.2f} s after the lock was free"
     assert first is not None and standby.connection.generation == first + 1
     assert not active.connection.holds_lock() and journal.claim("agent", "$two") is False
@@ -142,9 +147,10 @@ async def test_postgres_fence_takeover_from_a_holder_that_did_not_let_go_waits_o
 
     successor = _state(postgres_url)
     closing.append(successor)
-    started = time.monotonic()
-    await successor.acquire()  # released cleanly: nothing to wait for
-    assert time.monotonic() - started < LEASE_S / 2
+    with capture_logs() as succeeding:
+        await successor.acquire()  # released cleanly: nothing to wait for
+    assert "state lock taken" in [entry["event"] for entry in succeeding]
+    assert WAITED_OUT not in [entry["event"] for entry in succeeding]
     assert successor.connection.generation == first + 2
 
 
