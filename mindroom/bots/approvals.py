@@ -7,6 +7,9 @@ turn, the asking hook, the tool and its arguments, so a turn replayed after a re
 and waits on it instead of asking again; `expire_overdue` marks the cards whose time ran out while the
 daemon was down. Which events count (authorized people, known cards) is for ingress and the reaction
 handler to decide; this module records and announces the outcome.
+
+Timed approvals (`mindroom.bots.approval_grants`, kept in the state's `GrantStore`): a call the person's
+grant or `!auto_approve` window covers runs without a card.
 """
 
 from __future__ import annotations
@@ -16,16 +19,19 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mindroom.bots.approval_grants import TimedApprovals, grant_note, grant_wire, offer_text
 from mindroom.bots.client import BotClient
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
 from mindroom.state.approvals import ApprovalRecord, ApprovalStatus, ApprovalStore
+from mindroom.state.grants import ApprovalGrant
+from mindroom.tool_system.approval_grants import AUTO_APPROVE_OPTIONS, valid_auto_approve_seconds
 from mindroom.tool_system.approval_rules import APPROVAL_RULES_PLUGIN
 
 __all__ = [
@@ -105,15 +111,30 @@ class ApprovalSeat:
         return cls(agent, display_name, client, envelope.room_id, thread, source, correlation_id)
 
 
-class ApprovalDesk:
-    """The daemon's approvals: asks on cards, waits for the answer, records and announces how each ended."""
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """A turn waiting on a card in this process: where, for whom, whether only that person may answer
+    (the rules' cards), and the operation a timed approval of it would be bound to (None: none offered)."""
 
-    def __init__(self, store: ApprovalStore) -> None:
+    seat: ApprovalSeat
+    requester: str | None
+    answerer: str | None
+    offer: str | None
+
+
+class ApprovalDesk:
+    """The daemon's approvals: asks on cards, waits for the answer, records and announces how each ended.
+
+    With `timed`, a call the person's grant or `!auto_approve` window covers runs without a card, and the
+    rules' cards in a thread offer a timed approval.
+    """
+
+    def __init__(self, store: ApprovalStore, timed: TimedApprovals | None = None) -> None:
         self.store = store
+        self.timed = timed
         # Set when an approval is decided, for the turns waiting on it in this process.
         self._decided: dict[str, asyncio.Event] = {}
-        # Cards the config's approval rules asked: only the person who asked the agent may answer them.
-        self._answerer: dict[str, str] = {}
+        self._waiting: dict[str, _Waiting] = {}
 
     def requester(self, seat: ApprovalSeat) -> ApprovalRequester:
         """What a turn's tool gates call to ask a person (bound into the turn's tool runtime context)."""
@@ -132,11 +153,21 @@ class ApprovalDesk:
         """The approval asked on this event (in any state), if it is a card."""
         return self.store.by_card(event_id)
 
+    def _covered(self, seat: ApprovalSeat, request: ApprovalRequest) -> str | None:
+        timed = self.timed
+        return timed.covered(seat.room_id, seat.thread_root, seat.agent, request) if timed is not None else None
+
     async def request(self, seat: ApprovalSeat, request: ApprovalRequest) -> bool:
-        """Ask (or, for a replayed turn, find the earlier question) and wait for the answer; True when allowed."""
+        """Ask (or, for a replayed turn, find the earlier question) and wait for the answer; True when allowed.
+
+        A call the person's grant or window covers runs without a card."""
         key = approval_id(
             seat.correlation_id, request.plugin_name, request.hook_name, request.tool_name, request.arguments
         )
+        covered = self._covered(seat, request) if self.store.get(key) is None else None
+        if covered is not None:
+            logger.info("approval covered", agent=seat.agent, tool=request.tool_name, by=covered)
+            return True
         now = time.time()
         record = self.store.open(
             ApprovalRecord(
@@ -160,12 +191,16 @@ class ApprovalDesk:
         if not record.pending:
             logger.info("approval already decided", **fields, status=record.status)
             return record.status == "approved"
-        if request.plugin_name == APPROVAL_RULES_PLUGIN and request.requester_id:
-            self._answerer[key] = request.requester_id
+        answerer = request.requester_id if request.plugin_name == APPROVAL_RULES_PLUGIN else None
+        offer = self.timed.offer(seat.thread_root, request) if self.timed is not None else None
+        self._waiting[key] = _Waiting(seat, request.requester_id, answerer, offer)
         decided = self._decided.setdefault(key, asyncio.Event())  # before any await: no decision can slip past
         try:
-            if record.card_event_id is None:
-                card_event_id = await self._post(seat, record, request.timeout_s)
+            covered = self._covered(seat, request)
+            if covered is not None and request.requester_id:  # a grant or window came since (a replayed turn)
+                await self.decide(seat.client, record, "approved", request.requester_id)
+            elif record.card_event_id is None:
+                card_event_id = await self._post(seat, record, request.timeout_s, offer)
                 self.store.set_card(key, card_event_id)
                 logger.info("approval asked", **fields, card=card_event_id, timeout_s=request.timeout_s)
             else:
@@ -183,17 +218,22 @@ class ApprovalDesk:
         finally:
             if self._decided.get(key) is decided:
                 del self._decided[key]
-                self._answerer.pop(key, None)
+                self._waiting.pop(key, None)
         logger.info("approval ended", **fields, status=current.status, by=current.decided_by)
         return current.status == "approved"
 
-    async def _post(self, seat: ApprovalSeat, record: ApprovalRecord, timeout_s: float) -> str:
+    async def _post(self, seat: ApprovalSeat, record: ApprovalRecord, timeout_s: float, offer: str | None) -> str:
         # One transaction id per approval: a card half-posted before a crash comes back, not a second one.
-        content = {APPROVAL_CONTENT_KEY: {"id": record.approval_id, "tool": record.tool_name, "status": "pending"}}
+        fields: dict[str, Any] = {"id": record.approval_id, "tool": record.tool_name, "status": "pending"}
+        text = card_text(record.question, timeout_s)
+        if offer is not None:
+            fields["auto_approve_options"] = list(AUTO_APPROVE_OPTIONS)
+            text += offer_text(record.tool_name)
+        content = {APPROVAL_CONTENT_KEY: fields}
         return await send_until_accepted(
             lambda txn_id: seat.client.send_message(
                 seat.room_id,
-                card_text(record.question, timeout_s),
+                text,
                 thread_root=seat.thread_root,
                 reply_to=seat.reply_to,
                 extra_content=content,
@@ -212,14 +252,23 @@ class ApprovalDesk:
         *,
         at_ms: int | None = None,
         reason: str | None = None,
+        auto_approve_s: int | None = None,
     ) -> bool:
         """A person's answer (at `at_ms`, their event's time): record it, wake the waiting turn, edit the card.
 
         An answer given after the card expired expires it instead. False when it was already decided.
+        `auto_approve_s` approves for that long, where the card offers it to `by`: their later calls of the
+        tool by this agent in this thread run without a card, and their other cards for it here are approved.
         """
-        answerer = self._answerer.get(record.approval_id)
-        if answerer is not None and by != answerer:
+        waiting = self._waiting.get(record.approval_id)
+        if waiting is not None and waiting.answerer is not None and by != waiting.answerer:
             logger.info("approval answer ignored: not the requester's", approval=record.approval_id, by=by)
+            return False
+        offered = waiting is not None and waiting.offer is not None and by == waiting.requester
+        if auto_approve_s is not None and not (
+            offered and status == "approved" and valid_auto_approve_seconds(auto_approve_s)
+        ):
+            logger.info("timed approval ignored: not offered to this person", approval=record.approval_id, by=by)
             return False
         if at_ms is not None and at_ms / 1000 > record.expires_at:
             return await self.expire(client, record)
@@ -227,8 +276,49 @@ class ApprovalDesk:
         if not self.store.resolve(record.approval_id, status, by=by, reason=text):
             return False
         logger.info("approval decided", agent=record.agent, approval=record.approval_id, status=status, by=by)
-        await self._announce(client, record.approval_id)
+        grant = None
+        if auto_approve_s is not None and waiting is not None and self.timed is not None:
+            offer, thread = waiting.offer, waiting.seat.thread_root
+            grant = self.timed.give(record, thread, by, auto_approve_s, offer) if offer and thread else None
+        await self._announce(client, record.approval_id, grant)
+        if grant is not None:
+            await self._approve_waiting(
+                lambda w, r: (
+                    w.answerer == grant.requester_id
+                    and (w.seat.room_id, w.seat.thread_root, w.seat.agent)
+                    == (grant.room_id, grant.thread_id, grant.agent)
+                    and r.tool_name == grant.tool_name
+                ),
+                grant.requester_id,
+            )
         return True
+
+    async def _approve_waiting(self, match: Callable[[_Waiting, ApprovalRecord], bool], by: str) -> int:
+        """Approve, as `by`, the cards waiting in this process that `match` picks; returns how many."""
+        count = 0
+        for key, waiting in list(self._waiting.items()):
+            record = self.store.get(key)
+            if record is not None and record.pending and match(waiting, record):
+                count += await self.decide(waiting.seat.client, record, "approved", by)
+        return count
+
+    async def stop_grant(self, client: BotClient, card: ApprovalRecord, by: str) -> bool:
+        """❌ on a card whose grant still runs, from the person it was given to: end it and say so on the card."""
+        stopped = self.timed.stop(card, by) if self.timed is not None else None
+        if stopped is not None:
+            await self._announce(client, card.approval_id, stopped)
+        return stopped is not None
+
+    async def approve_waiting(self, room_id: str, thread_id: str | None, requester_id: str) -> int:
+        """Approve the person's cards waiting in the conversation (None: anywhere in the room); returns how many."""
+        return await self._approve_waiting(
+            lambda w, _r: (
+                w.requester == requester_id
+                and w.seat.room_id == room_id
+                and (thread_id is None or w.seat.thread_root == thread_id)
+            ),
+            requester_id,
+        )
 
     async def expire(self, client: BotClient | None, record: ApprovalRecord) -> bool:
         """Nobody answered in time: record that and say so on the card (False when it was decided meanwhile)."""
@@ -245,16 +335,20 @@ class ApprovalDesk:
             count += await self.expire(clients.get(record.agent), record)
         return count
 
-    async def _announce(self, client: BotClient | None, key: str) -> None:
-        """Wake the turn waiting on the approval, then edit its card to say how it ended."""
+    async def _announce(self, client: BotClient | None, key: str, grant: ApprovalGrant | None = None) -> None:
+        """Wake the turn waiting on the approval, then edit its card to say how it ended (and of its grant)."""
         decided = self._decided.get(key)
         if decided is not None:
             decided.set()
         record = self.store.get(key)
         if client is None or record is None or record.card_event_id is None:
             return
-        content = {APPROVAL_CONTENT_KEY: {"id": key, "tool": record.tool_name, "status": record.status}}
+        fields: dict[str, Any] = {"id": key, "tool": record.tool_name, "status": record.status}
         text = outcome_text(record)
+        if grant is not None:
+            fields["auto_approval"] = grant_wire(grant)
+            text += grant_note(grant)
+        content = {APPROVAL_CONTENT_KEY: fields}
         try:
             await client.edit_message(
                 record.room_id, record.card_event_id, text, thread_root=record.thread_root, extra_content=content

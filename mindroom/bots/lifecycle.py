@@ -1,7 +1,8 @@
 """The two records a turn keeps in the journal, each owned by a context manager so no path can forget one.
 
 - `claimed_turn`: the event is claimed as a pending turn on entry and completed on exit, however the
-  turn ends, unless shutdown cancelled it: then it stays pending and the next start finishes it.
+  turn ends, unless shutdown cancelled it, or its answer was refused because this daemon could not show it
+  still holds the state (`StateFencedError`): then it stays pending for the daemon that does.
 - `open_answer`: a streamed answer's record, begun just before its first message is sent and ended when
   the answer is final. Every way out of the answer that is not an exception ends it; an exception (the
   stand-in for a crash, or shutdown cutting the answer short) leaves it, so the next start marks the
@@ -15,10 +16,14 @@ import contextlib
 import dataclasses
 from collections.abc import Iterator
 
+from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
+from mindroom.state.errors import StateFencedError
 from mindroom.state.journal import TurnJournal
 
 __all__ = ["OpenAnswer", "claimed_turn", "open_answer"]
+
+logger = get_logger(__name__)
 
 
 @contextlib.contextmanager
@@ -35,6 +40,11 @@ def claimed_turn(journal: TurnJournal, entity: str, event: MatrixEvent, *, repla
         yield True
     except asyncio.CancelledError:
         raise  # shutdown past its grace: left pending, so the next start finishes the turn
+    except StateFencedError:
+        # Left pending too: the daemon holding the state now (a standby, or this one once it shows the lock
+        # again and restarts) finishes the turn; this one sent nothing of it.
+        logger.warning("turn left unanswered: the state lock could not be shown", agent=entity, event_id=event.event_id)
+        return
     except BaseException:
         journal.complete(entity, event.event_id)
         raise

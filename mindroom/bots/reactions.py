@@ -1,14 +1,16 @@
 """Reactions: built-in handlers first, then `reaction:received` for what they did not consume.
 
 Built in: 🛑 stops a streaming answer; ✅ or ❌ on an approval card, in the card's room, from a person
-authorized there (ingress checks that), allows or denies the tool call it asks about. Approval answers are
-consumed: hooks never see them as `reaction:received`.
+authorized there (ingress checks that), allows or denies the tool call it asks about (5️⃣, 🔟 or 🕧 allow it
+and the tool for a while, where the card offers that; ❌ on a decided card stops such a grant). Approval
+answers are consumed: hooks never see them as `reaction:received`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mindroom.bots.approval_grants import timed_seconds
 from mindroom.bots.approvals import ALLOW_KEYS, DENY_KEYS
 from mindroom.bots.capabilities import TurnStores
 from mindroom.bots.directory import Directory
@@ -73,15 +75,19 @@ class ReactionHandler:
 
     async def _approval_answer(self, entity: Entity, inbound: InboundReaction) -> bool:
         """✅ / ❌ on one of this agent's approval cards: decide it (if still pending); True when consumed."""
-        desk = self.stores.approvals
-        allow = inbound.key in ALLOW_KEYS
-        if desk is None or not (allow or inbound.key in DENY_KEYS):
+        desk, timed = self.stores.approvals, timed_seconds(inbound.key)
+        allow, deny = inbound.key in ALLOW_KEYS or timed is not None, inbound.key in DENY_KEYS
+        if desk is None or not (allow or deny):
             return False
         card = desk.card(inbound.target_event_id)
         if card is None or card.room_id != inbound.event.room_id:
             return False  # a card is answered only in its own room
+        event = inbound.event
         if card.pending:
-            event = inbound.event
             status: ApprovalStatus = "approved" if allow else "denied"
-            await desk.decide(entity.client, card, status, event.sender, at_ms=event.origin_server_ts)
+            await desk.decide(
+                entity.client, card, status, event.sender, at_ms=event.origin_server_ts, auto_approve_s=timed
+            )
+        elif deny:
+            await desk.stop_grant(entity.client, card, event.sender)
         return True

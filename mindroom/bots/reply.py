@@ -3,14 +3,15 @@
 Every send waits out homeserver outages and has a transaction id derived from the entity, the message
 and the kind of send, so a turn replayed after a crash gets back the message it already posted. Text
 is sent with its Markdown rendered as HTML (when the agent writes Markdown), and an answer longer than
-one Matrix event holds continues in further messages of the same thread.
+one Matrix event holds continues in further messages of the same thread. With a `fence`, nothing is sent
+or edited while it is False (`StateFencedError` instead): the daemon cannot show it still holds the state.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from mindroom.bots.formatting import split_message, to_html
@@ -19,6 +20,7 @@ from mindroom.constants import HOPS_KEY
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
+from mindroom.state.errors import StateFencedError
 
 __all__ = ["CONTINUED_NOTE", "TYPING_DELAY_S", "TYPING_RENEW_S", "ReplyChannel", "SendKind", "typing_notice"]
 
@@ -36,11 +38,26 @@ TYPING_DELAY_S = 0.3
 class ReplyChannel:
     """The thread (or, in room mode, the room) of one inbound message, as one entity answers in it."""
 
-    def __init__(self, entity: Entity, envelope: MessageEnvelope, *, hops: int = 1, markdown: bool = True) -> None:
+    def __init__(
+        self,
+        entity: Entity,
+        envelope: MessageEnvelope,
+        *,
+        hops: int = 1,
+        markdown: bool = True,
+        fence: Callable[[], bool] | None = None,
+    ) -> None:
         self.entity = entity
         self.envelope = envelope
         self.hops = hops
         self.markdown = markdown
+        self.fence = fence
+
+    def _fenced(self, what: str) -> None:
+        """Refuse to send while the fence says this daemon may not (a standby may be answering instead)."""
+        if self.fence is not None and not self.fence():
+            logger.warning("not sending: this daemon cannot show it still holds the state lock", what=what)
+            raise StateFencedError(f"not sending the {what}: this daemon cannot show it still holds the state lock")
 
     def _content(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         """`extra`, marked with the answer's hop count so another bot can tell how deep a bot chain is."""
@@ -61,6 +78,7 @@ class ReplyChannel:
         return event_id
 
     async def _send(self, text: str, extra: dict[str, Any] | None, kind: str, *, reply: bool) -> str:
+        self._fenced(kind)
         envelope = self.envelope
         client = self.entity.client
         content = self._content(extra)
@@ -86,6 +104,7 @@ class ReplyChannel:
     async def edit(self, event_id: str, text: str, extra: dict[str, Any] | None = None) -> str:
         """Replace the text of this entity's message `event_id` (waiting out outages); a long text continues
         in new messages after it."""
+        self._fenced("edit")
         envelope = self.envelope
         client = self.entity.client
         first, *rest = split_message(text)
@@ -110,6 +129,7 @@ class ReplyChannel:
 
         Only what fits in one message is shown while streaming; the final edit sends the rest.
         """
+        self._fenced("streaming edit")
         envelope = self.envelope
         parts = split_message(text)
         shown = parts[0] + CONTINUED_NOTE if len(parts) > 1 else text

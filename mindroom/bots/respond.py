@@ -123,7 +123,10 @@ class Responder:
             return
         agent = live.config.agents[entity.name]
         markdown = agent.resolved(live.config.defaults).markdown
-        channel = given.channel or MatrixAnswer(ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown))
+        fence = self.stores.journal.holds_lock  # nothing goes out once this daemon cannot show it holds the state
+        channel = given.channel or MatrixAnswer(
+            ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown, fence=fence)
+        )
         turn = _Turn(
             entity,
             live,

@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from mindroom import ai
+from mindroom.bots.approval_grants import TimedApprovals
 from mindroom.bots.approvals import ApprovalDesk
+from mindroom.bots.auto_approve_command import auto_approve_command
 from mindroom.bots.bot import EntityBot
 from mindroom.bots.capabilities import RunClock, TurnStores
 from mindroom.bots.commands import CommandTable
@@ -132,14 +134,16 @@ class Orchestrator:
         warn_if_shared(paths.storage_root)
         private_dir(paths.storage_root)
         stores = await self._open_state(live)
+        cell = LiveCell(live)
+        desk = ApprovalDesk(stores.approvals, TimedApprovals(stores.grants, lambda: cell.live.config))
         running = RunningDaemon(
-            cell=LiveCell(live),
+            cell=cell,
             directory=Directory(homeserver.server_name, stores.rooms, entities=self.bots),
             stores=TurnStores(
                 stores.journal,
                 stores.answers,
                 AttachmentStore(paths.storage_root),
-                ApprovalDesk(stores.approvals),
+                desk,
                 session_url=stores.session_url,
             ),
             paths=paths,
@@ -147,7 +151,8 @@ class Orchestrator:
             mind=await start_mind(paths, stores.session_url, live.config, self.commands),
         )
         self.running = running
-        cell, directory = running.cell, running.directory
+        directory = running.directory
+        self.commands.register(auto_approve_command(desk, lambda: directory.bot_user_ids.values()))
         set_registry_provider(lambda: cell.live.registry)
         self.mcp = MCPLifecycle(cell, directory, paths)
         await self.mcp.apply(live.config)  # servers connect in the background while the bots log in

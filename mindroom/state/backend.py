@@ -24,6 +24,7 @@ from mindroom.state.answers import AnswerLog
 from mindroom.state.approvals import ApprovalStore
 from mindroom.state.crypto import CryptoVault
 from mindroom.state.errors import StateLockedError
+from mindroom.state.grants import GrantStore
 from mindroom.state.holder import LockHolder
 from mindroom.state.journal import TurnJournal
 from mindroom.state.rooms import RoomMemory
@@ -49,6 +50,8 @@ class StateStores:
     approvals: ApprovalStore
     schedules: ScheduleStore
     snapshots: SnapshotStore
+    grants: GrantStore
+    """Timed approvals: grants given on cards and `!auto_approve` windows."""
     sync_tokens: SyncTokens | None = None
     """Where the Matrix clients keep their sync positions; None: as files beside the bots' credentials."""
     session_url: str | None = None
@@ -58,7 +61,7 @@ class StateStores:
 
     def close(self) -> None:
         """Close every store (each releases what it holds of its own; the backend closes shared connections)."""
-        for store in (self.journal, self.rooms, self.answers, self.approvals, self.schedules):
+        for store in (self.journal, self.rooms, self.answers, self.approvals, self.schedules, self.grants):
             store.close()
 
 

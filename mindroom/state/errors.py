@@ -3,7 +3,8 @@
 MindroomError
 └── StateError                the daemon's state cannot be used (names where it is, never a password)
     ├── StateLockedError      another daemon holds the state; names it (host, pid, since when)
-    └── StateLostError        the state's lock was lost while running (the database session ended for good)
+    ├── StateLostError        the state's lock was lost while running (the database session ended for good)
+    └── StateFencedError      an answer was about to go out while this daemon could not show it holds the lock
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from mindroom.errors import MindroomError
 from mindroom.state.holder import LockHolder
 
-__all__ = ["StateError", "StateLockedError", "StateLostError"]
+__all__ = ["StateError", "StateFencedError", "StateLockedError", "StateLostError"]
 
 
 class StateError(MindroomError):
@@ -33,3 +34,8 @@ class StateLockedError(StateError):
 
 class StateLostError(StateError):
     """The lock on the state was lost while the daemon ran: another daemon may be running the bots now."""
+
+
+class StateFencedError(StateError):
+    """This daemon cannot show that it still holds the state's lock, so what it was about to send is not sent
+    (another daemon may hold the lock and answer the same message)."""

@@ -54,6 +54,10 @@ class TurnJournal(Protocol):
     def complete(self, entity: str, event_id: str) -> None:
         """The turn for `event_id` is over (answered, declined or dropped)."""
 
+    def holds_lock(self) -> bool:
+        """True while this daemon can show it still holds the state's lock, so an answer may go out (a local
+        check, no round trip: asked before every send of an answer)."""
+
     def seen(self, entity: str, event_id: str) -> bool:
         """True if `entity` already claimed `event_id`."""
 

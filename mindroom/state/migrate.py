@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mindroom.state.approvals import ApprovalRecord
+from mindroom.state.grants import GRANT_COLUMNS, WINDOW_COLUMNS
 from mindroom.state.schedules import ScheduledTask
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
+from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
@@ -90,14 +92,27 @@ _TABLES = (
         ("entity", "source_event_id"),
     ),
     _Table("approvals", "approvals.db", "approvals", tuple(f.name for f in fields(ApprovalRecord)), ("approval_id",)),
+    _Table("approval grants", "grants.db", "approval_grants", tuple(GRANT_COLUMNS.split(", ")), ("grant_id",)),
+    _Table(
+        "auto-approve windows", "grants.db", "auto_approve_windows", tuple(WINDOW_COLUMNS.split(", ")), ("window_key",)
+    ),
 )
 _OPENERS: dict[
-    str, type[SqliteTurnJournal | SqliteRoomMemory | SqliteScheduleStore | SqliteAnswerLog | SqliteApprovalStore]
+    str,
+    type[
+        SqliteTurnJournal
+        | SqliteRoomMemory
+        | SqliteScheduleStore
+        | SqliteAnswerLog
+        | SqliteApprovalStore
+        | SqliteGrantStore
+    ],
 ] = {
     "daemon.db": SqliteTurnJournal,
     "rooms.db": SqliteRoomMemory,
     "answers.db": SqliteAnswerLog,
     "approvals.db": SqliteApprovalStore,
+    "grants.db": SqliteGrantStore,
     "schedules.db": SqliteScheduleStore,
 }
 

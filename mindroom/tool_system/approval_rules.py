@@ -28,7 +28,7 @@ from mindroom.hooks.tool_contexts import ApprovalRequest
 from mindroom.logging_config import get_logger, redact_value
 from mindroom.tool_system.runtime_context import ToolRuntimeContext
 
-__all__ = ["APPROVAL_RULES_PLUGIN", "approval_prompt", "needs_approval", "rule_gate"]
+__all__ = ["APPROVAL_RULES_PLUGIN", "approval_prompt", "arguments_shown_whole", "needs_approval", "rule_gate"]
 
 logger = get_logger(__name__)
 
@@ -93,9 +93,18 @@ async def needs_approval(
     return await _script_says(rule, paths, tool_name, dict(arguments), agent_name), rule
 
 
+def _shown(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(redact_value(dict(arguments)), ensure_ascii=False, default=str)
+
+
+def arguments_shown_whole(arguments: Mapping[str, Any]) -> bool:
+    """Whether a card shows every argument of the call (nothing cut): only then may it offer a timed approval."""
+    return len(_shown(arguments)) <= _SHOWN_ARGUMENT_CHARS
+
+
 def approval_prompt(rule: ApprovalRuleConfig | None, arguments: Mapping[str, Any]) -> str:
     """Why the card asks, with the call's arguments (secrets redacted, long values cut)."""
-    shown = json.dumps(redact_value(dict(arguments)), ensure_ascii=False, default=str)
+    shown = _shown(arguments)
     if len(shown) > _SHOWN_ARGUMENT_CHARS:
         shown = shown[:_SHOWN_ARGUMENT_CHARS] + " …"
     why = f"the approval rule {rule.match!r}" if rule is not None else "the approval default"

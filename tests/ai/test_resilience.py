@@ -3,6 +3,7 @@ once while nothing was shown, and the turn's retry budget respected."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -72,14 +73,14 @@ async def test_stream_stalled_before_anything_was_shown_is_cut_and_retried(
     model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
 ) -> None:
     model = retrying(scripted_model, 0, stream_idle_timeout_seconds=0.4)
-    model_server.script(Stall(seconds=30), Stream(["fresh ", "answer"]))
-    started = time.monotonic()
+    model_server.script(Stall(), Stream(["fresh ", "answer"]))  # silent until the server stops
 
-    deltas = await collect(make_request(model, "hi"), storage_root)
+    # The stall never ends by itself: an answer at all means it was cut at the idle limit (the guard only
+    # keeps a broken cut from hanging the suite).
+    deltas = await asyncio.wait_for(collect(make_request(model, "hi"), storage_root), 120)
 
     assert "".join(deltas) == "fresh answer"
     assert len(model_server.requests) == 2
-    assert time.monotonic() - started < 10  # cut at the idle limit, not when the stall ended
 
 
 async def test_stream_stalled_after_text_was_shown_fails_without_repeating_it(

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from mindroom.ai import close_caches
+from mindroom.bots.approval_grants import TimedApprovals
 from mindroom.bots.approvals import ApprovalDesk
+from mindroom.bots.auto_approve_command import auto_approve_command
 from mindroom.bots.bot import EntityBot
 from mindroom.bots.commands import CommandTable
 from mindroom.bots.runtime import LiveState
@@ -21,7 +23,9 @@ from mindroom.config.plugin import PluginEntryConfig
 from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.hooks import HookRegistry
 from mindroom.matrix import MatrixEvent, bot_user_id
+from mindroom.state.journal import TurnJournal
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
+from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.testing.model_server import ScriptedModelServer
 from mindroom.testing.recording_client import RecordingClient, RecordingHomeserver
 from tests.bots.support import close_stores, unit_daemon
@@ -52,12 +56,17 @@ def bench_config(model_server: ScriptedModelServer, agents: dict[str, dict[str, 
 class Bench:
     """A running pipeline: `await bench.start()`, feed events with `deliver`, `await bench.settle()`, assert."""
 
-    def __init__(self, tmp_path: Path, config: Config, registry: HookRegistry | None = None) -> None:
+    def __init__(
+        self, tmp_path: Path, config: Config, registry: HookRegistry | None = None, journal: TurnJournal | None = None
+    ) -> None:
         self.server = RecordingHomeserver()
         names = ["router", *config.agents]
         user_ids = {name: bot_user_id(name, self.server.server_name, self.server.account_prefix) for name in names}
         self.bots: dict[str, Bot] = {}
-        self.desk = ApprovalDesk(SqliteApprovalStore(tmp_path / "approvals.db"))
+        self.grants = SqliteGrantStore(tmp_path / "grants.db")
+        self.desk = ApprovalDesk(
+            SqliteApprovalStore(tmp_path / "approvals.db"), TimedApprovals(self.grants, lambda: self.daemon.live.config)
+        )
         self.daemon: RunningDaemon = unit_daemon(
             tmp_path,
             LiveState(config=config, registry=registry or HookRegistry.empty()),
@@ -66,8 +75,11 @@ class Bench:
             started_at_ms=0,
             approvals=self.desk,
             entities=self.bots,
+            journal=journal,
         )
         self.commands = CommandTable.with_builtins(is_managed=self.daemon.directory.is_managed)
+        directory = self.daemon.directory
+        self.commands.register(auto_approve_command(self.desk, lambda: directory.bot_user_ids.values()))
         for name in names:
             self.bots[name] = self._bot(name)
 
@@ -120,6 +132,7 @@ class Bench:
             await bot.stop(grace_s=1.0)
         close_stores(self.daemon)
         self.desk.store.close()
+        self.grants.close()
         await close_caches()
 
 

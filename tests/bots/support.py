@@ -13,6 +13,7 @@ from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.state.attachments import AttachmentStore
+from mindroom.state.journal import TurnJournal
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
@@ -27,16 +28,18 @@ def unit_daemon(
     started_at_ms: int,
     approvals: ApprovalDesk | None = None,
     entities: Mapping[str, Entity] | None = None,
+    journal: TurnJournal | None = None,
 ) -> RunningDaemon:
     """What the orchestrator builds, with the journal, room memory, answer log and attachments under `tmp_path`.
 
     `bots` are the accounts' user ids, `rooms` the configured rooms; close the stores with `close_stores`.
+    `journal` replaces the SQLite journal (one a state backend opened, which that backend closes).
     """
     directory = Directory(
         "localhost", SqliteRoomMemory(tmp_path / "rooms.db"), entities=entities, bot_user_ids=bots, room_ids=rooms
     )
     stores = TurnStores(
-        SqliteTurnJournal(tmp_path / "daemon.db"),
+        journal or SqliteTurnJournal(tmp_path / "daemon.db"),
         SqliteAnswerLog(tmp_path / "answers.db"),
         AttachmentStore(tmp_path),
         approvals,

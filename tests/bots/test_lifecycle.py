@@ -10,6 +10,7 @@ import pytest
 
 from mindroom.bots.lifecycle import claimed_turn, open_answer
 from mindroom.matrix import MatrixEvent
+from mindroom.state.errors import StateFencedError
 from mindroom.state.journal import TurnJournal
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 
@@ -55,6 +56,13 @@ def test_claimed_turn_that_fails_is_completed(journal):
         raise RuntimeError("the pipeline failed")
 
     assert pending_ids(journal) == [] and journal.seen("helper", "$question")
+
+
+def test_claimed_turn_whose_answer_was_fenced_stays_pending_for_the_daemon_holding_the_state(journal):
+    with claimed_turn(journal, "helper", EVENT):
+        raise StateFencedError("not sending the reply")
+
+    assert pending_ids(journal) == ["$question"]
 
 
 @pytest.mark.asyncio

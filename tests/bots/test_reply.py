@@ -11,6 +11,7 @@ from mindroom.bots.reply import CONTINUED_NOTE, ReplyChannel
 from mindroom.constants import HOPS_KEY
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.matrix import MatrixConnectionError
+from mindroom.state.errors import StateFencedError
 from mindroom.testing.recorded import TypingNotice
 from mindroom.testing.recording_client import RecordingClient, RecordingHomeserver
 
@@ -93,6 +94,26 @@ async def test_reply_sent_again_after_a_restart_is_the_same_message():
 
     assert await again.reply("the answer") == first
     assert len(client_of(reply).messages) == 1  # the homeserver took the transaction once
+
+
+async def test_reply_sends_nothing_once_the_fence_closes_not_even_the_final_edit():
+    holds = [True]
+    reply = channel()
+    fenced = ReplyChannel(reply.entity, reply.envelope, fence=lambda: holds[0])
+    first = await fenced.reply("the first words", kind="stream")
+    holds[0] = False
+
+    with pytest.raises(StateFencedError):
+        await fenced.edit_now(first, "the first words and more")
+    with pytest.raises(StateFencedError):
+        await fenced.edit(first, "the whole answer")
+    with pytest.raises(StateFencedError):
+        await fenced.error("the model failed", edit_event_id=first)
+    with pytest.raises(StateFencedError):
+        await fenced.reply("another answer")
+
+    assert [m.body for m in client_of(reply).messages] == ["the first words"]
+    assert client_of(reply).edits == []
 
 
 async def test_reply_waits_out_a_homeserver_outage_with_one_transaction_id(monkeypatch):

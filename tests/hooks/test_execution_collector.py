@@ -1,7 +1,6 @@
 """`emit_collect` (collector mode): concurrent hooks, bounded at 10, isolated items merged in hook order."""
 
 import asyncio
-import time
 
 import pytest
 
@@ -92,11 +91,10 @@ async def test_emit_collect_latency_is_max_not_sum():
     gauge = Gauge()
     registry = HookRegistry.from_plugins([stub_plugin("p", gauge_hooks(gauge, 5, seconds=0.1))])
 
-    start = time.perf_counter()
-    await emit_collect(registry, EVENT_MESSAGE_ENRICH, MessageEnrichContext())
-    elapsed = time.perf_counter() - start
+    items = await emit_collect(registry, EVENT_MESSAGE_ENRICH, MessageEnrichContext())
 
-    assert elapsed < 0.3
+    assert gauge.peak == 5  # all at once: the wait is the longest hook's, not the sum of them
+    assert len(items) == 5
 
 
 @pytest.mark.asyncio
@@ -167,10 +165,8 @@ async def test_emit_collect_timed_out_hook_loses_only_its_items():
         ctx.add_metadata("fast", "kept")
 
     registry = HookRegistry.from_plugins([stub_plugin("p", [slow, fast])])
-    start = time.perf_counter()
     items = await emit_collect(registry, EVENT_MESSAGE_ENRICH, MessageEnrichContext())
 
-    assert time.perf_counter() - start < 1
     assert keys(items) == ["fast"]
     assert registry.hooks_for(EVENT_MESSAGE_ENRICH)[0].stats.timeouts == 1
 

@@ -267,13 +267,10 @@ async def test_execution_own_timeout_then_engine_timeout_is_still_a_timeout(even
         await asyncio.sleep(1)
 
     registry = HookRegistry.from_plugins([stub_plugin("p", [slowpoke])])
-    loop = asyncio.get_running_loop()
-    start = loop.time()
 
     effects = await run_mode(event, registry)
 
-    assert loop.time() - start < 0.5
-    assert effects == 0
+    assert effects == 0  # cut off at its timeout: the effect it applies after its own timeout never lands
     assert [(s.failures, s.timeouts) for s in stats_of(registry, event)] == [(1, 1)]
 
 
@@ -282,12 +279,12 @@ async def test_execution_own_timeout_then_engine_timeout_is_still_a_timeout(even
 async def test_execution_caller_cancellation_propagates_through_a_hooks_own_timeout(event):
     started = asyncio.Event()
 
-    @hook(event, name="patient", timeout_ms=5000)
+    @hook(event, name="patient", timeout_ms=3_600_000)
     async def patient(ctx):
         started.set()
         try:
-            async with asyncio.timeout(2):
-                await asyncio.sleep(3)
+            async with asyncio.timeout(3600):
+                await asyncio.sleep(7200)
         except TimeoutError:
             pass
 
@@ -296,8 +293,9 @@ async def test_execution_caller_cancellation_propagates_through_a_hooks_own_time
     await started.wait()
     task.cancel()
 
+    # Held by the hook's own timeout, the task would go on for an hour; the guard only keeps that from hanging.
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 1)
+        await asyncio.wait_for(task, 60)
     assert [s.failures for s in stats_of(registry, event)] == [0]
 
 
@@ -347,12 +345,9 @@ async def test_execution_hook_timing_out_its_own_httpx_request_keeps_its_effect(
 
         hooks.append(impatient)
     registry = HookRegistry.from_plugins([stub_plugin("p", hooks)])
-    loop = asyncio.get_running_loop()
-    start = loop.time()
 
     effects = await run_mode(event, registry)
 
-    assert loop.time() - start < 0.9
     assert sorted(handled) == list(range(hooks_count))
     assert [s.last_error for s in stats_of(registry, event)] == [None] * hooks_count
     assert effects == expected_effects(event, hooks_count)

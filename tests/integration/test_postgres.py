@@ -114,6 +114,8 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
     root = await _ask(e2e, human, room_id, agent, "remember the number 42")
     command = await human.send(room_id, "!schedule in 3 hours stretch")
     await human.wait_for(thread_replies(command, e2e.user_id("router")))
+    window = await human.send(room_id, "!auto_approve 30")
+    await human.wait_for(thread_replies(window, e2e.user_id("router")))
 
     refused = await asyncio.to_thread(_migrate, e2e, postgres_url)
     assert refused.returncode == 3, refused.stderr
@@ -128,6 +130,7 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
     }
     assert counts["rooms"][0] >= 1 and counts["schedules"] == (1, 1) and counts["sync tokens"] == (2, 2)
     assert counts["answers"] == (1, 1) and counts["approvals"] == (0, 0)
+    assert counts["auto-approve windows"] == (1, 1) and counts["approval grants"] == (0, 0)
     assert counts["handled events"][0] >= 2 and counts["handled events"][0] == counts["handled events"][1]
     assert counts[f"sessions of {agent}"] == (1, 1) and counts[f"runs of {agent}"] == (1, 1)
     assert "MISSING" not in migrated.stdout
@@ -145,3 +148,4 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
     await e2e.settle(human, room_id)
     assert len(human.matching(thread_replies(root, e2e.user_id(agent)))) == 2
     assert _rows(postgres_url, "SELECT message FROM mindroom.schedules") == [("stretch",)]
+    assert _rows(postgres_url, "SELECT requester_id FROM mindroom.auto_approve_windows") == [(human.user_id,)]

@@ -94,6 +94,6 @@ async def test_shutdown_sigterm_past_the_grace_edits_the_answer_to_say_it_was_in
     human, agent_user, alias, path, _ = await _streaming_world(e2e, tmp_path)
     e2e.model_server.script(Stream(["The beginning", " of a very slow answer"], delay_s=60), model="agent-model")
     daemon = e2e.spawn(path, MINDROOM_SHUTDOWN_GRACE_S="1")
-    room_id, event_id, exit_s = await _ask_and_terminate(daemon, human, alias, agent_user)
-    assert exit_s < 30  # past its 1 s grace, not after the 60 s the stream would still take
+    room_id, event_id, _exit_s = await _ask_and_terminate(daemon, human, alias, agent_user)
+    # Cut at its 1 s grace: had it waited for the 60 s stream, the answer would have ended whole.
     assert await _last_edit(human, room_id, event_id) == f"The beginning\n\n{INTERRUPTED_NOTE}"

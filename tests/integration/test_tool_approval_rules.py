@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -80,3 +81,52 @@ async def test_tool_approval_rule_lets_unmatched_and_auto_approved_calls_run(e2e
     assert not [
         e for e in alice.matching(thread_replies(root, e2e.user_id(agent))) if APPROVAL_CONTENT_KEY in e["content"]
     ]
+
+
+async def test_tool_approval_rule_a_timed_approval_lets_the_next_call_through_until_it_expires(e2e: E2E):
+    alice = await e2e.human("alice")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    agents = {agent: {"display_name": "Helper", "model": "default", "rooms": [room], "tools": ["reasoning"]}}
+    approval = {"rules": [{"match": "think", "action": "require_approval"}]}
+    orchestrator = await e2e.start(e2e.basic_config([alice.user_id], agents, tool_approval=approval))
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    agent_id = e2e.user_id(agent)
+    e2e.model_server.script(
+        ToolCall("think", {"title": "One", "thought": "first"}), Text("First thought."),
+        ToolCall("think", {"title": "Two", "thought": "other arguments"}), Text("Second thought."),
+        ToolCall("think", {"title": "Three", "thought": "after the grant"}), Text("Third thought."),
+        model="agent-model",
+    )  # fmt: skip
+
+    def cards(root: str) -> list[dict]:
+        return [e for e in alice.matching(thread_replies(root, agent_id)) if APPROVAL_CONTENT_KEY in e["content"]]
+
+    def answered(root: str, text: str):
+        return lambda e: thread_replies(root, agent_id)(e) and e["content"].get("body") == text
+
+    root = await alice.send(room_id, "think it over")
+    card = await alice.wait_for(lambda e: thread_replies(root, agent_id)(e) and APPROVAL_CONTENT_KEY in e["content"])
+    assert card["content"][APPROVAL_CONTENT_KEY]["auto_approve_options"] == [300, 600, 1800]
+    await alice.react(room_id, card["event_id"], "🔟")
+    await alice.wait_for(answered(root, "First thought."))
+    outcome = await alice.wait_for(edits_of(card["event_id"]))
+    assert outcome["content"]["m.new_content"][APPROVAL_CONTENT_KEY]["auto_approval"]["revoked_at"] is None
+
+    await alice.send(room_id, "and think again", thread_root=root)
+    await alice.wait_for(answered(root, "Second thought."))
+    assert len(cards(root)) == 1  # the grant let the call through without a card
+    assert "Title: Two" in last_tool_message(agent_requests(e2e)[3])
+
+    desk = orchestrator.running.stores.approvals
+    desk.timed.clock = lambda: time.time() + 601  # ten minutes and a second later
+    await alice.send(room_id, "once more", thread_root=root)
+    again = await alice.wait_for(
+        lambda e: (
+            thread_replies(root, agent_id)(e)
+            and APPROVAL_CONTENT_KEY in e["content"]
+            and e["event_id"] != card["event_id"]
+        )
+    )
+    assert again["content"]["body"].startswith("🔐 Helper wants to run think")  # the grant expired: asked anew
+    assert len(agent_requests(e2e)) == 5  # held at the new card: the tool has not run

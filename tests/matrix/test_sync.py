@@ -184,15 +184,29 @@ async def test_sync_with_settle_gathers_what_follows_a_batch_into_the_next_one(m
     sender, listener = await make_bot(), await make_bot()
     room_id = await _shared_room(sender, listener)
     arrived: dict[str, float] = {}
+    reply_of: dict[str, int] = {}  # which sync reply each message came in
+    syncs = 0
+    transport = listener._transport
+    request = transport.request
+
+    async def counting(method, path, **options):
+        nonlocal syncs
+        answer = await request(method, path, **options)
+        syncs += path.endswith("/sync")
+        return answer
+
+    transport.request = counting  # type: ignore[method-assign]
 
     async def handler(event):
         if event.body:
             arrived[event.body] = asyncio.get_running_loop().time()
+            reply_of[event.body] = syncs
 
     async def on_invite(room_id: str, inviter: str) -> bool:
         return False
 
-    task = asyncio.create_task(listener.run_sync(handler, on_invite=on_invite, settle_s=1.0))
+    # A settle long enough that both later messages are sent before it ends, even on a loaded machine.
+    task = asyncio.create_task(listener.run_sync(handler, on_invite=on_invite, settle_s=3.0))
     try:
         await asyncio.wait_for(listener.first_sync_done(), timeout=15)
         await sender.send_message(room_id, "one")
@@ -207,5 +221,5 @@ async def test_sync_with_settle_gathers_what_follows_a_batch_into_the_next_one(m
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-    assert arrived["two"] - arrived["one"] >= 0.9  # the loop waited before its next long-poll
-    assert arrived["three"] - arrived["two"] < 0.2  # and both came in that one reply
+    assert arrived["two"] - arrived["one"] >= 2.9  # the loop waited before its next long-poll
+    assert reply_of["two"] == reply_of["three"] != reply_of["one"]  # and both came in that one reply

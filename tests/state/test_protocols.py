@@ -16,11 +16,13 @@ from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.state.answers import AnswerLog
 from mindroom.state.approvals import ApprovalStore
 from mindroom.state.crypto import CryptoVault
+from mindroom.state.grants import GrantStore
 from mindroom.state.journal import TurnJournal
 from mindroom.state.knowledge import KnowledgeIndex
 from mindroom.state.postgres.answers import PostgresAnswerLog
 from mindroom.state.postgres.approvals import PostgresApprovalStore
 from mindroom.state.postgres.crypto import PostgresCryptoVault
+from mindroom.state.postgres.grants import PostgresGrantStore
 from mindroom.state.postgres.journal import PostgresTurnJournal
 from mindroom.state.postgres.knowledge import PostgresKnowledgeIndex
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
@@ -32,6 +34,7 @@ from mindroom.state.snapshots import SnapshotStore
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
 from mindroom.state.sqlite.crypto import SqliteCryptoVault
+from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.knowledge import SqliteKnowledgeIndex
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
@@ -43,6 +46,7 @@ IMPLEMENTATIONS: dict[type, tuple[type, type]] = {
     TurnJournal: (SqliteTurnJournal, PostgresTurnJournal),
     AnswerLog: (SqliteAnswerLog, PostgresAnswerLog),
     ApprovalStore: (SqliteApprovalStore, PostgresApprovalStore),
+    GrantStore: (SqliteGrantStore, PostgresGrantStore),
     RoomMemory: (SqliteRoomMemory, PostgresRoomMemory),
     ScheduleStore: (SqliteScheduleStore, PostgresScheduleStore),
     SnapshotStore: (FileSnapshots, PostgresSnapshots),

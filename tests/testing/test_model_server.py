@@ -173,9 +173,10 @@ def test_model_server_hang_times_out_until_stopped(model_server: ScriptedModelSe
     with pytest.raises(openai.APITimeoutError):
         ask(impatient)
 
-    started = time.monotonic()
-    model_server.stop()
-    assert time.monotonic() - started < 10  # at once, not after the hang (which never ends); loaded machines lag
+    stopping = threading.Thread(target=model_server.stop)
+    stopping.start()
+    stopping.join(120)  # the hang never ends by itself: a stop that waited for it would never return
+    assert not stopping.is_alive()
 
 
 def test_model_server_queues_per_model_then_global(model_server: ScriptedModelServer, client: openai.OpenAI) -> None:

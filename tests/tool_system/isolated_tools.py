@@ -50,6 +50,13 @@ def nap(seconds: float) -> str:
     return "rested"
 
 
+def nap_span(seconds: float) -> list[float]:
+    """Sleep; answer this worker's pid and when the nap began and ended (the wall clock every process shares)."""
+    began = time.time()
+    time.sleep(seconds)
+    return [os.getpid(), began, time.time()]
+
+
 def shout() -> str:
     """Print to stdout (which must not reach the answer pipe), then answer."""
     print("noise on stdout", flush=True)

@@ -3,7 +3,6 @@
 import math
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -89,20 +88,21 @@ EXPENSIVE = [
 
 
 @pytest.mark.parametrize(("expression", "problem"), EXPENSIVE)
-def test_calculator_refuses_expensive_arguments_fast(expression, problem):
+def test_calculator_refuses_expensive_arguments_before_computing_them(expression, problem):
+    # The peak of memory allocated while evaluating: computing any of these would take megabytes to gigabytes.
     code = (
-        "import sys, time\nfrom mindroom.tool_system.calculator import evaluate\nstarted = time.perf_counter()\n"
+        "import sys, tracemalloc\nfrom mindroom.tool_system.calculator import evaluate\ntracemalloc.start()\n"
         "try:\n    evaluate(sys.argv[1])\nexcept Exception as exc:\n    print(exc)\n"
-        "print(round((time.perf_counter() - started) * 1000))\n"
+        "print(tracemalloc.get_traced_memory()[1])\n"
     )
     try:  # in a child process, so an unbounded operation fails this test instead of hanging the suite
-        done = subprocess.run([sys.executable, "-c", code, expression], capture_output=True, text=True, timeout=20)
+        done = subprocess.run([sys.executable, "-c", code, expression], capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{expression!r} was still being evaluated after 20 s")
-    refusal, elapsed_ms = done.stdout.strip().rsplit("\n", 1)
+        pytest.fail(f"{expression!r} was still being evaluated after 120 s")
+    refusal, peak_bytes = done.stdout.strip().rsplit("\n", 1)
 
     assert problem in refusal
-    assert int(elapsed_ms) < 50
+    assert int(peak_bytes) < 1_000_000
 
 
 @pytest.mark.asyncio
@@ -111,10 +111,9 @@ async def test_calculator_runs_isolated_and_refuses_round_bombs_through_the_tool
     assert spec.isolated and spec.limits == CALCULATOR_LIMITS
     await call_tool(spec, "a", {"expression": "1 + 1"})  # the worker is warm from here on
 
-    started = time.monotonic()
     text = await call_tool(spec, "a", {"expression": "round(1, -10**8)"})
 
-    assert time.monotonic() - started < 1.0
+    # Refused by the calculator's own check (this message), not stopped at the worker's limits (another one).
     assert text == (
         "[TOOL CALL FAILED]\nTool: calculate\nError: round needs a whole number of digits from -1300 to 1300"
     )

@@ -17,7 +17,8 @@ from tests.tool_system import isolated_tools
 
 pytestmark = pytest.mark.asyncio
 
-QUICK = IsolationLimits(timeout_s=5.0, memory_bytes=256 * 1024 * 1024)
+QUICK = IsolationLimits(timeout_s=60.0, memory_bytes=256 * 1024 * 1024)
+"""For calls that must finish: far past what a cold worker needs to start, even on a loaded machine."""
 
 
 @pytest.fixture
@@ -32,18 +33,16 @@ def ref(function):
 
 
 class Heartbeat:
-    """Ticks on the event loop every 10 ms and records how late each tick was."""
+    """Ticks on the event loop every 10 ms and notes when (a loop frozen by a call does not tick at all)."""
 
     def __init__(self) -> None:
-        self.lags: list[float] = []
+        self.ticks: list[float] = []
         self._task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
-            started = loop.time()
             await asyncio.sleep(0.01)
-            self.lags.append(loop.time() - started - 0.01)
+            self.ticks.append(time.monotonic())
 
     async def __aenter__(self):
         self._task = asyncio.create_task(self._run())
@@ -55,9 +54,9 @@ class Heartbeat:
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
 
-    @property
-    def max_lag_ms(self) -> float:
-        return max(self.lags) * 1000
+    def during(self, started: float, ended: float) -> int:
+        """How many times the loop ticked between two moments."""
+        return sum(1 for tick in self.ticks if started < tick < ended)
 
 
 async def test_isolation_runs_the_call_in_another_process_and_keeps_the_worker_warm(pool):
@@ -77,17 +76,17 @@ async def test_isolation_keeps_tool_prints_off_the_answer_pipe(pool):
 
 async def test_isolation_stops_a_cpu_burner_at_its_timeout_while_the_loop_keeps_ticking(pool):
     limits = IsolationLimits(timeout_s=1.0, memory_bytes=256 * 1024 * 1024)
-    burner_pid = await pool.call(ref(isolated_tools.worker_pid), {}, limits)
+    burner_pid = await pool.call(ref(isolated_tools.worker_pid), {}, QUICK)  # started: the 1 s is the burn's alone
 
     async with Heartbeat() as heartbeat:
         started = time.monotonic()
         with pytest.raises(ToolError, match=r"ran longer than 1 s and was stopped"):
-            await pool.call(ref(isolated_tools.burn), {}, limits)
-        elapsed = time.monotonic() - started
+            await pool.call(ref(isolated_tools.burn), {}, limits)  # `burn` never ends: returning is the stop
+        ended = time.monotonic()
 
-    # Bounds loose enough for a loaded 2-core machine; a tool on the loop would freeze it for the whole call.
-    assert 1.0 <= elapsed < 3.0
-    assert heartbeat.max_lag_ms < 250, f"the loop lagged {heartbeat.max_lag_ms:.0f} ms"
+    assert ended - started >= 1.0  # not before its timeout
+    # A tool on the loop would freeze it for the whole call: not one tick. Any load still leaves several.
+    assert heartbeat.during(started, ended) >= 3
     assert await _stopped(burner_pid)
     replacement = await pool.call(ref(isolated_tools.worker_pid), {}, limits)
     assert replacement not in {burner_pid, os.getpid()}
@@ -101,8 +100,8 @@ def _state(pid: int) -> str:
 
 
 async def _stopped(pid: int) -> bool:
-    """Whether `pid` is gone or a zombie within 2 s (SIGKILL takes effect asynchronously)."""
-    for _ in range(200):
+    """Whether `pid` is gone or a zombie (SIGKILL takes effect asynchronously); waits up to 30 s."""
+    for _ in range(3000):
         state = _state(pid)
         if state == "gone" or "Z" in state:
             return True
@@ -111,24 +110,22 @@ async def _stopped(pid: int) -> bool:
 
 
 async def test_isolation_stops_a_cpu_burner_at_its_cpu_limit(pool):
-    limits = IsolationLimits(timeout_s=30.0, memory_bytes=256 * 1024 * 1024, cpu_s=1.0)
-    started = time.monotonic()
+    limits = IsolationLimits(timeout_s=600.0, memory_bytes=256 * 1024 * 1024, cpu_s=1.0)
 
+    # Stopped by its CPU limit (this message), not by the call's far longer timeout (another message).
     with pytest.raises(ToolError, match=r"more than 1 s of CPU time"):
         await pool.call(ref(isolated_tools.burn), {}, limits)
 
-    assert time.monotonic() - started < 10
     assert await pool.call(ref(isolated_tools.echo), {"text": "back"}, limits) == "back"
 
 
 async def test_isolation_stops_a_memory_hog_and_recovers(pool):
     limits = IsolationLimits(timeout_s=20.0, memory_bytes=200 * 1024 * 1024)
 
-    async with Heartbeat() as heartbeat:
-        with pytest.raises(ToolError, match=r"ran out of memory \(limit 200 MiB\)"):
-            await pool.call(ref(isolated_tools.hog), {}, limits)
+    # Out of memory in its worker (this message), not in this process.
+    with pytest.raises(ToolError, match=r"ran out of memory \(limit 200 MiB\)"):
+        await pool.call(ref(isolated_tools.hog), {}, limits)
 
-    assert heartbeat.max_lag_ms < 100
     assert await pool.call(ref(isolated_tools.echo), {"text": "fine"}, limits) == "fine"
 
 
@@ -149,13 +146,13 @@ async def test_isolation_passes_tool_errors_and_failures_through(pool):
 
 
 async def test_isolation_runs_calls_side_by_side_up_to_the_pool_size(pool):
-    await asyncio.gather(*(pool.call(ref(isolated_tools.nap), {"seconds": 0.2}, QUICK) for _ in range(2)))  # warm both
-    started = time.monotonic()
+    spans = await asyncio.gather(*(pool.call(ref(isolated_tools.nap_span), {"seconds": 1.0}, QUICK) for _ in range(4)))
 
-    results = await asyncio.gather(*(pool.call(ref(isolated_tools.nap), {"seconds": 1.0}, QUICK) for _ in range(4)))
-
-    assert results == ["rested"] * 4
-    assert 2.0 <= time.monotonic() - started < 3.5  # two at a time: one at a time takes 4 s, all at once 1 s
+    # Each worker notes when its nap began and ended; at most two naps are ever under way at once, and two are.
+    moments = sorted([(start, 1) for _pid, start, _end in spans] + [(end, -1) for _pid, _start, end in spans])
+    running = [sum(step for _at, step in moments[: index + 1]) for index in range(len(moments))]
+    assert max(running) == 2
+    assert len({pid for pid, _start, _end in spans}) == 2
 
 
 async def test_isolation_kills_the_worker_of_a_cancelled_call(pool):
@@ -188,11 +185,12 @@ async def test_isolation_call_tool_runs_isolated_specs_in_the_shared_pool():
 
     assert int(await call_tool(spec, "helper", {})) != os.getpid()
     async with Heartbeat() as heartbeat:
+        started = time.monotonic()
         text = await call_tool(burner, "helper", {})
+        ended = time.monotonic()
 
     assert text.startswith("[TOOL CALL FAILED]\nTool: burn\nError: the tool ran longer than 0.5 s and was stopped")
-    # A burn in process would stall the loop for the whole 0.5 s; a loaded machine adds a little jitter.
-    assert heartbeat.max_lag_ms < 300
+    assert heartbeat.during(started, ended) >= 3  # a burn in process would freeze the loop: not one tick
 
 
 def _plugin(tmp_path, body):
@@ -208,14 +206,14 @@ async def test_isolation_plugin_tools_opt_in_with_the_marker(tmp_path):
     plugin = _plugin(
         tmp_path,
         "import os\nfrom mindroom.tool_system.isolation import isolated\nfrom .helpers import twice\n\n"
-        "@isolated(timeout_s=3, memory_mb=200)\ndef crunch(n: int) -> str:\n"
+        "@isolated(timeout_s=60, memory_mb=200)\ndef crunch(n: int) -> str:\n"
         '    """Double n in a worker."""\n    return f"{twice(n)} in {os.getpid()}"\n\n'
         'def plain() -> str:\n    """In process."""\n    return "plain"\n',
     )
 
     crunch, plain = plugin_tool_specs(plugin)
 
-    assert (crunch.isolated, crunch.limits) == (True, IsolationLimits(timeout_s=3, memory_bytes=200 * 1024 * 1024))
+    assert (crunch.isolated, crunch.limits) == (True, IsolationLimits(timeout_s=60, memory_bytes=200 * 1024 * 1024))
     assert not plain.isolated and isolation_limits(plain.function) is None
     value, _, pid = (await call_tool(crunch, "helper", {"n": 21})).partition(" in ")
     assert value == "42" and int(pid) != os.getpid()

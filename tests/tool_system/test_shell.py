@@ -1,13 +1,15 @@
 """The built-in shell tool: only allowlisted executables, no shell, in the workspace, cut off at the timeout."""
 
+import asyncio
+import secrets
 import sys
-import time
 
 import pytest
 
 from mindroom.config.main import ShellToolConfig, ToolsConfig
 from mindroom.tool_system.shell import run_command, shell_tools
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError
+from tests.tool_system.test_shell_sandbox import gone_within
 
 pytestmark = pytest.mark.asyncio
 
@@ -67,12 +69,13 @@ async def test_shell_gives_the_child_no_daemon_secrets(tmp_path, monkeypatch):
 
 
 async def test_shell_kills_commands_at_the_timeout(tmp_path):
-    started = time.monotonic()
+    marker = f"1000.{secrets.randbelow(10**9):09d}"  # a sleep no other process runs
 
     with pytest.raises(ToolError, match=r"timed out after 0\.3 s"):
-        await run_command("sleep 30", tmp_path, settings("sleep", timeout_s=0.3))
+        # The guard only keeps a broken timeout from hanging the suite; the command would sleep 1000 s.
+        await asyncio.wait_for(run_command(f"sleep {marker}", tmp_path, settings("sleep", timeout_s=0.3)), 120)
 
-    assert time.monotonic() - started < 5
+    assert gone_within(marker), "the command outlived its timeout"
 
 
 async def test_shell_timeout_keeps_partial_output(tmp_path):
@@ -80,7 +83,7 @@ async def test_shell_timeout_keeps_partial_output(tmp_path):
     script.write_text("import sys, time\nprint('started', flush=True)\ntime.sleep(30)\n")
 
     with pytest.raises(ToolError, match="started"):
-        await run_command(f"{sys.executable} slow.py", tmp_path, settings(sys.executable, timeout_s=1))
+        await run_command(f"{sys.executable} slow.py", tmp_path, settings(sys.executable, timeout_s=5))
 
 
 async def test_shell_truncates_long_output(tmp_path):

@@ -19,6 +19,7 @@ from mindroom.state.postgres.answers import PostgresAnswerLog
 from mindroom.state.postgres.approvals import PostgresApprovalStore
 from mindroom.state.postgres.connection import DEFAULT_LEASE_S, StateConnection
 from mindroom.state.postgres.crypto import PostgresCryptoVault
+from mindroom.state.postgres.grants import PostgresGrantStore
 from mindroom.state.postgres.journal import PostgresTurnJournal
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
 from mindroom.state.postgres.rooms import PostgresRoomMemory
@@ -112,6 +113,7 @@ class PostgresState(StateBackend):
         rooms = PostgresRoomMemory(connection)
         answers = PostgresAnswerLog(connection)
         approvals = PostgresApprovalStore(connection)
+        grants = PostgresGrantStore(connection)
         schedules = PostgresScheduleStore(connection)
         tokens = PostgresSyncTokens(connection)
 
@@ -120,6 +122,7 @@ class PostgresState(StateBackend):
             rooms.load(conn)
             answers.load(conn)
             approvals.load(conn)
+            grants.load(conn)
             schedules.load(conn)
             tokens.load_all(conn)
 
@@ -131,6 +134,7 @@ class PostgresState(StateBackend):
             approvals=approvals,
             schedules=schedules,
             snapshots=PostgresSnapshots(connection),
+            grants=grants,
             sync_tokens=tokens,
             session_url=self.url,
             crypto=PostgresCryptoVault(connection, self.location),

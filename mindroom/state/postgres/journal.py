@@ -127,6 +127,10 @@ class PostgresTurnJournal:
             (entity, event_id),
         )
 
+    def holds_lock(self) -> bool:
+        """True while the writer session can show it holds the lock (`StateConnection.holds_lock`: no round trip)."""
+        return self._conn.holds_lock()
+
     def seen(self, entity: str, event_id: str) -> bool:
         """True if `entity` claimed `event_id` (within the mirrored window)."""
         with self._lock:

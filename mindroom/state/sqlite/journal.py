@@ -88,6 +88,10 @@ class SqliteTurnJournal:
             (entity, event_id),
         )
 
+    def holds_lock(self) -> bool:
+        """Always: the lock is the data directory's `flock`, held by an open file until the process ends."""
+        return True
+
     def seen(self, entity: str, event_id: str) -> bool:
         """True if `entity` already claimed `event_id`."""
         row = self._execute(
