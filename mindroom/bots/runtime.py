@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from mindroom.bots.client import BotClient
 from mindroom.config.main import Config
+from mindroom.config.overrides import ChatSettings
 from mindroom.errors import PluginError
 from mindroom.hooks.context import HookBindings
 from mindroom.hooks.registry import HookRegistry
@@ -46,7 +47,8 @@ INTERRUPTED_NOTE = "(interrupted: the agent is shutting down)"
 @dataclass(frozen=True, slots=True, eq=False)
 class LiveState:
     """One generation of the daemon's live state: config, the plugins loaded for it, their hook registry,
-    the tool catalogue and the skills. Built whole by `mindroom.daemon.live.build_live_state`."""
+    the tool catalogue, the skills and the settings changed from chat. Built whole by
+    `mindroom.daemon.live.build_live_state` (a change of room or thread settings replaces `settings` alone)."""
 
     config: Config
     registry: HookRegistry
@@ -56,11 +58,13 @@ class LiveState:
     plugin_digests: Mapping[str, str] = field(default_factory=dict)
     plugin_errors: tuple[PluginError, ...] = ()
     """Plugins config names that failed to load and were left out (only at start: a reload with one fails)."""
+    settings: ChatSettings = field(default_factory=ChatSettings)
+    """The settings changed from chat (its `config` overrides are already in `config`)."""
 
     @property
     def display_names(self) -> dict[str, str]:
-        """Agent name -> display name."""
-        return {name: agent.display_name for name, agent in self.config.agents.items()}
+        """Agent or team name -> display name."""
+        return {name: entity.display_name for name, entity in self.config.responders().items()}
 
 
 class LiveCell:

@@ -18,6 +18,7 @@ from mindroom.state.schedules import ScheduledTask
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
+from mindroom.state.sqlite.overrides import SqliteOverrideStore
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
 
@@ -90,15 +91,31 @@ _TABLES = (
         ("entity", "source_event_id"),
     ),
     _Table("approvals", "approvals.db", "approvals", tuple(f.name for f in fields(ApprovalRecord)), ("approval_id",)),
+    _Table(
+        "overrides",
+        "overrides.db",
+        "overrides",
+        ("scope", "room_id", "thread_id", "key", "value", "set_by", "set_at"),
+        ("scope", "room_id", "thread_id", "key"),
+    ),
 )
 _OPENERS: dict[
-    str, type[SqliteTurnJournal | SqliteRoomMemory | SqliteScheduleStore | SqliteAnswerLog | SqliteApprovalStore]
+    str,
+    type[
+        SqliteTurnJournal
+        | SqliteRoomMemory
+        | SqliteScheduleStore
+        | SqliteAnswerLog
+        | SqliteApprovalStore
+        | SqliteOverrideStore
+    ],
 ] = {
     "daemon.db": SqliteTurnJournal,
     "rooms.db": SqliteRoomMemory,
     "answers.db": SqliteAnswerLog,
     "approvals.db": SqliteApprovalStore,
     "schedules.db": SqliteScheduleStore,
+    "overrides.db": SqliteOverrideStore,
 }
 
 
@@ -150,7 +167,7 @@ def _tokens(storage_root: Path) -> list[tuple[str, str, float]]:
 
 
 def copy_state(storage_root: Path, conn: psycopg.Connection[Any]) -> list[CopyCount]:
-    """Copy the journal, rooms, schedules and sync tokens (on the locked session); returns both sides' counts."""
+    """Copy the journal, rooms, schedules, overrides and sync tokens (on the locked session); both sides' counts."""
     state_dir = storage_root / "state"
     counts = []
     with conn.transaction():
