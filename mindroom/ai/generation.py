@@ -34,7 +34,8 @@ from mindroom.ai.models import model_env_fingerprint
 from mindroom.ai.overflow import HistoryShortener, shorten_history
 from mindroom.ai.session_store import expecting_new_session
 from mindroom.ai.sessions import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
-from mindroom.ai.teams import TeamPlan, build_team, team_fingerprint
+from mindroom.ai.team_plan import TeamPlan
+from mindroom.ai.teams import build_team, team_fingerprint
 from mindroom.ai.turn_agent import TurnAgent, run_system_context, set_run_system_context
 from mindroom.ai.usage import TokenUsage, turn_usage
 from mindroom.config.main import ModelConfig

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agno.db.base import AsyncBaseDb
@@ -38,37 +37,16 @@ from agno.team.mode import TeamMode
 from mindroom.ai.agents import agent_cache
 from mindroom.ai.models import model_env_fingerprint
 from mindroom.ai.sessions import strip_run_output_enrichment
+from mindroom.ai.team_plan import TeamMember, TeamPlan
 from mindroom.ai.team_transcript import TeamTranscript
 from mindroom.ai.turn_agent import TurnAgent, run_system_block
 from mindroom.config.main import ModelConfig
 
-__all__ = ["MEMBER_TIMEOUT_NOTE", "MemberAgent", "TeamMember", "TeamPlan", "TurnTeam", "build_team", "team_fingerprint"]
+__all__ = ["MEMBER_TIMEOUT_NOTE", "LeaderRequest", "MemberAgent", "TurnTeam", "build_team", "team_fingerprint"]
 
 MEMBER_TIMEOUT_NOTE = "no answer within"
 _AGNO_MODES = {"coordinate": TeamMode.coordinate, "collaborate": TeamMode.broadcast, "route": TeamMode.route}
 _FAILED = "its model failed."
-
-
-@dataclass(frozen=True, slots=True)
-class TeamMember:
-    """One member agent as the team runs it: identity, model, instructions and its own tools."""
-
-    name: str
-    display_name: str
-    role: str
-    instructions: tuple[str, ...]
-    model: ModelConfig
-    tools: tuple[Any, ...] = ()
-    markdown: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class TeamPlan:
-    """How a team answers: its mode (`coordinate`, `collaborate`, `route`), members, and how long each may take."""
-
-    mode: str
-    members: tuple[TeamMember, ...]
-    member_timeout_s: float = 120.0
 
 
 class LeaderRequest(Protocol):

@@ -256,7 +256,7 @@ class Ingress:
             is_edit=False,
             bot_user_ids=directory.bot_user_ids,
             mentioned=mentioned_agents(event.content, directory.agent_user_ids, live.display_names),
-            room_mode=live.config.thread_mode(entity.name, directory.room_keys(event.room_id)) == "room",
+            room_mode=live.thread_mode(entity.name, event.room_id, directory.room_keys(event.room_id)) == "room",
         )
         if isinstance(accepted, IngressDrop):
             return _drop(entity, event, accepted.reason)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -60,6 +60,10 @@ class LiveState:
     """Plugins config names that failed to load and were left out (only at start: a reload with one fails)."""
     settings: ChatSettings = field(default_factory=ChatSettings)
     """The settings changed from chat (its `config` overrides are already in `config`)."""
+
+    def thread_mode(self, entity: str, room_id: str, room_keys: Iterable[str]) -> str:
+        """How `entity` answers in this room: `room` or `thread`, as set from chat for the room, else as config says."""
+        return self.settings.thread_mode(room_id) or self.config.thread_mode(entity, room_keys)
 
     @property
     def display_names(self) -> dict[str, str]:

@@ -181,8 +181,14 @@ class MessagePipeline:
 
     async def _route_by_model(self, live: LiveState, envelope: MessageEnvelope, candidates: tuple[str, ...]) -> str:
         config = live.config
-        roles = [(name, config.agents[name].role or config.agents[name].display_name) for name in candidates]
-        model = config.models.get(config.router.model)
+        entities = config.responders()
+        roles = [(name, entities[name].role or entities[name].display_name) for name in candidates]
+        keys = self.directory.room_keys(envelope.room_id)
+        thread = envelope.resolved_thread_id
+        own = config.router.model
+        model = config.models.get(
+            live.settings.model_name(config.models, config.room_models, own, envelope.room_id, thread, keys)
+        )
         chosen = None
         if model is not None:
             try:

@@ -313,7 +313,10 @@ class Config(StrictModel):
         return self
 
     def memory_enabled(self, agent_name: str) -> bool:
-        """Whether `agent_name` recalls and writes memories (its `memory_backend`, else `memory.backend`)."""
+        """Whether agent `agent_name` recalls and writes memories (its `memory_backend`, else `memory.backend`);
+        a team does not (its answers are its members' work)."""
+        if agent_name in self.teams:
+            return False
         agent = self.agents.get(agent_name)
         backend = agent.memory_backend if agent is not None and agent.memory_backend is not None else None
         return (backend or self.memory.backend) == "mem0"

@@ -151,7 +151,7 @@ class Orchestrator:
         set_registry_provider(lambda: cell.live.registry)
         self.mcp = MCPLifecycle(cell, directory, paths)
         await self.mcp.apply(live.config)  # servers connect in the background while the bots log in
-        names = [ROUTER_AGENT_NAME, *live.config.agents]
+        names = [ROUTER_AGENT_NAME, *live.config.responders()]
         for name in names:
             self.bots[name] = self._make_bot(name, running, live)
         logger.info("logging in", bots=names, homeserver=homeserver.url)
@@ -193,6 +193,7 @@ class Orchestrator:
         logger.info(
             "daemon ready",
             agents=list(live.config.agents),
+            teams=list(live.config.teams),
             rooms=dict(directory.room_ids),
             plugins=[plugin.name for plugin in live.plugins],
             hooks=len(live.registry),
@@ -237,14 +238,15 @@ class Orchestrator:
         homeserver = self._homeserver()
         config = live.config
         is_router = name == ROUTER_AGENT_NAME
+        entity = config.router if is_router else config.responders()[name]
         client = MatrixBotClient(
             name,
             homeserver.url,
             homeserver.server_name,
             running.paths.storage_root,
             registration_shared_secret=homeserver.registration_shared_secret,
-            password=config.router.password if is_router else config.agents[name].password,
-            display_name=config.router.display_name if is_router else config.agents[name].display_name,
+            password=entity.password,
+            display_name=entity.display_name,
             account_prefix=homeserver.account_prefix,
             new_crypto_device=self._new_devices.allows(name),
             sync_tokens=self._sync_tokens,
@@ -302,7 +304,7 @@ class Orchestrator:
         for name, previous in retiring.items():
             bot = fresh[name]
             bot.joined_rooms |= previous.joined_rooms
-            for key in set(old.config.agents[name].rooms) - set(config.agents[name].rooms):
+            for key in set(old.config.agent_rooms(name)) - set(config.agent_rooms(name)):
                 room_id = directory.room_ids.get(key)
                 if room_id is not None and room_id in bot.joined_rooms:
                     with contextlib.suppress(MindroomError):
@@ -310,7 +312,7 @@ class Orchestrator:
         keys = [
             key
             for key in config.managed_room_keys()
-            if key in changes.new_rooms or any(key in config.agents[name].rooms for name in fresh)
+            if key in changes.new_rooms or any(key in config.agent_rooms(name) for name in fresh)
         ]
         await set_up_rooms(bots[ROUTER_AGENT_NAME], directory, config, keys, fresh)
         await asyncio.gather(*(previous.stop_sync() for previous in retiring.values()))

@@ -64,10 +64,11 @@ class EntityChanges:
 
     @classmethod
     def between(cls, old: Config, new: Config, known_rooms: Iterable[str]) -> EntityChanges:
-        """Compare two configs (the router counts as changed when its own section differs)."""
-        added = tuple(name for name in new.agents if name not in old.agents)
-        removed = tuple(name for name in old.agents if name not in new.agents)
-        changed = [name for name in new.agents if name in old.agents and old.agents[name] != new.agents[name]]
+        """Compare two configs (agents and teams; the router counts as changed when its own section differs)."""
+        before, after = old.responders(), new.responders()
+        added = tuple(name for name in after if name not in before)
+        removed = tuple(name for name in before if name not in after)
+        changed = [name for name in after if name in before and before[name] != after[name]]
         if old.router != new.router:
             changed.insert(0, ROUTER_AGENT_NAME)
         known = set(known_rooms)

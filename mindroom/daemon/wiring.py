@@ -59,7 +59,7 @@ class RunningDaemon:
 
     def responder(self) -> Responder:
         """The answer stages on this run's stores and paths (a Matrix turn's and an API turn's alike)."""
-        return Responder(self.stores, self.paths, self.turns, self.mind)
+        return Responder(self.stores, self.paths, self.turns, self.mind, self.directory)
 
     @property
     def live(self) -> LiveState:
