@@ -54,7 +54,7 @@ class Bench:
 
     def __init__(self, tmp_path: Path, config: Config, registry: HookRegistry | None = None) -> None:
         self.server = RecordingHomeserver()
-        names = ["router", *config.agents]
+        names = ["router", *config.responders()]
         user_ids = {name: bot_user_id(name, self.server.server_name, self.server.account_prefix) for name in names}
         self.bots: dict[str, Bot] = {}
         self.desk = ApprovalDesk(SqliteApprovalStore(tmp_path / "approvals.db"))
