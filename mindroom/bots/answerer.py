@@ -9,7 +9,7 @@ their calls reach the tool hooks and approval rules under the member's name).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,7 +18,7 @@ from mindroom.bots.runtime import Entity, LiveState
 from mindroom.config.main import AgentConfig, AgentSettings, Config
 from mindroom.hooks.transport import ResponseKind
 
-__all__ = ["Answerer", "KnowledgeTools", "Roster", "answerer_for"]
+__all__ = ["Answerer", "ExtraTools", "Roster", "answerer_for"]
 
 
 class Roster(Protocol):
@@ -32,8 +32,8 @@ class Roster(Protocol):
         """Every name config may give this room."""
 
 
-class KnowledgeTools(Protocol):
-    """The tools an agent gets beyond its `tools:` (its knowledge search: `mindroom.bots.mind.TurnMind`)."""
+class ExtraTools(Protocol):
+    """Tools an agent gets beyond its `tools:`: its knowledge search (`TurnMind`), its hand-off (`HandoffDesk`)."""
 
     def tools(self, config: Config, agent_name: str) -> tuple[Any, ...]:
         """The extra tools of `agent_name` under `config`."""
@@ -50,6 +50,8 @@ class Answerer:
     model_name: str
     settings: AgentSettings
     team: TeamPlan | None = None
+    tools: tuple[Any, ...] = ()
+    """An agent's tools beyond its `tools:` (knowledge search, hand-off)."""
 
     @property
     def response_kind(self) -> ResponseKind:
@@ -75,15 +77,18 @@ def answerer_for(
     room_id: str,
     thread_id: str | None,
     roster: Roster | None = None,
-    knowledge: KnowledgeTools | None = None,
+    extras: Sequence[ExtraTools | None] = (),
 ) -> Answerer | None:
     """The answerer `name` is in this room and thread under `live`; None when it is neither agent nor team.
 
     `roster` gives the room's names (for `room_models`) and the members' running bots (for their tools);
-    `knowledge` a member's tools beyond its own `tools:` (its knowledge search).
+    `extras` what adds tools beyond an agent's own `tools:`.
     """
     config = live.config
     keys = roster.room_keys(room_id) if roster is not None else set()
+
+    def extra_tools(agent: str) -> tuple[Any, ...]:
+        return tuple(tool for extra in extras if extra is not None for tool in extra.tools(config, agent))
 
     def model_of(own: str) -> str:
         return live.settings.model_name(config.models, config.room_models, own, room_id, thread_id, keys)
@@ -98,6 +103,7 @@ def answerer_for(
             model_of(agent.model),
             agent.resolved(config.defaults),
             None,
+            extra_tools(name),
         )
     team = config.teams.get(name)
     if team is None:
@@ -110,7 +116,7 @@ def answerer_for(
             continue  # a member without a usable model cannot take part (the team answers without it)
         running = roster.entities.get(member_name) if roster is not None else None
         own = running.tools(live) if running is not None else ()
-        tools = (*own, *(knowledge.tools(config, member_name) if knowledge is not None else ()))
+        tools = (*own, *extra_tools(member_name))
         members.append(
             TeamMember(
                 member_name,

@@ -20,7 +20,7 @@ from mindroom.bots.answer_events import (
     report_cancelled,
     system_context,
 )
-from mindroom.bots.answerer import Answerer, Roster, answerer_for
+from mindroom.bots.answerer import Answerer, ExtraTools, Roster, answerer_for
 from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.capabilities import TurnStores
 from mindroom.bots.channel import AnswerChannel, GenerationSetup, Turn
@@ -119,11 +119,13 @@ class Responder:
     """What the agent remembers of people and the knowledge it searches (None: nothing)."""
     roster: Roster | None = None
     """Who is where: a room's names (for `room_models`) and a team's running members (for their tools)."""
+    handoffs: ExtraTools | None = None
+    """The hand-off tool of agents that may ask another agent of the room (None: none may)."""
 
     async def respond(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
         """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
         answerer = answerer_for(
-            live, entity.name, envelope.room_id, envelope.resolved_thread_id, self.roster, self.mind
+            live, entity.name, envelope.room_id, envelope.resolved_thread_id, self.roster, (self.mind, self.handoffs)
         )
         if answerer is None:
             return
@@ -275,7 +277,7 @@ async def _generate(
         session_id=session_id(envelope),
         num_history_runs=settings.num_history_runs,
         markdown=settings.markdown,
-        tools=(*entity.tools(live), *(turn.mind.tools(config, entity.name) if turn.mind is not None else ())),
+        tools=(*entity.tools(live), *who.tools),
         user_id=envelope.requester_id,
         source_event_id=question,
         images=images,
