@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from mindroom.config.environment import process_environ
 from mindroom.config.main import Config
-from mindroom.config.overrides import Override, apply_config_overrides
+from mindroom.config.overrides import Override, apply_config_overrides, parse_key_path
 from mindroom.errors import ConfigError
 from mindroom.logging_config import get_logger
 
@@ -224,20 +224,20 @@ def parse_config_text(
     if problems:
         raise ConfigError(source, problems)
     if strict or not overrides:
-        return _validated(_overridden(substituted, overrides, source), source, lines)
+        return _validated(_overridden(substituted, overrides, source), source, lines, overrides)
     try:
-        return _validated(_overridden(substituted, overrides, source), source, lines)
+        return _validated(_overridden(substituted, overrides, source), source, lines, overrides)
     except ConfigError:
         pass
     fitting: list[Override] = []
     for override in overrides:  # one by one: only those that no longer fit are passed over
         try:
-            _validated(_overridden(substituted, [*fitting, override], source), source, lines)
+            _validated(_overridden(substituted, [*fitting, override], source), source, lines, [*fitting, override])
         except ConfigError as error:
             logger.warning("config override no longer fits; ignored", key=override.key, problems=error.problems)
             continue
         fitting.append(override)
-    return _validated(_overridden(substituted, fitting, source), source, lines)
+    return _validated(_overridden(substituted, fitting, source), source, lines, fitting)
 
 
 def _overridden(document: dict[str, Any], overrides: Sequence[Override], source: Path) -> dict[str, Any]:
@@ -249,7 +249,14 @@ def _overridden(document: dict[str, Any], overrides: Sequence[Override], source:
         raise ConfigError(source, [str(exc)]) from None
 
 
-def _validated(document: dict[str, Any], source: Path, lines: dict[KeyPath, int]) -> Config:
+def _set_from_chat(loc: KeyPath, overrides: Sequence[Override]) -> bool:
+    paths = [parse_key_path(override.key) for override in overrides if override.scope == "config"]
+    return any(loc[: len(path)] == path for path in paths)
+
+
+def _validated(
+    document: dict[str, Any], source: Path, lines: dict[KeyPath, int], overrides: Sequence[Override] = ()
+) -> Config:
     try:
         return Config.model_validate(document)
     except ValidationError as exc:
@@ -258,7 +265,8 @@ def _validated(document: dict[str, Any], source: Path, lines: dict[KeyPath, int]
             if "str" in error["loc"] and isinstance(error.get("input"), dict):
                 continue  # the object form was meant; the plain-string alternative's complaint is noise
             loc = _clean_loc(tuple(error["loc"]))
-            line = _line_for(lines, loc)
+            # A value set from chat has no line in the file (its key's, or a parent's, would mislead).
+            line = None if _set_from_chat(loc, overrides) else _line_for(lines, loc)
             at = f" (line {line})" if line else ""
             message = str(error["msg"]).removeprefix("Value error, ")
             messages.append(f"{format_key_path(loc)}{at}: {message}")

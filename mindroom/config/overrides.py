@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from mindroom.config.main import ThreadMode
 
 __all__ = [
     "ChatSettings",
@@ -26,6 +30,7 @@ __all__ = [
     "OverrideScope",
     "apply_config_overrides",
     "parse_key_path",
+    "scoped_problems",
 ]
 
 OverrideScope = Literal["config", "room", "thread"]
@@ -125,6 +130,10 @@ class ChatSettings:
         """The override of one slot, if set."""
         return self._by_slot.get((scope, room_id, thread_id, key))
 
+    def at(self, slot: tuple[str, str, str, str]) -> Override | None:
+        """The override of `slot` (scope, room, thread, key), if set."""
+        return self._by_slot.get(slot)
+
     def config_overrides(self) -> tuple[Override, ...]:
         """The `config`-scope overrides, oldest first (applied in that order)."""
         return tuple(item for item in self.overrides if item.scope == "config")
@@ -157,3 +166,28 @@ class ChatSettings:
             if key in room_models:
                 return room_models[key]
         return own
+
+
+def scoped_problems(override: Override, models: Collection[str], entities: Collection[str]) -> list[str]:
+    """What is wrong with a `room` or `thread` override, checked as config checks the same kind of value."""
+    key, value = override.key, override.value
+    if key == "model":
+        if value in models:
+            return []
+        return [f"unknown model {value!r} (known: {', '.join(sorted(models)) or 'none'})"]
+    if key == "thread_mode" and override.scope == "room":
+        try:
+            TypeAdapter(ThreadMode).validate_python(value)
+        except ValidationError:
+            return [f"thread_mode: {value!r} is neither 'thread' nor 'room'"]
+        return []
+    if key.startswith("instructions:"):
+        entity = key.partition(":")[2]
+        if entity not in entities:
+            return [f"unknown agent or team {entity!r} (known: {', '.join(entities) or 'none'})"]
+        try:
+            TypeAdapter(list[str]).validate_python(value)
+        except ValidationError:
+            return ["instructions must be text"]
+        return []
+    return [f"{key!r} cannot be set for a {override.scope}"]

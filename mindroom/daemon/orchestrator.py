@@ -24,6 +24,7 @@ from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.daemon.bot_start import BotDown, NewDevices, start_bots, tell_admin_room
+from mindroom.daemon.chat_settings import register_settings_commands, with_chat_settings
 from mindroom.daemon.live import build_live_state
 from mindroom.daemon.mcp import MCPLifecycle
 from mindroom.daemon.mind import start_mind
@@ -132,6 +133,7 @@ class Orchestrator:
         warn_if_shared(paths.storage_root)
         private_dir(paths.storage_root)
         stores = await self._open_state(live)
+        live = await with_chat_settings(live, stores.overrides, paths)
         running = RunningDaemon(
             cell=LiveCell(live),
             directory=Directory(homeserver.server_name, stores.rooms, entities=self.bots),
@@ -182,6 +184,7 @@ class Orchestrator:
             env_file=self._env_file,
         )
         self.commands.register(reload_command(self.reloader))
+        register_settings_commands(self.commands, stores.overrides, self.reloader, paths)
         if self._watch:
             self._watcher = ConfigWatcher(
                 paths.config_path,
