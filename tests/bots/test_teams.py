@@ -3,10 +3,12 @@ hooks once as the team, and its members' tool calls reach the tool hooks under t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from mindroom.bots.recovery import recover_interrupted
 from mindroom.hooks import (
     EVENT_MESSAGE_AFTER_RESPONSE,
     EVENT_MESSAGE_BEFORE_RESPONSE,
@@ -144,3 +146,22 @@ async def test_a_streamed_team_answer_is_edited_in_place_and_an_edited_question_
     assert client.edits[-1].body.endswith("**Team Consensus**: Second thought.")
     lead = [r for r in model_server.requests if r["model"] == "m-lead"]
     assert "think again" in str(lead[-1]["messages"][-1]["content"])
+
+
+async def test_an_unfinished_team_turn_is_replayed_once_after_a_crash(make_bench, model_server):
+    model_server.set_default(Text("Back together."), model="m-lead")
+    world = team_world(model_server)
+    bench = await make_bench(world.pop("agents"), **world)
+    journal = bench.daemon.stores.journal
+    crew = bench.bots["crew"]
+    question = mention(bench, "are you back?")
+    journal.claim("crew", question.event_id, dataclasses.asdict(question))  # claimed, then the daemon died
+
+    await recover_interrupted(crew, journal, crew.handlers)
+    await bench.settle()
+    await bench.deliver(question)  # the sync brings it again: already answered
+    await bench.settle()
+
+    [answer] = bench.client("crew").messages
+    assert answer.body.endswith("**Team Consensus**: Back together.")
+    assert journal.pending("crew") == []
