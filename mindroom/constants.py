@@ -12,6 +12,7 @@ __all__ = [
     "DEFAULT_ACCOUNT_PREFIX",
     "DEFAULT_CONFIG_FILENAME",
     "DEFAULT_STORAGE_DIRNAME",
+    "HANDOFF_KEY",
     "HOOK_DISPATCH_KEY",
     "HOOK_ORIGIN_EVENT_KEY",
     "HOOK_SOURCE_KEY",
@@ -36,6 +37,8 @@ HOOK_ORIGIN_EVENT_KEY = "com.mindroom.hook_origin_event"
 SCHEDULE_ID_KEY = "com.mindroom.schedule_id"
 HOPS_KEY = "com.mindroom.hops"
 """On a bot's answer: how many bot answers led to it (1 for an answer to a person), to stop bots looping."""
+HANDOFF_KEY = "com.mindroom.handoff"
+"""On a question one agent hands to another: the agent it is for (answered within the asking turn, not by sync)."""
 PLUGIN_MANIFEST_FILENAME = "mindroom.plugin.json"
 DEFAULT_CONFIG_FILENAME = "config.yaml"
 DEFAULT_STORAGE_DIRNAME = "mindroom_data"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from agno.agent import Agent
 from agno.models.base import Model
+from agno.team import Team
 
 from mindroom.ai.models import build_model, close_model, model_env_fingerprint
 from mindroom.ai.sessions import close_session_dbs
@@ -25,7 +26,7 @@ __all__ = ["AgentCache", "agent_cache", "close_caches"]
 
 @dataclass
 class _LoopEntries:
-    agents: dict[Hashable, tuple[Hashable, Agent]] = field(default_factory=dict)
+    agents: dict[Hashable, tuple[Hashable, Agent | Team]] = field(default_factory=dict)
     models: dict[Hashable, Model] = field(default_factory=dict)
 
 
@@ -41,8 +42,8 @@ class AgentCache:
         with self._lock:
             return self._by_loop.setdefault(loop, _LoopEntries())
 
-    def agent(self, slot: Hashable, fingerprint: Hashable, build: Callable[[], Agent]) -> Agent:
-        """The cached agent for `slot` if it was built from `fingerprint`, else a new one from `build()`."""
+    def agent(self, slot: Hashable, fingerprint: Hashable, build: Callable[[], Agent | Team]) -> Agent | Team:
+        """The cached agent (or team) for `slot` if it was built from `fingerprint`, else a new one from `build()`."""
         entries = self._entries()
         cached = entries.agents.get(slot)
         if cached is not None and cached[0] == fingerprint:

@@ -23,6 +23,8 @@ from agno.run.agent import (
     RunOutput,
 )
 from agno.run.base import RunStatus
+from agno.run.team import TeamRunOutput
+from agno.team import Team
 
 from mindroom.ai.agents import agent_cache
 from mindroom.ai.errors import GenerationError, ModelConfigError
@@ -32,6 +34,8 @@ from mindroom.ai.models import model_env_fingerprint
 from mindroom.ai.overflow import HistoryShortener, shorten_history
 from mindroom.ai.session_store import expecting_new_session
 from mindroom.ai.sessions import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
+from mindroom.ai.team_plan import TeamPlan
+from mindroom.ai.teams import build_team, team_fingerprint
 from mindroom.ai.turn_agent import TurnAgent, run_system_context, set_run_system_context
 from mindroom.ai.usage import TokenUsage, turn_usage
 from mindroom.config.main import ModelConfig
@@ -75,6 +79,8 @@ class GenerationRequest:
     shorten_history: HistoryShortener | None = None
     """Folds the conversation's history to at most the given tokens (True when it folded something), when
     the model refuses the turn as too long; unset: generation folds it itself (see `mindroom.ai.overflow`)."""
+    team: TeamPlan | None = None
+    """Set for a team's turn: `model` is the leader's, and these members answer with it (`mindroom.ai.teams`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,7 @@ def _fingerprint(request: GenerationRequest, env: Mapping[str, str]) -> tuple[An
         request.num_history_runs,
         request.markdown,
         tuple(id(tool) for tool in request.tools),
+        team_fingerprint(request.team, env) if request.team is not None else None,
     )
 
 
@@ -136,13 +143,16 @@ def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, 
 
 def _agent_for(
     request: GenerationRequest, storage_root: Path, env: Mapping[str, str], database_url: str | None = None
-) -> tuple[Agent, AsyncBaseDb]:
+) -> tuple[Agent | Team, AsyncBaseDb]:
     try:
         db = session_db(storage_root, request.agent_name, database_url)
+        team = request.team is not None
         agent = agent_cache.agent(
-            ("agent", str(storage_root), database_url, request.agent_name),
+            ("team" if team else "agent", str(storage_root), database_url, request.agent_name),
             _fingerprint(request, env),
-            lambda: _build_agent(request, db, env),
+            (lambda: build_team(request, db, env, _announce_content))
+            if team
+            else (lambda: _build_agent(request, db, env)),
         )
     except ModelConfigError as error:
         logger.error("model misconfigured", agent=request.agent_name, problem=error.problem)
@@ -208,7 +218,7 @@ async def _generate_once(
     agent, db = _agent_for(request, storage_root, env, database_url)
     run_id = str(uuid4())
     failure_log.watch(run_id)
-    output: RunOutput | None = None
+    output: RunOutput | TeamRunOutput | None = None
     error: BaseException | None = None
     try:
         with (
@@ -235,7 +245,7 @@ async def _generate_once(
     return GenerationResult(text=_text_of(output), model_id=output.model or request.model.id, usage=usage)
 
 
-def _text_of(output: RunOutput) -> str:
+def _text_of(output: RunOutput | TeamRunOutput) -> str:
     content = output.content
     return content if isinstance(content, str) else ("" if content is None else str(content))
 

@@ -356,8 +356,11 @@ async def copy_sessions(storage_root: Path, url: str) -> list[CopyCount]:
 
 
 async def _copy_agent(agent_name: str, source: AsyncBaseDb, target: AsyncBaseDb) -> list[CopyCount]:
-    sessions = await source.get_sessions(session_type=SessionType.AGENT, include_runs=False)
-    assert isinstance(sessions, list)
+    sessions: list[Any] = []
+    for kind in (SessionType.AGENT, SessionType.TEAM):  # a team's file holds team sessions
+        found = await source.get_sessions(session_type=kind, include_runs=False)
+        assert isinstance(found, list)
+        sessions += found
     run_ids: set[str] = set()
     for session in sessions:
         await target.upsert_session(session)
@@ -369,8 +372,11 @@ async def _copy_agent(agent_name: str, source: AsyncBaseDb, target: AsyncBaseDb)
                 user_id=row.get("user_id"),
                 run_index=row.get("run_index"),
             )
-    copied = await target.get_sessions(session_type=SessionType.AGENT, include_runs=False)
-    assert isinstance(copied, list)
+    copied: list[Any] = []
+    for kind in (SessionType.AGENT, SessionType.TEAM):
+        found = await target.get_sessions(session_type=kind, include_runs=False)
+        assert isinstance(found, list)
+        copied += found
     wanted = {session.session_id for session in sessions}
     found_runs = {row["run_id"] for sid in wanted for row in await _all_runs(target, sid)}
     return [

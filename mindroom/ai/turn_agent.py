@@ -14,7 +14,7 @@ from contextvars import ContextVar
 
 from agno.agent import Agent
 
-__all__ = ["TurnAgent", "run_system_context", "set_run_system_context"]
+__all__ = ["TurnAgent", "run_system_block", "run_system_context", "set_run_system_context"]
 
 _RUN_CONTEXT: ContextVar[str] = ContextVar("mindroom_run_system_context", default="")
 
@@ -25,7 +25,7 @@ class TurnAgent(Agent):
     @property  # type: ignore[override]
     def additional_context(self) -> str | None:
         """The Agent's own additional context, then this run's system block."""
-        parts = [self.__dict__.get("_own_additional_context"), _RUN_CONTEXT.get()]
+        parts = [self.__dict__.get("_own_additional_context"), run_system_block()]
         joined = "\n".join(part for part in parts if part)
         return joined or None
 
@@ -47,3 +47,8 @@ def run_system_context(text: str) -> Iterator[None]:
 def set_run_system_context(text: str) -> None:
     """Set this task's system block for its runs from now on (for a task that lives only for one run)."""
     _RUN_CONTEXT.set(text)
+
+
+def run_system_block() -> str:
+    """This task's system block for its runs ("" when none is set)."""
+    return _RUN_CONTEXT.get()

@@ -40,19 +40,29 @@ from mindroom.hooks.transport import MessageEnvelope
 from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
 from mindroom.logging_config import get_logger
 
-__all__ = ["API_ROOM_ID", "API_SOURCE_KIND", "Completion", "eligible_agents", "start_completion"]
+__all__ = [
+    "API_ROOM_ID",
+    "API_SOURCE_KIND",
+    "TEAM_PREFIX",
+    "Completion",
+    "eligible_agents",
+    "eligible_teams",
+    "start_completion",
+]
 
 logger = get_logger(__name__)
 
 API_ROOM_ID = "api"
 """The room an API turn names: none in Matrix. Its turns share one fair lane of each agent's slots."""
 API_SOURCE_KIND = "api"
+TEAM_PREFIX = "team/"
+"""A team's model name is `team/<team>`."""
 _HISTORY_HEADER = "Earlier in this conversation:"
 
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """A started `/v1` turn: the agent that answers (the response's `model`), its channel, its session."""
+    """A started `/v1` turn: the model asked for (an agent, or `team/<team>`), its channel, its session."""
 
     model: str
     channel: HttpAnswer
@@ -64,6 +74,13 @@ def eligible_agents(running: RunningDaemon) -> list[str]:
     """The agents `/v1` offers: configured and running, in config order."""
     entities = running.directory.entities
     return [name for name in running.live.config.agents if name in entities]
+
+
+def eligible_teams(running: RunningDaemon) -> list[str]:
+    """The teams `/v1` offers (as `team/<team>`): configured and running, every member too, in config order."""
+    entities = running.directory.entities
+    teams = running.live.config.teams
+    return [name for name, team in teams.items() if name in entities and all(m in entities for m in team.agents)]
 
 
 def _running(ctx: ApiContext) -> RunningDaemon:
@@ -89,8 +106,11 @@ async def _resolve_model(running: RunningDaemon, model: str, prompt: str) -> str
             except Exception as exc:  # routing must always end in a choice
                 logger.warning("router model failed; using the first agent", error=str(exc) or type(exc).__name__)
         return chosen if chosen in agents else agents[0]
-    if model.startswith("team/"):
-        raise OpenAIError(404, f"Team '{model[5:]}' not found", param="model", code="model_not_found")
+    if model.startswith(TEAM_PREFIX):
+        team = model.removeprefix(TEAM_PREFIX)
+        if team not in eligible_teams(running):
+            raise OpenAIError(404, f"Team '{team}' not found", param="model", code="model_not_found")
+        return team
     if model not in agents:
         raise OpenAIError(404, f"Model '{model}' not found", param="model", code="model_not_found")
     return model
@@ -136,7 +156,7 @@ async def start_completion(
     channel = HttpAnswer(completion_id, stream=request.stream)
     entity = ApiEntity(running.directory.entities[agent])
     task = ctx.turns.spawn(_turn(running, entity, envelope, channel), f"api turn {completion_id}")
-    return Completion(agent, channel, session, task)
+    return Completion(request.model if request.model.startswith(TEAM_PREFIX) else agent, channel, session, task)
 
 
 async def _turn(running: RunningDaemon, entity: ApiEntity, envelope: MessageEnvelope, channel: HttpAnswer) -> None:

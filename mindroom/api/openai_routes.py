@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from mindroom.api.completions import Completion, eligible_agents, start_completion
+from mindroom.api.completions import TEAM_PREFIX, Completion, eligible_agents, eligible_teams, start_completion
 from mindroom.api.context import ApiContext
 from mindroom.api.openai_protocol import (
     ChatCompletionRequest,
@@ -78,6 +78,9 @@ def _models(ctx: ApiContext) -> dict[str, Any]:
         for name in agents:
             agent = config.agents[name]
             data.append(_model(name, agent.display_name, agent.role or None, created))
+        for name in eligible_teams(running):
+            team = config.teams[name]
+            data.append(_model(TEAM_PREFIX + name, team.display_name, team.role or None, created))
     return {"object": "list", "data": data}
 
 

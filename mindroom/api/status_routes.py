@@ -32,7 +32,9 @@ def _bots(running: RunningDaemon) -> list[dict[str, Any]]:
     bots = []
     for name, entity in directory.entities.items():
         display = (
-            config.router.display_name if entity.is_router else getattr(config.agents.get(name), "display_name", name)
+            config.router.display_name
+            if entity.is_router
+            else getattr(config.responders().get(name), "display_name", name)
         )
         bots.append(
             {

@@ -1,4 +1,4 @@
-"""The newer hook events around one answer: system:enrich, session:started, final_response_transform,
+"""The hook events around one answer: message:enrich, system:enrich, session:started, final_response_transform,
 message:cancelled for every ending that is not a delivered answer, and compaction:before/after around
 the history compaction that runs before an answer when the stored history is over its token budget.
 
@@ -14,9 +14,9 @@ from pathlib import Path
 from mindroom import ai
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.config.main import ModelConfig
-from mindroom.hooks.context import HookBindings, MessageEnvelope
-from mindroom.hooks.enrichment import render_system_context
-from mindroom.hooks.execution import emit, emit_final_transform, emit_system_enrich
+from mindroom.hooks.context import HookBindings, MessageEnrichContext, MessageEnvelope
+from mindroom.hooks.enrichment import EnrichmentItem, render_system_context
+from mindroom.hooks.execution import emit, emit_collect, emit_final_transform, emit_system_enrich
 from mindroom.hooks.response_contexts import (
     CancelledResponseContext,
     CancelledResponseInfo,
@@ -30,26 +30,53 @@ from mindroom.hooks.types import (
     EVENT_COMPACTION_AFTER,
     EVENT_COMPACTION_BEFORE,
     EVENT_MESSAGE_CANCELLED,
+    EVENT_MESSAGE_ENRICH,
     EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
     EVENT_SESSION_STARTED,
     EVENT_SYSTEM_ENRICH,
 )
 from mindroom.logging_config import get_logger
 
-__all__ = ["SessionProbe", "compact_before_answer", "final_text", "report_cancelled", "system_context"]
+__all__ = ["SessionProbe", "compact_before_answer", "enrich", "final_text", "report_cancelled", "system_context"]
 
 logger = get_logger(__name__)
 
 
+async def enrich(
+    entity: Entity,
+    live: LiveState,
+    envelope: MessageEnvelope,
+    bindings: HookBindings,
+    correlation_id: str,
+    members: tuple[str, ...] | None = None,
+) -> list[EnrichmentItem]:
+    """`message:enrich`: the items hooks add to this turn's user message; `members` are a team's."""
+    ctx = MessageEnrichContext(
+        envelope=envelope,
+        target_entity_name=entity.name,
+        target_member_names=members,
+        correlation_id=correlation_id,
+        **bindings.fields(),
+    )
+    return await emit_collect(live.registry, EVENT_MESSAGE_ENRICH, ctx)
+
+
 async def system_context(
-    entity: Entity, live: LiveState, envelope: MessageEnvelope, bindings: HookBindings, correlation_id: str
+    entity: Entity,
+    live: LiveState,
+    envelope: MessageEnvelope,
+    bindings: HookBindings,
+    correlation_id: str,
+    members: tuple[str, ...] | None = None,
 ) -> str:
-    """`system:enrich`: the `<mindroom_system_context>` block for this turn's system prompt ("" without hooks)."""
+    """`system:enrich`: the `<mindroom_system_context>` block for this turn's system prompt ("" without hooks);
+    `members` are a team's."""
     if not live.registry.has_hooks(EVENT_SYSTEM_ENRICH):
         return ""
     ctx = SystemEnrichContext(
         envelope=envelope,
         target_entity_name=entity.name,
+        target_member_names=members,
         correlation_id=correlation_id,
         **bindings.context_fields(),
     )

@@ -109,13 +109,15 @@ class EntityBot(Generic[ClientT]):
 
     @property
     def entity_type(self) -> str:
-        """`router` or `agent`."""
-        return "router" if self.is_router else "agent"
+        """`router`, `team` or `agent`."""
+        if self.is_router:
+            return "router"
+        return "team" if self.name in self._cell.live.config.teams else "agent"
 
     def display_name(self, live: LiveState) -> str:
         """The name shown in Matrix under `live`'s config."""
         config = live.config
-        return config.router.display_name if self.is_router else config.agents[self.name].display_name
+        return config.router.display_name if self.is_router else config.responders()[self.name].display_name
 
     async def start(self) -> str:
         """Log in, set the display name, and fire `agent:started`; returns the Matrix user id."""
@@ -230,7 +232,7 @@ class EntityBot(Generic[ClientT]):
     async def _on_invite(self, room_id: str, inviter: str) -> bool:
         directory = self._directory
         config = self._cell.live.config
-        agent = config.agents.get(self.name)
+        agent = config.responders().get(self.name)
         allowed = (agent is None or agent.accept_invites == "authorized") and may_invite(
             config,
             inviter,

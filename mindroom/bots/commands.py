@@ -86,7 +86,7 @@ class CommandTable:
 
     async def _help(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
         agents = "\n".join(
-            f"- {a.display_name} ({name}): {a.role or 'no role given'}" for name, a in live.config.agents.items()
+            f"- {a.display_name} ({name}): {a.role or 'no role given'}" for name, a in live.config.responders().items()
         )
         commands = "\n".join(f"- !{command.name}: {command.description}" for command in self)
         return f"Agents here:\n{agents}\n\nMention an agent to ask it directly.\n\nCommands:\n{commands}"

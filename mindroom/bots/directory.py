@@ -45,7 +45,7 @@ class Directory:
 
     @property
     def agent_user_ids(self) -> dict[str, str]:
-        """Agent name -> Matrix user id (the router excluded)."""
+        """Agent or team name -> Matrix user id (the router excluded)."""
         return {name: user for name, user in self._user_ids.items() if name != ROUTER_AGENT_NAME}
 
     def signed_in(self, name: str, user_id: str) -> None:
@@ -94,19 +94,19 @@ class Directory:
         return self.is_managed(room_id) or self.memory.known(room_id)
 
     def agents_in_room(self, room_id: str, config: Config) -> tuple[str, ...]:
-        """Agents of this room in config order: configured for it, or invited into it (running bots only)."""
+        """Agents and teams of this room in config order: configured for it, or invited into it (running bots only)."""
         keys = self.room_keys(room_id)
         entities = self.entities
         return tuple(
             name
-            for name, agent in config.agents.items()
+            for name, agent in config.responders().items()
             if name in entities
             and (any(room in keys for room in agent.rooms) or room_id in entities[name].joined_rooms)
         )
 
     def home_keys(self, entity: str, config: Config) -> set[str]:
-        """Every name of the rooms config gives agent `entity` (none for the router)."""
-        agent = config.agents.get(entity)
+        """Every name of the rooms config gives agent or team `entity` (none for the router)."""
+        agent = config.responders().get(entity)
         if agent is None:
             return set()
         keys = set(agent.rooms)

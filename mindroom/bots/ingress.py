@@ -25,6 +25,7 @@ from mindroom.bots.limits import SlidingWindow
 from mindroom.bots.routing import mentioned_agents
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.constants import (
+    HANDOFF_KEY,
     HOOK_DISPATCH_KEY,
     HOOK_ORIGIN_EVENT_KEY,
     HOOK_SOURCE_KEY,
@@ -143,6 +144,8 @@ def classify_message(
             return IngressDrop("deep synthetic hop")
         if hops >= MAX_BOT_HOPS:
             return IngressDrop("bot conversation too long")
+        if HANDOFF_KEY in content:
+            return IngressDrop("a hand-off's question (answered within the turn that asked)")
         if not (hook_dispatch and depth == 1) and entity not in mentioned:
             return IngressDrop("other bot, not mentioning this entity")
     original = content.get(ORIGINAL_SENDER_KEY)
@@ -256,7 +259,7 @@ class Ingress:
             is_edit=False,
             bot_user_ids=directory.bot_user_ids,
             mentioned=mentioned_agents(event.content, directory.agent_user_ids, live.display_names),
-            room_mode=live.config.thread_mode(entity.name, directory.room_keys(event.room_id)) == "room",
+            room_mode=live.thread_mode(entity.name, event.room_id, directory.room_keys(event.room_id)) == "room",
         )
         if isinstance(accepted, IngressDrop):
             return _drop(entity, event, accepted.reason)

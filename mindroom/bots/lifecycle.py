@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 from collections.abc import Iterator
 
 from mindroom.logging_config import get_logger
@@ -21,7 +22,13 @@ from mindroom.matrix import MatrixEvent
 from mindroom.state.errors import StateFencedError
 from mindroom.state.journal import TurnJournal
 
-__all__ = ["OpenAnswer", "claimed_turn", "open_answer"]
+__all__ = ["OpenAnswer", "claimed_turn", "open_answer", "stable_correlation_id"]
+
+
+def stable_correlation_id(event_id: str) -> str:
+    """The correlation id of one inbound event: unique to it, and the same when a crashed turn is replayed."""
+    return hashlib.sha256(event_id.encode()).hexdigest()[:32]
+
 
 logger = get_logger(__name__)
 

@@ -15,10 +15,12 @@ from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.bots.answer_events import (
     SessionProbe,
     compact_before_answer,
+    enrich,
     final_text,
     report_cancelled,
     system_context,
 )
+from mindroom.bots.answerer import Answerer, ExtraTools, Roster, answerer_for
 from mindroom.bots.approvals import ApprovalSeat
 from mindroom.bots.capabilities import TurnStores
 from mindroom.bots.channel import AnswerChannel, GenerationSetup, Turn
@@ -37,16 +39,15 @@ from mindroom.hooks.context import (
     AfterResponseContext,
     BeforeResponseContext,
     HookBindings,
-    MessageEnrichContext,
     MessageEnvelope,
     ResponseDraft,
     ResponseResult,
 )
 from mindroom.hooks.enrichment import EnrichmentItem, append_enrichment
-from mindroom.hooks.execution import emit, emit_collect, emit_transform
+from mindroom.hooks.execution import emit, emit_transform
 from mindroom.hooks.tool_contexts import ApprovalRequester
 from mindroom.hooks.transport import DeliveryKind, ResponseUsage
-from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_ENRICH
+from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixError
 from mindroom.state.answers import AnswerRecord
@@ -77,6 +78,7 @@ class _Turn:
     paths: RuntimePaths
     mind: TurnMind | None
     edit: EditWatch | None
+    answerer: Answerer
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +118,19 @@ class Responder:
     """Where each answer is noted for operators (the dashboard's last turns); None: nowhere."""
     mind: TurnMind | None = None
     """What the agent remembers of people and the knowledge it searches (None: nothing)."""
+    roster: Roster | None = None
+    """Who is where: a room's names (for `room_models`) and a team's running members (for their tools)."""
+    handoffs: ExtraTools | None = None
+    """The hand-off tool of agents that may ask another agent of the room (None: none may)."""
 
     async def respond(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, given: Turn) -> None:
         """Enrich, generate, transform, send and report one answer of `entity` to `envelope`."""
-        if entity.name not in live.config.agents:
+        answerer = answerer_for(
+            live, entity.name, envelope.room_id, envelope.resolved_thread_id, self.roster, (self.mind, self.handoffs)
+        )
+        if answerer is None:
             return
-        agent = live.config.agents[entity.name]
-        markdown = agent.resolved(live.config.defaults).markdown
+        markdown = answerer.settings.markdown
         fence = self.stores.journal.holds_lock  # nothing goes out once this daemon cannot show it holds the state
         channel = given.channel or MatrixAnswer(
             ReplyChannel(entity, envelope, hops=given.hops, markdown=markdown, fence=fence)
@@ -140,6 +148,7 @@ class Responder:
             self.paths,
             self.mind,
             given.edit,
+            answerer,
         )
         if given.replaces is not None:
             # The earlier answer may still be streaming: it stops, and this turn then takes the thread's slot.
@@ -167,8 +176,9 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> str:
     Returns how it ended: `answered`, or the reason it was not delivered."""
     entity, live, envelope = turn.entity, turn.live, turn.envelope
     started = time.perf_counter()
-    items = await _enrich(turn)
-    system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id)
+    members = turn.answerer.member_names
+    items = await enrich(entity, live, envelope, turn.bindings, turn.correlation_id, members)
+    system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id, members)
     if turn.mind is not None:  # what the agent remembers of the sender joins the run's system prompt, never stored
         remembered = await turn.mind.recall(live.config, entity.name, envelope.requester_id)
         system = "\n\n".join(part for part in (system, remembered) if part)
@@ -229,28 +239,18 @@ def _opens_conversation(turn: _Turn) -> bool:
     return turn.replaces is None and envelope.resolved_thread_id == envelope.source_event_id
 
 
-async def _enrich(turn: _Turn) -> list[EnrichmentItem]:
-    ctx = MessageEnrichContext(
-        envelope=turn.envelope,
-        target_entity_name=turn.entity.name,
-        correlation_id=turn.correlation_id,
-        **turn.bindings.fields(),
-    )
-    return await emit_collect(turn.live.registry, EVENT_MESSAGE_ENRICH, ctx)
-
-
 async def _generate(
     turn: _Turn, items: list[EnrichmentItem], system: str, after_reply: contextlib.AsyncExitStack, answer: OpenAnswer
 ) -> _Generated | _Ended:
     """Run the model (streamed into Matrix, or whole); `_Ended` when it failed and the error was answered."""
     entity, live, envelope = turn.entity, turn.live, turn.envelope
     config = live.config
-    agent = config.agents[entity.name]
-    model = config.models.get(agent.model)
+    who = turn.answerer
+    model = config.models.get(who.model_name)
     if model is None:
-        await turn.channel.error(f"No model named {agent.model!r} is configured.")
+        await turn.channel.error(f"No model named {who.model_name!r} is configured.")
         return _Ended(None)
-    settings = agent.resolved(config.defaults)
+    settings = who.settings
     storage_root, env, database_url = turn.paths.storage_root, turn.paths.env_values, turn.stores.session_url
     question = turn.replaces.source_event_id if turn.replaces is not None else envelope.source_event_id
     if turn.replaces is not None:
@@ -267,26 +267,27 @@ async def _generate(
             database_url=database_url,
         )
 
-    if settings.num_history_runs > 0 and not _opens_conversation(turn):
+    if settings.num_history_runs > 0 and not _opens_conversation(turn) and who.team is None:
         await compact()
     images, image_notes = await images_for_model(turn.stores.attachments, turn.image_ids, model)
     request = ai.GenerationRequest(
         agent_name=entity.name,
-        display_name=agent.display_name,
-        role=agent.role,
-        instructions=(*agent.instructions, *live.skills.instructions(agent.skills)),
+        display_name=who.display_name,
+        role=who.role,
+        instructions=who.instructions,
         model=model,
         user_message=append_enrichment(envelope.body + image_notes, items),
         session_id=session_id(envelope),
         num_history_runs=settings.num_history_runs,
         markdown=settings.markdown,
-        tools=(*entity.tools(live), *(turn.mind.tools(config, entity.name) if turn.mind is not None else ())),
+        tools=(*entity.tools(live), *who.tools),
         user_id=envelope.requester_id,
         source_event_id=question,
         images=images,
         system_context=system,
         opens_session=_opens_conversation(turn),
-        shorten_history=compact,
+        shorten_history=compact if who.team is None else None,
+        team=who.team,
     )
     tool_context = ToolRuntimeContext(
         registry=live.registry,
@@ -298,7 +299,7 @@ async def _generate(
         correlation_id=turn.correlation_id,
         target=envelope.target,
         message_received_depth=envelope.message_received_depth,
-        approval_requester=_approvals(turn, agent.display_name),
+        approval_requester=_approvals(turn, who.display_name),
         **turn.bindings.tool_runtime_fields(),
     )
     existing = turn.replaces.response_event_id if turn.replaces is not None else None
@@ -312,7 +313,9 @@ async def _generate(
         await turn.channel.error(str(exc), edit_event_id=answer.event_id)
         return _Ended(str(exc), answer.event_id)
     files = tuple(tool_context.outbox) if turn.channel.in_room else ()
-    draft = ResponseDraft(streamed.text, "ai", tool_trace(tool_context.calls), draft_listing(files), envelope)
+    draft = ResponseDraft(
+        streamed.text, who.response_kind, tool_trace(tool_context.calls), draft_listing(files), envelope
+    )
     if streamed.usage is not None:  # spent whether or not the answer is delivered
         entity.metrics.record_usage(streamed.usage)
     stop = _STOP_REASONS.get(streamed.stop_note or "")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mindroom.bots.client import BotClient
 from mindroom.config.main import Config
+from mindroom.config.overrides import ChatSettings
 from mindroom.errors import PluginError
 from mindroom.hooks.context import HookBindings
 from mindroom.hooks.registry import HookRegistry
@@ -47,7 +48,8 @@ INTERRUPTED_NOTE = "(interrupted: the agent is shutting down)"
 @dataclass(frozen=True, slots=True, eq=False)
 class LiveState:
     """One generation of the daemon's live state: config, the plugins loaded for it, their hook registry,
-    the tool catalogue and the skills. Built whole by `mindroom.daemon.live.build_live_state`."""
+    the tool catalogue, the skills and the settings changed from chat. Built whole by
+    `mindroom.daemon.live.build_live_state` (a change of room or thread settings replaces `settings` alone)."""
 
     config: Config
     registry: HookRegistry
@@ -57,11 +59,17 @@ class LiveState:
     plugin_digests: Mapping[str, str] = field(default_factory=dict)
     plugin_errors: tuple[PluginError, ...] = ()
     """Plugins config names that failed to load and were left out (only at start: a reload with one fails)."""
+    settings: ChatSettings = field(default_factory=ChatSettings)
+    """The settings changed from chat (its `config` overrides are already in `config`)."""
+
+    def thread_mode(self, entity: str, room_id: str, room_keys: Iterable[str]) -> str:
+        """How `entity` answers in this room: `room` or `thread`, as set from chat for the room, else as config says."""
+        return self.settings.thread_mode(room_id) or self.config.thread_mode(entity, room_keys)
 
     @property
     def display_names(self) -> dict[str, str]:
-        """Agent name -> display name."""
-        return {name: agent.display_name for name, agent in self.config.agents.items()}
+        """Agent or team name -> display name."""
+        return {name: entity.display_name for name, entity in self.config.responders().items()}
 
 
 class LiveCell:

@@ -10,7 +10,7 @@ cancelled it.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -22,8 +22,9 @@ from mindroom.bots.commands import CommandTable, handle_command, is_command
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.directory import Directory
 from mindroom.bots.edits import EditBursts, EditWatch
+from mindroom.bots.handoff import HandoffDesk
 from mindroom.bots.ingress import InboundMessage, Ingress, IngressDrop
-from mindroom.bots.lifecycle import claimed_turn
+from mindroom.bots.lifecycle import claimed_turn, stable_correlation_id
 from mindroom.bots.media import MediaIntake
 from mindroom.bots.respond import Responder
 from mindroom.bots.routing import decide_route
@@ -44,11 +45,6 @@ ASSIGNMENT_TIMEOUT_S = 120.0
 ORDERED_ANSWER_TIMEOUT_S = 600.0
 
 
-def stable_correlation_id(event_id: str) -> str:
-    """The correlation id of one inbound event: unique to it, and the same when a crashed turn is replayed."""
-    return hashlib.sha256(event_id.encode()).hexdigest()[:32]
-
-
 @dataclass(frozen=True, slots=True)
 class MessagePipeline:
     """The handler of message events: the live cell it reads once per turn, the stages it runs (ingress,
@@ -66,6 +62,8 @@ class MessagePipeline:
     env: Mapping[str, str]
     edits: EditBursts = field(default_factory=EditBursts)
     """The newest edit of each question being answered again (a burst of edits is answered once more)."""
+    handoffs: HandoffDesk | None = None
+    """Where a running turn's chain of bot answers is known to the hand-offs it makes (None: none are made)."""
 
     async def __call__(self, entity: Entity, event: MatrixEvent, *, replay: bool = False) -> None:
         """Run one message event through this entity's pipeline.
@@ -160,7 +158,8 @@ class MessagePipeline:
                 if earlier:
                     await coordinator.wait_for(event_id, earlier, ORDERED_ANSWER_TIMEOUT_S)
             answer = Turn(correlation_id, bindings, hops=inbound.hops + 1, image_ids=inbound.image_ids)
-            await self.responder.respond(entity, live, envelope, answer)
+            with self.handoffs.turn(correlation_id, answer.hops) if self.handoffs else contextlib.nullcontext():
+                await self.responder.respond(entity, live, envelope, answer)
         finally:
             coordinator.finish(event_id, entity.name)
 
@@ -181,8 +180,14 @@ class MessagePipeline:
 
     async def _route_by_model(self, live: LiveState, envelope: MessageEnvelope, candidates: tuple[str, ...]) -> str:
         config = live.config
-        roles = [(name, config.agents[name].role or config.agents[name].display_name) for name in candidates]
-        model = config.models.get(config.router.model)
+        entities = config.responders()
+        roles = [(name, entities[name].role or entities[name].display_name) for name in candidates]
+        keys = self.directory.room_keys(envelope.room_id)
+        thread = envelope.resolved_thread_id
+        own = config.router.model
+        model = config.models.get(
+            live.settings.model_name(config.models, config.room_models, own, envelope.room_id, thread, keys)
+        )
         chosen = None
         if model is not None:
             try:

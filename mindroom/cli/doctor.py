@@ -18,6 +18,7 @@ from pathlib import Path
 from mindroom.cli.doctor_crypto import check_crypto_stores
 from mindroom.cli.doctor_http import get_json
 from mindroom.cli.doctor_models import check_models
+from mindroom.cli.doctor_overrides import check_overrides
 from mindroom.cli.doctor_result import CheckResult, CheckStatus
 from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
@@ -104,7 +105,7 @@ async def check_accounts(
     store = CredentialStore(storage_root)
     can_register = not env.get("MATRIX_HOMESERVER") or bool(env.get("MATRIX_REGISTRATION_SHARED_SECRET"))
     results = []
-    passwords = {ROUTER_AGENT_NAME: config.router.password} | {n: a.password for n, a in config.agents.items()}
+    passwords = {ROUTER_AGENT_NAME: config.router.password} | {n: a.password for n, a in config.responders().items()}
     for bot, password in passwords.items():
         name = f"account {bot}"
         password_key = "router.password" if bot == ROUTER_AGENT_NAME else f"agents.{bot}.password"
@@ -180,9 +181,10 @@ async def run_checks(
         results.append(_fail("config", f"{config_path}: {problems}", "fix the file (see docs/configuration.md)"))
         results.append(check_data_dir(storage_root))
         return results
-    results.append(_ok("config", f"{config_path} is valid ({len(config.agents)} agents)"))
+    results.append(_ok("config", f"{config_path} is valid ({len(config.agents)} agents, {len(config.teams)} teams)"))
     results.append(check_data_dir(storage_root))
     results.extend(await check_state(config, config_path, storage_root, env))
+    results.extend(await check_overrides(config, config_path, storage_root, env))
     homeserver, url = await check_homeserver(env, storage_root)
     results.append(homeserver)
     if homeserver.status is not CheckStatus.FAIL:

@@ -118,7 +118,7 @@ async def check_crypto_stores(
     """Each bot's device id, where its crypto state is, whether it opens, is cross-signed, and its key backup."""
     store = CredentialStore(storage_root)
     results = []
-    for bot in [ROUTER_AGENT_NAME, *config.agents]:
+    for bot in [ROUTER_AGENT_NAME, *config.responders()]:
         name = f"crypto {bot}"
         stored = store.load(bot)
         if stored is None or stored.device_id is None:

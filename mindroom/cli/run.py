@@ -70,7 +70,7 @@ def offline_warning(config: Config, env: Mapping[str, str]) -> None:
         logger.warning(
             "model provider key set but its package is missing", variable=var, install=f"pip install {package}"
         )
-    used = {agent.model for agent in config.agents.values()}
+    used = {entity.model for entity in config.responders().values()}
     if any(config.models[name].provider == "offline" for name in used if name in config.models):
         logger.warning(
             "agents use the offline model; set one of these for a real model", set_one_of=list(PROVIDER_ENV_VARS)
@@ -195,7 +195,8 @@ def ready_lines(
     where the dashboard is."""
     rooms = ", ".join(f"{key} ({room_id})" for key, room_id in running.directory.room_ids.items()) or "none"
     agents = ", ".join(running.live.config.agents) or "none"
-    lines = [f"MindRoom is ready. Rooms: {rooms}. Agents: {agents}."]
+    teams = f" Teams: {', '.join(running.live.config.teams)}." if running.live.config.teams else ""
+    lines = [f"MindRoom is ready. Rooms: {rooms}. Agents: {agents}.{teams}"]
     if session is not None:
         human = session.human
         lines += [

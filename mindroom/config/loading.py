@@ -11,7 +11,7 @@ every later walk (line index, `${VAR}` substitution, validation) would visit eac
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,9 @@ from pydantic import ValidationError
 
 from mindroom.config.environment import process_environ
 from mindroom.config.main import Config
+from mindroom.config.overrides import Override, apply_config_overrides, parse_key_path
 from mindroom.errors import ConfigError
+from mindroom.logging_config import get_logger
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -40,6 +42,8 @@ MAX_CONFIG_NODES = 200_000
 MAX_CONFIG_SCALAR_CHARS = 8 * 1024 * 1024
 """Characters of all scalars after alias expansion."""
 MAX_CONFIG_DEPTH = 64
+
+logger = get_logger(__name__)
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -191,8 +195,20 @@ def _check_expansion(root: yaml.Node, source: Path) -> None:
         sizes[key] = (nodes, chars, depth)
 
 
-def parse_config_text(text: str, source: Path | str, env: Mapping[str, str] | None = None) -> Config:
-    """Parse and validate config text; `source` only names the file in errors."""
+def parse_config_text(
+    text: str,
+    source: Path | str,
+    env: Mapping[str, str] | None = None,
+    overrides: Sequence[Override] = (),
+    *,
+    strict: bool = True,
+) -> Config:
+    """Parse and validate config text; `source` only names the file in errors.
+
+    `overrides` (settings changed from chat) are set into the document before it is validated, so each is
+    checked as if it were written in the file. `strict`: an override that does not fit is an error; without
+    it, one that no longer fits the file is passed over (and logged), and the file's own errors still raise.
+    """
     source = Path(source)
     environment = process_environ() if env is None else dict(env)
     if len(text) > MAX_CONFIG_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
@@ -207,23 +223,61 @@ def parse_config_text(text: str, source: Path | str, env: Mapping[str, str] | No
     substituted, problems = substitute_env(raw, environment)
     if problems:
         raise ConfigError(source, problems)
+    if strict or not overrides:
+        return _validated(_overridden(substituted, overrides, source), source, lines, overrides)
     try:
-        return Config.model_validate(substituted)
+        return _validated(_overridden(substituted, overrides, source), source, lines, overrides)
+    except ConfigError:
+        pass
+    fitting: list[Override] = []
+    for override in overrides:  # one by one: only those that no longer fit are passed over
+        try:
+            _validated(_overridden(substituted, [*fitting, override], source), source, lines, [*fitting, override])
+        except ConfigError as error:
+            logger.warning("config override no longer fits; ignored", key=override.key, problems=error.problems)
+            continue
+        fitting.append(override)
+    return _validated(_overridden(substituted, fitting, source), source, lines, fitting)
+
+
+def _overridden(document: dict[str, Any], overrides: Sequence[Override], source: Path) -> dict[str, Any]:
+    if not overrides:
+        return document
+    try:
+        return apply_config_overrides(document, overrides)
+    except ValueError as exc:
+        raise ConfigError(source, [str(exc)]) from None
+
+
+def _set_from_chat(loc: KeyPath, overrides: Sequence[Override]) -> bool:
+    paths = [parse_key_path(override.key) for override in overrides if override.scope == "config"]
+    return any(loc[: len(path)] == path for path in paths)
+
+
+def _validated(
+    document: dict[str, Any], source: Path, lines: dict[KeyPath, int], overrides: Sequence[Override] = ()
+) -> Config:
+    try:
+        return Config.model_validate(document)
     except ValidationError as exc:
         messages = []
         for error in exc.errors():
             if "str" in error["loc"] and isinstance(error.get("input"), dict):
                 continue  # the object form was meant; the plain-string alternative's complaint is noise
             loc = _clean_loc(tuple(error["loc"]))
-            line = _line_for(lines, loc)
+            # A value set from chat has no line in the file (its key's, or a parent's, would mislead).
+            line = None if _set_from_chat(loc, overrides) else _line_for(lines, loc)
             at = f" (line {line})" if line else ""
             message = str(error["msg"]).removeprefix("Value error, ")
             messages.append(f"{format_key_path(loc)}{at}: {message}")
         raise ConfigError(source, list(dict.fromkeys(messages))) from None
 
 
-def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
-    """Load and validate `path`; raises `ConfigError` naming the file, key path and problem."""
+def load_config(
+    path: Path, env: Mapping[str, str] | None = None, overrides: Sequence[Override] = (), *, strict: bool = True
+) -> Config:
+    """Load and validate `path` (with `overrides`, as `parse_config_text` applies them); raises `ConfigError`
+    naming the file, key path and problem."""
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
@@ -237,4 +291,4 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(path, [f"not UTF-8 text (invalid byte at offset {exc.start})"]) from None
-    return parse_config_text(text, path, env)
+    return parse_config_text(text, path, env, overrides, strict=strict)

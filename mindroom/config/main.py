@@ -17,7 +17,9 @@ from mindroom.config.memory import AgentMemorySearchConfig, MemoryBackend, Memor
 from mindroom.config.models import ModelConfig
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.config.providers import PROVIDERS, missing_packages
+from mindroom.config.sections import StorageConfig, VoiceConfig, reference_problems
 from mindroom.config.strict import StrictModel
+from mindroom.config.teams import TeamConfig
 from mindroom.config.tool_entries import ToolEntry, merged_entries, parse_tool_entries
 from mindroom.config.tool_settings import FileToolConfig, ShellToolConfig, ToolsConfig
 from mindroom.constants import ROUTER_AGENT_NAME
@@ -36,6 +38,7 @@ __all__ = [
     "RouterConfig",
     "ShellToolConfig",
     "StorageConfig",
+    "TeamConfig",
     "ThreadMode",
     "ToolsConfig",
     "VoiceConfig",
@@ -79,6 +82,8 @@ class AgentConfig(StrictModel):
     accept_invites: InvitePolicy = "authorized"
     include_default_tools: bool = True
     """Whether `defaults.tools` are added to this agent's `tools:`."""
+    delegate_to: list[str] = Field(default_factory=list)
+    """Agents this one may hand a question to within its turn (it gets the `delegate_task` tool)."""
     _tool_entries: tuple[ToolEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -150,6 +155,8 @@ class AuthorizationConfig(StrictModel):
     global_users: list[str] = Field(default_factory=list)
     room_permissions: dict[str, list[str]] = Field(default_factory=dict)
     default_room_access: bool = False
+    config_command_enabled: bool = False
+    """Whether `!config` (for `administrators` only) reads and changes config keys from chat."""
 
 
 class RoomDefaultsConfig(StrictModel):
@@ -185,34 +192,15 @@ class DefaultsConfig(StrictModel):
     agent's model writes, before the next answer. 0 or null: never."""
 
 
-class VoiceConfig(StrictModel):
-    """Speech to text for voice messages, through an OpenAI-compatible transcription endpoint."""
-
-    model: str | None = None
-    """The entry under `models:` whose endpoint and key are used (unset: the `default` model)."""
-    transcription_id: str = "whisper-1"
-
-
-class StorageConfig(StrictModel):
-    """Where the daemon keeps its durable state; `MINDROOM_DATABASE_URL` in the environment wins over this."""
-
-    database_url: str | None = None
-    """`postgresql://user:password@host:5432/db` puts every piece of state there; unset: SQLite files."""
-
-    @field_validator("database_url")
-    @classmethod
-    def _postgres_only(cls, value: str | None) -> str | None:
-        if value and not value.startswith(("postgresql://", "postgres://")):
-            msg = "database_url must be a postgresql:// URL (or unset for SQLite files under the data directory)"
-            raise ValueError(msg)
-        return value or None
-
-
 class Config(StrictModel):
     """The whole of `config.yaml`."""
 
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    teams: dict[str, TeamConfig] = Field(default_factory=dict)
+    """Agents answering together as one entity, with an account of their own."""
+    room_models: dict[str, str] = Field(default_factory=dict)
+    """Room key, alias or id -> the model every agent, team and the router uses in that room."""
     router: RouterConfig = Field(default_factory=RouterConfig)
     rooms: dict[str, RoomConfig] = Field(default_factory=dict)
     authorization: AuthorizationConfig = Field(default_factory=AuthorizationConfig)
@@ -227,7 +215,7 @@ class Config(StrictModel):
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     tool_approval: ToolApprovalConfig = Field(default_factory=ToolApprovalConfig)
 
-    @field_validator("mcp_servers", "tool_approval", mode="before")
+    @field_validator("mcp_servers", "tool_approval", "teams", "room_models", mode="before")
     @classmethod
     def _null_is_empty(cls, value: Any) -> Any:
         return {} if value is None else value
@@ -262,19 +250,17 @@ class Config(StrictModel):
     def _null_bases(cls, value: Any) -> Any:
         return {} if value is None else value
 
-    @field_validator("agents")
+    @field_validator("agents", "teams")
     @classmethod
-    def _agent_names(cls, agents: dict[str, AgentConfig]) -> dict[str, AgentConfig]:
-        import re
-
-        for name in agents:
+    def _entity_names(cls, entities: dict[str, Any]) -> dict[str, Any]:
+        for name in entities:
             if not re.match(_NAME_PATTERN, name):
-                msg = f"agent name {name!r} must be lowercase letters, digits, '_', '.', '-' (max 64)"
+                msg = f"name {name!r} must be lowercase letters, digits, '_', '.', '-' (max 64)"
                 raise ValueError(msg)
             if name == ROUTER_AGENT_NAME:
-                msg = f"agent name {name!r} is reserved for the router"
+                msg = f"name {name!r} is reserved for the router"
                 raise ValueError(msg)
-        return agents
+        return entities
 
     @field_validator("models")
     @classmethod
@@ -307,14 +293,17 @@ class Config(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _models_exist(self) -> Config:
-        wanted = [(f"agents.{name}.model", agent.model) for name, agent in self.agents.items()]
-        if self.agents and len(self.agents) > 1:
-            wanted.append(("router.model", self.router.model))
-        for where, model in wanted:
-            if model not in self.models and not (model == "default" and not self.models):
-                msg = f"{where}: unknown model {model!r} (known: {', '.join(sorted(self.models)) or 'none'})"
-                raise ValueError(msg)
+    def _references_exist(self) -> Config:
+        problems = reference_problems(
+            models=self.models,
+            agents=self.agents,
+            teams=self.teams,
+            router_model=self.router.model,
+            room_models=self.room_models,
+            reserved=ROUTER_AGENT_NAME,
+        )
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")
@@ -324,7 +313,10 @@ class Config(StrictModel):
         return self
 
     def memory_enabled(self, agent_name: str) -> bool:
-        """Whether `agent_name` recalls and writes memories (its `memory_backend`, else `memory.backend`)."""
+        """Whether agent `agent_name` recalls and writes memories (its `memory_backend`, else `memory.backend`);
+        a team does not (its answers are its members' work)."""
+        if agent_name in self.teams:
+            return False
         agent = self.agents.get(agent_name)
         backend = agent.memory_backend if agent is not None and agent.memory_backend is not None else None
         return (backend or self.memory.backend) == "mem0"
@@ -335,8 +327,12 @@ class Config(StrictModel):
         return [PluginEntryConfig(path=entry) if isinstance(entry, str) else entry for entry in self.plugins]
 
     def agent_rooms(self, agent_name: str) -> list[str]:
-        """The room keys or ids an agent belongs to."""
-        return list(self.agents[agent_name].rooms)
+        """The room keys or ids an agent (or a team) belongs to."""
+        return list(self.responders()[agent_name].rooms)
+
+    def responders(self) -> dict[str, AgentConfig | TeamConfig]:
+        """Every entity that answers with an account of its own, by name: the agents, then the teams."""
+        return {**self.agents, **self.teams}
 
     def thread_mode(self, agent_name: str, room_keys: Iterable[str]) -> ThreadMode:
         """How `agent_name` answers in the room known by `room_keys`: the room's setting, else the agent's,
@@ -345,6 +341,10 @@ class Config(StrictModel):
             room = self.rooms.get(key)
             if room is not None and room.thread_mode is not None:
                 return room.thread_mode
+        team = self.teams.get(agent_name)
+        if team is not None:  # the members' mode when they agree, else threads
+            modes = {self.thread_mode(member, ()) for member in team.agents}
+            return modes.pop() if len(modes) == 1 else "thread"
         agent = self.agents.get(agent_name)
         if agent is not None and agent.thread_mode is not None:
             return agent.thread_mode
@@ -358,8 +358,8 @@ class Config(StrictModel):
         return keys
 
     def all_room_keys(self) -> list[str]:
-        """Every room named in config, under `rooms:` or in an agent's `rooms`, in first-seen order."""
+        """Every room named in config, under `rooms:` or in an agent's or team's `rooms`, in first-seen order."""
         seen: dict[str, None] = dict.fromkeys(self.rooms)
-        for agent in self.agents.values():
-            seen.update(dict.fromkeys(agent.rooms))
+        for entity in self.responders().values():
+            seen.update(dict.fromkeys(entity.rooms))
         return list(seen)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from mindroom.ai.tools import foreign_tool_specs
 from mindroom.bots.runtime import LiveState
 from mindroom.config.loading import load_config
+from mindroom.config.overrides import ChatSettings
 from mindroom.constants import RuntimePaths
 from mindroom.errors import PluginError
 from mindroom.hooks.registry import HookRegistry
@@ -41,13 +42,19 @@ class LiveBuild:
     left_out: tuple[str, ...] = ()
 
 
-def build_live_state(runtime_paths: RuntimePaths, *, previous: LiveState | None) -> LiveBuild:
-    """Read the config, import its plugins afresh, and compile tools, skills and the hook registry.
+def build_live_state(
+    runtime_paths: RuntimePaths, *, previous: LiveState | None, settings: ChatSettings | None = None
+) -> LiveBuild:
+    """Read the config (with the chat's overrides: `settings`, else `previous`'s), import its plugins afresh,
+    and compile tools, skills and the hook registry.
 
     Raises `ConfigError`, `ToolCatalogError` or `SkillError` when the config and plugins do not fit;
     with `previous`, a plugin that fails keeps its generation from it and hook telemetry carries over.
+    An override that no longer fits the file is passed over (`mindroom doctor` and `!config` show it).
     """
-    config = load_config(runtime_paths.config_path, runtime_paths.env_values)
+    if settings is None:
+        settings = previous.settings if previous is not None else ChatSettings()
+    config = load_config(runtime_paths.config_path, runtime_paths.env_values, settings.config_overrides(), strict=False)
     loaded = load_plugins(config, runtime_paths, last_good=previous.plugins if previous else ())
     # Names an agent lists may belong to a plugin that failed to load: tolerated only then.
     exact = not loaded.errors
@@ -72,6 +79,7 @@ def build_live_state(runtime_paths: RuntimePaths, *, previous: LiveState | None)
         skills=build_skill_catalog(config, loaded.plugins, strict=exact),
         plugin_digests=digests,
         plugin_errors=loaded.errors,
+        settings=settings,
     )
     return LiveBuild(live, loaded.errors, loaded.kept, loaded.left_out)
 

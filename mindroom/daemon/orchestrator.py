@@ -26,6 +26,7 @@ from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.daemon.bot_start import BotDown, NewDevices, start_bots, tell_admin_room
+from mindroom.daemon.chat_settings import register_settings_commands, with_chat_settings
 from mindroom.daemon.live import build_live_state
 from mindroom.daemon.mcp import MCPLifecycle
 from mindroom.daemon.mind import start_mind
@@ -134,6 +135,7 @@ class Orchestrator:
         warn_if_shared(paths.storage_root)
         private_dir(paths.storage_root)
         stores = await self._open_state(live)
+        live = await with_chat_settings(live, stores.overrides, paths)
         cell = LiveCell(live)
         desk = ApprovalDesk(stores.approvals, TimedApprovals(stores.grants, lambda: cell.live.config))
         running = RunningDaemon(
@@ -156,7 +158,7 @@ class Orchestrator:
         set_registry_provider(lambda: cell.live.registry)
         self.mcp = MCPLifecycle(cell, directory, paths)
         await self.mcp.apply(live.config)  # servers connect in the background while the bots log in
-        names = [ROUTER_AGENT_NAME, *live.config.agents]
+        names = [ROUTER_AGENT_NAME, *live.config.responders()]
         for name in names:
             self.bots[name] = self._make_bot(name, running, live)
         logger.info("logging in", bots=names, homeserver=homeserver.url)
@@ -187,6 +189,7 @@ class Orchestrator:
             env_file=self._env_file,
         )
         self.commands.register(reload_command(self.reloader))
+        register_settings_commands(self.commands, stores.overrides, self.reloader, paths)
         if self._watch:
             self._watcher = ConfigWatcher(
                 paths.config_path,
@@ -198,6 +201,7 @@ class Orchestrator:
         logger.info(
             "daemon ready",
             agents=list(live.config.agents),
+            teams=list(live.config.teams),
             rooms=dict(directory.room_ids),
             plugins=[plugin.name for plugin in live.plugins],
             hooks=len(live.registry),
@@ -242,14 +246,15 @@ class Orchestrator:
         homeserver = self._homeserver()
         config = live.config
         is_router = name == ROUTER_AGENT_NAME
+        entity = config.router if is_router else config.responders()[name]
         client = MatrixBotClient(
             name,
             homeserver.url,
             homeserver.server_name,
             running.paths.storage_root,
             registration_shared_secret=homeserver.registration_shared_secret,
-            password=config.router.password if is_router else config.agents[name].password,
-            display_name=config.router.display_name if is_router else config.agents[name].display_name,
+            password=entity.password,
+            display_name=entity.display_name,
             account_prefix=homeserver.account_prefix,
             new_crypto_device=self._new_devices.allows(name),
             sync_tokens=self._sync_tokens,
@@ -307,7 +312,7 @@ class Orchestrator:
         for name, previous in retiring.items():
             bot = fresh[name]
             bot.joined_rooms |= previous.joined_rooms
-            for key in set(old.config.agents[name].rooms) - set(config.agents[name].rooms):
+            for key in set(old.config.agent_rooms(name)) - set(config.agent_rooms(name)):
                 room_id = directory.room_ids.get(key)
                 if room_id is not None and room_id in bot.joined_rooms:
                     with contextlib.suppress(MindroomError):
@@ -315,7 +320,7 @@ class Orchestrator:
         keys = [
             key
             for key in config.managed_room_keys()
-            if key in changes.new_rooms or any(key in config.agents[name].rooms for name in fresh)
+            if key in changes.new_rooms or any(key in config.agent_rooms(name) for name in fresh)
         ]
         await set_up_rooms(bots[ROUTER_AGENT_NAME], directory, config, keys, fresh)
         await asyncio.gather(*(previous.stop_sync() for previous in retiring.values()))

@@ -32,6 +32,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.bots.tasks import TaskOwner
 from mindroom.config.main import Config
+from mindroom.config.overrides import ChatSettings
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.daemon.live import LiveBuild
 from mindroom.daemon.watch import EnvFile
@@ -43,7 +44,15 @@ from mindroom.logging_config import get_logger, redact_text
 from mindroom.plugins.skills import SkillError
 from mindroom.tool_system.catalog import ToolCatalogError
 
-__all__ = ["ApplyChanges", "BuildLive", "EntityChanges", "ReloadCoordinator", "ReloadOutcome", "reload_command"]
+__all__ = [
+    "ApplyChanges",
+    "BuildLive",
+    "EntityChanges",
+    "ReloadCoordinator",
+    "ReloadOutcome",
+    "SettingsUpdate",
+    "reload_command",
+]
 
 logger = get_logger(__name__)
 
@@ -51,6 +60,8 @@ BuildLive = Callable[[LiveState], LiveBuild]
 """Build the next live state from the current one (a plugin that fails keeps its generation from it)."""
 ApplyChanges = Callable[[LiveState, "EntityChanges"], Awaitable[None]]
 """Restart what changed, given the state that was live before the swap."""
+SettingsUpdate = Callable[[ChatSettings], ChatSettings]
+"""A change of the settings from chat, applied to the ones live when its turn comes (changes are serialized)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +75,11 @@ class EntityChanges:
 
     @classmethod
     def between(cls, old: Config, new: Config, known_rooms: Iterable[str]) -> EntityChanges:
-        """Compare two configs (the router counts as changed when its own section differs)."""
-        added = tuple(name for name in new.agents if name not in old.agents)
-        removed = tuple(name for name in old.agents if name not in new.agents)
-        changed = [name for name in new.agents if name in old.agents and old.agents[name] != new.agents[name]]
+        """Compare two configs (agents and teams; the router counts as changed when its own section differs)."""
+        before, after = old.responders(), new.responders()
+        added = tuple(name for name in after if name not in before)
+        removed = tuple(name for name in before if name not in after)
+        changed = [name for name in after if name in before and before[name] != after[name]]
         if old.router != new.router:
             changed.insert(0, ROUTER_AGENT_NAME)
         known = set(known_rooms)
@@ -230,23 +242,42 @@ class ReloadCoordinator:
             logger.exception("reload failed after the swap; some entities may not have restarted", reason=reason)
             return None
 
-    async def reload(self, reason: str, *, on_decided: Callable[[ReloadOutcome], None] | None = None) -> ReloadOutcome:
+    async def change_settings(self, update: SettingsUpdate, reason: str, *, rebuild: bool) -> ReloadOutcome | None:
+        """Make a change of the settings from chat live, serialized with reloads: room and thread settings are
+        swapped in with the rest of the live state as it is; a config key's change (`rebuild`) is a reload."""
+        if rebuild:
+            return await self.reload(reason, update=update)
+        async with self._lock:
+            live = self.cell.live
+            self.cell.swap(replace(live, settings=update(live.settings)))  # one reference, as a reload swaps
+        return None
+
+    async def reload(
+        self,
+        reason: str,
+        *,
+        on_decided: Callable[[ReloadOutcome], None] | None = None,
+        update: SettingsUpdate | None = None,
+    ) -> ReloadOutcome:
         """Reload config and plugins (an invalid config keeps the last good state, a plugin that fails its last
-        good generation). Serialized."""
+        good generation), with the settings from chat changed by `update` if given. Serialized."""
         async with self._lock:
             if self._env_file is not None:
                 self._env_file.note_change()
-            outcome = await self._reload(reason, on_decided or (lambda _o: None))
+            outcome = await self._reload(reason, on_decided or (lambda _o: None), update)
         self.history.append(outcome)
         if self._on_outcome is not None:
             self._on_outcome(outcome)
         return outcome
 
-    async def _reload(self, reason: str, on_decided: Callable[[ReloadOutcome], None]) -> ReloadOutcome:
+    async def _reload(
+        self, reason: str, on_decided: Callable[[ReloadOutcome], None], update: SettingsUpdate | None = None
+    ) -> ReloadOutcome:
         started = time.time()
         old = self.cell.live
+        base = old if update is None else replace(old, settings=update(old.settings))  # built on the new settings
         try:
-            built = await asyncio.to_thread(self._build, old)
+            built = await asyncio.to_thread(self._build, base)
         except MindroomError as exc:
             error = _describe_error(exc)
             logger.error("reload failed; keeping the last good config and plugins", reason=reason, error=error)

@@ -51,7 +51,7 @@ async def set_up_rooms(
         directory.keep_room(ROUTER_AGENT_NAME, room_id, "created" if entry.created else "verified", key)
         if room_config is not None and room_config.encrypted and not entry.created:
             await router.client.enable_encryption(room_id)
-        members = [name for name, agent in config.agents.items() if key in agent.rooms]
+        members = [name for name, entity in config.responders().items() if key in entity.rooms]
         invite = [directory.bot_user_ids[name] for name in members if name in directory.bot_user_ids]
         await router.client.invite_missing(room_id, [*invite, *config.room_defaults.invite_users])
         router.joined_rooms.add(room_id)

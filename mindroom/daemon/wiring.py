@@ -13,6 +13,7 @@ only what it declares:
 - `RuntimePaths` — the data directory and the environment snapshot the model layer reads
 - `TurnLog` — the last answers given, for operators (the dashboard)
 - `TurnMind` — memories recalled before an answer and written after it, the knowledge bases' search tool
+- `HandoffDesk` — agents asking each other for help within a turn (its tool, and the chains running now)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from mindroom.bots.capabilities import RunClock, Traffic, TurnStores
 from mindroom.bots.commands import CommandTable
 from mindroom.bots.directory import Directory
+from mindroom.bots.handoff import HandoffDesk
 from mindroom.bots.ingress import Ingress
 from mindroom.bots.media import MediaIntake
 from mindroom.bots.members import MemberHandler
@@ -56,10 +58,16 @@ class RunningDaemon:
     """What agents remember about people and the knowledge bases they search (None: neither)."""
     turns: TurnLog = field(default_factory=TurnLog)
     """The last answers given (Matrix and API alike), for operators."""
+    handoffs: HandoffDesk = field(init=False)
+    """Agents handing questions to each other within their turns (answered through `responder()`)."""
+
+    def __post_init__(self) -> None:
+        desk = HandoffDesk(self.cell, self.directory, self.traffic.bot_turns, self.responder)
+        object.__setattr__(self, "handoffs", desk)  # frozen: set once, as the run is put together
 
     def responder(self) -> Responder:
         """The answer stages on this run's stores and paths (a Matrix turn's and an API turn's alike)."""
-        return Responder(self.stores, self.paths, self.turns, self.mind)
+        return Responder(self.stores, self.paths, self.turns, self.mind, self.directory, self.handoffs)
 
     @property
     def live(self) -> LiveState:
@@ -83,6 +91,7 @@ def event_handlers(
         coordinator=daemon.traffic.coordinator,
         commands=commands,
         env=daemon.paths.env_values,
+        handoffs=daemon.handoffs,
     )
     handlers: dict[MatrixEventKind, EventHandler] = {
         MatrixEventKind.MESSAGE: messages,

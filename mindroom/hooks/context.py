@@ -161,7 +161,7 @@ class MessageReceivedContext(_MessageContext):
 class MessageEnrichContext(_MessageContext):
     """`message:enrich`: contribute live context with `add_metadata()` or by returning `EnrichmentItem`s.
 
-    `target_member_names` lists a team's members, and is None for a single agent (always, here: no teams yet).
+    `target_member_names` lists a team's members, and is None for a single agent.
     """
 
     DEFAULT_EVENT: ClassVar[str] = EVENT_MESSAGE_ENRICH

@@ -27,6 +27,7 @@ from mindroom.state.errors import StateLockedError
 from mindroom.state.grants import GrantStore
 from mindroom.state.holder import LockHolder
 from mindroom.state.journal import TurnJournal
+from mindroom.state.overrides import OverrideStore
 from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduleStore
 from mindroom.state.snapshots import SnapshotStore
@@ -58,11 +59,15 @@ class StateStores:
     """The PostgreSQL database holding agno's agent sessions; None: SQLite files under the data directory."""
     crypto: CryptoVault | None = None
     """Where the bots' devices keep their crypto state; None: as files under the data directory."""
+    overrides: OverrideStore | None = None
+    """The settings changed from chat; None: none are kept (a state without the store)."""
 
     def close(self) -> None:
         """Close every store (each releases what it holds of its own; the backend closes shared connections)."""
-        for store in (self.journal, self.rooms, self.answers, self.approvals, self.schedules, self.grants):
-            store.close()
+        stores = (self.journal, self.rooms, self.answers, self.approvals, self.schedules, self.grants, self.overrides)
+        for store in stores:
+            if store is not None:
+                store.close()
 
 
 class StateBackend(ABC):

@@ -20,6 +20,7 @@ from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
 from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
+from mindroom.state.sqlite.overrides import SqliteOverrideStore
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
 
@@ -96,6 +97,13 @@ _TABLES = (
     _Table(
         "auto-approve windows", "grants.db", "auto_approve_windows", tuple(WINDOW_COLUMNS.split(", ")), ("window_key",)
     ),
+    _Table(
+        "overrides",
+        "overrides.db",
+        "overrides",
+        ("scope", "room_id", "thread_id", "key", "value", "set_by", "set_at"),
+        ("scope", "room_id", "thread_id", "key"),
+    ),
 )
 _OPENERS: dict[
     str,
@@ -106,6 +114,7 @@ _OPENERS: dict[
         | SqliteAnswerLog
         | SqliteApprovalStore
         | SqliteGrantStore
+        | SqliteOverrideStore
     ],
 ] = {
     "daemon.db": SqliteTurnJournal,
@@ -114,6 +123,7 @@ _OPENERS: dict[
     "approvals.db": SqliteApprovalStore,
     "grants.db": SqliteGrantStore,
     "schedules.db": SqliteScheduleStore,
+    "overrides.db": SqliteOverrideStore,
 }
 
 
@@ -165,7 +175,7 @@ def _tokens(storage_root: Path) -> list[tuple[str, str, float]]:
 
 
 def copy_state(storage_root: Path, conn: psycopg.Connection[Any]) -> list[CopyCount]:
-    """Copy the journal, rooms, schedules and sync tokens (on the locked session); returns both sides' counts."""
+    """Copy the journal, rooms, schedules, overrides and sync tokens (on the locked session); both sides' counts."""
     state_dir = storage_root / "state"
     counts = []
     with conn.transaction():

@@ -200,7 +200,7 @@ class ToolRuntimeContext:
 
     @property
     def recipient(self) -> str | None:
-        """The entity whose account answers this turn: the agent (there are no teams here)."""
+        """The entity whose account answers this turn: the agent, or the team."""
         return self.agent_name
 
     @property

@@ -60,7 +60,7 @@ class Bench:
         self, tmp_path: Path, config: Config, registry: HookRegistry | None = None, journal: TurnJournal | None = None
     ) -> None:
         self.server = RecordingHomeserver()
-        names = ["router", *config.agents]
+        names = ["router", *config.responders()]
         user_ids = {name: bot_user_id(name, self.server.server_name, self.server.account_prefix) for name in names}
         self.bots: dict[str, Bot] = {}
         self.grants = SqliteGrantStore(tmp_path / "grants.db")

@@ -206,3 +206,26 @@ def test_doctor_reports_each_configured_model_ok_key_missing_unreachable_or_unkn
     assert "set DEEPSEEK_API_KEY" in lines["model keyless"]
     assert API_KEY not in result.output
     assert [r["model"] for r in model_server.requests_to("anthropic")] == ["claude-x"]  # one tiny call each
+
+
+def test_doctor_lists_the_settings_changed_from_chat_and_warns_of_one_that_no_longer_fits(tmp_path):
+    from mindroom.config.overrides import Override
+    from mindroom.state.sqlite.overrides import SqliteOverrideStore
+
+    config = _write(tmp_path, {"default": {"provider": "offline", "id": "offline"}})
+    (tmp_path / "data" / "state").mkdir(parents=True)
+    store = SqliteOverrideStore(tmp_path / "data" / "state" / "overrides.db")
+    store.put(Override("config", "defaults.num_history_runs", 3, "@admin:hs", 1.0))
+    store.put(Override("config", "agents.assistant.model", "gone", "@admin:hs", 2.0))
+    store.put(Override("room", "thread_mode", "room", "@admin:hs", 3.0, room_id="!lobby:hs"))
+    store.close()
+
+    result = _doctor(config)
+
+    listed = [line for line in result.output.splitlines() if "chat settings" in line]
+    assert len(listed) == 3, result.output
+    assert listed[0].startswith("ok") and "defaults.num_history_runs = 3 (config.yaml; set by @admin:hs)" in listed[0]
+    assert listed[1].startswith("warn") and "agents.assistant.model = 'gone'" in listed[1]
+    assert "no longer fits config.yaml" in listed[1]
+    assert listed[2].startswith("ok") and "thread_mode = 'room' (room !lobby:hs" in listed[2]
+    assert "!config reset agents.assistant.model" in result.output

@@ -50,7 +50,7 @@ def test_run_without_homeserver_or_synapse_says_what_to_install(tmp_path, monkey
 def test_ready_lines_show_rooms_agents_and_the_password_only_once(tmp_path):
     running = SimpleNamespace(
         directory=SimpleNamespace(room_ids={"lobby": "!abc:localhost"}),
-        live=SimpleNamespace(config=SimpleNamespace(agents={"assistant": None})),
+        live=SimpleNamespace(config=SimpleNamespace(agents={"assistant": None}, teams={})),
     )
     server = SimpleNamespace(
         url="http://127.0.0.1:8008", base_dir=tmp_path / "homeserver", user_file=tmp_path / "u.json"

@@ -17,7 +17,7 @@ from mindroom.ai import load_history
 from mindroom.ai.sessions import session_table
 from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, thread_replies
+from tests.integration.support import HumanClient, eventually, thread_replies
 from tests.state.postgres_server import postgres_server, postgres_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.asyncio]
@@ -107,6 +107,7 @@ def _migrate(e2e: E2E, url: str) -> subprocess.CompletedProcess[str]:
 
 async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_it(postgres_url: str, e2e: E2E):
     human, agent, room, config = await _world(e2e, None)
+    config["administrators"] = [human.user_id]
     e2e.model_server.script(Text("Answered on SQLite."), Text("Answered on PostgreSQL."), model="agent-model")
     await e2e.start(config)
     room_id = e2e.room_id(room)
@@ -116,6 +117,8 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
     await human.wait_for(thread_replies(command, e2e.user_id("router")))
     window = await human.send(room_id, "!auto_approve 30")
     await human.wait_for(thread_replies(window, e2e.user_id("router")))
+    await human.send(room_id, "!model routing", thread_root=command)  # a setting from chat, in that thread only
+    await eventually(lambda: len(human.matching(thread_replies(command, e2e.user_id("router")))) == 2, "!model")
 
     refused = await asyncio.to_thread(_migrate, e2e, postgres_url)
     assert refused.returncode == 3, refused.stderr
@@ -129,7 +132,7 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
         m[0].strip(): (int(m[1]), int(m[2])) for m in re.findall(r"^(.+?)\s+(\d+)\s+(\d+)\s+ok$", migrated.stdout, re.M)
     }
     assert counts["rooms"][0] >= 1 and counts["schedules"] == (1, 1) and counts["sync tokens"] == (2, 2)
-    assert counts["answers"] == (1, 1) and counts["approvals"] == (0, 0)
+    assert counts["answers"] == (1, 1) and counts["approvals"] == (0, 0) and counts["overrides"] == (1, 1)
     assert counts["auto-approve windows"] == (1, 1) and counts["approval grants"] == (0, 0)
     assert counts["handled events"][0] >= 2 and counts["handled events"][0] == counts["handled events"][1]
     assert counts[f"sessions of {agent}"] == (1, 1) and counts[f"runs of {agent}"] == (1, 1)
@@ -149,3 +152,4 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
     assert len(human.matching(thread_replies(root, e2e.user_id(agent)))) == 2
     assert _rows(postgres_url, "SELECT message FROM mindroom.schedules") == [("stretch",)]
     assert _rows(postgres_url, "SELECT requester_id FROM mindroom.auto_approve_windows") == [(human.user_id,)]
+    assert _rows(postgres_url, "SELECT scope, key, value FROM mindroom.overrides") == [("thread", "model", '"routing"')]

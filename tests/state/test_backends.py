@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from mindroom.config.overrides import Override
 from mindroom.state.answers import AnswerRecord
 from mindroom.state.approvals import ApprovalRecord
 from mindroom.state.backend import StateBackend
@@ -92,6 +93,28 @@ async def test_backends_rooms_round_trip(opener: Opener, opened: list[StateBacke
     ]
     assert rooms.known("!b:hs") and not rooms.known("!c:hs")
     assert [r.room_id for r in rooms.rooms("router")] == ["!a:hs"]
+
+
+async def test_backends_overrides_round_trip(opener: Opener, opened: list[StateBackend]):
+    first = await _locked(opener, opened)
+    overrides = (await first.open_stores()).overrides
+    assert overrides is not None
+    overrides.put(Override("config", "defaults.num_history_runs", 3, "@admin:hs", 1.0))
+    overrides.put(Override("room", "model", "fast", "@admin:hs", 2.0, room_id="!r:hs"))
+    overrides.put(Override("thread", "instructions:helper", ["Be brief."], "@admin:hs", 3.0, "!r:hs", "$root"))
+    overrides.put(Override("room", "model", "slow", "@other:hs", 4.0, room_id="!r:hs"))  # same slot: replaces
+    overrides.put(Override("room", "thread_mode", "room", "@admin:hs", 5.0, room_id="!gone:hs"))
+    assert overrides.remove(("room", "!gone:hs", "", "thread_mode")) is True
+    assert overrides.remove(("room", "!gone:hs", "", "thread_mode")) is False
+
+    overrides = (await (await _reopen(opener, opened, first)).open_stores()).overrides
+    assert overrides is not None
+
+    assert overrides.all() == [
+        Override("config", "defaults.num_history_runs", 3, "@admin:hs", 1.0),
+        Override("thread", "instructions:helper", ["Be brief."], "@admin:hs", 3.0, "!r:hs", "$root"),
+        Override("room", "model", "slow", "@other:hs", 4.0, room_id="!r:hs"),
+    ]
 
 
 def _task(task_id: str, next_run: float | None, room: str = "!r:hs") -> ScheduledTask:

@@ -19,12 +19,14 @@ from mindroom.state.crypto import CryptoVault
 from mindroom.state.grants import GrantStore
 from mindroom.state.journal import TurnJournal
 from mindroom.state.knowledge import KnowledgeIndex
+from mindroom.state.overrides import OverrideStore
 from mindroom.state.postgres.answers import PostgresAnswerLog
 from mindroom.state.postgres.approvals import PostgresApprovalStore
 from mindroom.state.postgres.crypto import PostgresCryptoVault
 from mindroom.state.postgres.grants import PostgresGrantStore
 from mindroom.state.postgres.journal import PostgresTurnJournal
 from mindroom.state.postgres.knowledge import PostgresKnowledgeIndex
+from mindroom.state.postgres.overrides import PostgresOverrideStore
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
 from mindroom.state.postgres.rooms import PostgresRoomMemory
 from mindroom.state.postgres.schedules import PostgresScheduleStore
@@ -37,6 +39,7 @@ from mindroom.state.sqlite.crypto import SqliteCryptoVault
 from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.knowledge import SqliteKnowledgeIndex
+from mindroom.state.sqlite.overrides import SqliteOverrideStore
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
 from mindroom.state.sqlite.snapshots import FileSnapshots
@@ -53,6 +56,7 @@ IMPLEMENTATIONS: dict[type, tuple[type, type]] = {
     SyncTokens: (SyncTokenStore, PostgresSyncTokens),
     KnowledgeIndex: (SqliteKnowledgeIndex, PostgresKnowledgeIndex),
     CryptoVault: (SqliteCryptoVault, PostgresCryptoVault),
+    OverrideStore: (SqliteOverrideStore, PostgresOverrideStore),
 }
 
 

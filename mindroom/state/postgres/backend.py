@@ -21,6 +21,7 @@ from mindroom.state.postgres.connection import DEFAULT_LEASE_S, StateConnection
 from mindroom.state.postgres.crypto import PostgresCryptoVault
 from mindroom.state.postgres.grants import PostgresGrantStore
 from mindroom.state.postgres.journal import PostgresTurnJournal
+from mindroom.state.postgres.overrides import PostgresOverrideStore
 from mindroom.state.postgres.positions import PostgresSnapshots, PostgresSyncTokens
 from mindroom.state.postgres.rooms import PostgresRoomMemory
 from mindroom.state.postgres.schedules import PostgresScheduleStore
@@ -116,6 +117,7 @@ class PostgresState(StateBackend):
         grants = PostgresGrantStore(connection)
         schedules = PostgresScheduleStore(connection)
         tokens = PostgresSyncTokens(connection)
+        overrides = PostgresOverrideStore(connection)
 
         def load(conn: psycopg.Connection[Any]) -> None:
             journal.load(conn)
@@ -125,6 +127,7 @@ class PostgresState(StateBackend):
             grants.load(conn)
             schedules.load(conn)
             tokens.load_all(conn)
+            overrides.load(conn)
 
         await self._run(load)
         return StateStores(
@@ -138,6 +141,7 @@ class PostgresState(StateBackend):
             sync_tokens=tokens,
             session_url=self.url,
             crypto=PostgresCryptoVault(connection, self.location),
+            overrides=overrides,
         )
 
     async def wait_lost(self) -> str:

@@ -107,6 +107,15 @@ _DDL = (
         description TEXT NOT NULL,
         created_at DOUBLE PRECISION NOT NULL,
         next_run DOUBLE PRECISION)""",
+    """CREATE TABLE IF NOT EXISTS mindroom.overrides (
+        scope TEXT NOT NULL,
+        room_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        set_by TEXT NOT NULL,
+        set_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (scope, room_id, thread_id, key))""",
     """CREATE TABLE IF NOT EXISTS mindroom.sync_tokens (
         bot TEXT PRIMARY KEY,
         token TEXT NOT NULL,

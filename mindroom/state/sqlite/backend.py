@@ -20,6 +20,7 @@ from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
 from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
+from mindroom.state.sqlite.overrides import SqliteOverrideStore
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
 from mindroom.state.sqlite.snapshots import FileSnapshots
@@ -59,8 +60,8 @@ def lock_held(path: Path) -> bool:
 
 
 class SqliteState(StateBackend):
-    """`daemon.db`, `rooms.db`, `answers.db`, `approvals.db`, `grants.db`, `schedules.db` and `hooks.json` under
-    `<data>/state`."""
+    """`daemon.db`, `rooms.db`, `answers.db`, `approvals.db`, `grants.db`, `schedules.db`, `overrides.db` and
+    `hooks.json` under `<data>/state`."""
 
     kind = "sqlite"
 
@@ -105,6 +106,7 @@ class SqliteState(StateBackend):
             schedules=SqliteScheduleStore(self.state_dir / "schedules.db"),
             snapshots=FileSnapshots(self.state_dir),
             grants=SqliteGrantStore(self.state_dir / "grants.db"),
+            overrides=SqliteOverrideStore(self.state_dir / "overrides.db"),
         )
 
     async def _release(self) -> None:

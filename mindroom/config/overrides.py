@@ -1,0 +1,193 @@
+"""Settings changed from chat: each `Override` names what it overrides; `ChatSettings` is all of them at once.
+
+`config.yaml` stays the source. An override is one of:
+
+- `config` scope: a key path of `config.yaml` (`defaults.num_history_runs`, `agents.helper.rooms[0]`) and
+  its new value, applied to the document before it is validated (`apply_config_overrides`);
+- `room` scope (a Matrix room id): `model` for every agent, team and the router there, `thread_mode`, or
+  `instructions:<agent>`, extra instructions of one agent there;
+- `thread` scope (a room id and a thread root): `model` or `instructions:<agent>` in that thread only.
+
+A turn picks its model thread first, then room, then `room_models`, then the entity's own (`model_name`);
+an override naming a model that is gone is passed over.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from mindroom.config.main import ThreadMode
+
+__all__ = [
+    "ChatSettings",
+    "Override",
+    "OverrideScope",
+    "apply_config_overrides",
+    "parse_key_path",
+    "scoped_problems",
+]
+
+OverrideScope = Literal["config", "room", "thread"]
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """One setting changed from chat: where (scope, room, thread), what (`key`), its value, who set it and when."""
+
+    scope: OverrideScope
+    key: str
+    value: Any
+    set_by: str
+    set_at: float
+    room_id: str = ""
+    thread_id: str = ""
+
+    @property
+    def slot(self) -> tuple[str, str, str, str]:
+        """What it overrides: a second override of the same slot replaces the first."""
+        return (self.scope, self.room_id, self.thread_id, self.key)
+
+    def describe(self) -> str:
+        """One line naming what it overrides and where (for `!config` and `mindroom doctor`)."""
+        where = {"config": "config.yaml", "room": f"room {self.room_id}", "thread": f"thread {self.thread_id}"}
+        return f"{self.key} = {self.value!r} ({where[self.scope]}; set by {self.set_by})"
+
+
+def parse_key_path(path: str) -> tuple[str | int, ...]:
+    """`agents.helper.rooms[0]` or `agents.helper.rooms.0` -> `("agents", "helper", "rooms", 0)`; ValueError if odd."""
+    parts: list[str | int] = []
+    for piece in path.strip().split("."):
+        found = list(_PART.finditer(piece))
+        if not piece or "".join(match.group(0) for match in found) != piece:
+            msg = f"not a key path: {path!r} (write it as models.default.id or agents.helper.rooms[0])"
+            raise ValueError(msg)
+        for match in found:
+            name, index = match.groups()
+            parts.append(int(index) if index is not None else int(name) if name.isdigit() else name)
+    return tuple(parts)
+
+
+def _set(node: Any, path: tuple[str | int, ...], value: Any, where: str) -> None:
+    for depth, part in enumerate(path[:-1]):
+        child = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, list) and isinstance(part, int) and part < len(node):
+            child = node[part]
+        if child is None and isinstance(node, dict):
+            child = node[part] = {}
+        if not isinstance(child, dict | list):
+            msg = f"{where}: {'.'.join(map(str, path[: depth + 1]))} holds no keys to set"
+            raise ValueError(msg)
+        node = child
+    last = path[-1]
+    if isinstance(node, dict):
+        node[last] = value
+    elif isinstance(node, list) and isinstance(last, int) and last <= len(node):
+        node[last:last + 1] = [value]  # fmt: skip
+    else:
+        msg = f"{where}: no such list entry"
+        raise ValueError(msg)
+
+
+def apply_config_overrides(document: Mapping[str, Any], overrides: Iterable[Override]) -> dict[str, Any]:
+    """A copy of the config document with each `config`-scope override's value set at its key path.
+
+    ValueError when a path cannot be set (it crosses a value that is not a mapping or a list).
+    """
+    result = copy.deepcopy(dict(document))
+    for override in overrides:
+        if override.scope == "config":
+            _set(result, parse_key_path(override.key), copy.deepcopy(override.value), override.key)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSettings:
+    """Every override in force: a value of the live state, replaced whole when one changes."""
+
+    overrides: tuple[Override, ...] = ()
+    _by_slot: dict[tuple[str, str, str, str], Override] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_slot", {override.slot: override for override in self.overrides})
+
+    def with_override(self, override: Override) -> ChatSettings:
+        """These settings with `override` in its slot."""
+        kept = tuple(item for item in self.overrides if item.slot != override.slot)
+        return ChatSettings((*kept, override))
+
+    def without(self, slot: tuple[str, str, str, str]) -> ChatSettings:
+        """These settings without the override of `slot`."""
+        return ChatSettings(tuple(item for item in self.overrides if item.slot != slot))
+
+    def get(self, scope: OverrideScope, key: str, room_id: str = "", thread_id: str = "") -> Override | None:
+        """The override of one slot, if set."""
+        return self._by_slot.get((scope, room_id, thread_id, key))
+
+    def at(self, slot: tuple[str, str, str, str]) -> Override | None:
+        """The override of `slot` (scope, room, thread, key), if set."""
+        return self._by_slot.get(slot)
+
+    def config_overrides(self) -> tuple[Override, ...]:
+        """The `config`-scope overrides, oldest first (applied in that order)."""
+        return tuple(item for item in self.overrides if item.scope == "config")
+
+    def thread_mode(self, room_id: str) -> str | None:
+        """The room's thread mode set from chat, if any."""
+        found = self.get("room", "thread_mode", room_id)
+        return str(found.value) if found is not None else None
+
+    def instructions(self, agent: str, room_id: str, thread_id: str | None) -> tuple[str, ...]:
+        """Extra instructions of `agent` here: the room's, then the thread's."""
+        key = f"instructions:{agent}"
+        found = [self.get("room", key, room_id), self.get("thread", key, room_id, thread_id or "")]
+        return tuple(line for item in found if item is not None for line in item.value)
+
+    def model_name(
+        self,
+        models: Mapping[str, Any],
+        room_models: Mapping[str, str],
+        own: str,
+        room_id: str,
+        thread_id: str | None,
+        room_keys: Sequence[str] | set[str] = (),
+    ) -> str:
+        """The model a turn here uses: thread override, room override, `room_models`, else the entity's `own`."""
+        for override in (self.get("thread", "model", room_id, thread_id or ""), self.get("room", "model", room_id)):
+            if override is not None and override.value in models:
+                return str(override.value)
+        for key in sorted(room_keys):
+            if key in room_models:
+                return room_models[key]
+        return own
+
+
+def scoped_problems(override: Override, models: Collection[str], entities: Collection[str]) -> list[str]:
+    """What is wrong with a `room` or `thread` override, checked as config checks the same kind of value."""
+    key, value = override.key, override.value
+    if key == "model":
+        if value in models:
+            return []
+        return [f"unknown model {value!r} (known: {', '.join(sorted(models)) or 'none'})"]
+    if key == "thread_mode" and override.scope == "room":
+        try:
+            TypeAdapter(ThreadMode).validate_python(value)
+        except ValidationError:
+            return [f"thread_mode: {value!r} is neither 'thread' nor 'room'"]
+        return []
+    if key.startswith("instructions:"):
+        entity = key.partition(":")[2]
+        if entity not in entities:
+            return [f"unknown agent or team {entity!r} (known: {', '.join(entities) or 'none'})"]
+        try:
+            TypeAdapter(list[str]).validate_python(value)
+        except ValidationError:
+            return ["instructions must be text"]
+        return []
+    return [f"{key!r} cannot be set for a {override.scope}"]

@@ -1,0 +1,72 @@
+"""`teams:` (MindRoom's `TeamConfig`): several agents answering as one entity with its own Matrix account.
+
+A team's leader (its `model`) runs agno's team in the configured `mode`: `coordinate` hands chosen members
+sub-tasks and synthesises, `collaborate` gives every member the same task and synthesises (agno's
+`broadcast`), `route` passes the question to one member whose answer is the team's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from mindroom.config.strict import StrictModel
+
+__all__ = ["TEAM_MODES", "TeamConfig", "TeamMode", "team_problems"]
+
+TeamMode = Literal["coordinate", "collaborate", "route"]
+"""How the leader works with the members (MindRoom's two modes, and agno's `route`)."""
+TEAM_MODES: tuple[TeamMode, ...] = ("coordinate", "collaborate", "route")
+
+
+class TeamConfig(StrictModel):
+    """One team: its Matrix identity, members, leader model, mode and rooms."""
+
+    display_name: str
+    role: str
+    """The team's purpose: the router and the OpenAI-compatible API show it; the leader reads it."""
+    agents: list[str] = Field(min_length=1)
+    """The member agents (keys under `agents:`), in the order their parts are shown."""
+    rooms: list[str] = Field(default_factory=list)
+    model: str = "default"
+    """The leader's model (coordination and synthesis)."""
+    mode: TeamMode = "coordinate"
+    accept_invites: Literal["authorized", "never"] = "authorized"
+    num_history_runs: int | None = Field(default=None, ge=0)
+    enable_streaming: bool | None = None
+    markdown: bool | None = None
+    password: str | None = None
+    member_timeout_seconds: float = Field(default=120.0, gt=0)
+    """A member that has not answered by then is named in the answer as timed out; the team answers without it."""
+
+    @field_validator("accept_invites", mode="before")
+    @classmethod
+    def _boolean_invites(cls, value: Any) -> Any:
+        # MindRoom writes `true`/`false` here; they mean what `authorized`/`never` mean for agents.
+        if isinstance(value, bool):
+            return "authorized" if value else "never"
+        return value
+
+    @field_validator("agents")
+    @classmethod
+    def _distinct_members(cls, members: list[str]) -> list[str]:
+        if len(set(members)) != len(members):
+            msg = f"a team lists each agent once (not {members})"
+            raise ValueError(msg)
+        return members
+
+
+def team_problems(teams: Mapping[str, TeamConfig], agents: Mapping[str, Any], reserved: str) -> list[str]:
+    """What is wrong between `teams:` and `agents:`: names both use, unknown members."""
+    problems = []
+    for name, team in teams.items():
+        if name in agents:
+            problems.append(f"teams.{name}: the name is an agent's too (an agent and a team need distinct names)")
+        if name == reserved:
+            problems.append(f"teams.{name}: the name is reserved for the router")
+        unknown = [member for member in team.agents if member not in agents]
+        if unknown:
+            problems.append(f"teams.{name}.agents: unknown agents {unknown} (known: {', '.join(agents) or 'none'})")
+    return problems

@@ -1,0 +1,144 @@
+"""Settings from chat on the bench: administrators change a thread's or room's model, a room's thread mode and an
+agent's instructions, and config keys with `!config`; everyone else is refused and nothing changes. Each change
+lands in the override store and the live state, and the next turn runs with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mindroom.bots.settings_commands import REFUSED
+from mindroom.daemon.chat_settings import register_settings_commands
+from mindroom.daemon.live import build_live_state
+from mindroom.daemon.reload import ReloadCoordinator
+from mindroom.state.sqlite.overrides import SqliteOverrideStore
+from mindroom.testing.model_server import ScriptedModelServer, Text
+from tests.bots.bench import ALICE, BOB, LOBBY
+
+pytestmark = pytest.mark.asyncio
+
+
+def models(server: ScriptedModelServer) -> dict[str, Any]:
+    return {
+        name: {"provider": "openai", "id": f"id-{name}", "extra_kwargs": {"base_url": server.base_url}}
+        for name in ("default", "fast")
+    }
+
+
+async def settings_bench(make_bench: Any, server: ScriptedModelServer, tmp_path: Path, **config: Any) -> Any:
+    """A bench whose command table has the settings commands, on a real override store and reload coordinator."""
+    agents = {"helper": {"display_name": "Helper", "rooms": ["lobby"]}, "other": {"display_name": "Other"}}
+    bench = await make_bench(agents, models=models(server), administrators=[ALICE], **config)
+    daemon = bench.daemon
+    daemon.paths.config_path.write_text(yaml.safe_dump(daemon.live.config.model_dump(mode="json", exclude_unset=True)))
+    store = SqliteOverrideStore(tmp_path / "overrides.db")
+
+    async def no_restarts(old: Any, changes: Any) -> None:
+        return None
+
+    coordinator = ReloadCoordinator(
+        daemon.cell,
+        daemon.directory,
+        build=lambda previous: build_live_state(daemon.paths, previous=previous),
+        apply=no_restarts,
+    )
+    register_settings_commands(bench.commands, store, coordinator, daemon.paths)
+    bench.store = store
+    return bench
+
+
+async def say(bench: Any, text: str, sender: str = ALICE, thread_root: str | None = None) -> str:
+    """Send `text` to the lobby and return the router's reply to it."""
+    event = bench.server.message(LOBBY, sender, text, thread_root=thread_root)
+    await bench.deliver(event)
+    await bench.settle()
+    return bench.client("router").messages[-1].body
+
+
+def models_asked(server: ScriptedModelServer) -> list[str]:
+    return [request["model"] for request in server.requests]
+
+
+async def test_room_and_thread_models_apply_to_the_next_turns_there(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path)
+    model_server.set_default(Text("ok"))
+    first = bench.server.message(LOBBY, ALICE, "@helper hi")
+    await bench.deliver(first)
+    await bench.settle()
+
+    reply = await say(bench, "!room_model fast")
+    await bench.deliver(bench.server.message(LOBBY, ALICE, "@helper again"))
+    await bench.settle()
+    thread_reply = await say(bench, "!model default", thread_root=first.event_id)
+    await bench.deliver(bench.server.message(LOBBY, ALICE, "@helper in the thread", thread_root=first.event_id))
+    await bench.settle()
+
+    assert reply.startswith("✅ This room now uses `fast` (openai id-fast)")
+    assert thread_reply.startswith("✅ This thread now uses `default`")
+    assert models_asked(model_server) == ["id-default", "id-fast", "id-default"]
+    assert [(o.scope, o.key, o.value, o.set_by) for o in bench.store.all()] == [
+        ("room", "model", "fast", ALICE),
+        ("thread", "model", "default", ALICE),
+    ]
+    assert await say(bench, "!room_model reset") == "✅ This room uses the configured models again."
+    assert [o.scope for o in bench.daemon.live.settings.overrides] == ["thread"]
+
+
+async def test_a_non_administrator_is_refused_and_nothing_changes(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path, authorization={"config_command_enabled": True})
+    live = bench.daemon.live
+
+    replies = [
+        await say(bench, text, sender=BOB)
+        for text in ("!room_model fast", "!thread_mode room", "!instructions helper Shout.", "!config show")
+    ]
+
+    assert replies == [REFUSED] * 4
+    assert bench.store.all() == [] and bench.daemon.live is live
+    assert (await say(bench, "!room_model", sender=BOB)).startswith("This room: the configured models.")
+
+
+async def test_thread_mode_and_instructions_set_for_the_room_shape_the_next_answer(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path)
+    model_server.set_default(Text("ok"))
+
+    assert (await say(bench, "!thread_mode room")).startswith("✅ Agents and teams now answer in the main timeline")
+    assert (await say(bench, "!instructions helper Answer like a pirate.")).startswith("✅ helper follows")
+    question = bench.server.message(LOBBY, ALICE, "@helper hello")
+    await bench.deliver(question)
+    await bench.settle()
+
+    answer = bench.client("helper").messages[-1]
+    assert answer.thread_root is None  # the main timeline
+    assert "Answer like a pirate." in str(model_server.requests[-1]["messages"][0]["content"])
+    assert (await say(bench, "!thread_mode sideways")).startswith("❌ Not changed: thread_mode: 'sideways'")
+
+
+async def test_config_command_sets_validates_lists_and_resets_a_key(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path, authorization={"config_command_enabled": True})
+
+    changed = await say(bench, "!config set agents.helper.model fast")
+    shown = await say(bench, "!config show")
+    refused = await say(bench, "!config set defaults.num_history_runs -1")
+    unknown = await say(bench, "!config set agents.helper.model huge")
+
+    assert changed == (
+        '✅ `agents.helper.model`: "default" → "fast" (overrides config.yaml; `!config reset agents.helper.model`'
+        " undoes it)."
+    )
+    assert bench.daemon.live.config.agents["helper"].model == "fast"
+    assert "agents.helper.model = 'fast' (config.yaml; set by @alice:localhost)" in shown
+    assert refused.startswith("❌ Not changed: defaults.num_history_runs: Input should be greater than or equal to 0")
+    assert "unknown model 'huge'" in unknown
+    assert bench.daemon.live.config.defaults.num_history_runs == 10
+    assert await say(bench, "!config reset agents.helper.model") == "✅ `agents.helper.model` is config.yaml's again."
+    assert bench.daemon.live.config.agents["helper"].model == "default" and bench.store.all() == []
+
+
+async def test_config_command_is_off_unless_enabled(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path)
+
+    assert await say(bench, "!config show") == "❌ `!config` is off (`authorization.config_command_enabled`)."

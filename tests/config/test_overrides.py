@@ -1,0 +1,101 @@
+"""Settings changed from chat: key paths, config overrides validated as the file is, and the model precedence."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from mindroom.config.loading import parse_config_text
+from mindroom.config.overrides import ChatSettings, Override, apply_config_overrides, parse_key_path
+from mindroom.errors import ConfigError
+
+TEXT = yaml.safe_dump(
+    {
+        "models": {"default": {"provider": "openai", "id": "m"}, "fast": {"provider": "openai", "id": "f"}},
+        "agents": {"helper": {"display_name": "Helper", "rooms": ["lobby", "den"]}},
+        "room_models": {"lobby": "fast"},
+    }
+)
+
+
+def config_override(key: str, value: object, at: float = 1.0) -> Override:
+    return Override("config", key, value, "@admin:hs", at)
+
+
+@pytest.mark.parametrize(
+    ("path", "parts"),
+    [
+        ("defaults.num_history_runs", ("defaults", "num_history_runs")),
+        ("agents.helper.rooms[1]", ("agents", "helper", "rooms", 1)),
+        ("agents.helper.rooms.0", ("agents", "helper", "rooms", 0)),
+    ],
+)
+def test_key_paths_use_dots_and_list_indexes(path, parts):
+    assert parse_key_path(path) == parts
+
+
+@pytest.mark.parametrize("path", ["", "agents..helper", "agents.helper[x]", "a[1"])
+def test_odd_key_paths_are_refused(path):
+    with pytest.raises(ValueError, match="not a key path"):
+        parse_key_path(path)
+
+
+def test_config_overrides_are_set_into_a_copy_of_the_document():
+    document = {"agents": {"helper": {"rooms": ["lobby", "den"]}}}
+
+    changed = apply_config_overrides(
+        document, [config_override("agents.helper.rooms[1]", "studio"), config_override("defaults.markdown", False)]
+    )
+
+    assert changed == {"agents": {"helper": {"rooms": ["lobby", "studio"]}}, "defaults": {"markdown": False}}
+    assert document == {"agents": {"helper": {"rooms": ["lobby", "den"]}}}
+
+
+def test_an_override_is_validated_as_if_written_in_the_file():
+    config = parse_config_text(TEXT, "config.yaml", {}, [config_override("defaults.num_history_runs", 3)])
+    assert config.defaults.num_history_runs == 3
+
+    with pytest.raises(ConfigError, match=r"defaults\.num_history_runs: Input should be greater than or equal to 0"):
+        parse_config_text(TEXT, "config.yaml", {}, [config_override("defaults.num_history_runs", -1)])
+    with pytest.raises(ConfigError, match="unknown model 'huge'"):
+        parse_config_text(TEXT, "config.yaml", {}, [config_override("agents.helper.model", "huge")])
+
+
+def test_an_override_that_no_longer_fits_is_passed_over_unless_strict():
+    overrides = [config_override("defaults.num_history_runs", 4), config_override("agents.helper.model", "huge", 2.0)]
+
+    config = parse_config_text(TEXT, "config.yaml", {}, overrides, strict=False)
+
+    assert config.defaults.num_history_runs == 4
+    assert config.agents["helper"].model == "default"
+    with pytest.raises(ConfigError):
+        parse_config_text("models: [", "config.yaml", {}, overrides, strict=False)  # the file's own errors raise
+
+
+def test_model_precedence_is_thread_then_room_then_room_models_then_own():
+    models = {"default": 1, "fast": 2, "slow": 3}
+    room = Override("room", "model", "slow", "@admin:hs", 1.0, room_id="!lobby:hs")
+    thread = Override("thread", "model", "default", "@admin:hs", 2.0, "!lobby:hs", "$root")
+    stale = Override("room", "model", "gone", "@admin:hs", 1.0, room_id="!den:hs")
+    settings = ChatSettings((room, thread, stale))
+
+    def pick(room_id: str, thread_id: str | None, keys: set[str]) -> str:
+        return settings.model_name(models, {"lobby": "fast", "den": "fast"}, "own", room_id, thread_id, keys)
+
+    assert pick("!lobby:hs", "$root", {"lobby"}) == "default"
+    assert pick("!lobby:hs", "$other", {"lobby"}) == "slow"
+    assert pick("!den:hs", None, {"den"}) == "fast"  # the room's override names a model that is gone
+    assert pick("!elsewhere:hs", None, set()) == "own"
+
+
+def test_settings_replace_an_override_of_the_same_slot_and_drop_one_by_slot():
+    first = Override("room", "thread_mode", "room", "@a:hs", 1.0, room_id="!r:hs")
+    second = Override("room", "thread_mode", "thread", "@b:hs", 2.0, room_id="!r:hs")
+    instructions = Override("thread", "instructions:helper", ["Be brief."], "@a:hs", 3.0, "!r:hs", "$t")
+
+    settings = ChatSettings((first,)).with_override(second).with_override(instructions)
+
+    assert settings.thread_mode("!r:hs") == "thread"
+    assert settings.instructions("helper", "!r:hs", "$t") == ("Be brief.",)
+    assert settings.instructions("helper", "!r:hs", "$u") == ()
+    assert settings.without(second.slot).thread_mode("!r:hs") is None
