@@ -125,12 +125,19 @@ connection, fills as a file grows (the journal and each agent's history grow wit
 daemon reads a few rows at a time, and the OS caches the files anyway."""
 
 
-def open_private_database(path: Path) -> sqlite3.Connection:
-    """Open (or create) a SQLite file, mode 0600 in a 0700 folder, in WAL mode with autocommit."""
+def open_private_database(path: Path, schema: str = "", *, synchronous_normal: bool = False) -> sqlite3.Connection:
+    """Open (or create) a SQLite file, mode 0600 in a 0700 folder, in WAL mode with autocommit, with `schema` run.
+
+    `synchronous_normal`: in WAL mode a commit survives a crash of the process (not of the machine) at less cost.
+    """
     prepare_private_sqlite(path)
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(SQLITE_CACHE_PRAGMA)
+    if synchronous_normal:
+        db.execute("PRAGMA synchronous=NORMAL")
+    if schema:
+        db.executescript(schema)
     return db
 
 

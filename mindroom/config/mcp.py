@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from mindroom.config.strict import StrictModel
 
@@ -32,9 +32,22 @@ __all__ = [
     "MCPOAuthConfig",
     "MCPSandboxConfig",
     "MCPServerConfig",
+    "ReadonlyPaths",
     "check_mcp_agent_overrides",
     "mcp_tool_name",
 ]
+
+
+def _absolute(paths: list[str]) -> list[str]:
+    relative = [path for path in paths if not path.startswith("/")]
+    if relative:
+        msg = f"readonly_paths must be absolute paths, not {relative}"
+        raise ValueError(msg)
+    return paths
+
+
+ReadonlyPaths = Annotated[list[str], AfterValidator(_absolute)]
+"""Host folders shown read-only inside a sandbox: absolute paths only."""
 
 MCP_TOOL_PREFIX = "mcp_"
 MCP_AGENT_OVERRIDE_KEYS = frozenset({"include_tools", "exclude_tools", "call_timeout_seconds"})
@@ -174,13 +187,4 @@ class MCPSandboxConfig(StrictModel):
 
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
     network: bool = True
-    readonly_paths: list[str] = Field(default_factory=list)
-
-    @field_validator("readonly_paths")
-    @classmethod
-    def _absolute(cls, paths: list[str]) -> list[str]:
-        relative = [path for path in paths if not path.startswith("/")]
-        if relative:
-            msg = f"readonly_paths must be absolute paths, not {relative}"
-            raise ValueError(msg)
-        return paths
+    readonly_paths: ReadonlyPaths = Field(default_factory=list)

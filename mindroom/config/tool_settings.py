@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from mindroom.config.mcp import MCPSandboxConfig
+from mindroom.config.mcp import MCPSandboxConfig, ReadonlyPaths
 from mindroom.config.strict import StrictModel
 
 __all__ = ["FileToolConfig", "ShellToolConfig", "ToolsConfig"]
@@ -24,17 +24,8 @@ class ShellToolConfig(StrictModel):
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
     max_output_chars: int = Field(default=20000, ge=100)
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
-    readonly_paths: list[str] = Field(default_factory=list)
+    readonly_paths: ReadonlyPaths = Field(default_factory=list)
     network: bool = False
-
-    @field_validator("readonly_paths")
-    @classmethod
-    def _absolute(cls, paths: list[str]) -> list[str]:
-        relative = [path for path in paths if not path.startswith("/")]
-        if relative:
-            msg = f"readonly_paths must be absolute paths, not {relative}"
-            raise ValueError(msg)
-        return paths
 
 
 class FileToolConfig(StrictModel):

@@ -157,3 +157,19 @@ def test_defaults_tools_join_each_agent_with_the_agents_settings_winning():
     assert config.agents["b"].tools == ["shell"]
     with pytest.raises(ValueError, match=r"defaults\.tools"):
         Config.model_validate({"defaults": {"tools": ["x", "x"]}})
+
+
+@pytest.mark.parametrize(
+    ("section", "where"),
+    [
+        ("tools:\n  shell:\n    readonly_paths: [/srv/ok, data/relative]\n", "tools.shell.readonly_paths"),
+        ("tools:\n  mcp:\n    readonly_paths: [/srv/ok, data/relative]\n", "tools.mcp.readonly_paths"),
+    ],
+)
+def test_sandbox_readonly_paths_must_be_absolute_for_the_shell_and_stdio_mcp_servers(section: str, where: str):
+    with pytest.raises(ConfigError) as refused:
+        parse_config_text("agents: {}\n" + section, "config.yaml", env={})
+
+    message = str(refused.value)
+    assert "readonly_paths must be absolute paths, not ['data/relative']" in message
+    assert where in message

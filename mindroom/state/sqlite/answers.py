@@ -33,9 +33,7 @@ class SqliteAnswerLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._db = open_private_database(path)
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_private_database(path, _SCHEMA, synchronous_normal=True)
         self._db.execute("DELETE FROM answers WHERE answered_at < ?", (time.time() - RETENTION_S,))
 
     def record(self, answer: AnswerRecord) -> None:

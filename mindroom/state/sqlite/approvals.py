@@ -40,9 +40,7 @@ class SqliteApprovalStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._db = open_private_database(path)
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_private_database(path, _SCHEMA, synchronous_normal=True)
         self._db.execute(
             "DELETE FROM approvals WHERE status != 'pending' AND decided_at < ?", (time.time() - RETENTION_S,)
         )

@@ -48,8 +48,7 @@ class SqliteCryptoVault:
     def _db(self, bot_name: str) -> sqlite3.Connection:
         db = self._open.get(bot_name)
         if db is None:
-            db = self._open[bot_name] = open_private_database(self.path(bot_name))
-            db.executescript(_SCHEMA)
+            db = self._open[bot_name] = open_private_database(self.path(bot_name), _SCHEMA)
         return db
 
     def load(self, bot_name: str) -> CryptoItems:

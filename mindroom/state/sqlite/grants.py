@@ -54,9 +54,7 @@ class SqliteGrantStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._db = open_private_database(path)
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_private_database(path, _SCHEMA, synchronous_normal=True)
         now = time.time()
         self._db.execute("DELETE FROM approval_grants WHERE expires_at < ?", (now - GRANT_RETENTION_S,))
         self._db.execute("DELETE FROM auto_approve_windows WHERE expires_at <= ?", (now,))

@@ -31,8 +31,7 @@ class SqliteOverrideStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._db = open_private_database(path)
-        self._db.executescript(_SCHEMA)
+        self._db = open_private_database(path, _SCHEMA)
 
     def all(self) -> list[Override]:
         """Every override, oldest first."""

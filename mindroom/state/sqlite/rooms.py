@@ -29,8 +29,7 @@ class SqliteRoomMemory:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._db = open_private_database(path)
-        self._db.executescript(_SCHEMA)
+        self._db = open_private_database(path, _SCHEMA)
 
     def remember(self, entity: str, room_id: str, origin: RoomOrigin, room_key: str | None = None) -> None:
         """Keep `room_id` as one of `entity`'s rooms (a later call updates how and under which key)."""

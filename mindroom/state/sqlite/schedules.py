@@ -39,8 +39,7 @@ class SqliteScheduleStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._db = open_private_database(path)
-        self._db.executescript(_SCHEMA)
+        self._db = open_private_database(path, _SCHEMA)
 
     def _rows(self, sql: str, params: tuple[object, ...] = ()) -> list[ScheduledTask]:
         with self._lock:
