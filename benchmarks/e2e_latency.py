@@ -205,14 +205,15 @@ async def _wait_member(human: HumanClient, room_id: str, user_id: str) -> None:
 
 
 async def daemon_single(
-    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path
+    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, env: dict[str, str] | None = None
 ) -> dict[str, float]:
+    """One agent with the no-op hooks: latencies, CPU per message, RSS, cold start; `env` adds to the daemon's."""
     tag = secrets.token_hex(3)
     workdir = root / f"single{tag}"
     _noop_plugin(workdir / "plugins" / "noop")
     room_key = f"lat{tag}"
     (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, human.user_id, {"solo": room_key})))
-    process, cold_start = _start_daemon(workdir, hs, f"b{tag}_")
+    process, cold_start = _start_daemon(workdir, hs, f"b{tag}_", {"MINDROOM_API": "false", **(env or {})})
     _drain(process)
     try:
         alias = f"#{room_key}:{hs.server_name}"

@@ -190,7 +190,8 @@ class DaemonProcess:
         self.log_path = e2e.root / "daemon.log"
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, args: tuple[str, ...] = ()) -> None:
+        """`mindroom run` with this world's environment, `self.env` over it, and `args` after the config."""
         hs = self.e2e.homeserver
         environment = {
             **os.environ,
@@ -206,7 +207,7 @@ class DaemonProcess:
         with self.log_path.open("ab") as log:
             # Tethered to the test process: a killed test run leaves no daemon behind.
             self.process = spawn_module(
-                "mindroom", ["run", "--config", str(self.config_path)],
+                "mindroom", ["run", "--config", str(self.config_path), *args],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 env=environment, cwd=self.e2e.config_dir,
             )  # fmt: skip

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,32 +23,21 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
 
 class _DaemonWithArgs(DaemonProcess):
-    """`python -m mindroom run` with extra command-line arguments."""
+    """`python -m mindroom run` with extra command-line arguments, and no `MINDROOM_NEW_CRYPTO_DEVICE`."""
 
     def __init__(self, e2e: E2E, config_path: Path, args: list[str]) -> None:
         super().__init__(e2e, config_path, {})
-        self.args = args
+        self.args = tuple(args)
         self.log_path = e2e.root / "flagged.log"
         e2e.processes.append(self)
 
-    def start(self) -> None:
-        hs = self.e2e.homeserver
-        environment = {
-            **os.environ,
-            "MATRIX_HOMESERVER": hs.url,
-            "MATRIX_SERVER_NAME": hs.server_name,
-            "MATRIX_REGISTRATION_SHARED_SECRET": hs.registration_shared_secret,
-            "MINDROOM_STORAGE_PATH": str(self.e2e.storage),
-            "MINDROOM_ACCOUNT_PREFIX": self.e2e.account_prefix,
-            "MINDROOM_LOG_JSON": "1",
-        }
-        environment.pop("MINDROOM_NEW_CRYPTO_DEVICE", None)
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "mindroom", "run", "--config", str(self.config_path), *self.args],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                env=environment, cwd=self.e2e.config_dir,
-            )  # fmt: skip
+    def start(self, args: tuple[str, ...] = ()) -> None:
+        saved = os.environ.pop("MINDROOM_NEW_CRYPTO_DEVICE", None)
+        try:
+            super().start((*self.args, *args))
+        finally:
+            if saved is not None:
+                os.environ["MINDROOM_NEW_CRYPTO_DEVICE"] = saved
 
 
 async def _world(e2e: E2E, human: HumanClient) -> tuple[dict[str, Any], dict[str, str]]:

@@ -48,6 +48,11 @@ def _admin(url: str, sql: str, params: tuple[object, ...] = ()) -> list[tuple[ob
         return cursor.fetchall() if cursor.description is not None else []
 
 
+def _terminate(url: str, pid: int) -> None:
+    """End a session and wait until its backend is gone (and its advisory locks with it)."""
+    assert _admin(url, "SELECT pg_terminate_backend(%s, 30000)", (pid,)) == [(True,)]
+
+
 def _writer_pid(state: PostgresState) -> int:
     return int(state.connection.call(lambda conn: conn.execute("SELECT pg_backend_pid()").fetchone()[0]))
 
@@ -96,7 +101,7 @@ async def test_postgres_fence_an_outage_stops_claims_at_once_and_the_standby_tak
     _admin(postgres_server.admin_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
     try:
         with capture_logs() as logs:
-            _admin(postgres_server.admin_url, "SELECT pg_terminate_backend(%s)", (pid,))
+            _terminate(postgres_server.admin_url, pid)
             await _until(lambda: not active.connection.holds_lock())
         # Refused because the session failed (noticed at once), not because its lease ran out meanwhile.
         assert "state database connection lost; reconnecting" in [entry["event"] for entry in logs]
@@ -132,7 +137,7 @@ async def test_postgres_fence_takeover_from_a_holder_that_did_not_let_go_waits_o
     assert journal.claim("agent", "$one")
     first = active.connection.generation
     await standby.open()
-    _admin(postgres_url, "SELECT pg_terminate_backend(%s)", (_writer_pid(active),))
+    _terminate(postgres_url, _writer_pid(active))
 
     started = time.monotonic()
     with capture_logs() as taking:
@@ -159,7 +164,7 @@ async def test_postgres_fence_a_holder_that_comes_back_after_another_held_the_lo
     closing.append(active)
     await active.acquire()
     rooms = (await active.open_stores()).rooms
-    _admin(postgres_url, "SELECT pg_terminate_backend(%s)", (_writer_pid(active),))
+    _terminate(postgres_url, _writer_pid(active))
     other = _state(postgres_url)
     await other.acquire()  # held and released again while the first one was away
     (await other.open_stores()).rooms.remember("router", "!theirs:hs", "created")
@@ -219,7 +224,7 @@ async def test_postgres_fence_a_claimed_turn_whose_lock_is_lost_mid_generation_s
         await asyncio.wait_for(generating.wait(), 60)
         assert await asyncio.to_thread(active.connection.flush, 10)  # the claim is in the database
         _admin(postgres_server.admin_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
-        _admin(postgres_server.admin_url, "SELECT pg_terminate_backend(%s)", (_writer_pid(active),))
+        _terminate(postgres_server.admin_url, _writer_pid(active))
         await standby.acquire(wait=True, poll_s=0.05)  # the standby holds the state now
         with capture_logs() as logs:
             go_on.set()
