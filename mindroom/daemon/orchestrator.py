@@ -37,6 +37,7 @@ from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient
+from mindroom.matrix.appservice_server import Appservice, appservice_for
 from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
@@ -111,6 +112,7 @@ class Orchestrator:
         self._recovery_keys = RecoveryKeys.from_environment(environment.values, environment.storage_root)
         self._prepared = prepared
         self._run_since = run_since
+        self._appservice: Appservice | None = None
 
     @property
     def config_path(self) -> Path:
@@ -151,6 +153,7 @@ class Orchestrator:
         set_registry_provider(lambda: cell.live.registry)
         self.mcp = MCPLifecycle(cell, directory, paths)
         await self.mcp.apply(live.config)  # servers connect in the background while the bots log in
+        self._appservice = appservice_for(homeserver.appservice_registration, homeserver.url)
         names = [ROUTER_AGENT_NAME, *live.config.agents]
         for name in names:
             self.bots[name] = self._make_bot(name, running, live)
@@ -167,6 +170,8 @@ class Orchestrator:
         for bot in self.bots.values():
             bot.start_sync()
         await asyncio.gather(*(bot.wait_ready() for bot in self.bots.values()))
+        if self._appservice is not None:  # every bot receives: what the homeserver kept comes now
+            await self._appservice.start()
         for bot in self.bots.values():
             await recover_interrupted(bot, running.stores.journal, bot.handlers)
         await self._tell_admin_room(self.down)
@@ -250,6 +255,7 @@ class Orchestrator:
             sync_tokens=self._sync_tokens,
             crypto_vault=self._crypto_vault,
             recovery_keys=self._recovery_keys,
+            appservice=self._appservice,
         )
         return EntityBot(
             name,
@@ -349,6 +355,8 @@ class Orchestrator:
             await self._watcher.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
+        if self._appservice is not None:  # first: what arrives from now on waits in the homeserver for the next run
+            await self._appservice.stop()
         await asyncio.gather(*(bot.stop(reason, grace_s) for bot in self.bots.values()), return_exceptions=True)
         if self.mcp is not None:
             await self.mcp.stop()

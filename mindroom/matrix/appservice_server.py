@@ -1,0 +1,235 @@
+"""`Appservice`: the daemon's listener for the homeserver's transactions, and the bots receiving through it.
+
+The homeserver sends one transaction at a time and sends it again until it is accepted, so a transaction is
+acknowledged only once every bot it concerns has taken its part; one that concerns a bot between two runs
+is refused and comes back (the daemon pings the homeserver when the bot is back, which makes it retry at
+once instead of after its backoff). Transaction ids are remembered, so a transaction sent twice is taken once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+from aiohttp import web
+
+from mindroom.logging_config import get_logger
+from mindroom.matrix.appservice import AppserviceConfigError, AppserviceRegistration
+from mindroom.matrix.errors import MatrixConnectionError
+from mindroom.matrix.inbox import BotInbox
+from mindroom.matrix.transactions import TransactionRouter
+from mindroom.state.tokens import SyncTokens
+
+__all__ = ["Appservice", "appservice_for"]
+
+logger = get_logger(__name__)
+
+_PREFIX = "/_matrix/app/v1"
+_MAX_BODY_BYTES = 64 * 1024 * 1024
+_REMEMBERED_TRANSACTIONS = 1024
+_PING_ATTEMPTS = 5
+_PING_INTERVAL_S = 1.0
+_RECHECK_S = 1.0
+_UNSUPPORTED = frozenset({"M_UNRECOGNIZED", "M_NOT_FOUND"})
+
+
+def _error(status: int, errcode: str, error: str) -> web.Response:
+    return web.json_response({"errcode": errcode, "error": error}, status=status)
+
+
+class Appservice:
+    """Listens where the registration says; `start()` after the bots receive, `stop()` before they stop."""
+
+    def __init__(self, registration: AppserviceRegistration, homeserver_url: str) -> None:
+        self.registration = registration
+        self.router = TransactionRouter()
+        self._homeserver_url = homeserver_url.rstrip("/")
+        self._runner: web.AppRunner | None = None
+        self._lock = asyncio.Lock()
+        self._done: OrderedDict[str, None] = OrderedDict()
+        self._refused: Mapping[str, Any] | None = None
+        """The last transaction refused because a bot was between two runs (None: none waiting)."""
+        self._watch: asyncio.Task[None] | None = None
+        self._pings: set[asyncio.Task[bool]] = set()
+
+    # -- the bots' side --------------------------------------------------------------------------------
+    async def serve(self, inbox: BotInbox, tokens: SyncTokens, ready: asyncio.Event) -> None:
+        """One bot's receiving, until cancelled: catch up, then take its part of every transaction."""
+        await inbox.catch_up(tokens)
+        self.router.attach(inbox)
+        restarting = False
+        try:
+            self._recheck()
+            ready.set()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            restarting = True  # stopped by its owner: a next instance (or the next run) takes what comes meanwhile
+            raise
+        finally:
+            self.router.detach(inbox, hold=restarting)
+            await inbox.close()
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Listen, then ping the homeserver (which also makes it send what it kept while nobody listened).
+
+        Raises `AppserviceConfigError` when the port is taken or the homeserver cannot reach the listener.
+        """
+        app = web.Application(client_max_size=_MAX_BODY_BYTES)
+        app.router.add_put(_PREFIX + "/transactions/{txn_id}", self._transaction)
+        app.router.add_post(_PREFIX + "/ping", self._ping)
+        app.router.add_get(_PREFIX + "/users/{user_id}", self._unknown)
+        app.router.add_get(_PREFIX + "/rooms/{alias}", self._unknown)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        host, port = self.registration.listen_address
+        try:
+            await web.TCPSite(runner, host, port, reuse_address=True).start()
+        except OSError as exc:
+            await runner.cleanup()
+            msg = f"the appservice listener cannot use {host}:{port} ({exc}); free it or change the registration's url"
+            raise AppserviceConfigError(msg) from exc
+        self._runner = runner
+        logger.info("appservice listening", host=host, port=port, appservice=self.registration.id)
+        for attempt in range(_PING_ATTEMPTS):
+            if await self.ping():
+                return
+            if attempt + 1 < _PING_ATTEMPTS:
+                await asyncio.sleep(_PING_INTERVAL_S)
+        await self.stop()
+        msg = (
+            f"the homeserver does not reach the daemon at {self.registration.url}: check the registration's url and"
+            " that the homeserver loaded the registration file (app_service_config_files)"
+        )
+        raise AppserviceConfigError(msg)
+
+    async def stop(self) -> None:
+        """Stop listening (a transaction being handled finishes; later ones wait in the homeserver)."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        tasks = [*self._pings, *([self._watch] if self._watch is not None else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._watch = None
+
+    async def ping(self) -> bool:
+        """Ask the homeserver to ping the listener (and retry what it kept); True when it got through.
+
+        A homeserver without the ping endpoint counts as reached: the first transaction will tell.
+        """
+        url = f"{self._homeserver_url}/_matrix/client/v1/appservice/{quote(self.registration.id, safe='')}/ping"
+        headers = {"Authorization": f"Bearer {self.registration.as_token}"}
+        try:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(url, json={"transaction_id": uuid.uuid4().hex}, headers=headers) as response,
+            ):
+                status = response.status
+                body = await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
+            logger.warning("appservice ping failed", appservice=self.registration.id, error=str(exc))
+            return False
+        errcode = body.get("errcode") if isinstance(body, dict) else None
+        if status == 200:
+            return True
+        if status in (404, 405) and (errcode in _UNSUPPORTED or errcode is None):
+            logger.info("homeserver has no appservice ping; not pinging", appservice=self.registration.id)
+            return True
+        logger.warning("appservice ping refused", appservice=self.registration.id, status=status, errcode=errcode)
+        return False
+
+    def _recheck(self) -> None:
+        """Ping when the refused transaction no longer waits for anyone, so the homeserver sends it again now."""
+        refused = self._refused
+        if refused is None or self.router.waiting_for(refused):
+            return
+        self._refused = None
+        task = asyncio.create_task(self.ping(), name="appservice-ping")
+        self._pings.add(task)
+        task.add_done_callback(self._pings.discard)
+
+    async def _watch_refused(self) -> None:
+        """While a refused transaction waits, look again every second (a bot given up on frees it too)."""
+        while self._refused is not None:
+            await asyncio.sleep(_RECHECK_S)
+            self._recheck()
+
+    # -- the homeserver's side -------------------------------------------------------------------------
+    def _authorized(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        token = header.removeprefix("Bearer ") if header.startswith("Bearer ") else request.query.get("access_token")
+        return token is not None and secrets.compare_digest(token, self.registration.hs_token)
+
+    async def _ping(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return _error(403, "M_FORBIDDEN", "wrong hs_token")
+        return web.json_response({})
+
+    async def _unknown(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return _error(403, "M_FORBIDDEN", "wrong hs_token")
+        return _error(404, "M_NOT_FOUND", "the daemon creates no users or rooms on demand")
+
+    async def _transaction(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return _error(403, "M_FORBIDDEN", "wrong hs_token")
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "M_NOT_JSON", "the transaction is not JSON")
+        if not isinstance(body, dict):
+            return _error(400, "M_BAD_JSON", "the transaction is not an object")
+        txn_id = request.match_info["txn_id"]
+        async with self._lock:  # one at a time, in order, whatever the homeserver does
+            if txn_id in self._done:
+                return web.json_response({})
+            waiting = self.router.waiting_for(body)
+            if waiting:
+                self._refused = body
+                if self._watch is None or self._watch.done():
+                    self._watch = asyncio.create_task(self._watch_refused(), name="appservice-refused")
+                logger.info("transaction deferred until its bots receive again", txn_id=txn_id, user_ids=waiting)
+                return _error(503, "M_UNAVAILABLE", "a bot of this transaction is restarting")
+            try:
+                await self._route(txn_id, body)
+            except MatrixConnectionError as exc:
+                logger.warning("transaction not handled; the homeserver sends it again", txn_id=txn_id, error=str(exc))
+                return _error(503, "M_UNAVAILABLE", "the homeserver could not be reached while handling it")
+            self._done[txn_id] = None
+            while len(self._done) > _REMEMBERED_TRANSACTIONS:
+                self._done.popitem(last=False)
+        return web.json_response({})
+
+    async def _route(self, txn_id: str, body: Mapping[str, Any]) -> None:
+        for user_id, (inbox, part) in self.router.split(txn_id, body).items():
+            try:
+                await inbox.receive(part)
+            except MatrixConnectionError:
+                raise
+            except Exception:
+                # One bot's failure must not hold back the others' events (it would be sent again forever).
+                logger.exception("transaction part failed", user_id=user_id, txn_id=txn_id)
+            self.router.received(txn_id, user_id)
+
+    async def __aenter__(self) -> Appservice:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            await self.stop()
+
+
+def appservice_for(registration: Path | None, homeserver_url: str) -> Appservice | None:
+    """The appservice of the registration file at `registration`, or None (sync mode) when there is none."""
+    return None if registration is None else Appservice(AppserviceRegistration.load(registration), homeserver_url)

@@ -1,0 +1,211 @@
+"""`BotInbox`: one bot's receiving end in appservice mode, doing with its part of a transaction what its sync did.
+
+Its crypto takes the part's to-device messages, device lists, key count and room state first; then each event
+is opened with the bot's own keys (or parked until they come) and handed to the bot's handler, and invites are
+answered. After a join that followed an invite it first fetches what people wrote between the two: the
+homeserver sent that to nobody when no bot of the daemon was in the room yet (a new DM). Notices for events
+that stay unreadable go out on a timer, since there is no long-poll to cut short.
+
+At the start of a run, `catch_up` asks the homeserver once (a sync without room events) for invites made before
+the bot could receive any and for its one-time key count, and leaves a sync position for the bot's next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from mindroom.logging_config import get_logger
+from mindroom.matrix.delivery import REFUSED_RETRY_S
+from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
+from mindroom.matrix.inbound import EventHandler, InviteHandler, answer_invite, deliver_raw, inviter_of
+from mindroom.matrix.transactions import InboxPart
+from mindroom.matrix.transport import JsonTransport, quote_path
+from mindroom.matrix.undecrypted import SyncDecryption
+from mindroom.state.tokens import SyncTokens
+
+__all__ = ["BotInbox"]
+
+logger = get_logger(__name__)
+
+_SYNC_PATH = "/_matrix/client/v3/sync"
+_WINDOW_LIMIT = 100
+_CATCH_UP_BACKOFF_CAP_S = 30.0
+# Invites, the key count and a position; no room events, state, receipts or typing.
+_CATCH_UP_FILTER = json.dumps(
+    {
+        "presence": {"types": []},
+        "account_data": {"types": []},
+        "room": {
+            "timeline": {"limit": 0},
+            "state": {"types": []},
+            "ephemeral": {"types": []},
+            "account_data": {"types": []},
+        },
+    },
+    separators=(",", ":"),
+)
+_SESSION_GONE = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN", "M_USER_DEACTIVATED"})
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+class BotInbox:
+    """One bot's deliveries from appservice transactions; `close()` ends the tasks it owns."""
+
+    def __init__(
+        self,
+        *,
+        bot_name: str,
+        user_id: str,
+        device_id: str,
+        transport: JsonTransport,
+        decryption: SyncDecryption,
+        handler: EventHandler,
+        on_invite: InviteHandler,
+        join: Callable[[str], Awaitable[str]],
+        leave: Callable[[str], Awaitable[None]],
+    ) -> None:
+        self._bot = bot_name
+        self._user_id = user_id
+        self._device_id = device_id
+        self._transport = transport
+        self._decryption = decryption
+        self._handler = handler
+        self._on_invite = on_invite
+        self._join = join
+        self._leave = leave
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._notice_timer: asyncio.Task[None] | None = None
+
+    @property
+    def user_id(self) -> str:
+        """The bot's Matrix user id."""
+        return self._user_id
+
+    @property
+    def device_id(self) -> str:
+        """The bot's device: the to-device messages and key count of this device are its."""
+        return self._device_id
+
+    async def receive(self, part: InboxPart) -> None:
+        """Take one transaction's part: crypto first, then the events in order, then invites (answered aside)."""
+        async with self._lock:
+            view = part.crypto_view()
+            if view is not None:
+                await self._decryption.absorb(view)
+            for room_id, raw, after_invite in part.entries:
+                if after_invite:
+                    for earlier in await self._since_invite(room_id, raw):
+                        await self._deliver(room_id, earlier)
+                await self._deliver(room_id, raw)
+            await self._settle()
+        for room_id, inviter in part.invites:
+            self._spawn(answer_invite(self._bot, room_id, inviter, self._on_invite, self._join, self._leave))
+
+    async def _deliver(self, room_id: str, raw: Any, *, decrypted: bool = False) -> None:
+        await deliver_raw(self._bot, self._decryption, room_id, raw, self._handler, decrypted=decrypted)
+
+    async def _settle(self) -> None:
+        """Parked events whose keys came, due notices, the device's key work; then the timer for the next notice."""
+        await self._decryption.settle(lambda room_id, raw: self._deliver(room_id, raw, decrypted=True))
+        seconds = self._decryption.waiting.seconds_to_next_notice()
+        if seconds is not None and (self._notice_timer is None or self._notice_timer.done()):
+            self._notice_timer = asyncio.create_task(self._notice_after(seconds), name=f"notices-{self._bot}")
+
+    async def _notice_after(self, seconds: float) -> None:
+        await asyncio.sleep(seconds + 0.05)
+        try:
+            async with self._lock:
+                self._notice_timer = None
+                await self._settle()
+        except MatrixConnectionError as exc:
+            logger.warning("unreadable-message notices postponed", agent=self._bot, error=str(exc))
+            self._notice_timer = asyncio.create_task(self._notice_after(REFUSED_RETRY_S), name=f"notices-{self._bot}")
+
+    async def _since_invite(self, room_id: str, join: dict[str, Any]) -> list[Any]:
+        """The events between the bot's invite and its join `join`, oldest first (the invite included)."""
+        path = f"/_matrix/client/v3/rooms/{quote_path(room_id)}/messages"
+        reply = await self._transport.request("GET", path, query={"dir": "b", "limit": str(_WINDOW_LIMIT)})
+        chunk = _as_list(_as_dict(reply.body).get("chunk")) if reply.ok else []
+        window: list[Any] = []
+        seen_join = False
+        for raw in chunk:  # newest first
+            event = _as_dict(raw)
+            if not seen_join:
+                seen_join = event.get("event_id") == join.get("event_id")
+                continue
+            window.append(event)
+            if event.get("type") == "m.room.member" and event.get("state_key") == self._user_id:
+                window.reverse()
+                if window:
+                    logger.info("messages from before the join delivered", agent=self._bot, room_id=room_id)
+                return window
+        return []  # the invite is further back than one page: history, not news
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work, name=f"invite-{self._bot}")
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.warning("answering an invite failed", agent=self._bot, error=str(task.exception()))
+
+    async def catch_up(self, tokens: SyncTokens) -> None:
+        """Once per run, before receiving: invites made meanwhile, the key count, a sync position for next time.
+
+        Retries while the homeserver cannot be reached; a revoked session raises `MatrixRequestError`.
+        """
+        since = tokens.load(self._bot)
+        query = {"filter": _CATCH_UP_FILTER, "timeout": "0", **({"since": since} if since else {})}
+        delay = REFUSED_RETRY_S
+        while True:
+            try:
+                reply = await self._transport.request("GET", _SYNC_PATH, query=query, timeout=60.0)
+            except MatrixConnectionError as exc:
+                logger.warning("catching up failed; retrying", agent=self._bot, error=str(exc))
+                await asyncio.sleep(delay)
+                delay = min(_CATCH_UP_BACKOFF_CAP_S, delay * 2)
+                continue
+            if reply.ok:
+                break
+            if reply.errcode in _SESSION_GONE or reply.status == 401:
+                raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
+            if reply.status == 400 and since is not None:
+                query.pop("since")  # a position the homeserver no longer knows: ask afresh
+                since = None
+            elif reply.status == 429 or reply.status >= 500:
+                await asyncio.sleep(delay)
+                delay = min(_CATCH_UP_BACKOFF_CAP_S, delay * 2)
+            else:
+                raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
+        body = _as_dict(reply.body)
+        counts = _as_dict(body.get("device_one_time_keys_count"))
+        if counts:
+            await self._decryption.absorb({"device_one_time_keys_count": counts})
+            await self._decryption.crypto.maintain()
+        for room_id, invited in _as_dict(_as_dict(body.get("rooms")).get("invite")).items():
+            inviter = inviter_of(_as_list(_as_dict(_as_dict(invited).get("invite_state")).get("events")), self._user_id)
+            await answer_invite(self._bot, room_id, inviter, self._on_invite, self._join, self._leave)
+        next_batch = body.get("next_batch")
+        if isinstance(next_batch, str):
+            # Its to-device messages came in transactions; the position lets the homeserver drop them.
+            tokens.save(self._bot, next_batch)
+
+    async def close(self) -> None:
+        """Cancel the invite answers and the notice timer still running, and wait for them."""
+        tasks = [*self._tasks, *([self._notice_timer] if self._notice_timer is not None else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
