@@ -154,6 +154,9 @@ class Orchestrator:
         self.mcp = MCPLifecycle(cell, directory, paths)
         await self.mcp.apply(live.config)  # servers connect in the background while the bots log in
         self._appservice = appservice_for(homeserver.appservice_registration, homeserver.url)
+        if self._appservice is not None:
+            # Listening before the bots sign in: what the homeserver sends meanwhile is queued, not refused.
+            await self._appservice.start()
         names = [ROUTER_AGENT_NAME, *live.config.agents]
         for name in names:
             self.bots[name] = self._make_bot(name, running, live)
@@ -170,8 +173,8 @@ class Orchestrator:
         for bot in self.bots.values():
             bot.start_sync()
         await asyncio.gather(*(bot.wait_ready() for bot in self.bots.values()))
-        if self._appservice is not None:  # every bot receives: what the homeserver kept comes now
-            await self._appservice.start()
+        if self._appservice is not None:  # every bot receives: what was queued is handed out now
+            self._appservice.open()
         for bot in self.bots.values():
             await recover_interrupted(bot, running.stores.journal, bot.handlers)
         await self._tell_admin_room(self.down)

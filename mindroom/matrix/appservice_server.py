@@ -1,9 +1,10 @@
 """`Appservice`: the daemon's listener for the homeserver's transactions, and the bots receiving through it.
 
-The homeserver sends one transaction at a time and sends it again until it is accepted, so a transaction is
-acknowledged only once every bot it concerns has taken its part; one that concerns a bot between two runs
-is refused and comes back (the daemon pings the homeserver when the bot is back, which makes it retry at
-once instead of after its backoff). Transaction ids are remembered, so a transaction sent twice is taken once.
+Every transaction is accepted: one the homeserver sees fail marks the service down, and the transactions it
+then stores for later keep their room events but lose their to-device messages (room keys). So transactions
+are queued in-process and handed out in order: the queue is held until `open()` (every bot signed in and
+receiving), and while a transaction concerns a bot between two instances (a reload restarting it). The
+transaction ids are remembered, so one sent twice is taken once.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import contextlib
 import secrets
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ _REMEMBERED_TRANSACTIONS = 1024
 _PING_ATTEMPTS = 5
 _PING_INTERVAL_S = 1.0
 _RECHECK_S = 1.0
+_QUEUE_LIMIT = 10_000
+"""Transactions kept while held; beyond this the oldest is dropped (a bot that never comes back)."""
 _UNSUPPORTED = frozenset({"M_UNRECOGNIZED", "M_NOT_FOUND"})
 
 
@@ -46,7 +49,8 @@ def _error(status: int, errcode: str, error: str) -> web.Response:
 
 
 class Appservice:
-    """Listens where the registration says; `start()` after the bots receive, `stop()` before they stop."""
+    """Listens where the registration says: `start()` before the bots sign in, `open()` once they all receive,
+    `stop()` before they stop."""
 
     def __init__(self, registration: AppserviceRegistration, homeserver_url: str) -> None:
         self.registration = registration
@@ -55,10 +59,10 @@ class Appservice:
         self._runner: web.AppRunner | None = None
         self._lock = asyncio.Lock()
         self._done: OrderedDict[str, None] = OrderedDict()
-        self._refused: Mapping[str, Any] | None = None
-        """The last transaction refused because a bot was between two runs (None: none waiting)."""
+        self._queue: deque[tuple[str, Mapping[str, Any]]] = deque()
+        """Accepted transactions not handed out yet, oldest first."""
+        self._open = False
         self._watch: asyncio.Task[None] | None = None
-        self._pings: set[asyncio.Task[bool]] = set()
 
     # -- the bots' side --------------------------------------------------------------------------------
     async def serve(self, inbox: BotInbox, tokens: SyncTokens, ready: asyncio.Event) -> None:
@@ -67,7 +71,7 @@ class Appservice:
         self.router.attach(inbox)
         restarting = False
         try:
-            self._recheck()
+            self._kick()
             ready.set()
             await asyncio.Event().wait()
         except asyncio.CancelledError:
@@ -79,7 +83,7 @@ class Appservice:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Listen, then ping the homeserver (which also makes it send what it kept while nobody listened).
+        """Listen and ping the homeserver (which makes it send what it kept meanwhile, queued until `open()`).
 
         Raises `AppserviceConfigError` when the port is taken or the homeserver cannot reach the listener.
         """
@@ -116,11 +120,19 @@ class Appservice:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
-        tasks = [*self._pings, *([self._watch] if self._watch is not None else [])]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._watch = None
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+        if self._queue:
+            logger.warning("transactions not handed out at stop", transactions=len(self._queue))
+            self._queue.clear()
+        self._open = False
+
+    def open(self) -> None:
+        """Every bot of this run receives: hand out what was queued, and each transaction from now on."""
+        self._open = True
+        self._kick()
 
     async def ping(self) -> bool:
         """Ask the homeserver to ping the listener (and retry what it kept); True when it got through.
@@ -148,21 +160,33 @@ class Appservice:
         logger.warning("appservice ping refused", appservice=self.registration.id, status=status, errcode=errcode)
         return False
 
-    def _recheck(self) -> None:
-        """Ping when the refused transaction no longer waits for anyone, so the homeserver sends it again now."""
-        refused = self._refused
-        if refused is None or self.router.waiting_for(refused):
-            return
-        self._refused = None
-        task = asyncio.create_task(self.ping(), name="appservice-ping")
-        self._pings.add(task)
-        task.add_done_callback(self._pings.discard)
+    def _kick(self) -> None:
+        """Hand out the queue in the background, and keep looking while something in it waits."""
+        if self._queue and (self._watch is None or self._watch.done()):
+            self._watch = asyncio.create_task(self._watch_queue(), name="appservice-queue")
 
-    async def _watch_refused(self) -> None:
-        """While a refused transaction waits, look again every second (a bot given up on frees it too)."""
-        while self._refused is not None:
-            await asyncio.sleep(_RECHECK_S)
-            self._recheck()
+    async def _watch_queue(self) -> None:
+        while True:
+            async with self._lock:
+                await self._drain()
+                if not self._queue:
+                    return
+            await asyncio.sleep(_RECHECK_S)  # a bot restarting, one given up on, or the homeserver unreachable
+
+    async def _drain(self) -> None:
+        """Hand out queued transactions in order until one must wait (call with `_lock` held)."""
+        while self._open and self._queue:
+            txn_id, body = self._queue[0]
+            waiting = self.router.waiting_for(body)
+            if waiting:
+                logger.debug("transaction waits for its bots", txn_id=txn_id, user_ids=waiting)
+                return
+            try:
+                await self._route(txn_id, body)
+            except MatrixConnectionError as exc:
+                logger.warning("transaction not handled yet; trying again", txn_id=txn_id, error=str(exc))
+                return
+            self._queue.popleft()
 
     # -- the homeserver's side -------------------------------------------------------------------------
     def _authorized(self, request: web.Request) -> bool:
@@ -193,21 +217,15 @@ class Appservice:
         async with self._lock:  # one at a time, in order, whatever the homeserver does
             if txn_id in self._done:
                 return web.json_response({})
-            waiting = self.router.waiting_for(body)
-            if waiting:
-                self._refused = body
-                if self._watch is None or self._watch.done():
-                    self._watch = asyncio.create_task(self._watch_refused(), name="appservice-refused")
-                logger.info("transaction deferred until its bots receive again", txn_id=txn_id, user_ids=waiting)
-                return _error(503, "M_UNAVAILABLE", "a bot of this transaction is restarting")
-            try:
-                await self._route(txn_id, body)
-            except MatrixConnectionError as exc:
-                logger.warning("transaction not handled; the homeserver sends it again", txn_id=txn_id, error=str(exc))
-                return _error(503, "M_UNAVAILABLE", "the homeserver could not be reached while handling it")
             self._done[txn_id] = None
             while len(self._done) > _REMEMBERED_TRANSACTIONS:
                 self._done.popitem(last=False)
+            self._queue.append((txn_id, body))
+            if len(self._queue) > _QUEUE_LIMIT:
+                dropped, _ = self._queue.popleft()
+                logger.warning("transaction dropped: too many wait for a bot", txn_id=dropped)
+            await self._drain()
+        self._kick()
         return web.json_response({})
 
     async def _route(self, txn_id: str, body: Mapping[str, Any]) -> None:

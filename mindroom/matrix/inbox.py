@@ -6,14 +6,19 @@ answered. After a join that followed an invite it first fetches what people wrot
 homeserver sent that to nobody when no bot of the daemon was in the room yet (a new DM). Notices for events
 that stay unreadable go out on a timer, since there is no long-poll to cut short.
 
-At the start of a run, `catch_up` asks the homeserver once (a sync without room events) for invites made before
-the bot could receive any and for its one-time key count, and leaves a sync position for the bot's next run.
+At the start of a run, `catch_up` asks the homeserver (a sync without room events) for invites made before the
+bot could receive any, its one-time key count, and the to-device messages its device's inbox kept: the
+homeserver leaves those out of transactions it sends again after a failure (a daemon that was down), so the
+room keys of that time come from there. It leaves a sync position for the bot's next run. The same look
+into the device's inbox is taken again when an event arrives whose room key the bot lacks (at most every
+`_INBOX_RECHECK_S`): the key may be one of those the homeserver left out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -33,6 +38,10 @@ logger = get_logger(__name__)
 _SYNC_PATH = "/_matrix/client/v3/sync"
 _WINDOW_LIMIT = 100
 _CATCH_UP_BACKOFF_CAP_S = 30.0
+_CATCH_UP_PAGES = 20
+_INBOX_RECHECK_S = 2.0
+_DEVICE_KEYS = ("to_device", "device_lists", "device_one_time_keys_count")
+"""At most this many catch-up syncs per run (the homeserver gives at most 100 to-device messages in each)."""
 # Invites, the key count and a position; no room events, state, receipts or typing.
 _CATCH_UP_FILTER = json.dumps(
     {
@@ -86,6 +95,10 @@ class BotInbox:
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._notice_timer: asyncio.Task[None] | None = None
+        self._answered: set[str] = set()
+        self._tokens: SyncTokens | None = None
+        self._inbox_checked_at = -_INBOX_RECHECK_S
+        """Rooms whose invite the catch-up answered: the same invite in a transaction is not answered twice."""
 
     @property
     def user_id(self) -> str:
@@ -103,13 +116,21 @@ class BotInbox:
             view = part.crypto_view()
             if view is not None:
                 await self._decryption.absorb(view)
+            parked = len(self._decryption.waiting)
             for room_id, raw, after_invite in part.entries:
                 if after_invite:
                     for earlier in await self._since_invite(room_id, raw):
                         await self._deliver(room_id, earlier)
                 await self._deliver(room_id, raw)
+            lacking_keys = len(self._decryption.waiting) > parked
+            recheck_due = time.monotonic() - self._inbox_checked_at >= _INBOX_RECHECK_S
+            if lacking_keys and recheck_due and self._tokens is not None:
+                await self._read_device_inbox(self._tokens, answer_invites=False)
             await self._settle()
         for room_id, inviter in part.invites:
+            if room_id in self._answered:
+                self._answered.discard(room_id)
+                continue
             self._spawn(answer_invite(self._bot, room_id, inviter, self._on_invite, self._join, self._leave))
 
     async def _deliver(self, room_id: str, raw: Any, *, decrypted: bool = False) -> None:
@@ -163,11 +184,43 @@ class BotInbox:
             logger.warning("answering an invite failed", agent=self._bot, error=str(task.exception()))
 
     async def catch_up(self, tokens: SyncTokens) -> None:
-        """Once per run, before receiving: invites made meanwhile, the key count, a sync position for next time.
+        """Once per run, before receiving: invites made meanwhile, the key count, the to-device messages kept,
+        a sync position for next time.
 
         Retries while the homeserver cannot be reached; a revoked session raises `MatrixRequestError`.
         """
+        self._tokens = tokens
+        await self._read_device_inbox(tokens, answer_invites=True)
+        await self._decryption.crypto.maintain()
+
+    async def _read_device_inbox(self, tokens: SyncTokens, *, answer_invites: bool) -> None:
+        """Take what the device's inbox holds since the stored position (to-device messages, device lists, key
+        count; the invites too with `answer_invites`), and store the new position."""
+        self._inbox_checked_at = time.monotonic()
         since = tokens.load(self._bot)
+        for _ in range(_CATCH_UP_PAGES):
+            body = await self._catch_up_sync(since)
+            batch: dict[str, Any] = {key: body[key] for key in _DEVICE_KEYS if key in body}
+            await self._decryption.absorb({"next_batch": body.get("next_batch"), **batch})
+            invites = _as_dict(_as_dict(body.get("rooms")).get("invite")) if answer_invites else {}
+            for room_id, invited in invites.items():
+                state = _as_list(_as_dict(_as_dict(invited).get("invite_state")).get("events"))
+                await answer_invite(
+                    self._bot, room_id, inviter_of(state, self._user_id), self._on_invite, self._join, self._leave
+                )
+                self._answered.add(room_id)
+            next_batch = body.get("next_batch")
+            if isinstance(next_batch, str):
+                # Messages up to this position are taken: the homeserver may drop them from the device's inbox.
+                tokens.save(self._bot, next_batch)
+            to_device = _as_list(_as_dict(body.get("to_device")).get("events"))
+            if to_device:
+                logger.info("to-device messages caught up", agent=self._bot, messages=len(to_device))
+            if not to_device or not isinstance(next_batch, str) or next_batch == since:
+                return
+            since = next_batch
+
+    async def _catch_up_sync(self, since: str | None) -> dict[str, Any]:
         query = {"filter": _CATCH_UP_FILTER, "timeout": "0", **({"since": since} if since else {})}
         delay = REFUSED_RETRY_S
         while True:
@@ -179,29 +232,16 @@ class BotInbox:
                 delay = min(_CATCH_UP_BACKOFF_CAP_S, delay * 2)
                 continue
             if reply.ok:
-                break
+                return _as_dict(reply.body)
             if reply.errcode in _SESSION_GONE or reply.status == 401:
                 raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
-            if reply.status == 400 and since is not None:
+            if reply.status == 400 and "since" in query:
                 query.pop("since")  # a position the homeserver no longer knows: ask afresh
-                since = None
             elif reply.status == 429 or reply.status >= 500:
                 await asyncio.sleep(delay)
                 delay = min(_CATCH_UP_BACKOFF_CAP_S, delay * 2)
             else:
                 raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
-        body = _as_dict(reply.body)
-        counts = _as_dict(body.get("device_one_time_keys_count"))
-        if counts:
-            await self._decryption.absorb({"device_one_time_keys_count": counts})
-            await self._decryption.crypto.maintain()
-        for room_id, invited in _as_dict(_as_dict(body.get("rooms")).get("invite")).items():
-            inviter = inviter_of(_as_list(_as_dict(_as_dict(invited).get("invite_state")).get("events")), self._user_id)
-            await answer_invite(self._bot, room_id, inviter, self._on_invite, self._join, self._leave)
-        next_batch = body.get("next_batch")
-        if isinstance(next_batch, str):
-            # Its to-device messages came in transactions; the position lets the homeserver drop them.
-            tokens.save(self._bot, next_batch)
 
     async def close(self) -> None:
         """Cancel the invite answers and the notice timer still running, and wait for them."""

@@ -13,6 +13,7 @@ when the bot is back, which makes it retry at once). A bot held longer than `HOL
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -32,6 +33,7 @@ _TO_DEVICE_KEYS = ("de.sorunome.msc2409.to_device", "org.matrix.msc2409.to_devic
 _KEY_COUNT_KEYS = ("org.matrix.msc3202.device_one_time_keys_count", "org.matrix.msc3202.device_one_time_key_counts")
 _DEVICE_LISTS_KEY = "org.matrix.msc3202.device_lists"
 _REMEMBERED_TRANSACTIONS = 256
+_VIEWS = itertools.count(1)
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
@@ -65,7 +67,8 @@ class InboxPart:
                 room["timeline"]["events"].append(raw)
         if not (joined or self.to_device or self.key_counts or self.device_lists):
             return None
-        view: dict[str, Any] = {"next_batch": "appservice", "rooms": {"join": joined}}
+        # nio ignores a batch whose position it has seen: every view gets a new one.
+        view: dict[str, Any] = {"next_batch": f"appservice-{next(_VIEWS)}", "rooms": {"join": joined}}
         if self.to_device:
             view["to_device"] = {"events": self.to_device}
         if self.device_lists:
