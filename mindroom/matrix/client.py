@@ -326,6 +326,7 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         self._syncing = True
         await self._device.reload()
         decryption = SyncDecryption(self._crypto, self._bot, self._notices.answer, authorized=authorized)
+        logger.info("receiving", agent=self._bot, delivery="sync" if self._appservice is None else "appservice")
         try:
             if self._appservice is not None:
                 inbox = BotInbox(
