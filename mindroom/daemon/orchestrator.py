@@ -37,7 +37,7 @@ from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient
-from mindroom.matrix.appservice_server import Appservice, appservice_for
+from mindroom.matrix.appservice_server import Appservice, listening_appservice
 from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
@@ -153,10 +153,8 @@ class Orchestrator:
         set_registry_provider(lambda: cell.live.registry)
         self.mcp = MCPLifecycle(cell, directory, paths)
         await self.mcp.apply(live.config)  # servers connect in the background while the bots log in
-        self._appservice = appservice_for(homeserver.appservice_registration, homeserver.url)
-        if self._appservice is not None:
-            # Listening before the bots sign in: what the homeserver sends meanwhile is queued, not refused.
-            await self._appservice.start()
+        # Listening before the bots sign in: what the homeserver sends meanwhile is queued, not refused.
+        self._appservice = await listening_appservice(homeserver.appservice_registration, homeserver.url)
         names = [ROUTER_AGENT_NAME, *live.config.agents]
         for name in names:
             self.bots[name] = self._make_bot(name, running, live)

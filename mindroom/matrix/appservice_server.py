@@ -29,7 +29,7 @@ from mindroom.matrix.inbox import BotInbox
 from mindroom.matrix.transactions import TransactionRouter
 from mindroom.state.tokens import SyncTokens
 
-__all__ = ["Appservice", "appservice_for"]
+__all__ = ["Appservice", "listening_appservice"]
 
 logger = get_logger(__name__)
 
@@ -248,6 +248,11 @@ class Appservice:
             await self.stop()
 
 
-def appservice_for(registration: Path | None, homeserver_url: str) -> Appservice | None:
-    """The appservice of the registration file at `registration`, or None (sync mode) when there is none."""
-    return None if registration is None else Appservice(AppserviceRegistration.load(registration), homeserver_url)
+async def listening_appservice(registration: Path | None, homeserver_url: str) -> Appservice | None:
+    """The started appservice of the registration file at `registration` (what the homeserver sends is queued
+    until `open()`), or None (sync mode) when there is none."""
+    if registration is None:
+        return None
+    appservice = Appservice(AppserviceRegistration.load(registration), homeserver_url)
+    await appservice.start()
+    return appservice
