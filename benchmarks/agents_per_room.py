@@ -5,6 +5,9 @@ so only it answers. Each size runs twice in the same run against the same Synaps
 long-polling its own sync, then the daemon registered as an application service (Synapse pushes each event
 once). Prints p50 and p95 from message to answer, the daemon's and Synapse's CPU time per message, and the
 daemon's RSS and cold start. Reuses the subprocess harness of `e2e_latency.py`.
+
+With `BENCH_SPREAD=1` it then starts 100 agents in 10 rooms (`BENCH_SPREAD_AGENTS`, `BENCH_SPREAD_ROOMS`) in
+each mode and has the first agent of every room answer once: cold start, RSS, and each room's latency.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from tests.integration.support import HumanClient, thread_replies  # noqa: E402
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "30"))
 SIZES = [int(size) for size in os.environ.get("BENCH_AGENTS", "1,5,20").split(",")]
 MODES = ("sync", "appservice")
+SPREAD = bool(os.environ.get("BENCH_SPREAD"))
 
 
 async def _mention_latencies(human: HumanClient, room_id: str, agent: str, count: int) -> list[float]:
@@ -103,6 +107,37 @@ async def one_room(
     }
 
 
+async def spread(
+    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, mode: str
+) -> dict[str, float]:
+    """Many agents over several rooms: cold start to ready, RSS, and one answer in each room."""
+    agents, rooms = int(os.environ.get("BENCH_SPREAD_AGENTS", "100")), int(os.environ.get("BENCH_SPREAD_ROOMS", "10"))
+    tag = secrets.token_hex(3)
+    workdir = root / f"spread{mode}{tag}"
+    _noop_plugin(workdir / "plugins" / "noop")
+    names = {f"agent{index}": f"spread{tag}{index % rooms}" for index in range(agents)}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, human.user_id, names)))
+    env = {"MINDROOM_API": "false"}
+    prefix = f"{APPSERVICE_ACCOUNT_PREFIX}{tag}_" if mode == "appservice" else f"s{tag}_"
+    if mode == "appservice":
+        env["MATRIX_APPSERVICE_REGISTRATION"] = str(hs.appservice_registration)
+    process, cold_start = _start_daemon(workdir, hs, prefix, env)
+    _drain(process)
+    try:
+        samples = []
+        for room in range(rooms):
+            room_id = (await human.client.room_resolve_alias(f"#spread{tag}{room}:{hs.server_name}")).room_id
+            await _wait_joined(human, room_id)
+            responder = f"@{prefix}agent{room}:{hs.server_name}"
+            await _wait_member(human, room_id, responder)
+            samples += await _mention_latencies(human, room_id, responder, 1)
+        rss = _proc_rss_mb(process.pid)
+    finally:
+        process.terminate()
+        process.wait(120)
+    return {"cold_start_s": cold_start, "rss_mb": rss, "p50": _pct(samples, 0.5), "max": max(samples)}
+
+
 async def main() -> int:
     results: dict[tuple[int, str], dict[str, float]] = {}
     with (
@@ -120,8 +155,14 @@ async def main() -> int:
                 for mode in MODES if index % 2 == 0 else MODES[::-1]:
                     results[agents, mode] = await one_room(hs, model, human, Path(tmp), agents, mode)
                     print(f"done: {agents} agents, {mode}", file=sys.stderr, flush=True)
+            spreads = {mode: await spread(hs, model, human, Path(tmp), mode) for mode in MODES} if SPREAD else {}
         finally:
             await human.close()
+    for mode, row in spreads.items():
+        print(
+            f"spread, {mode}: cold start {row['cold_start_s']:.1f} s, RSS {row['rss_mb']:.0f} MB,"
+            f" one answer per room p50 {row['p50']:.0f} ms, max {row['max']:.0f} ms"
+        )
     print(f"messages per run: {MESSAGES}, each mentioning the first agent; one Synapse, one run")
     header = f"{'agents':>6} {'delivery':<11}{'p50 ms':>9}{'p95 ms':>9}{'daemon CPU':>12}{'Synapse CPU':>13}"
     print(header + f"{'RSS MB':>9}{'cold s':>8}")
