@@ -25,7 +25,7 @@ from aiohttp import web
 from mindroom.logging_config import get_logger
 from mindroom.matrix.appservice import AppserviceConfigError, AppserviceRegistration
 from mindroom.matrix.errors import MatrixConnectionError
-from mindroom.matrix.inbox import BotInbox
+from mindroom.matrix.inbox import TIDY_INTERVAL_S, BotInbox
 from mindroom.matrix.transactions import TransactionRouter
 from mindroom.state.tokens import SyncTokens
 
@@ -73,7 +73,9 @@ class Appservice:
         try:
             self._kick()
             ready.set()
-            await asyncio.Event().wait()
+            while True:
+                await asyncio.sleep(TIDY_INTERVAL_S)
+                await inbox.tidy()
         except asyncio.CancelledError:
             restarting = True  # stopped by its owner: a next instance (or the next run) takes what comes meanwhile
             raise

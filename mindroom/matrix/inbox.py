@@ -11,14 +11,18 @@ bot could receive any, its one-time key count, and the to-device messages its de
 homeserver leaves those out of transactions it sends again after a failure (a daemon that was down), so the
 room keys of that time come from there. It leaves a sync position for the bot's next run. The same look
 into the device's inbox is taken again when an event arrives whose room key the bot lacks (at most every
-`_INBOX_RECHECK_S`): the key may be one of those the homeserver left out.
+`_INBOX_RECHECK_S`): the key may be one of those the homeserver left out; and every `TIDY_INTERVAL_S` (`tidy`),
+so the homeserver can drop what the bot has taken. Messages that already came in a transaction are skipped:
+decrypting one twice fails, and nio then starts a new Olm session with its sender.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -31,7 +35,7 @@ from mindroom.matrix.transport import JsonTransport, quote_path
 from mindroom.matrix.undecrypted import SyncDecryption
 from mindroom.state.tokens import SyncTokens
 
-__all__ = ["BotInbox"]
+__all__ = ["TIDY_INTERVAL_S", "BotInbox"]
 
 logger = get_logger(__name__)
 
@@ -41,6 +45,9 @@ _CATCH_UP_BACKOFF_CAP_S = 30.0
 _CATCH_UP_PAGES = 20
 _INBOX_RECHECK_S = 2.0
 _DEVICE_KEYS = ("to_device", "device_lists", "device_one_time_keys_count")
+_REMEMBERED_MESSAGES = 4096
+TIDY_INTERVAL_S = 300.0
+"""How often a receiving bot reads its device's inbox, so the homeserver can drop what came in transactions."""
 """At most this many catch-up syncs per run (the homeserver gives at most 100 to-device messages in each)."""
 # Invites, the key count and a position; no room events, state, receipts or typing.
 _CATCH_UP_FILTER = json.dumps(
@@ -65,6 +72,13 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _message_key(message: Any) -> str:
+    """The same to-device message, whether a transaction or the device's inbox brought it."""
+    fields = _as_dict(message)
+    parts = [fields.get("sender"), fields.get("type"), fields.get("content")]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 class BotInbox:
@@ -98,6 +112,8 @@ class BotInbox:
         self._answered: set[str] = set()
         self._tokens: SyncTokens | None = None
         self._inbox_checked_at = -_INBOX_RECHECK_S
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        """The to-device messages taken lately, so the device's inbox does not bring them a second time."""
         """Rooms whose invite the catch-up answered: the same invite in a transaction is not answered twice."""
 
     @property
@@ -113,6 +129,7 @@ class BotInbox:
     async def receive(self, part: InboxPart) -> None:
         """Take one transaction's part: crypto first, then the events in order, then invites (answered aside)."""
         async with self._lock:
+            self._remember(part.to_device)
             view = part.crypto_view()
             if view is not None:
                 await self._decryption.absorb(view)
@@ -124,14 +141,35 @@ class BotInbox:
                 await self._deliver(room_id, raw)
             lacking_keys = len(self._decryption.waiting) > parked
             recheck_due = time.monotonic() - self._inbox_checked_at >= _INBOX_RECHECK_S
-            if lacking_keys and recheck_due and self._tokens is not None:
-                await self._read_device_inbox(self._tokens, answer_invites=False)
+            if lacking_keys and recheck_due:
+                await self._read_later_messages()
             await self._settle()
         for room_id, inviter in part.invites:
             if room_id in self._answered:
                 self._answered.discard(room_id)
                 continue
             self._spawn(answer_invite(self._bot, room_id, inviter, self._on_invite, self._join, self._leave))
+
+    async def tidy(self) -> None:
+        """Read the device's inbox (what the homeserver left out of transactions, if anything) and move the
+        bot's position on, so the homeserver can drop the messages before it."""
+        async with self._lock:
+            await self._read_later_messages()
+            await self._settle()
+
+    async def _read_later_messages(self) -> None:
+        if self._tokens is None:
+            return
+        try:
+            await self._read_device_inbox(self._tokens, answer_invites=False, patient=False)
+        except MatrixConnectionError as exc:
+            logger.warning("device inbox not read", agent=self._bot, error=str(exc))
+
+    def _remember(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            self._seen[_message_key(message)] = None
+        while len(self._seen) > _REMEMBERED_MESSAGES:
+            self._seen.popitem(last=False)
 
     async def _deliver(self, room_id: str, raw: Any, *, decrypted: bool = False) -> None:
         await deliver_raw(self._bot, self._decryption, room_id, raw, self._handler, decrypted=decrypted)
@@ -193,14 +231,20 @@ class BotInbox:
         await self._read_device_inbox(tokens, answer_invites=True)
         await self._decryption.crypto.maintain()
 
-    async def _read_device_inbox(self, tokens: SyncTokens, *, answer_invites: bool) -> None:
-        """Take what the device's inbox holds since the stored position (to-device messages, device lists, key
-        count; the invites too with `answer_invites`), and store the new position."""
+    async def _read_device_inbox(self, tokens: SyncTokens, *, answer_invites: bool, patient: bool = True) -> None:
+        """Take what the device's inbox holds since the stored position (to-device messages not taken yet, device
+        lists, key count; the invites too with `answer_invites`), and store the new position.
+
+        `patient`: retry while the homeserver cannot be reached; else `MatrixConnectionError` is raised."""
         self._inbox_checked_at = time.monotonic()
         since = tokens.load(self._bot)
         for _ in range(_CATCH_UP_PAGES):
-            body = await self._catch_up_sync(since)
+            body = await self._catch_up_sync(since, patient=patient)
             batch: dict[str, Any] = {key: body[key] for key in _DEVICE_KEYS if key in body}
+            to_device = _as_list(_as_dict(body.get("to_device")).get("events"))
+            new = [message for message in to_device if _message_key(message) not in self._seen]
+            batch["to_device"] = {"events": new}
+            self._remember(new)
             await self._decryption.absorb({"next_batch": body.get("next_batch"), **batch})
             invites = _as_dict(_as_dict(body.get("rooms")).get("invite")) if answer_invites else {}
             for room_id, invited in invites.items():
@@ -213,20 +257,21 @@ class BotInbox:
             if isinstance(next_batch, str):
                 # Messages up to this position are taken: the homeserver may drop them from the device's inbox.
                 tokens.save(self._bot, next_batch)
-            to_device = _as_list(_as_dict(body.get("to_device")).get("events"))
-            if to_device:
-                logger.info("to-device messages caught up", agent=self._bot, messages=len(to_device))
+            if new:
+                logger.info("to-device messages caught up", agent=self._bot, messages=len(new))
             if not to_device or not isinstance(next_batch, str) or next_batch == since:
                 return
             since = next_batch
 
-    async def _catch_up_sync(self, since: str | None) -> dict[str, Any]:
+    async def _catch_up_sync(self, since: str | None, *, patient: bool) -> dict[str, Any]:
         query = {"filter": _CATCH_UP_FILTER, "timeout": "0", **({"since": since} if since else {})}
         delay = REFUSED_RETRY_S
         while True:
             try:
                 reply = await self._transport.request("GET", _SYNC_PATH, query=query, timeout=60.0)
             except MatrixConnectionError as exc:
+                if not patient:
+                    raise
                 logger.warning("catching up failed; retrying", agent=self._bot, error=str(exc))
                 await asyncio.sleep(delay)
                 delay = min(_CATCH_UP_BACKOFF_CAP_S, delay * 2)
