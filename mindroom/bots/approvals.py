@@ -329,10 +329,15 @@ class ApprovalDesk:
         return True
 
     async def expire_overdue(self, clients: Mapping[str, BotClient]) -> int:
-        """At start: expire the approvals whose time ran out while the daemon was down; returns how many."""
+        """At start: expire the approvals whose time ran out while the daemon was down; returns how many.
+
+        Called before the bots sync, so an answer that arrived meanwhile finds its card already expired.
+        """
         count = 0
         for record in self.store.overdue():
             count += await self.expire(clients.get(record.agent), record)
+        if count:
+            logger.info("approvals expired while the daemon was down", count=count)
         return count
 
     async def _announce(self, client: BotClient | None, key: str, grant: ApprovalGrant | None = None) -> None:

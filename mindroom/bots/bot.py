@@ -257,6 +257,14 @@ class EntityBot(Generic[ClientT]):
             if event.membership == "join":
                 self.joined_rooms.add(event.room_id)
             elif event.membership in ("leave", "ban"):
+                if event.room_id in self.joined_rooms and event.sender != event.state_key:
+                    logger.info(
+                        "removed from a room",
+                        agent=self.name,
+                        room_id=event.room_id,
+                        by=event.sender,
+                        membership=event.membership,
+                    )
                 self.joined_rooms.discard(event.room_id)
         handler = self._handlers.get(kind)
         if handler is None:

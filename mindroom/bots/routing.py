@@ -79,10 +79,15 @@ def mentioned_agents(
         if display:
             candidates.append(f"@{display.lower()}")
         for candidate in candidates:
-            for match in re.finditer(re.escape(candidate), lowered):
-                if _starts_word(lowered, match.start()) and _ends_word(lowered, match.end()):
-                    found[name] = match.start()
+            # Plain substring search (as a regex of the escaped name would find, left to right without overlap):
+            # every bot reads every message for all of the room's agents, so this runs agents² times an event.
+            start = lowered.find(candidate)
+            while start >= 0:
+                end = start + len(candidate)
+                if _starts_word(lowered, start) and _ends_word(lowered, end):
+                    found[name] = start
                     break
+                start = lowered.find(candidate, end)
             if name in found:
                 break
     return tuple(sorted(found, key=lambda n: found[n]))

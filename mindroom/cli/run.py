@@ -92,12 +92,16 @@ async def embedded_homeserver(
 ) -> AsyncIterator[EmbeddedSession]:
     """Start (and finally stop) the private homeserver; its human account is `MINDROOM_USER`, so the config
     (which reads that variable) authorizes it."""
-    server = EmbeddedHomeserver(environment.storage_root, port=port)
+    server = EmbeddedHomeserver(environment.storage_root, port=port, account_prefix=environment.account_prefix)
     async with server:
         user_id = environment.values.get("MINDROOM_USER") or DEFAULT_HUMAN_USER
         human = await server.ensure_user(user_id)
         settings = HomeserverSettings(
-            server.url, server.server_name, server.registration_shared_secret, environment.account_prefix
+            server.url,
+            server.server_name,
+            server.registration_shared_secret,
+            environment.account_prefix,
+            server.appservice_registration,
         )
         yield EmbeddedSession(server, environment.with_homeserver(settings, {"MINDROOM_USER": user_id}), human)
 

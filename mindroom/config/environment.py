@@ -57,6 +57,9 @@ class HomeserverSettings:
     server_name: str
     registration_shared_secret: str | None
     account_prefix: str = DEFAULT_ACCOUNT_PREFIX
+    appservice_registration: Path | None = None
+    """The appservice registration file (`MATRIX_APPSERVICE_REGISTRATION`): events then come in the homeserver's
+    transactions, each once, instead of one long-polling sync per bot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,7 @@ def homeserver_settings(env: Mapping[str, str]) -> HomeserverSettings | None:
         env.get("MATRIX_SERVER_NAME") or _server_name_from_url(url),
         env.get("MATRIX_REGISTRATION_SHARED_SECRET"),
         env.get("MINDROOM_ACCOUNT_PREFIX") or DEFAULT_ACCOUNT_PREFIX,
+        Path(registration).expanduser() if (registration := env.get("MATRIX_APPSERVICE_REGISTRATION")) else None,
     )
 
 

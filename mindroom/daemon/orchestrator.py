@@ -40,6 +40,7 @@ from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient
+from mindroom.matrix.appservice_server import Appservice, listening_appservice
 from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
@@ -114,6 +115,7 @@ class Orchestrator:
         self._recovery_keys = RecoveryKeys.from_environment(environment.values, environment.storage_root)
         self._prepared = prepared
         self._run_since = run_since
+        self._appservice: Appservice | None = None
 
     @property
     def config_path(self) -> Path:
@@ -158,6 +160,8 @@ class Orchestrator:
         set_registry_provider(lambda: cell.live.registry)
         self.mcp = MCPLifecycle(cell, directory, paths)
         await self.mcp.apply(live.config)  # servers connect in the background while the bots log in
+        # Listening before the bots sign in: what the homeserver sends meanwhile is queued, not refused.
+        self._appservice = await listening_appservice(homeserver.appservice_registration, homeserver.url)
         names = [ROUTER_AGENT_NAME, *live.config.responders()]
         for name in names:
             self.bots[name] = self._make_bot(name, running, live)
@@ -170,10 +174,13 @@ class Orchestrator:
         await set_up_rooms(
             self.bots[ROUTER_AGENT_NAME], directory, live.config, live.config.managed_room_keys(), self.bots
         )
-        await self._expire_approvals(running.stores)
+        assert running.stores.approvals is not None  # expired before syncing (see `expire_overdue`)
+        await running.stores.approvals.expire_overdue({name: bot.client for name, bot in self.bots.items()})
         for bot in self.bots.values():
             bot.start_sync()
         await asyncio.gather(*(bot.wait_ready() for bot in self.bots.values()))
+        if self._appservice is not None:  # every bot receives: what was queued is handed out now
+            self._appservice.open()
         for bot in self.bots.values():
             await recover_interrupted(bot, running.stores.journal, bot.handlers)
         await self._tell_admin_room(self.down)
@@ -232,16 +239,6 @@ class Orchestrator:
         self._crypto_vault = stores.crypto
         return stores
 
-    async def _expire_approvals(self, stores: TurnStores) -> None:
-        """Before syncing: approvals whose time ran out while the daemon was down are marked so on their cards.
-
-        Before, so an answer that arrived meanwhile finds the card already expired, as it would have been.
-        """
-        assert stores.approvals is not None
-        expired = await stores.approvals.expire_overdue({name: bot.client for name, bot in self.bots.items()})
-        if expired:
-            logger.info("approvals expired while the daemon was down", count=expired)
-
     def _make_bot(self, name: str, running: RunningDaemon, live: LiveState) -> Bot:
         homeserver = self._homeserver()
         config = live.config
@@ -260,6 +257,7 @@ class Orchestrator:
             sync_tokens=self._sync_tokens,
             crypto_vault=self._crypto_vault,
             recovery_keys=self._recovery_keys,
+            appservice=self._appservice,
         )
         return EntityBot(
             name,
@@ -359,6 +357,8 @@ class Orchestrator:
             await self._watcher.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
+        if self._appservice is not None:  # first: what arrives from now on waits in the homeserver for the next run
+            await self._appservice.stop()
         await asyncio.gather(*(bot.stop(reason, grace_s) for bot in self.bots.values()), return_exceptions=True)
         if self.mcp is not None:
             await self.mcp.stop()

@@ -3,11 +3,16 @@
 Created on first run (signing key, secrets, database) and reused later. The port is stable: the one
 asked for, else the one used last time, else 8008; when that is taken by something else a free port
 is chosen and remembered. Secrets and the human account's password are stored with mode 0600.
+
+It also registers the daemon as an application service for the bots' accounts (`appservice.yaml`, mode 0600,
+on a loopback port chosen the same way): Synapse then pushes each event once to the daemon instead of
+answering one long-polling sync per bot.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import secrets
 import time
@@ -26,6 +31,8 @@ from mindroom.homeserver.synapse import (
     stop_leftover,
 )
 from mindroom.logging_config import get_logger, register_secret_values
+from mindroom.matrix.appservice import AppserviceRegistration, synapse_appservice_settings
+from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX
 from mindroom.matrix.registration import registration_mac
 from mindroom.private_files import make_private, private_dir, write_private_file
 
@@ -47,6 +54,7 @@ DEFAULT_EMBEDDED_PORT = 8008
 EMBEDDED_SERVER_NAME = "localhost"
 HOMESERVER_DIRNAME = "homeserver"
 _STATE_FILE = "embedded.json"
+_APPSERVICE_FILE = "appservice.yaml"
 _USER_FILE = "user.json"
 _START_TIMEOUT_S = 90.0
 _STOP_TIMEOUT_S = 15.0
@@ -113,9 +121,18 @@ def embedded_connection(storage_root: Path) -> EmbeddedConnection | None:
 class EmbeddedHomeserver:
     """A Synapse subprocess owned by the daemon: `await start()`, `await ensure_user(...)`, `await stop()`."""
 
-    def __init__(self, storage_root: Path, *, port: int | None = None, server_name: str = EMBEDDED_SERVER_NAME) -> None:
+    def __init__(
+        self,
+        storage_root: Path,
+        *,
+        port: int | None = None,
+        server_name: str = EMBEDDED_SERVER_NAME,
+        account_prefix: str = DEFAULT_ACCOUNT_PREFIX,
+    ) -> None:
+        """`account_prefix`: the bots' localpart prefix, whose accounts the appservice registration covers."""
         self.base_dir = Path(storage_root).resolve() / HOMESERVER_DIRNAME
         self.server_name = server_name
+        self._account_prefix = account_prefix
         self._requested_port = port
         self._state: dict[str, Any] = {}
         self._synapse: SynapseProcess | None = None
@@ -140,6 +157,11 @@ class EmbeddedHomeserver:
     def registration_shared_secret(self) -> str:
         """The secret bot accounts are registered with."""
         return str(self._state["registration_shared_secret"])
+
+    @property
+    def appservice_registration(self) -> Path:
+        """The daemon's appservice registration (mode 0600: it holds the service's two tokens)."""
+        return self.base_dir / _APPSERVICE_FILE
 
     @property
     def log_path(self) -> Path:
@@ -167,7 +189,7 @@ class EmbeddedHomeserver:
         state_path = self.base_dir / _STATE_FILE
         state = _read_json(state_path)
         self.created = not state
-        for key in ("registration_shared_secret", "macaroon_secret_key", "form_secret"):
+        for key in ("registration_shared_secret", "macaroon_secret_key", "form_secret", "as_token", "hs_token"):
             if not isinstance(state.get(key), str):
                 state[key] = secrets.token_urlsafe(32)
         state["server_name"] = state.get("server_name") or self.server_name
@@ -181,12 +203,20 @@ class EmbeddedHomeserver:
         if tightened:
             logger.info("embedded homeserver files made private", files=len(tightened))
         state["port"] = self._choose_port(state.get("port"))
+        state["appservice_port"] = self._appservice_port(state.get("appservice_port"), state["port"])
         self._state = state
         write_private_file(state_path, json.dumps(state, indent=2, sort_keys=True) + "\n")
         register_secret_values(
-            [state["registration_shared_secret"], state["macaroon_secret_key"], state["form_secret"]]
+            [state[key] for key in ("registration_shared_secret", "macaroon_secret_key", "form_secret")]
+            + [state["as_token"], state["hs_token"]]
         )
-        write_synapse_files(self.base_dir, port=self.port, state=state, limiter=LimiterLevel.GENEROUS)
+        registration = AppserviceRegistration.create(
+            f"http://127.0.0.1:{state['appservice_port']}", self._account_prefix, self.server_name
+        )
+        registration = dataclasses.replace(registration, as_token=state["as_token"], hs_token=state["hs_token"])
+        registration.write(self.appservice_registration)
+        extra = synapse_appservice_settings(self.appservice_registration)
+        write_synapse_files(self.base_dir, port=self.port, state=state, limiter=LimiterLevel.GENEROUS, extra=extra)
         self._synapse = SynapseProcess(self.base_dir, self.port)
 
     def _choose_port(self, last: Any) -> int:
@@ -201,6 +231,13 @@ class EmbeddedHomeserver:
         port = free_port()
         logger.warning("embedded homeserver port taken; using another", wanted=preferred, port=port)
         return port
+
+    @staticmethod
+    def _appservice_port(last: Any, homeserver_port: int) -> int:
+        """Where the daemon listens for transactions: the port used last time while it is free, else a new one."""
+        if isinstance(last, int) and last != homeserver_port and port_available(last):
+            return last
+        return free_port()
 
     # -- process -------------------------------------------------------------------------------------
     async def start(self) -> None:

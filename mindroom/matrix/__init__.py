@@ -22,7 +22,7 @@ from mindroom.matrix.errors import (
     MatrixRequestError,
 )
 from mindroom.matrix.events import MatrixEvent, MatrixEventKind
-from mindroom.matrix.sync import EventHandler, InviteHandler
+from mindroom.matrix.inbound import EventHandler, InviteHandler
 from mindroom.matrix.user_client import MatrixUserClient
 
 __all__ = [

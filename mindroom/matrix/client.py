@@ -14,6 +14,7 @@ import nio
 
 from mindroom.logging_config import get_logger
 from mindroom.matrix.account_keys import KeyStatus
+from mindroom.matrix.appservice_server import Appservice
 from mindroom.matrix.content import edit_content, message_content, reaction_content
 from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX, SyncTokenStore, bot_localpart
 from mindroom.matrix.crypto import DeviceCrypto
@@ -21,12 +22,14 @@ from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore
 from mindroom.matrix.device_setup import DeviceSetup
 from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
+from mindroom.matrix.inbound import EventHandler, InviteHandler
+from mindroom.matrix.inbox import BotInbox
 from mindroom.matrix.login import BotAccount, obtain_session
 from mindroom.matrix.media import MediaMethods
 from mindroom.matrix.notices import UnreadableNotices
 from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.matrix.rooms import RoomMethods
-from mindroom.matrix.sync import EventHandler, InviteHandler, SyncLoop
+from mindroom.matrix.sync import SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path, send_room_event
 from mindroom.matrix.undecrypted import SenderCheck, SyncDecryption, is_encrypted
 from mindroom.state.crypto import CryptoVault
@@ -58,10 +61,12 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         sync_tokens: SyncTokens | None = None,
         crypto_vault: CryptoVault | None = None,
         recovery_keys: RecoveryKeys | None = None,
+        appservice: Appservice | None = None,
     ) -> None:
         """`sync_tokens` and `crypto_vault`: the state's sync positions and crypto items when they are not files
         under `storage_root` (PostgreSQL); `recovery_keys`: where the recovery key comes from (default: the file
-        under `storage_root` only)."""
+        under `storage_root` only); `appservice`: the daemon's appservice, when events come in its transactions
+        instead of this account's own sync."""
         bot_localpart(bot_name, account_prefix)  # rejects invalid localparts before anything touches disk
         self._bot = bot_name
         self._server_name = server_name
@@ -103,6 +108,8 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         self._user_id: str | None = None
         self._syncing = False
         self._started_ms = int(time.time() * 1000)
+        self._appservice = appservice
+        self._registered = False
 
     @property
     def bot_name(self) -> str:
@@ -189,6 +196,12 @@ class MatrixBotClient(RoomMethods, MediaMethods):
                 await self.ensure_display_name(self._account.display_name)
             except MatrixRequestError as exc:
                 logger.warning("display name not set", agent=self._bot, error=str(exc))
+        if self._appservice is not None:
+            # From now on transactions about this account wait for it; its rooms tell which ones those are.
+            router = self._appservice.router
+            router.register(credentials.user_id)
+            self._registered = True
+            router.set_rooms(credentials.user_id, await self.joined_rooms())
         return credentials.user_id
 
     async def ensure_display_name(self, name: str) -> None:
@@ -298,7 +311,9 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         settle_s: float = 0.0,
         authorized: SenderCheck | None = None,
     ) -> None:
-        """Sync until cancelled: deliver new timeline events to `handler`, answer invites with `on_invite`.
+        """Receive until cancelled: deliver new timeline events to `handler`, answer invites with `on_invite`.
+
+        Events come from this account's own sync, or in appservice mode from the daemon's transactions.
 
         The first run without a stored token skips the backlog. The token is stored after a batch was
         handled, so a batch cut short by cancellation or a crash is delivered again on the next run.
@@ -310,7 +325,23 @@ class MatrixBotClient(RoomMethods, MediaMethods):
             raise RuntimeError(msg)
         self._syncing = True
         await self._device.reload()
+        decryption = SyncDecryption(self._crypto, self._bot, self._notices.answer, authorized=authorized)
+        logger.info("receiving", agent=self._bot, delivery="sync" if self._appservice is None else "appservice")
         try:
+            if self._appservice is not None:
+                inbox = BotInbox(
+                    bot_name=self._bot,
+                    user_id=self.user_id,
+                    device_id=self.device_id or "",
+                    transport=self._transport,
+                    decryption=decryption,
+                    handler=handler,
+                    on_invite=on_invite,
+                    join=self.join,
+                    leave=self.leave,
+                )
+                await self._appservice.serve(inbox, self._tokens, self._first_sync)
+                return
             loop = SyncLoop(
                 bot_name=self._bot,
                 user_id=self.user_id,
@@ -319,7 +350,7 @@ class MatrixBotClient(RoomMethods, MediaMethods):
                 join=self.join,
                 leave=self.leave,
                 first_sync=self._first_sync,
-                decryption=SyncDecryption(self._crypto, self._bot, self._notices.answer, authorized=authorized),
+                decryption=decryption,
                 settle_s=settle_s,
             )
             await loop.run(handler, on_invite)
@@ -337,6 +368,9 @@ class MatrixBotClient(RoomMethods, MediaMethods):
 
     async def close(self) -> None:
         """Back up pending room keys (briefly), close the HTTP session; the stored credentials stay valid."""
+        if self._registered and self._appservice is not None:
+            self._registered = False
+            self._appservice.router.release(self.user_id)
         with contextlib.suppress(Exception):  # closing must not fail on a homeserver that went away
             await self._device.close()
         await self._nio.close()

@@ -15,18 +15,15 @@ from typing import Any
 
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import REFUSED_RETRY_S
-from mindroom.matrix.errors import MatrixConnectionError, MatrixError, MatrixRequestError
-from mindroom.matrix.events import MatrixEvent, event_from_raw
+from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
+from mindroom.matrix.inbound import EventHandler, InviteHandler, answer_invite, deliver_raw, inviter_of
 from mindroom.matrix.transport import JsonReply, JsonTransport, quote_path
-from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
+from mindroom.matrix.undecrypted import SyncDecryption
 from mindroom.state.tokens import SyncTokens
 
 __all__ = ["EventHandler", "InviteHandler", "SyncLoop"]
 
 logger = get_logger(__name__)
-
-EventHandler = Callable[[MatrixEvent], Awaitable[None]]
-InviteHandler = Callable[[str, str], Awaitable[bool]]
 
 _SYNC_PATH = "/_matrix/client/v3/sync"
 _TOKEN_SAVE_INTERVAL_S = 2.0
@@ -69,6 +66,11 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _is_own_membership(raw: Any, user_id: str) -> bool:
+    event = _as_dict(raw)
+    return event.get("type") == "m.room.member" and event.get("state_key") == user_id
 
 
 def _events_after_own_join(events: list[Any], user_id: str) -> tuple[list[Any], bool]:
@@ -279,6 +281,11 @@ class SyncLoop:
                     events = [*await self._backfill(room_id, prev_batch, since), *events]
                 for raw in events:
                     await self._deliver(room_id, raw, handler)
+            for room_id, left in _as_dict(rooms.get("leave")).items():
+                # Kicked or banned: the bot hears of its own removal; the room's other events are not for it.
+                for raw in _as_list(_as_dict(_as_dict(left).get("timeline")).get("events")):
+                    if _is_own_membership(raw, self._user_id):
+                        await self._deliver(room_id, raw, handler)
         for room_id, invited in _as_dict(rooms.get("invite")).items():
             await self._handle_invite(room_id, _as_dict(invited), on_invite)
 
@@ -304,42 +311,8 @@ class SyncLoop:
         return missing
 
     async def _deliver(self, room_id: str, raw: Any, handler: EventHandler, *, decrypted: bool = False) -> None:
-        if self._decryption is not None and is_encrypted(raw):
-            opened = self._decryption.open(room_id, raw)
-            if opened is None:
-                return  # parked until its room key arrives
-            raw, decrypted = opened, True
-        event = event_from_raw(room_id, raw, encrypted=decrypted)
-        if event is None:
-            logger.warning("unusable event skipped", agent=self._bot, room_id=room_id)
-            return
-        try:
-            await handler(event)
-        except Exception:
-            # One failing event must not stall the sync (it would be re-delivered forever).
-            logger.exception("event handler failed", agent=self._bot, room_id=room_id, event_id=event.event_id)
+        await deliver_raw(self._bot, self._decryption, room_id, raw, handler, decrypted=decrypted)
 
     async def _handle_invite(self, room_id: str, invited: dict[str, Any], on_invite: InviteHandler) -> None:
-        inviter = ""
-        for raw in _as_list(_as_dict(invited.get("invite_state")).get("events")):
-            event = _as_dict(raw)
-            is_own_member = event.get("type") == "m.room.member" and event.get("state_key") == self._user_id
-            if is_own_member and _as_dict(event.get("content")).get("membership") == "invite":
-                sender = event.get("sender")
-                inviter = sender if isinstance(sender, str) else ""
-        try:
-            accept = await on_invite(room_id, inviter)
-        except Exception:
-            logger.exception("invite handler failed", agent=self._bot, room_id=room_id, inviter=inviter)
-            return
-        try:
-            if accept:
-                await self._join(room_id)
-                logger.info("room joined on invite", agent=self._bot, room_id=room_id, inviter=inviter)
-            else:
-                await self._leave(room_id)
-                logger.info("invite rejected", agent=self._bot, room_id=room_id, inviter=inviter)
-        except MatrixConnectionError:
-            raise
-        except MatrixError as exc:
-            logger.warning("answering an invite failed", agent=self._bot, room_id=room_id, error=str(exc))
+        inviter = inviter_of(_as_list(_as_dict(invited.get("invite_state")).get("events")), self._user_id)
+        await answer_invite(self._bot, room_id, inviter, on_invite, self._join, self._leave)

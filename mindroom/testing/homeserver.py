@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import pytest
 
@@ -31,7 +31,11 @@ from mindroom.homeserver.files import LOG_FILENAME, LimiterLevel, write_synapse_
 from mindroom.homeserver.synapse import SynapseError, SynapseProcess, client_api_answers, free_port, http_json
 from mindroom.logging_config import get_logger
 
+if TYPE_CHECKING:
+    from mindroom.matrix.appservice import AppserviceRegistration
+
 __all__ = [
+    "APPSERVICE_ACCOUNT_PREFIX",
     "HomeserverError",
     "RegisteredUser",
     "TestHomeserver",
@@ -48,6 +52,9 @@ _POLL_INTERVAL_S = 0.05
 _ENV_URL = "MINDROOM_TEST_HOMESERVER_URL"
 _ENV_SECRET = "MINDROOM_TEST_HOMESERVER_SECRET"
 _ENV_SERVER_NAME = "MINDROOM_TEST_HOMESERVER_NAME"
+_APPSERVICE_FILE = "appservice.yaml"
+APPSERVICE_ACCOUNT_PREFIX = "appsvc"
+"""Accounts whose localpart starts with this are in the namespace of a test homeserver's application service."""
 
 
 class HomeserverError(MindroomError, RuntimeError):
@@ -83,7 +90,10 @@ class TestHomeserver:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, base_dir: Path | None = None, server_name: str = "localhost") -> None:
+    def __init__(
+        self, base_dir: Path | None = None, server_name: str = "localhost", *, appservice: bool = False
+    ) -> None:
+        """`appservice`: register an application service for the accounts named `APPSERVICE_ACCOUNT_PREFIX…`."""
         self._requested_dir = None if base_dir is None else Path(base_dir)
         self._temp_dir: Path | None = None
         self._server_name = server_name
@@ -92,6 +102,13 @@ class TestHomeserver:
         # Made with the config; forgotten with a temp dir that `cleanup` deletes.
         self._synapse: SynapseProcess | None = None
         self._external_url: str | None = None
+        self._appservice: AppserviceRegistration | None = None
+        if appservice:
+            # Here, not at the top: the kit's plugin loads this module, and the Matrix layer brings matrix-nio.
+            from mindroom.matrix.appservice import AppserviceRegistration
+
+            url = f"http://127.0.0.1:{free_port()}"
+            self._appservice = AppserviceRegistration.create(url, APPSERVICE_ACCOUNT_PREFIX, server_name)
 
     @classmethod
     def from_environment(cls) -> TestHomeserver | None:
@@ -128,6 +145,13 @@ class TestHomeserver:
         if self._temp_dir is None:
             self._temp_dir = Path(tempfile.mkdtemp(prefix="mindroom-synapse-"))
         return self._temp_dir
+
+    @property
+    def appservice_registration(self) -> Path | None:
+        """The registration file of the server's application service (None without one, or for an external server)."""
+        if self._appservice is None or self.is_external:
+            return None
+        return self.base_dir / _APPSERVICE_FILE
 
     @property
     def log_path(self) -> Path:
@@ -246,7 +270,13 @@ class TestHomeserver:
             "form_secret": secrets.token_urlsafe(32),
         }
         # Cheap password hashing: tests register many accounts and the hashes guard nothing.
-        extra = {"bcrypt_rounds": 4}
+        extra: dict[str, Any] = {"bcrypt_rounds": 4}
+        if self._appservice is not None:
+            from mindroom.matrix.appservice import synapse_appservice_settings
+
+            registration = self.base_dir / _APPSERVICE_FILE
+            self._appservice.write(registration)
+            extra.update(synapse_appservice_settings(registration))
         write_synapse_files(self.base_dir, port=self._port, state=state, limiter=LimiterLevel.UNLIMITED, extra=extra)
         self._synapse = SynapseProcess(self.base_dir, self._port)
         return self._synapse
@@ -267,5 +297,5 @@ def matrix_homeserver() -> Iterator[TestHomeserver]:
         external.start()
         yield external
         return
-    with TestHomeserver() as server:
+    with TestHomeserver(appservice=True) as server:
         yield server

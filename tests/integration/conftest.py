@@ -21,7 +21,7 @@ from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.daemon.orchestrator import Orchestrator
 from mindroom.homeserver.synapse import free_port
 from mindroom.homeserver.tether import spawn_module
-from mindroom.testing.homeserver import TestHomeserver
+from mindroom.testing.homeserver import APPSERVICE_ACCOUNT_PREFIX, TestHomeserver
 from mindroom.testing.model_server import ScriptedModelServer
 from tests.integration.support import PATIENCE_S, HumanClient, ReloadLog, eventually
 
@@ -31,7 +31,13 @@ pytestmark = pytest.mark.integration
 class E2E:
     """One test's world: unique names, a human user, config files, and the daemon under test."""
 
-    def __init__(self, homeserver: TestHomeserver, model_server: ScriptedModelServer, root: Path) -> None:
+    def __init__(
+        self, homeserver: TestHomeserver, model_server: ScriptedModelServer, root: Path, delivery: str = "sync"
+    ) -> None:
+        self.delivery = delivery
+        """`sync` (each bot syncs) or `appservice` (the homeserver's transactions bring every event once)."""
+        if delivery == "appservice" and homeserver.appservice_registration is None:
+            pytest.skip("the test homeserver has no application service")
         self.homeserver = homeserver
         self.model_server = model_server
         self.root = root
@@ -47,7 +53,14 @@ class E2E:
     @property
     def account_prefix(self) -> str:
         """The bot accounts' localpart prefix for this test (`@<prefix><agent>:<server>`)."""
+        if self.delivery == "appservice":
+            return f"{APPSERVICE_ACCOUNT_PREFIX}{self.uid}_"
         return f"mr{self.uid}_"
+
+    @property
+    def appservice_registration(self) -> Path | None:
+        """The registration file the daemon gets in appservice mode (None in sync mode)."""
+        return self.homeserver.appservice_registration if self.delivery == "appservice" else None
 
     def spawn(self, config: dict[str, Any] | Path, **env: str) -> DaemonProcess:
         """A daemon subprocess for `config` (started by the caller, killed at teardown if still running)."""
@@ -126,6 +139,7 @@ class E2E:
             self.homeserver.server_name,
             self.homeserver.registration_shared_secret,
             account_prefix=self.account_prefix,
+            appservice_registration=self.appservice_registration,
         )
         return DaemonEnvironment(config_path.resolve(), self.storage.resolve(), {}, homeserver)
 
@@ -202,6 +216,11 @@ class DaemonProcess:
             "MINDROOM_ACCOUNT_PREFIX": self.e2e.account_prefix,
             "MINDROOM_LOG_JSON": "1",
             "MINDROOM_API_PORT": str(free_port()),  # the daemon serves its API as in production, on a free port
+            **(
+                {"MATRIX_APPSERVICE_REGISTRATION": str(registration)}
+                if (registration := self.e2e.appservice_registration)
+                else {}
+            ),
             **self.env,
         }
         with self.log_path.open("ab") as log:
@@ -242,11 +261,28 @@ class DaemonProcess:
             self.process.wait(10)
 
 
+DELIVERY = os.environ.get("MINDROOM_TEST_DELIVERY", "sync")
+"""How the daemons of the `e2e` fixture receive events: `sync` (default) or `appservice` (the whole suite
+can run on either: `MINDROOM_TEST_DELIVERY=appservice pytest -m integration`)."""
+
+
 @pytest_asyncio.fixture
 async def e2e(
     matrix_homeserver: TestHomeserver, model_server: ScriptedModelServer, tmp_path: Path
 ) -> AsyncIterator[E2E]:
-    world = E2E(matrix_homeserver, model_server, tmp_path)
+    world = E2E(matrix_homeserver, model_server, tmp_path, DELIVERY)
+    try:
+        yield world
+    finally:
+        await world.close()
+
+
+@pytest_asyncio.fixture(params=["sync", "appservice"])
+async def each_delivery(
+    request: pytest.FixtureRequest, matrix_homeserver: TestHomeserver, model_server: ScriptedModelServer, tmp_path: Path
+) -> AsyncIterator[E2E]:
+    """One test world per way of receiving: each bot's own sync, and the appservice's transactions."""
+    world = E2E(matrix_homeserver, model_server, tmp_path, request.param)
     try:
         yield world
     finally:

@@ -1,0 +1,187 @@
+"""Many agents in one room: what each message costs as the room fills, each bot syncing vs appservice delivery.
+
+For 1, 5 and 20 agents in one room (`BENCH_AGENTS`, default "1,5,20"), each message mentions the first agent
+so only it answers. Each size runs twice in the same run against the same Synapse: the daemon with every bot
+long-polling its own sync, then the daemon registered as an application service (Synapse pushes each event
+once). Prints p50 and p95 from message to answer, the daemon's and Synapse's CPU time per message, and the
+daemon's RSS and cold start. Reuses the subprocess harness of `e2e_latency.py`.
+
+With `BENCH_SPREAD=1` it then starts 100 agents in 10 rooms (`BENCH_SPREAD_AGENTS`, `BENCH_SPREAD_ROOMS`) in
+each mode and has the first agent of every room answer once: cold start, RSS, and each room's latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.e2e_latency import (  # noqa: E402
+    _config,
+    _drain,
+    _noop_plugin,
+    _pct,
+    _proc_cpu_s,
+    _proc_rss_mb,
+    _start_daemon,
+    _wait_joined,
+    _wait_member,
+)
+from mindroom.testing.homeserver import APPSERVICE_ACCOUNT_PREFIX, TestHomeserver  # noqa: E402
+from mindroom.testing.model_server import ScriptedModelServer, Text  # noqa: E402
+from tests.integration.support import HumanClient, thread_replies  # noqa: E402
+
+MESSAGES = int(os.environ.get("BENCH_MESSAGES", "30"))
+SIZES = [int(size) for size in os.environ.get("BENCH_AGENTS", "1,5,20").split(",")]
+MODES = ("sync", "appservice")
+SPREAD = bool(os.environ.get("BENCH_SPREAD"))
+
+
+async def _mention_latencies(human: HumanClient, room_id: str, agent: str, count: int) -> list[float]:
+    samples = []
+    for index in range(count):
+        start = time.perf_counter()
+        event_id = await human.send(room_id, f"{agent} ping {index}", mentions=[agent])
+        await human.wait_for(thread_replies(event_id, agent), timeout=60)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def _synapse_pid(hs: TestHomeserver) -> int:
+    return int((hs.base_dir / "homeserver.pid").read_text().strip())
+
+
+async def one_room(
+    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, agents: int, mode: str
+) -> dict[str, float]:
+    """A daemon with `agents` agents in one room, receiving by `mode`: latency, CPU per message, RSS."""
+    tag = secrets.token_hex(3)
+    workdir = root / f"{mode}{agents}{tag}"
+    _noop_plugin(workdir / "plugins" / "noop")
+    room_key = f"crowd{tag}"
+    names = {f"agent{index}": room_key for index in range(agents)}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, human.user_id, names)))
+    env = {"MINDROOM_API": "false"}
+    if mode == "appservice":
+        registration = hs.appservice_registration
+        assert registration is not None
+        env["MATRIX_APPSERVICE_REGISTRATION"] = str(registration)
+        prefix = f"{APPSERVICE_ACCOUNT_PREFIX}{tag}_"
+    else:
+        prefix = f"s{tag}_"
+    process, cold_start = _start_daemon(workdir, hs, prefix, env)
+    _drain(process)
+    try:
+        room_id = (await human.client.room_resolve_alias(f"#{room_key}:{hs.server_name}")).room_id
+        await _wait_joined(human, room_id)
+        for name in names:
+            await _wait_member(human, room_id, f"@{prefix}{name}:{hs.server_name}")
+        responder = f"@{prefix}agent0:{hs.server_name}"
+        await _mention_latencies(human, room_id, responder, 5)  # warm-up
+        await asyncio.sleep(1.0)  # the warm-up's key uploads and backups settle
+        synapse = _synapse_pid(hs)
+        daemon_before, synapse_before = _proc_cpu_s(process.pid), _proc_cpu_s(synapse)
+        samples = await _mention_latencies(human, room_id, responder, MESSAGES)
+        daemon_ms = (_proc_cpu_s(process.pid) - daemon_before) / MESSAGES * 1000
+        synapse_ms = (_proc_cpu_s(synapse) - synapse_before) / MESSAGES * 1000
+        rss = _proc_rss_mb(process.pid)
+    finally:
+        process.terminate()
+        process.wait(60)
+    return {
+        "p50": _pct(samples, 0.5),
+        "p95": _pct(samples, 0.95),
+        "daemon_ms": daemon_ms,
+        "synapse_ms": synapse_ms,
+        "rss_mb": rss,
+        "cold_start_s": cold_start,
+    }
+
+
+async def spread(
+    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, mode: str
+) -> dict[str, float]:
+    """Many agents over several rooms: cold start to ready, RSS, and one answer in each room."""
+    agents, rooms = int(os.environ.get("BENCH_SPREAD_AGENTS", "100")), int(os.environ.get("BENCH_SPREAD_ROOMS", "10"))
+    tag = secrets.token_hex(3)
+    workdir = root / f"spread{mode}{tag}"
+    _noop_plugin(workdir / "plugins" / "noop")
+    names = {f"agent{index}": f"spread{tag}{index % rooms}" for index in range(agents)}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, human.user_id, names)))
+    env = {"MINDROOM_API": "false"}
+    prefix = f"{APPSERVICE_ACCOUNT_PREFIX}{tag}_" if mode == "appservice" else f"s{tag}_"
+    if mode == "appservice":
+        env["MATRIX_APPSERVICE_REGISTRATION"] = str(hs.appservice_registration)
+    process, cold_start = _start_daemon(workdir, hs, prefix, env)
+    _drain(process)
+    try:
+        samples = []
+        for room in range(rooms):
+            room_id = (await human.client.room_resolve_alias(f"#spread{tag}{room}:{hs.server_name}")).room_id
+            await _wait_joined(human, room_id)
+            responder = f"@{prefix}agent{room}:{hs.server_name}"
+            await _wait_member(human, room_id, responder)
+            samples += await _mention_latencies(human, room_id, responder, 1)
+        rss = _proc_rss_mb(process.pid)
+    finally:
+        process.terminate()
+        process.wait(120)
+    return {"cold_start_s": cold_start, "rss_mb": rss, "p50": _pct(samples, 0.5), "max": max(samples)}
+
+
+async def main() -> int:
+    results: dict[tuple[int, str], dict[str, float]] = {}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        TestHomeserver(appservice=True) as hs,
+        ScriptedModelServer() as model,
+    ):
+        model.set_default(Text("pong"))
+        user = hs.register_user(f"bench{secrets.token_hex(3)}", "bench-pass")
+        human = HumanClient(hs.url, user.user_id, user.password)
+        await human.start()
+        try:
+            for index, agents in enumerate(SIZES):
+                # The order flips with each size: neither mode always runs on a Synapse that has worked longer.
+                for mode in MODES if index % 2 == 0 else MODES[::-1]:
+                    results[agents, mode] = await one_room(hs, model, human, Path(tmp), agents, mode)
+                    print(f"done: {agents} agents, {mode}", file=sys.stderr, flush=True)
+            spreads = {mode: await spread(hs, model, human, Path(tmp), mode) for mode in MODES} if SPREAD else {}
+        finally:
+            await human.close()
+    for mode, row in spreads.items():
+        print(
+            f"spread, {mode}: cold start {row['cold_start_s']:.1f} s, RSS {row['rss_mb']:.0f} MB,"
+            f" one answer per room p50 {row['p50']:.0f} ms, max {row['max']:.0f} ms"
+        )
+    print(f"messages per run: {MESSAGES}, each mentioning the first agent; one Synapse, one run")
+    header = f"{'agents':>6} {'delivery':<11}{'p50 ms':>9}{'p95 ms':>9}{'daemon CPU':>12}{'Synapse CPU':>13}"
+    print(header + f"{'RSS MB':>9}{'cold s':>8}")
+    print(f"{'':>6} {'':<11}{'':>9}{'':>9}{'ms/msg':>12}{'ms/msg':>13}")
+    for (agents, mode), row in sorted(results.items()):
+        print(
+            f"{agents:>6} {mode:<11}{row['p50']:>9.1f}{row['p95']:>9.1f}{row['daemon_ms']:>12.2f}"
+            f"{row['synapse_ms']:>13.2f}{row['rss_mb']:>9.0f}{row['cold_start_s']:>8.2f}"
+        )
+    smallest, largest = min(SIZES), max(SIZES)
+    for mode in MODES:
+        low, high = results[smallest, mode], results[largest, mode]
+        print(
+            f"{mode}: {largest} vs {smallest} agents: daemon CPU x{high['daemon_ms'] / low['daemon_ms']:.2f}"
+            f" (target <= 1.3), p50 x{high['p50'] / low['p50']:.2f} (target <= 1.2),"
+            f" Synapse CPU x{high['synapse_ms'] / low['synapse_ms']:.2f} (target <= 1.5)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

@@ -1,0 +1,91 @@
+"""The last steps of every inbound path (the sync loop and appservice transactions): open one raw event for one
+bot and hand it to its handler, and answer an invite.
+
+Both paths end here, so a bot handles an event the same way whichever way it arrived: decrypted with its own
+device's keys (or parked until they come), normalized, and given to the handler with its failure contained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from mindroom.logging_config import get_logger
+from mindroom.matrix.errors import MatrixConnectionError, MatrixError
+from mindroom.matrix.events import MatrixEvent, event_from_raw
+from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
+
+__all__ = ["EventHandler", "InviteHandler", "answer_invite", "deliver_raw", "inviter_of"]
+
+logger = get_logger(__name__)
+
+EventHandler = Callable[[MatrixEvent], Awaitable[None]]
+InviteHandler = Callable[[str, str], Awaitable[bool]]
+
+
+async def deliver_raw(
+    bot_name: str,
+    decryption: SyncDecryption | None,
+    room_id: str,
+    raw: Any,
+    handler: EventHandler,
+    *,
+    decrypted: bool = False,
+) -> None:
+    """Decrypt `raw` with the bot's keys (an unreadable one is parked), normalize it and call `handler`.
+
+    A failing handler is logged, never raised: one bad event must not stall the events after it.
+    """
+    if decryption is not None and is_encrypted(raw):
+        opened = decryption.open(room_id, raw)
+        if opened is None:
+            return  # parked until its room key arrives
+        raw, decrypted = opened, True
+    event = event_from_raw(room_id, raw, encrypted=decrypted)
+    if event is None:
+        logger.warning("unusable event skipped", agent=bot_name, room_id=room_id)
+        return
+    try:
+        await handler(event)
+    except Exception:
+        logger.exception("event handler failed", agent=bot_name, room_id=room_id, event_id=event.event_id)
+
+
+def inviter_of(invite_state: Iterable[Any], user_id: str) -> str:
+    """Who invited `user_id`, read from a room's stripped invite state ("" when it does not say)."""
+    inviter = ""
+    for raw in invite_state:
+        if not isinstance(raw, dict) or raw.get("type") != "m.room.member" or raw.get("state_key") != user_id:
+            continue
+        content = raw.get("content")
+        sender = raw.get("sender")
+        if isinstance(content, dict) and content.get("membership") == "invite" and isinstance(sender, str):
+            inviter = sender
+    return inviter
+
+
+async def answer_invite(
+    bot_name: str,
+    room_id: str,
+    inviter: str,
+    on_invite: InviteHandler,
+    join: Callable[[str], Awaitable[str]],
+    leave: Callable[[str], Awaitable[None]],
+) -> None:
+    """Ask `on_invite` whether to accept, then join or reject; a refused request is logged, a lost connection raised."""
+    try:
+        accept = await on_invite(room_id, inviter)
+    except Exception:
+        logger.exception("invite handler failed", agent=bot_name, room_id=room_id, inviter=inviter)
+        return
+    try:
+        if accept:
+            await join(room_id)
+            logger.info("room joined on invite", agent=bot_name, room_id=room_id, inviter=inviter)
+        else:
+            await leave(room_id)
+            logger.info("invite rejected", agent=bot_name, room_id=room_id, inviter=inviter)
+    except MatrixConnectionError:
+        raise
+    except MatrixError as exc:
+        logger.warning("answering an invite failed", agent=bot_name, room_id=room_id, error=str(exc))
