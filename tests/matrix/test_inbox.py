@@ -4,29 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.matrix.inbox import BotInbox
 from mindroom.matrix.transactions import InboxPart
 from mindroom.matrix.transport import JsonReply
 
 pytestmark = pytest.mark.asyncio
-
-
-class _Tokens:
-    def __init__(self) -> None:
-        self.saved: dict[str, str] = {}
-
-    def load(self, bot_name: str) -> str | None:
-        return self.saved.get(bot_name)
-
-    def save(self, bot_name: str, token: str) -> None:
-        self.saved[bot_name] = token
-
-    def clear(self, bot_name: str) -> None:
-        self.saved.pop(bot_name, None)
 
 
 class _Homeserver:
@@ -90,7 +78,7 @@ def _inbox(homeserver: _Homeserver, decryption: _Decryption) -> BotInbox:
     )
 
 
-async def test_inbox_takes_from_the_device_inbox_only_what_no_transaction_brought():
+async def test_inbox_takes_from_the_device_inbox_only_what_no_transaction_brought(tmp_path: Path):
     homeserver = _Homeserver(
         {"next_batch": "s1"},
         {"next_batch": "s2", "to_device": {"events": [_message("in a transaction"), _message("left out")]}},
@@ -98,7 +86,7 @@ async def test_inbox_takes_from_the_device_inbox_only_what_no_transaction_brough
     )
     decryption = _Decryption()
     inbox = _inbox(homeserver, decryption)
-    tokens = _Tokens()
+    tokens = SyncTokenStore(tmp_path)
     await inbox.catch_up(tokens)
     part = InboxPart(to_device=[_message("in a transaction", to_user_id="@bot:hs", to_device_id="DEV")])
     await inbox.receive(part)
@@ -109,20 +97,20 @@ async def test_inbox_takes_from_the_device_inbox_only_what_no_transaction_brough
     assert [n for batch in decryption.to_device[before:] for n in batch] == ["left out"]
     assert [n for batch in decryption.to_device for n in batch].count("in a transaction") == 1
     assert homeserver.since[:2] == [None, "s1"]
-    assert tokens.saved == {"bot": "s2"}
+    assert tokens.load("bot") == "s2"
 
 
-async def test_inbox_catch_up_takes_every_message_a_restart_finds_waiting():
+async def test_inbox_catch_up_takes_every_message_a_restart_finds_waiting(tmp_path: Path):
     homeserver = _Homeserver(
         {"next_batch": "s2", "to_device": {"events": [_message("one"), _message("two")]}},
         {"next_batch": "s3"},
     )
     decryption = _Decryption()
-    tokens = _Tokens()
+    tokens = SyncTokenStore(tmp_path)
     tokens.save("bot", "s1")
 
     await _inbox(homeserver, decryption).catch_up(tokens)
 
     assert decryption.to_device[0] == ["one", "two"]
     assert homeserver.since == ["s1", "s2"]  # a page of messages: it looks again until the inbox is empty
-    assert tokens.saved == {"bot": "s3"}
+    assert tokens.load("bot") == "s3"

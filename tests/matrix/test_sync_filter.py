@@ -5,29 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.matrix.inbox import BotInbox
 from mindroom.matrix.sync import SyncLoop
 from mindroom.matrix.transport import JsonReply
 
 pytestmark = pytest.mark.asyncio
-
-
-class _Tokens:
-    def __init__(self) -> None:
-        self.saved: dict[str, str] = {}
-
-    def load(self, bot_name: str) -> str | None:
-        return self.saved.get(bot_name)
-
-    def save(self, bot_name: str, token: str) -> None:
-        self.saved[bot_name] = token
-
-    def clear(self, bot_name: str) -> None:
-        self.saved.pop(bot_name, None)
 
 
 class _RecordingTransport:
@@ -64,13 +52,13 @@ class _Decryption:
         return None
 
 
-async def _filters_of_a_sync(syncs: int) -> list[dict[str, Any]]:
+async def _filters_of_a_sync(syncs: int, storage: Path) -> list[dict[str, Any]]:
     transport = _RecordingTransport(syncs)
     loop = SyncLoop(
         bot_name="bot",
         user_id="@bot:hs",
         transport=transport,  # type: ignore[arg-type]  # the loop only calls `request`
-        tokens=_Tokens(),
+        tokens=SyncTokenStore(storage),
         join=lambda room_id: asyncio.sleep(0, room_id),
         leave=_nothing,
         first_sync=asyncio.Event(),
@@ -87,8 +75,8 @@ async def _filters_of_a_sync(syncs: int) -> list[dict[str, Any]]:
     return transport.filters
 
 
-async def test_sync_filter_asks_for_no_typing_receipts_or_presence():
-    filters = await _filters_of_a_sync(3)  # the first sync of a run, then incremental ones
+async def test_sync_filter_asks_for_no_typing_receipts_or_presence(tmp_path: Path):
+    filters = await _filters_of_a_sync(3, tmp_path)  # the first sync of a run, then incremental ones
 
     assert len(filters) == 3
     for sent in filters:
@@ -97,7 +85,9 @@ async def test_sync_filter_asks_for_no_typing_receipts_or_presence():
         assert sent["account_data"] == {"types": []}
 
 
-async def test_sync_filter_of_an_appservice_catch_up_asks_for_no_room_events_typing_receipts_or_presence():
+async def test_sync_filter_of_an_appservice_catch_up_asks_for_no_room_events_typing_receipts_or_presence(
+    tmp_path: Path,
+):
     transport = _RecordingTransport(2)
     inbox = BotInbox(
         bot_name="bot",
@@ -110,7 +100,7 @@ async def test_sync_filter_of_an_appservice_catch_up_asks_for_no_room_events_typ
         join=lambda room_id: asyncio.sleep(0, room_id),
         leave=_nothing,
     )
-    tokens = _Tokens()
+    tokens = SyncTokenStore(tmp_path)
 
     await inbox.catch_up(tokens)
 
@@ -118,4 +108,4 @@ async def test_sync_filter_of_an_appservice_catch_up_asks_for_no_room_events_typ
     assert sent["presence"] == {"types": []}
     assert sent["room"]["ephemeral"] == {"types": []}
     assert sent["room"]["timeline"] == {"limit": 0}
-    assert tokens.saved == {"bot": "s1"}
+    assert tokens.load("bot") == "s1"
