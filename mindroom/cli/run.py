@@ -22,7 +22,7 @@ from mindroom.api.context import ApiContext
 from mindroom.api.keys import DashboardKey, dashboard_key
 from mindroom.api.server import ApiServer, finish_turns
 from mindroom.api.settings import DEFAULT_API_HOST, DEFAULT_API_PORT, ApiSettings, api_settings
-from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
+from mindroom.config.environment import DaemonEnvironment, HomeserverSettings, embedded_registration
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config
 from mindroom.config.providers import PROVIDER_ENV_VARS, detect_provider
@@ -101,7 +101,7 @@ async def embedded_homeserver(
             server.server_name,
             server.registration_shared_secret,
             environment.account_prefix,
-            server.appservice_registration,
+            embedded_registration(environment.values, server.appservice_registration),
         )
         yield EmbeddedSession(server, environment.with_homeserver(settings, {"MINDROOM_USER": user_id}), human)
 

@@ -17,6 +17,7 @@ from dotenv import dotenv_values
 
 from mindroom.config.providers import PROVIDERS, provider_env_defaults
 from mindroom.constants import DEFAULT_ACCOUNT_PREFIX, DEFAULT_STORAGE_DIRNAME, RuntimePaths
+from mindroom.errors import ConfigError
 
 __all__ = [
     "DEFAULT_SHUTDOWN_GRACE_S",
@@ -24,6 +25,7 @@ __all__ = [
     "DaemonEnvironment",
     "HomeserverSettings",
     "daemon_environment",
+    "embedded_registration",
     "homeserver_settings",
     "process_environ",
     "read_environment",
@@ -166,6 +168,15 @@ def homeserver_settings(env: Mapping[str, str]) -> HomeserverSettings | None:
         env.get("MINDROOM_ACCOUNT_PREFIX") or DEFAULT_ACCOUNT_PREFIX,
         Path(registration).expanduser() if (registration := env.get("MATRIX_APPSERVICE_REGISTRATION")) else None,
     )
+
+
+def embedded_registration(env: Mapping[str, str], registration: Path) -> Path | None:
+    """The embedded homeserver's appservice registration, or None when `MINDROOM_MATRIX_DELIVERY=sync` asks
+    for one long-polling sync per bot instead (the registration stays in Synapse, unused)."""
+    delivery = env.get("MINDROOM_MATRIX_DELIVERY", "appservice").strip().lower() or "appservice"
+    if delivery not in ("appservice", "sync"):
+        raise ConfigError("environment", [f"MINDROOM_MATRIX_DELIVERY must be 'appservice' or 'sync', not {delivery!r}"])
+    return registration if delivery == "appservice" else None
 
 
 def daemon_environment(config_path: Path, storage_option: Path | None = None) -> DaemonEnvironment:

@@ -10,10 +10,12 @@ from mindroom.config.environment import (
     DEFAULT_SHUTDOWN_GRACE_S,
     HomeserverSettings,
     daemon_environment,
+    embedded_registration,
     homeserver_settings,
     resolve_storage_root,
 )
 from mindroom.constants import DEFAULT_ACCOUNT_PREFIX
+from mindroom.errors import ConfigError
 
 
 def test_daemon_environment_reads_dotenv_and_picks_the_provider(tmp_path, monkeypatch):
@@ -102,3 +104,13 @@ def test_daemon_environment_shutdown_grace(tmp_path, monkeypatch, raw, grace):
         monkeypatch.setenv("MINDROOM_SHUTDOWN_GRACE_S", raw)
 
     assert daemon_environment(tmp_path / "config.yaml").shutdown_grace_s == grace
+
+
+def test_embedded_registration_is_used_unless_sync_delivery_is_asked_for():
+    registration = Path("/data/homeserver/appservice.yaml")
+
+    assert embedded_registration({}, registration) == registration
+    assert embedded_registration({"MINDROOM_MATRIX_DELIVERY": " AppService "}, registration) == registration
+    assert embedded_registration({"MINDROOM_MATRIX_DELIVERY": "sync"}, registration) is None
+    with pytest.raises(ConfigError, match="MINDROOM_MATRIX_DELIVERY must be 'appservice' or 'sync', not 'push'"):
+        embedded_registration({"MINDROOM_MATRIX_DELIVERY": "push"}, registration)
