@@ -22,7 +22,7 @@ from mindroom.api.context import ApiContext
 from mindroom.api.keys import DashboardKey, dashboard_key
 from mindroom.api.server import ApiServer, finish_turns
 from mindroom.api.settings import DEFAULT_API_HOST, DEFAULT_API_PORT, ApiSettings, api_settings
-from mindroom.config.environment import DaemonEnvironment, HomeserverSettings, embedded_registration
+from mindroom.config.environment import DaemonEnvironment, HomeserverSettings, embedded_appservice
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config
 from mindroom.config.providers import PROVIDER_ENV_VARS, detect_provider
@@ -92,7 +92,10 @@ async def embedded_homeserver(
 ) -> AsyncIterator[EmbeddedSession]:
     """Start (and finally stop) the private homeserver; its human account is `MINDROOM_USER`, so the config
     (which reads that variable) authorizes it."""
-    server = EmbeddedHomeserver(environment.storage_root, port=port, account_prefix=environment.account_prefix)
+    appservice = embedded_appservice(environment.values)
+    server = EmbeddedHomeserver(
+        environment.storage_root, port=port, account_prefix=environment.account_prefix, appservice=appservice
+    )
     async with server:
         user_id = environment.values.get("MINDROOM_USER") or DEFAULT_HUMAN_USER
         human = await server.ensure_user(user_id)
@@ -101,7 +104,7 @@ async def embedded_homeserver(
             server.server_name,
             server.registration_shared_secret,
             environment.account_prefix,
-            embedded_registration(environment.values, server.appservice_registration),
+            server.appservice_registration if appservice else None,
         )
         yield EmbeddedSession(server, environment.with_homeserver(settings, {"MINDROOM_USER": user_id}), human)
 

@@ -25,7 +25,7 @@ __all__ = [
     "DaemonEnvironment",
     "HomeserverSettings",
     "daemon_environment",
-    "embedded_registration",
+    "embedded_appservice",
     "homeserver_settings",
     "process_environ",
     "read_environment",
@@ -170,13 +170,13 @@ def homeserver_settings(env: Mapping[str, str]) -> HomeserverSettings | None:
     )
 
 
-def embedded_registration(env: Mapping[str, str], registration: Path) -> Path | None:
-    """The embedded homeserver's appservice registration, or None when `MINDROOM_MATRIX_DELIVERY=sync` asks
-    for one long-polling sync per bot instead (the registration stays in Synapse, unused)."""
-    delivery = env.get("MINDROOM_MATRIX_DELIVERY", "appservice").strip().lower() or "appservice"
+def embedded_appservice(env: Mapping[str, str]) -> bool:
+    """Whether the embedded homeserver delivers events as an application service (`MINDROOM_MATRIX_DELIVERY=
+    appservice`: each event once, pushed) rather than through one long-polling sync per bot (`sync`, the default)."""
+    delivery = env.get("MINDROOM_MATRIX_DELIVERY", "").strip().lower() or "sync"
     if delivery not in ("appservice", "sync"):
         raise ConfigError("environment", [f"MINDROOM_MATRIX_DELIVERY must be 'appservice' or 'sync', not {delivery!r}"])
-    return registration if delivery == "appservice" else None
+    return delivery == "appservice"
 
 
 def daemon_environment(config_path: Path, storage_option: Path | None = None) -> DaemonEnvironment:

@@ -4,9 +4,9 @@ Created on first run (signing key, secrets, database) and reused later. The port
 asked for, else the one used last time, else 8008; when that is taken by something else a free port
 is chosen and remembered. Secrets and the human account's password are stored with mode 0600.
 
-It also registers the daemon as an application service for the bots' accounts (`appservice.yaml`, mode 0600,
-on a loopback port chosen the same way): Synapse then pushes each event once to the daemon instead of
-answering one long-polling sync per bot.
+In appservice mode (`MINDROOM_MATRIX_DELIVERY=appservice`) it also registers the daemon as an application
+service for the bots' accounts (`appservice.yaml`, mode 0600, on a loopback port chosen the same way): Synapse
+then pushes each event once to the daemon instead of answering one long-polling sync per bot.
 """
 
 from __future__ import annotations
@@ -128,9 +128,12 @@ class EmbeddedHomeserver:
         port: int | None = None,
         server_name: str = EMBEDDED_SERVER_NAME,
         account_prefix: str = DEFAULT_ACCOUNT_PREFIX,
+        appservice: bool = False,
     ) -> None:
-        """`account_prefix`: the bots' localpart prefix, whose accounts the appservice registration covers."""
+        """`account_prefix`: the bots' localpart prefix, whose accounts the appservice registration covers;
+        `appservice`: register the daemon as an application service (else Synapse knows of none)."""
         self.base_dir = Path(storage_root).resolve() / HOMESERVER_DIRNAME
+        self.appservice = appservice
         self.server_name = server_name
         self._account_prefix = account_prefix
         self._requested_port = port
@@ -215,7 +218,7 @@ class EmbeddedHomeserver:
         )
         registration = dataclasses.replace(registration, as_token=state["as_token"], hs_token=state["hs_token"])
         registration.write(self.appservice_registration)
-        extra = synapse_appservice_settings(self.appservice_registration)
+        extra = synapse_appservice_settings(self.appservice_registration) if self.appservice else None
         write_synapse_files(self.base_dir, port=self.port, state=state, limiter=LimiterLevel.GENEROUS, extra=extra)
         self._synapse = SynapseProcess(self.base_dir, self.port)
 

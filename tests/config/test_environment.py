@@ -10,7 +10,7 @@ from mindroom.config.environment import (
     DEFAULT_SHUTDOWN_GRACE_S,
     HomeserverSettings,
     daemon_environment,
-    embedded_registration,
+    embedded_appservice,
     homeserver_settings,
     resolve_storage_root,
 )
@@ -106,11 +106,9 @@ def test_daemon_environment_shutdown_grace(tmp_path, monkeypatch, raw, grace):
     assert daemon_environment(tmp_path / "config.yaml").shutdown_grace_s == grace
 
 
-def test_embedded_registration_is_used_unless_sync_delivery_is_asked_for():
-    registration = Path("/data/homeserver/appservice.yaml")
-
-    assert embedded_registration({}, registration) == registration
-    assert embedded_registration({"MINDROOM_MATRIX_DELIVERY": " AppService "}, registration) == registration
-    assert embedded_registration({"MINDROOM_MATRIX_DELIVERY": "sync"}, registration) is None
+def test_embedded_appservice_only_when_asked_for():
+    assert embedded_appservice({}) is False
+    assert embedded_appservice({"MINDROOM_MATRIX_DELIVERY": "sync"}) is False
+    assert embedded_appservice({"MINDROOM_MATRIX_DELIVERY": " AppService "}) is True
     with pytest.raises(ConfigError, match="MINDROOM_MATRIX_DELIVERY must be 'appservice' or 'sync', not 'push'"):
-        embedded_registration({"MINDROOM_MATRIX_DELIVERY": "push"}, registration)
+        embedded_appservice({"MINDROOM_MATRIX_DELIVERY": "push"})

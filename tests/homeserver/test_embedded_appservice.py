@@ -16,7 +16,7 @@ def _mode(path) -> int:
 
 
 def test_embedded_appservice_registration_is_private_and_covers_only_the_bots(tmp_path):
-    server = EmbeddedHomeserver(tmp_path, account_prefix="mr_")
+    server = EmbeddedHomeserver(tmp_path, account_prefix="mr_", appservice=True)
     server.prepare()
 
     path = server.appservice_registration
@@ -37,7 +37,7 @@ def test_embedded_appservice_registration_is_private_and_covers_only_the_bots(tm
 
 
 def test_embedded_appservice_is_loaded_by_synapse_with_the_encryption_extensions(tmp_path):
-    server = EmbeddedHomeserver(tmp_path)
+    server = EmbeddedHomeserver(tmp_path, appservice=True)
     server.prepare()
 
     config = yaml.safe_load((tmp_path / "homeserver" / "homeserver.yaml").read_text())
@@ -48,11 +48,11 @@ def test_embedded_appservice_is_loaded_by_synapse_with_the_encryption_extensions
 
 
 def test_embedded_appservice_keeps_its_tokens_and_port_across_runs_and_follows_the_prefix(tmp_path):
-    first = EmbeddedHomeserver(tmp_path, account_prefix="one_")
+    first = EmbeddedHomeserver(tmp_path, account_prefix="one_", appservice=True)
     first.prepare()
     before = AppserviceRegistration.load(first.appservice_registration)
 
-    second = EmbeddedHomeserver(tmp_path, account_prefix="two_")
+    second = EmbeddedHomeserver(tmp_path, account_prefix="two_", appservice=True)
     second.prepare()
     after = AppserviceRegistration.load(second.appservice_registration)
 
@@ -70,3 +70,12 @@ def test_embedded_appservice_registration_without_ephemeral_events_is_refused(tm
 
     with pytest.raises(AppserviceConfigError, match="receive_ephemeral"):
         AppserviceRegistration.load(path)
+
+
+def test_embedded_homeserver_without_appservice_mode_registers_no_application_service(tmp_path):
+    EmbeddedHomeserver(tmp_path).prepare()
+
+    config = yaml.safe_load((tmp_path / "homeserver" / "homeserver.yaml").read_text())
+
+    assert "app_service_config_files" not in config
+    assert "msc2409_to_device_messages_enabled" not in config.get("experimental_features", {})
