@@ -121,7 +121,7 @@ def _phase(orchestrator: Orchestrator) -> str:
     if len(directory.room_ids) < len(rooms):
         return f"Joining {len(rooms)} rooms ({len(directory.room_ids)}/{len(rooms)})"
     synced = sum(1 for bot in orchestrator.bots.values() if bot.client.has_synced)
-    return f"First sync ({synced}/{bots})"
+    return f"Catching up with the homeserver ({synced}/{bots})"
 
 
 async def show_progress(orchestrator: Orchestrator, console: Console) -> None:

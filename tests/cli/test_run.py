@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typer.testing import CliRunner
 
 from mindroom.cli import app
-from mindroom.cli.run import ready_lines, recovery_key_lines
+from mindroom.cli.run import _phase, ready_lines, recovery_key_lines
 from mindroom.homeserver.embedded import HumanAccount
 from mindroom.matrix.recovery_key import RecoveryKeys
 
@@ -86,3 +86,19 @@ def test_recovery_key_lines_show_a_new_key_once_and_a_given_one_never(tmp_path):
     assert "MINDROOM_RECOVERY_KEY_FILE" in first[1]
     assert later == []
     assert recovery_key_lines(tmp_path / "elsewhere") == []
+
+
+def test_start_phases_name_what_the_daemon_waits_for():
+    bots = {"router": SimpleNamespace(client=SimpleNamespace(has_synced=True))}
+    bots["assistant"] = SimpleNamespace(client=SimpleNamespace(has_synced=False))
+    config = SimpleNamespace(all_room_keys=lambda: ["lobby", "ops"])
+    directory = SimpleNamespace(bot_user_ids={"router": "@r:hs"}, room_ids={})
+    orchestrator = SimpleNamespace(running=None, bots=bots)
+
+    assert _phase(orchestrator) == "Loading config and plugins"  # type: ignore[arg-type]
+    orchestrator.running = SimpleNamespace(directory=directory, live=SimpleNamespace(config=config))
+    assert _phase(orchestrator) == "Signing in 2 accounts (1/2)"  # type: ignore[arg-type]
+    directory.bot_user_ids["assistant"] = "@a:hs"
+    assert _phase(orchestrator) == "Joining 2 rooms (0/2)"  # type: ignore[arg-type]
+    directory.room_ids.update(lobby="!l:hs", ops="!o:hs")
+    assert _phase(orchestrator) == "Catching up with the homeserver (1/2)"  # type: ignore[arg-type]
