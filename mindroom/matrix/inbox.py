@@ -8,12 +8,14 @@ that stay unreadable go out on a timer, since there is no long-poll to cut short
 
 At the start of a run, `catch_up` asks the homeserver (a sync without room events) for invites made before the
 bot could receive any, its one-time key count, and the to-device messages its device's inbox kept: the
-homeserver leaves those out of transactions it sends again after a failure (a daemon that was down), so the
-room keys of that time come from there. It leaves a sync position for the bot's next run. The same look
-into the device's inbox is taken again when an event arrives whose room key the bot lacks (at most every
-`_INBOX_RECHECK_S`): the key may be one of those the homeserver left out; and every `TIDY_INTERVAL_S` (`tidy`),
-so the homeserver can drop what the bot has taken. Messages that already came in a transaction are skipped:
-decrypting one twice fails, and nio then starts a new Olm session with its sender.
+homeserver leaves those out of every transaction while it counts the service as down (after a failed one,
+until its retries got through), so the room keys of that time come from there. It leaves a sync position for
+the bot's next run. The same look into the device's inbox is taken again when an event arrives whose room key
+the bot lacks: the key may be one of those the homeserver left out. At most every `_INBOX_RECHECK_S`: an
+event that comes sooner after the last look gets one as soon as that pause is over (not only with the next
+such event, or `tidy`). And every `TIDY_INTERVAL_S` (`tidy`), so the homeserver can drop what the bot has
+taken. A message is taken once, whichever way it came first: decrypting one twice fails, and nio then starts
+a new Olm session with its sender.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
 from typing import Any
 
 from mindroom.logging_config import get_logger
@@ -109,6 +112,7 @@ class BotInbox:
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._notice_timer: asyncio.Task[None] | None = None
+        self._recheck: asyncio.Task[None] | None = None
         self._answered: set[str] = set()
         self._tokens: SyncTokens | None = None
         self._inbox_checked_at = -_INBOX_RECHECK_S
@@ -129,7 +133,7 @@ class BotInbox:
     async def receive(self, part: InboxPart) -> None:
         """Take one transaction's part: crypto first, then the events in order, then invites (answered aside)."""
         async with self._lock:
-            self._remember(part.to_device)
+            part = replace(part, to_device=self._new_messages(part.to_device))
             view = part.crypto_view()
             if view is not None:
                 await self._decryption.absorb(view)
@@ -139,10 +143,8 @@ class BotInbox:
                     for earlier in await self._since_invite(room_id, raw):
                         await self._deliver(room_id, earlier)
                 await self._deliver(room_id, raw)
-            lacking_keys = len(self._decryption.waiting) > parked
-            recheck_due = time.monotonic() - self._inbox_checked_at >= _INBOX_RECHECK_S
-            if lacking_keys and recheck_due:
-                await self._read_later_messages()
+            if len(self._decryption.waiting) > parked:
+                await self._look_for_keys()
             await self._settle()
         for room_id, inviter in part.invites:
             if room_id in self._answered:
@@ -157,6 +159,25 @@ class BotInbox:
             await self._read_later_messages()
             await self._settle()
 
+    async def _look_for_keys(self) -> None:
+        """Read the device's inbox for room keys a transaction left out: now, or when the pause since the last
+        read is over (the key of an event that came just after a read would otherwise wait for `tidy`)."""
+        wait = self._inbox_checked_at + _INBOX_RECHECK_S - time.monotonic()
+        if wait <= 0:
+            await self._read_later_messages()
+        elif self._recheck is None or self._recheck.done():
+            self._recheck = asyncio.create_task(self._look_again_after(wait), name=f"inbox-{self._bot}")
+
+    async def _look_again_after(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        try:
+            async with self._lock:
+                if self._decryption.waiting:
+                    await self._read_later_messages()
+                    await self._settle()
+        except MatrixConnectionError as exc:
+            logger.warning("device inbox not read", agent=self._bot, error=str(exc))
+
     async def _read_later_messages(self) -> None:
         if self._tokens is None:
             return
@@ -165,11 +186,17 @@ class BotInbox:
         except MatrixConnectionError as exc:
             logger.warning("device inbox not read", agent=self._bot, error=str(exc))
 
-    def _remember(self, messages: list[dict[str, Any]]) -> None:
+    def _new_messages(self, messages: list[Any]) -> list[Any]:
+        """The messages not taken yet (now remembered as taken)."""
+        new = []
         for message in messages:
-            self._seen[_message_key(message)] = None
+            key = _message_key(message)
+            if key not in self._seen:
+                self._seen[key] = None
+                new.append(message)
         while len(self._seen) > _REMEMBERED_MESSAGES:
             self._seen.popitem(last=False)
+        return new
 
     async def _deliver(self, room_id: str, raw: Any, *, decrypted: bool = False) -> None:
         await deliver_raw(self._bot, self._decryption, room_id, raw, self._handler, decrypted=decrypted)
@@ -242,9 +269,8 @@ class BotInbox:
             body = await self._catch_up_sync(since, patient=patient)
             batch: dict[str, Any] = {key: body[key] for key in _DEVICE_KEYS if key in body}
             to_device = _as_list(_as_dict(body.get("to_device")).get("events"))
-            new = [message for message in to_device if _message_key(message) not in self._seen]
+            new = self._new_messages(to_device)
             batch["to_device"] = {"events": new}
-            self._remember(new)
             await self._decryption.absorb({"next_batch": body.get("next_batch"), **batch})
             invites = _as_dict(_as_dict(body.get("rooms")).get("invite")) if answer_invites else {}
             for room_id, invited in invites.items():
@@ -289,8 +315,9 @@ class BotInbox:
                 raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
 
     async def close(self) -> None:
-        """Cancel the invite answers and the notice timer still running, and wait for them."""
-        tasks = [*self._tasks, *([self._notice_timer] if self._notice_timer is not None else [])]
+        """Cancel the invite answers, the notice timer and the inbox read still due, and wait for them."""
+        timers = (self._notice_timer, self._recheck)
+        tasks = [*self._tasks, *(timer for timer in timers if timer is not None)]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 from mindroom.testing.homeserver import TestHomeserver
 from mindroom.testing.model_server import Echo, ScriptedModelServer, Text, last_user_message
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, edits_of, eventually, thread_replies
+from tests.integration.support import MARKER_TYPE, HumanClient, edits_of, eventually, thread_replies
 from tests.integration.test_edits import _edit
 from tests.integration.test_encryption import _encrypted_human, _encrypted_room_world
 
@@ -84,6 +84,26 @@ async def test_appservice_an_encrypted_room_question_is_decrypted_and_answered_e
     assert answer["content"]["body"] == "the secret is safe"
     raw = [e for e in await human.raw_timeline(room_id) if e["event_id"] == answer["event_id"]]
     assert [e["type"] for e in raw] == ["m.room.encrypted"]
+
+
+async def test_appservice_the_first_encrypted_question_after_a_restart_is_answered(world: E2E):
+    human = await _encrypted_human(world)
+    agent = world.name("helper")
+    room_id, config = await _encrypted_room_world(world, human, [agent])
+    world.model_server.set_default(Text("the secret is safe"), model="agent-model")
+    agent_id = world.user_id(agent)
+
+    await world.stop()
+    # Pushed to nobody: the homeserver counts the service as down and, until its retries get through, leaves
+    # to-device messages (the room key of the question) out of its transactions.
+    await human.send_raw(room_id, MARKER_TYPE, {"marker": "while the daemon is away"})
+    await world.start(config, watch=False)
+    question = await human.send(room_id, "what did I just say?")
+    answer = await human.wait_for(thread_replies(question, agent_id))
+
+    assert answer.get("decrypted") is True
+    assert answer["content"]["body"] == "the secret is safe"
+    assert "what did I just say?" in last_user_message(world.model_server.requests[-1])
 
 
 async def test_appservice_an_invite_to_a_new_dm_is_accepted_and_the_first_message_answered(world: E2E):

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from mindroom.matrix import inbox as inbox_module
 from mindroom.matrix.credentials import SyncTokenStore
+from mindroom.matrix.events import MatrixEvent
 from mindroom.matrix.inbox import BotInbox
 from mindroom.matrix.transactions import InboxPart
 from mindroom.matrix.transport import JsonReply
@@ -64,14 +66,52 @@ def _message(n: str, **extra: str) -> dict[str, Any]:
     return {"sender": "@ann:hs", "type": "m.room.encrypted", "content": {"n": n}, **extra}
 
 
-def _inbox(homeserver: _Homeserver, decryption: _Decryption) -> BotInbox:
+class _Parked(list[tuple[str, dict[str, Any]]]):
+    def seconds_to_next_notice(self) -> float | None:
+        return None
+
+
+class _RoomKeys:
+    """Opens an encrypted event once a to-device message named after its session came; parks it until then."""
+
+    def __init__(self) -> None:
+        self.crypto = self
+        self.waiting = _Parked()
+        self.keys: set[str] = set()
+
+    async def absorb(self, batch: Mapping[str, Any]) -> None:
+        self.keys.update(event["content"]["n"] for event in batch.get("to_device", {}).get("events", []))
+
+    async def maintain(self) -> None:
+        return None
+
+    def _plain(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        if raw["content"]["session_id"] not in self.keys:
+            return None
+        return {**raw, "type": "m.room.message", "content": {"msgtype": "m.text", "body": "the question"}}
+
+    def open(self, room_id: str, raw: dict[str, Any]) -> dict[str, Any] | None:
+        plain = self._plain(raw)
+        if plain is None:
+            self.waiting.append((room_id, raw))
+        return plain
+
+    async def settle(self, deliver: Any) -> None:
+        for room_id, raw in list(self.waiting):
+            plain = self._plain(raw)
+            if plain is not None:
+                self.waiting.remove((room_id, raw))
+                await deliver(room_id, plain)
+
+
+def _inbox(homeserver: _Homeserver, decryption: _Decryption | _RoomKeys, handler: Any = _nothing) -> BotInbox:
     return BotInbox(
         bot_name="bot",
         user_id="@bot:hs",
         device_id="DEV",
         transport=homeserver,  # type: ignore[arg-type]  # the inbox only calls `request`
         decryption=decryption,  # type: ignore[arg-type]
-        handler=_nothing,
+        handler=handler,
         on_invite=_nothing,
         join=lambda room_id: asyncio.sleep(0, room_id),
         leave=_nothing,
@@ -114,3 +154,52 @@ async def test_inbox_catch_up_takes_every_message_a_restart_finds_waiting(tmp_pa
     assert decryption.to_device[0] == ["one", "two"]
     assert homeserver.since == ["s1", "s2"]  # a page of messages: it looks again until the inbox is empty
     assert tokens.load("bot") == "s3"
+
+
+async def test_inbox_a_message_the_device_inbox_brought_first_is_not_taken_again_from_a_transaction(tmp_path: Path):
+    homeserver = _Homeserver(
+        {"next_batch": "s1", "to_device": {"events": [_message("room key")]}},
+        {"next_batch": "s1"},
+    )
+    decryption = _Decryption()
+    inbox = _inbox(homeserver, decryption)
+    await inbox.catch_up(SyncTokenStore(tmp_path))
+
+    await inbox.receive(InboxPart(to_device=[_message("room key", to_user_id="@bot:hs", to_device_id="DEV")]))
+
+    assert [n for batch in decryption.to_device for n in batch] == ["room key"]
+
+
+async def test_inbox_a_key_missing_just_after_a_look_into_the_device_inbox_is_looked_for_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The homeserver left the room key out of its transactions (it counted the service as down); the event
+    # came less than the pause after the last look (here the catch-up), and no other event follows it.
+    monkeypatch.setattr(inbox_module, "_INBOX_RECHECK_S", 0.3)
+    homeserver = _Homeserver(
+        {"next_batch": "s1"},
+        {"next_batch": "s2", "to_device": {"events": [_message("S1")]}},
+        {"next_batch": "s2"},
+    )
+    decryption = _RoomKeys()
+    handled: list[MatrixEvent] = []
+
+    async def handler(event: MatrixEvent) -> None:
+        handled.append(event)
+
+    inbox = _inbox(homeserver, decryption, handler)
+    await inbox.catch_up(SyncTokenStore(tmp_path))
+    question = {"type": "m.room.encrypted", "event_id": "$q", "sender": "@ann:hs", "origin_server_ts": 1}
+    question["content"] = {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "...", "session_id": "S1"}
+    try:
+        await inbox.receive(InboxPart(entries=[("!room:hs", question, False)]))
+        assert handled == []
+        for _ in range(100):
+            if handled:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await inbox.close()
+
+    assert [(event.event_id, event.content["body"]) for event in handled] == [("$q", "the question")]
+    assert homeserver.since == [None, "s1", "s2"]
