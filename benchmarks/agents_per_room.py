@@ -6,8 +6,10 @@ long-polling its own sync, then the daemon registered as an application service 
 once). Prints p50 and p95 from message to answer, the daemon's and Synapse's CPU time per message, and the
 daemon's RSS and cold start. Reuses the subprocess harness of `e2e_latency.py`.
 
-With `BENCH_SPREAD=1` it then starts 100 agents in 10 rooms (`BENCH_SPREAD_AGENTS`, `BENCH_SPREAD_ROOMS`) in
-each mode and has the first agent of every room answer once: cold start, RSS, and each room's latency.
+With `BENCH_ROUTED=1` each size and mode also runs with messages that mention nobody, so that the router
+chooses (the scripted model names `agent0`). With `BENCH_SPREAD=1` it then starts 100 agents in 10 rooms
+(`BENCH_SPREAD_AGENTS`, `BENCH_SPREAD_ROOMS`) in each mode and has the first agent of every room answer once:
+cold start, RSS, and each room's latency.
 """
 
 from __future__ import annotations
@@ -44,13 +46,20 @@ MESSAGES = int(os.environ.get("BENCH_MESSAGES", "30"))
 SIZES = [int(size) for size in os.environ.get("BENCH_AGENTS", "1,5,20").split(",")]
 MODES = ("sync", "appservice")
 SPREAD = bool(os.environ.get("BENCH_SPREAD"))
+ROUTED = bool(os.environ.get("BENCH_ROUTED"))
 
 
-async def _mention_latencies(human: HumanClient, room_id: str, agent: str, count: int) -> list[float]:
+async def _mention_latencies(
+    human: HumanClient, room_id: str, agent: str, count: int, *, routed: bool = False
+) -> list[float]:
+    """Time to `agent`'s answer; `routed`: the message mentions nobody and the router picks the agent."""
     samples = []
     for index in range(count):
         start = time.perf_counter()
-        event_id = await human.send(room_id, f"{agent} ping {index}", mentions=[agent])
+        if routed:
+            event_id = await human.send(room_id, f"ping {index}")
+        else:
+            event_id = await human.send(room_id, f"{agent} ping {index}", mentions=[agent])
         await human.wait_for(thread_replies(event_id, agent), timeout=60)
         samples.append((time.perf_counter() - start) * 1000)
     return samples
@@ -61,9 +70,20 @@ def _synapse_pid(hs: TestHomeserver) -> int:
 
 
 async def one_room(
-    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, agents: int, mode: str
+    hs: TestHomeserver,
+    model: ScriptedModelServer,
+    human: HumanClient,
+    root: Path,
+    agents: int,
+    mode: str,
+    *,
+    routed: bool = False,
 ) -> dict[str, float]:
-    """A daemon with `agents` agents in one room, receiving by `mode`: latency, CPU per message, RSS."""
+    """A daemon with `agents` agents in one room, receiving by `mode`: latency, CPU per message, RSS.
+
+    `routed`: messages mention nobody; with more than one agent the router asks the model, which names
+    `agent0` (the scripted reply to every request), and `agent0` answers.
+    """
     tag = secrets.token_hex(3)
     workdir = root / f"{mode}{agents}{tag}"
     _noop_plugin(workdir / "plugins" / "noop")
@@ -86,11 +106,11 @@ async def one_room(
         for name in names:
             await _wait_member(human, room_id, f"@{prefix}{name}:{hs.server_name}")
         responder = f"@{prefix}agent0:{hs.server_name}"
-        await _mention_latencies(human, room_id, responder, 5)  # warm-up
+        await _mention_latencies(human, room_id, responder, 5, routed=routed)  # warm-up
         await asyncio.sleep(1.0)  # the warm-up's key uploads and backups settle
         synapse = _synapse_pid(hs)
         daemon_before, synapse_before = _proc_cpu_s(process.pid), _proc_cpu_s(synapse)
-        samples = await _mention_latencies(human, room_id, responder, MESSAGES)
+        samples = await _mention_latencies(human, room_id, responder, MESSAGES, routed=routed)
         daemon_ms = (_proc_cpu_s(process.pid) - daemon_before) / MESSAGES * 1000
         synapse_ms = (_proc_cpu_s(synapse) - synapse_before) / MESSAGES * 1000
         rss = _proc_rss_mb(process.pid)
@@ -140,12 +160,13 @@ async def spread(
 
 async def main() -> int:
     results: dict[tuple[int, str], dict[str, float]] = {}
+    routed: dict[tuple[int, str], dict[str, float]] = {}
     with (
         tempfile.TemporaryDirectory() as tmp,
         TestHomeserver(appservice=True) as hs,
         ScriptedModelServer() as model,
     ):
-        model.set_default(Text("pong"))
+        model.set_default(Text("agent0"))  # the agents' answer, and the router's choice when it asks
         user = hs.register_user(f"bench{secrets.token_hex(3)}", "bench-pass")
         human = HumanClient(hs.url, user.user_id, user.password)
         await human.start()
@@ -155,6 +176,9 @@ async def main() -> int:
                 for mode in MODES if index % 2 == 0 else MODES[::-1]:
                     results[agents, mode] = await one_room(hs, model, human, Path(tmp), agents, mode)
                     print(f"done: {agents} agents, {mode}", file=sys.stderr, flush=True)
+                    if ROUTED:
+                        routed[agents, mode] = await one_room(hs, model, human, Path(tmp), agents, mode, routed=True)
+                        print(f"done: {agents} agents, {mode}, routed", file=sys.stderr, flush=True)
             spreads = {mode: await spread(hs, model, human, Path(tmp), mode) for mode in MODES} if SPREAD else {}
         finally:
             await human.close()
@@ -172,15 +196,27 @@ async def main() -> int:
             f"{agents:>6} {mode:<11}{row['p50']:>9.1f}{row['p95']:>9.1f}{row['daemon_ms']:>12.2f}"
             f"{row['synapse_ms']:>13.2f}{row['rss_mb']:>9.0f}{row['cold_start_s']:>8.2f}"
         )
+    _ratios(results, "")
+    if routed:
+        print("the router chooses (no mention; with one agent it answers without asking):")
+        for (agents, mode), row in sorted(routed.items()):
+            print(
+                f"{agents:>6} {mode:<11}{row['p50']:>9.1f}{row['p95']:>9.1f}{row['daemon_ms']:>12.2f}"
+                f"{row['synapse_ms']:>13.2f}{row['rss_mb']:>9.0f}{row['cold_start_s']:>8.2f}"
+            )
+        _ratios(routed, ", router chooses")
+    return 0
+
+
+def _ratios(results: dict[tuple[int, str], dict[str, float]], label: str) -> None:
     smallest, largest = min(SIZES), max(SIZES)
     for mode in MODES:
         low, high = results[smallest, mode], results[largest, mode]
         print(
-            f"{mode}: {largest} vs {smallest} agents: daemon CPU x{high['daemon_ms'] / low['daemon_ms']:.2f}"
+            f"{mode}{label}: {largest} vs {smallest} agents: daemon CPU x{high['daemon_ms'] / low['daemon_ms']:.2f}"
             f" (target <= 1.3), p50 x{high['p50'] / low['p50']:.2f} (target <= 1.2),"
             f" Synapse CPU x{high['synapse_ms'] / low['synapse_ms']:.2f} (target <= 1.5)"
         )
-    return 0
 
 
 if __name__ == "__main__":
