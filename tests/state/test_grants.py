@@ -18,8 +18,14 @@ pytestmark = pytest.mark.asyncio
 ROOM, OTHER_ROOM = "!lobby:hs", "!ops:hs"
 ALICE, BOB = "@alice:hs", "@bob:hs"
 NOW = time.time()
+"""The test's "now", set again as each test starts (a restarted store drops what ended by the real clock)."""
 
 Opener = Callable[[], StateBackend]
+
+
+@pytest.fixture(autouse=True)
+def _now(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(globals(), "NOW", time.time())
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -48,7 +54,7 @@ async def _restarted(opener: Opener, opened: list[StateBackend]) -> GrantStore:
     return await _grants(opener, opened)
 
 
-def grant(grant_id: str = "g1", *, expires_at: float = NOW + 600, **changes: object) -> ApprovalGrant:
+def grant(grant_id: str = "g1", *, expires_at: float | None = None, **changes: object) -> ApprovalGrant:
     fields = {
         "grant_id": grant_id,
         "room_id": ROOM,
@@ -59,7 +65,7 @@ def grant(grant_id: str = "g1", *, expires_at: float = NOW + 600, **changes: obj
         "tool_name": "think",
         "operation": "binding:think",
         "created_at": NOW,
-        "expires_at": expires_at,
+        "expires_at": NOW + 600 if expires_at is None else expires_at,
         "revoked_at": None,
     }
     return ApprovalGrant(**{**fields, **changes})  # type: ignore[arg-type]
