@@ -35,6 +35,7 @@ __all__ = [
     "free_port",
     "http_json",
     "port_available",
+    "process_alive",
     "stop_leftover",
 ]
 
@@ -123,7 +124,7 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-_LOG_TAIL_LINES:])
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """True while `pid` runs; a zombie (exited, not yet reaped by its parent) counts as gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
@@ -152,9 +153,9 @@ def stop_leftover(base_dir: Path, *, timeout_s: float = _STOP_TIMEOUT_S) -> int 
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and process_alive(pid):
         time.sleep(_POLL_S)
-    if _alive(pid):
+    if process_alive(pid):
         logger.warning("leftover synapse did not stop in time; killing it", pid=pid, seconds=timeout_s)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

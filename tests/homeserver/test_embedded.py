@@ -10,7 +10,6 @@ import stat
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
@@ -29,6 +28,7 @@ from mindroom.homeserver.synapse import (
     free_port,
     http_json,
     port_available,
+    process_alive,
     stop_leftover,
 )
 from mindroom.private_files import shared_paths
@@ -182,15 +182,6 @@ asyncio.run(main())
 """
 
 
-def _running(pid: int) -> bool:
-    """True while `pid` runs; a zombie (exited, its new parent has not reaped it) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 @pytest.mark.integration
 def test_the_embedded_homeserver_dies_with_a_daemon_that_is_killed(tmp_path):
     daemon = subprocess.Popen(
@@ -203,13 +194,13 @@ def test_the_embedded_homeserver_dies_with_a_daemon_that_is_killed(tmp_path):
         assert daemon.stdout is not None
         assert b"ready\n" in iter(daemon.stdout.readline, b"")  # the daemon's logs come first
         synapse_pid = int((base / "homeserver.pid").read_text())
-        assert _running(synapse_pid)
+        assert process_alive(synapse_pid)
 
         daemon.send_signal(signal.SIGKILL)
         daemon.wait(10)
 
         deadline = time.monotonic() + 30  # it stops in about a second; generous for a loaded machine
-        while _running(synapse_pid):
+        while process_alive(synapse_pid):
             assert time.monotonic() < deadline, "Synapse outlived the killed daemon"
             time.sleep(0.05)
     finally:

@@ -8,6 +8,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -142,6 +143,16 @@ class E2E:
             appservice_registration=self.appservice_registration,
         )
         return DaemonEnvironment(config_path.resolve(), self.storage.resolve(), {}, homeserver)
+
+    async def migrate_state(self, url: str) -> subprocess.CompletedProcess[str]:
+        """`mindroom state migrate --to url` on this world's config and data, as an operator runs it."""
+        return await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "mindroom", "state", "migrate", "--to", url,
+             "--config", str(self.config_dir / "config.yaml")],
+            capture_output=True, text=True, timeout=120, cwd=self.config_dir,
+            env={**os.environ, "MINDROOM_STORAGE_PATH": str(self.storage)},
+        )  # fmt: skip
 
     async def stop(self) -> None:
         if self.daemon is not None:

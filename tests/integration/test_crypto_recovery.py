@@ -83,7 +83,8 @@ async def backed_up(client: MatrixBotClient, count: int = 1) -> None:
             await asyncio.sleep(0.05)
 
 
-async def test_crypto_recovery_the_human_trusts_the_agents_device_through_its_cross_signing(e2e: E2E):
+async def _echoing_agent_in_a_vault(e2e: E2E) -> tuple[HumanClient, str, dict[str, Any], str, str]:
+    """One echoing agent with a human in an encrypted room, the daemon running: (human, agent, config, room, id)."""
     human = await encrypted_human(e2e)
     agent, room = e2e.name("helper"), e2e.name("vault")
     config = agent_config(e2e, human, [agent], room)
@@ -92,6 +93,11 @@ async def test_crypto_recovery_the_human_trusts_the_agents_device_through_its_cr
     room_id, agent_id = e2e.room_id(room), e2e.user_id(agent)
     await e2e.joined(human, room_id)
     await human.wait_for_member(room_id, agent_id)
+    return human, agent, config, room_id, agent_id
+
+
+async def test_crypto_recovery_the_human_trusts_the_agents_device_through_its_cross_signing(e2e: E2E):
+    human, agent, config, room_id, agent_id = await _echoing_agent_in_a_vault(e2e)
     device_id = e2e.daemon.bots[agent].client.device_id
 
     published = await published_keys(human, agent_id)
@@ -120,14 +126,7 @@ async def test_crypto_recovery_the_human_trusts_the_agents_device_through_its_cr
 
 
 async def test_crypto_recovery_a_lost_store_comes_back_with_the_recovery_key_and_an_edit_is_answered(e2e: E2E):
-    human = await encrypted_human(e2e)
-    agent, room = e2e.name("helper"), e2e.name("vault")
-    config = agent_config(e2e, human, [agent], room)
-    e2e.model_server.set_default(Echo(prefix="echo: "), model="agent-model")
-    await start_with(e2e, config)
-    room_id, agent_id = e2e.room_id(room), e2e.user_id(agent)
-    await e2e.joined(human, room_id)
-    await human.wait_for_member(room_id, agent_id)
+    human, agent, config, room_id, agent_id = await _echoing_agent_in_a_vault(e2e)
     question = await human.send(room_id, "what is the capital of Frence")
     answer = await human.wait_for(thread_replies(question, agent_id))
     client = e2e.daemon.bots[agent].client
@@ -188,14 +187,7 @@ async def test_crypto_recovery_a_wrong_recovery_key_leaves_that_agent_out_and_th
 
 
 async def test_crypto_recovery_a_backup_replaced_by_another_client_is_reported_and_the_agent_answers(e2e: E2E):
-    human = await encrypted_human(e2e)
-    agent, room = e2e.name("helper"), e2e.name("vault")
-    config = agent_config(e2e, human, [agent], room)
-    e2e.model_server.set_default(Echo(prefix="echo: "), model="agent-model")
-    await start_with(e2e, config)
-    room_id, agent_id = e2e.room_id(room), e2e.user_id(agent)
-    await e2e.joined(human, room_id)
-    await human.wait_for_member(room_id, agent_id)
+    human, agent, config, room_id, agent_id = await _echoing_agent_in_a_vault(e2e)
     client = e2e.daemon.bots[agent].client
     ours = client.key_status.backup_version if client.key_status else None
     # Another client of the agent's account (its own session) makes a backup of its own.

@@ -4,13 +4,9 @@ bot by bot, naming the bot and the fix, never replaced by a new device."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -181,13 +177,7 @@ async def test_crypto_state_migrate_moves_the_devices_into_the_database(postgres
     await human.wait_for(thread_replies(before, agent_id))
     await e2e.stop()
 
-    migrated = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "mindroom", "state", "migrate", "--to", postgres_url,
-         "--config", str(e2e.config_dir / "config.yaml")],
-        capture_output=True, text=True, timeout=120, cwd=e2e.config_dir,
-        env={**os.environ, "MINDROOM_STORAGE_PATH": str(e2e.storage)},
-    )  # fmt: skip
+    migrated = await e2e.migrate_state(postgres_url)
 
     assert migrated.returncode == 0, migrated.stderr
     assert re.search(rf"^crypto items of {agent}\s+(\d+)\s+\1\s+ok$", migrated.stdout, re.M), migrated.stdout

@@ -4,11 +4,7 @@ in one thread reaches that agent's later turns with the same person, never anoth
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -118,13 +114,7 @@ async def test_memory_moves_to_postgres_with_state_migrate(e2e: E2E, postgres_ur
     await daemon.running.mind.settled()
     await e2e.stop()
 
-    migrated = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "mindroom", "state", "migrate", "--to", postgres_url,
-         "--config", str(e2e.config_dir / "config.yaml")],
-        capture_output=True, text=True, timeout=120, cwd=e2e.config_dir,
-        env={**os.environ, "MINDROOM_STORAGE_PATH": str(e2e.storage)},
-    )  # fmt: skip
+    migrated = await e2e.migrate_state(postgres_url)
     assert migrated.returncode == 0, migrated.stderr
     assert re.search(r"^memories\s+1\s+1\s+ok$", migrated.stdout, re.M), migrated.stdout
 

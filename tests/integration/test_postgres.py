@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
-import subprocess
-import sys
 from urllib.parse import urlsplit
 
 import psycopg
@@ -96,15 +93,6 @@ async def test_postgres_every_kind_of_state_round_trips_and_no_sqlite_file_is_wr
     assert len(human.matching(lambda ev: ev["event_id"] != root and thread_replies(root, e2e.user_id(agent))(ev))) == 2
 
 
-def _migrate(e2e: E2E, url: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mindroom", "state", "migrate", "--to", url,
-         "--config", str(e2e.config_dir / "config.yaml")],
-        capture_output=True, text=True, timeout=120, cwd=e2e.config_dir,
-        env={**os.environ, "MINDROOM_STORAGE_PATH": str(e2e.storage)},
-    )  # fmt: skip
-
-
 async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_it(postgres_url: str, e2e: E2E):
     human, agent, room, config = await _world(e2e, None)
     config["administrators"] = [human.user_id]
@@ -120,12 +108,12 @@ async def test_postgres_migrate_copies_sqlite_state_and_the_daemon_continues_on_
     await human.send(room_id, "!model routing", thread_root=command)  # a setting from chat, in that thread only
     await eventually(lambda: len(human.matching(thread_replies(command, e2e.user_id("router")))) == 2, "!model")
 
-    refused = await asyncio.to_thread(_migrate, e2e, postgres_url)
+    refused = await e2e.migrate_state(postgres_url)
     assert refused.returncode == 3, refused.stderr
     assert f"held by another daemon (host {os.uname().nodename}, pid {os.getpid()}, since " in refused.stderr
     await e2e.stop()
 
-    migrated = await asyncio.to_thread(_migrate, e2e, postgres_url)
+    migrated = await e2e.migrate_state(postgres_url)
 
     assert migrated.returncode == 0, migrated.stderr
     counts = {

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from mindroom.config.overrides import Override
 from mindroom.state.answers import AnswerRecord
@@ -18,20 +17,6 @@ from mindroom.state.schedules import ScheduledTask
 pytestmark = pytest.mark.asyncio
 
 Opener = Callable[[], StateBackend]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
-    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-    return lambda: open_state_backend(tmp_path / "data", url)
-
-
-@pytest_asyncio.fixture
-async def opened(opener: Opener) -> AsyncIterator[list[StateBackend]]:
-    backends: list[StateBackend] = []
-    yield backends
-    for backend in backends:
-        await backend.close()
 
 
 async def _locked(opener: Opener, opened: list[StateBackend]) -> StateBackend:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import pytest_asyncio
 
 from mindroom.state.backend import StateBackend
 from mindroom.state.crypto import CryptoVault
@@ -21,14 +19,6 @@ pytestmark = pytest.mark.asyncio
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def url(request: pytest.FixtureRequest) -> str | None:
     return request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-
-
-@pytest_asyncio.fixture
-async def opened() -> AsyncIterator[list[StateBackend]]:
-    backends: list[StateBackend] = []
-    yield backends
-    for backend in backends:
-        await backend.close()
 
 
 async def _vault(data: Path, url: str | None, opened: list[StateBackend]) -> CryptoVault:

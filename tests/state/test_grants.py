@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-import pytest_asyncio
 
 from mindroom.state.backend import StateBackend
 from mindroom.state.grants import ApprovalGrant, AutoApproveWindow, GrantStore
-from mindroom.state.location import open_state_backend
 
 pytestmark = pytest.mark.asyncio
 
@@ -26,20 +23,6 @@ Opener = Callable[[], StateBackend]
 @pytest.fixture(autouse=True)
 def _now(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(globals(), "NOW", time.time())
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
-    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-    return lambda: open_state_backend(tmp_path / "data", url)
-
-
-@pytest_asyncio.fixture
-async def opened(opener: Opener) -> AsyncIterator[list[StateBackend]]:
-    backends: list[StateBackend] = []
-    yield backends
-    for backend in backends:
-        await backend.close()
 
 
 async def _grants(opener: Opener, opened: list[StateBackend]) -> GrantStore:

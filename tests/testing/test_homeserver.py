@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from mindroom.homeserver.files import LimiterLevel, rate_limits
-from mindroom.homeserver.synapse import free_port, stop_leftover
+from mindroom.homeserver.synapse import free_port, process_alive, stop_leftover
 from mindroom.testing.homeserver import HomeserverError, TestHomeserver, unique_localpart
 
 pytestmark = pytest.mark.integration
@@ -113,15 +113,6 @@ asyncio.run(main())
 """
 
 
-def _running(pid: int) -> bool:
-    """True while `pid` runs; a zombie (exited, its new parent has not reaped it) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 @pytest.mark.parametrize("tie", ["prctl", "watchdog"])
 def test_homeserver_dies_with_a_test_process_that_is_killed(tmp_path, tie):
     base = tmp_path / "synapse"
@@ -132,7 +123,7 @@ def test_homeserver_dies_with_a_test_process_that_is_killed(tmp_path, tie):
         assert test_process.stdout is not None
         assert b"ready\n" in iter(test_process.stdout.readline, b"")  # the kit logs to stdout too
         synapse_pid = int((base / "homeserver.pid").read_text())
-        assert _running(synapse_pid)
+        assert process_alive(synapse_pid)
         watched = b"mindroom.homeserver.tether" in Path(f"/proc/{synapse_pid}/cmdline").read_bytes()
         assert watched == (tie == "watchdog")
 
@@ -140,7 +131,7 @@ def test_homeserver_dies_with_a_test_process_that_is_killed(tmp_path, tie):
         test_process.wait(10)
 
         deadline = time.monotonic() + 30  # it stops in about a second; generous for a loaded machine
-        while _running(synapse_pid):
+        while process_alive(synapse_pid):
             assert time.monotonic() < deadline, "Synapse outlived the killed test process"
             time.sleep(0.05)
     finally:
