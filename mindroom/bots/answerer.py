@@ -10,6 +10,7 @@ their calls reach the tool hooks and approval rules under the member's name).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,7 +29,7 @@ class Roster(Protocol):
     def entities(self) -> Mapping[str, Entity]:
         """The running bots, by name."""
 
-    def room_keys(self, room_id: str) -> set[str]:
+    def room_keys(self, room_id: str) -> AbstractSet[str]:
         """Every name config may give this room."""
 
 
@@ -85,7 +86,7 @@ def answerer_for(
     `extras` what adds tools beyond an agent's own `tools:`.
     """
     config = live.config
-    keys = roster.room_keys(room_id) if roster is not None else set()
+    keys = roster.room_keys(room_id) if roster is not None else frozenset()
 
     def extra_tools(agent: str) -> tuple[Any, ...]:
         return tuple(tool for extra in extras if extra is not None for tool in extra.tools(config, agent))

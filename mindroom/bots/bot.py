@@ -22,6 +22,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.fairness import FairSlots
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.runtime import (
+    HANDLED,
     INTERRUPTED_NOTE,
     STOPPED_NOTE,
     BotMetrics,
@@ -272,7 +273,13 @@ class EntityBot(Generic[ClientT]):
         if kind is MatrixEventKind.MESSAGE:
             self.metrics.messages_handled += 1
             self._recent.note(event)
-        self.tasks.spawn(handler(self, event), kind.value)
+        try:
+            work = handler(self, event)
+        except Exception:  # the handler's first, synchronous part: logged like a task's error, never raised
+            logger.exception("event handler failed", agent=self.name, event_id=event.event_id, kind=kind.value)
+            return
+        if work is not HANDLED:
+            self.tasks.spawn(work, kind.value)
 
     def spawn(self, work: Awaitable[None], what: str) -> None:
         """Run `work` as a task this bot owns (cancelled on stop); its errors are logged, never raised."""

@@ -8,6 +8,7 @@ whether the router is there.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from mindroom.bots.authorization import is_authorized, room_keys_for
 from mindroom.bots.runtime import Entity
@@ -36,6 +37,8 @@ class Directory:
         self.entities: Mapping[str, Entity] = {} if entities is None else entities
         self._user_ids = dict(bot_user_ids or {})
         self._room_ids = dict(room_ids or {})
+        self._keys: dict[str, frozenset[str]] = {}
+        """`room_keys` per room id (every message asks, once per entity; cleared when a room is set up)."""
 
     # -- accounts --------------------------------------------------------------------------------------
     @property
@@ -64,12 +67,13 @@ class Directory:
     # -- rooms -----------------------------------------------------------------------------------------
     @property
     def room_ids(self) -> Mapping[str, str]:
-        """Config room key -> room id, for the rooms the daemon set up."""
-        return self._room_ids
+        """Config room key -> room id, for the rooms the daemon set up (read-only: `room_set_up` changes it)."""
+        return MappingProxyType(self._room_ids)
 
     def room_set_up(self, key: str, room_id: str) -> None:
         """The room config names `key` is `room_id`."""
         self._room_ids[key] = room_id
+        self._keys.clear()
 
     def keep_room(self, entity: str, room_id: str, origin: RoomOrigin, key: str | None = None) -> None:
         """Remember a room of `entity` across restarts (and how it became one of the daemon's)."""
@@ -79,11 +83,14 @@ class Directory:
         """`entity` left the room: forget it, if it was one it was invited into."""
         self.memory.forget(entity, room_id)
 
-    def room_keys(self, room_id: str) -> set[str]:
+    def room_keys(self, room_id: str) -> frozenset[str]:
         """Every name config may give this room: its id, the config keys naming it, and their aliases."""
-        keys = [key for key, rid in self._room_ids.items() if rid == room_id]
-        aliases = [key if key.startswith("#") else f"#{key}:{self.server_name}" for key in keys]
-        return room_keys_for(room_id, aliases, self.server_name) | set(keys)
+        known = self._keys.get(room_id)
+        if known is None:
+            keys = [key for key, rid in self._room_ids.items() if rid == room_id]
+            aliases = [key if key.startswith("#") else f"#{key}:{self.server_name}" for key in keys]
+            known = self._keys[room_id] = frozenset(room_keys_for(room_id, aliases, self.server_name) | set(keys))
+        return known
 
     def is_managed(self, room_id: str) -> bool:
         """True for a room the daemon manages (named in config), not one an agent was only invited into."""

@@ -15,7 +15,7 @@ person authorized there, is consumed here (it denies the call); it never becomes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mindroom.bots.approvals import ApprovalDesk
@@ -24,6 +24,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.limits import SlidingWindow
 from mindroom.bots.routing import mentioned_agents
 from mindroom.bots.runtime import Entity, LiveState
+from mindroom.bots.sharing import EventMemo
 from mindroom.constants import (
     HANDOFF_KEY,
     HOOK_DISPATCH_KEY,
@@ -216,12 +217,14 @@ async def _deny(desk: ApprovalDesk, entity: Entity, event: MatrixEvent, card: Ap
 @dataclass(frozen=True, slots=True)
 class Ingress:
     """The stage every inbound message and reaction passes: it reads who is where, the answers and approvals
-    on record (and the journal, to take a card's answer once), the run's start and the bot-turn window."""
+    on record (and the journal, to take a card's answer once), the run's start and the bot-turn window.
+    `readings` is shared by the entities of one run: each message's mentions are read once, not per entity."""
 
     directory: Directory
     stores: TurnStores
     clock: RunClock
     bot_turns: SlidingWindow
+    readings: EventMemo = field(default_factory=EventMemo)
 
     def _authorized(self, entity: Entity, live: LiveState, event: MatrixEvent, user_id: str) -> bool:
         return self.directory.may_reach(live.config, user_id, event.room_id, entity.name)
@@ -238,9 +241,9 @@ class Ingress:
         `replay` re-runs a turn a crash cut short: it is older than this run.
         """
         directory = self.directory
-        card = self._replied_card(event)
         from_person = event.sender not in directory.bot_user_ids.values()
-        if card is not None and from_person and self._authorized(entity, live, event, event.sender):
+        card = self._replied_card(event) if from_person else None
+        if card is not None and self._authorized(entity, live, event, event.sender):
             return self._approval_reply(entity, event, card)
         if not replay and self._older(event):
             return _drop(entity, event, "older than this run")
@@ -258,12 +261,17 @@ class Ingress:
             thread_root=event.thread_root,
             is_edit=False,
             bot_user_ids=directory.bot_user_ids,
-            mentioned=mentioned_agents(event.content, directory.agent_user_ids, live.display_names),
-            room_mode=live.thread_mode(entity.name, event.room_id, directory.room_keys(event.room_id)) == "room",
+            mentioned=self.readings.once(event.event_id, live, lambda: self._mentions(live, event)),
+            # Only a message of the main timeline is answered differently in a room in `room` mode.
+            room_mode=event.thread_root is None
+            and live.thread_mode(entity.name, event.room_id, directory.room_keys(event.room_id)) == "room",
         )
         if isinstance(accepted, IngressDrop):
             return _drop(entity, event, accepted.reason)
         return self._admitted(entity, live, event, accepted, replay=replay)
+
+    def _mentions(self, live: LiveState, event: MatrixEvent) -> tuple[str, ...]:
+        return mentioned_agents(event.content, self.directory.agent_user_ids, live.display_names)
 
     def _edit(self, entity: Entity, event: MatrixEvent) -> InboundMessage | IngressDrop:
         """An edit is a new question only for the agent that answered the edited message, and only if that was

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Generator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -31,6 +31,7 @@ from mindroom.plugins.skills import SkillCatalog
 from mindroom.tool_system.catalog import ToolCatalog
 
 __all__ = [
+    "HANDLED",
     "INTERRUPTED_NOTE",
     "STOPPED_NOTE",
     "BotMetrics",
@@ -177,11 +178,27 @@ class Entity(Protocol):
         """Events being handled right now."""
 
 
+class _Handled:
+    """An awaitable with nothing left to run."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # a generator with no steps: awaiting it returns at once
+
+
+HANDLED = _Handled()
+"""What a handler returns when it dealt with the event as it was called (a bot then starts no task for it)."""
+
+
 class EventHandler(Protocol):
     """What the orchestrator injects per event kind: run one event as seen by one entity.
 
     `replay` re-runs an event a crash cut short (already claimed, older than this run); recovery calls
-    the same handlers the bots were given.
+    the same handlers the bots were given. A handler may decide at once that an event is not for its
+    entity and return `HANDLED`: the bot then spends no task on it (every entity in a room sees every
+    event; most of them drop most events).
     """
 
     def __call__(self, entity: Entity, event: MatrixEvent, /, *, replay: bool = False) -> Awaitable[None]:

@@ -11,7 +11,7 @@ cancelled it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 
 import structlog
@@ -27,8 +27,8 @@ from mindroom.bots.ingress import InboundMessage, Ingress, IngressDrop
 from mindroom.bots.lifecycle import claimed_turn, stable_correlation_id
 from mindroom.bots.media import MediaIntake
 from mindroom.bots.respond import Responder
-from mindroom.bots.routing import decide_route
-from mindroom.bots.runtime import Entity, LiveCell, LiveState
+from mindroom.bots.routing import RouteDecision, decide_route
+from mindroom.bots.runtime import HANDLED, Entity, LiveCell, LiveState
 from mindroom.hooks.context import HookBindings, MessageEnvelope, MessageReceivedContext
 from mindroom.hooks.execution import emit
 from mindroom.hooks.trace import hook_trace
@@ -43,6 +43,15 @@ logger = get_logger(__name__)
 
 ASSIGNMENT_TIMEOUT_S = 120.0
 ORDERED_ANSWER_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """Whether the entity may act on the message (answer, route, run a command) or only observe it."""
+
+    acts: bool
+    command: bool = False
+    decision: RouteDecision | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +74,43 @@ class MessagePipeline:
     handoffs: HandoffDesk | None = None
     """Where a running turn's chain of bot answers is known to the hand-offs it makes (None: none are made)."""
 
-    async def __call__(self, entity: Entity, event: MatrixEvent, *, replay: bool = False) -> None:
+    def __call__(self, entity: Entity, event: MatrixEvent, *, replay: bool = False) -> Awaitable[None]:
         """Run one message event through this entity's pipeline.
 
-        `replay` re-runs a turn that a crash cut short: it is already claimed, and older than this run.
+        Ingress runs at once: a message dropped there returns `HANDLED` and costs no task. `replay` re-runs a
+        turn that a crash cut short: it is already claimed, and older than this run.
         """
         live = self.cell.live  # the one generation this whole turn runs on
         inbound = self.ingress.message(entity, live, event, replay=replay)
         if isinstance(inbound, IngressDrop):
-            return
-        with claimed_turn(self.journal, entity.name, event, replay=replay) as claimed:
+            return HANDLED
+        route = self._route(entity, live, inbound)
+        if not route.acts and not live.registry.matching(EVENT_MESSAGE_RECEIVED, entity.name, event.room_id):
+            return HANDLED  # another entity answers, and no hook here observes it: nothing to do, nothing to keep
+        return self._turn(entity, live, inbound, event, replay, route)
+
+    def _route(self, entity: Entity, live: LiveState, inbound: InboundMessage) -> _Route:
+        """What this entity may do with the message after `message:received` (decided before the claim)."""
+        envelope = inbound.envelope
+        if inbound.replaces is not None:
+            return _Route(acts=True)
+        if is_command(envelope.body):
+            return _Route(acts=True, command=True)
+        room_id = envelope.room_id
+        present = self.ingress.readings.once(
+            (envelope.source_event_id, "present"), live, lambda: self.directory.agents_in_room(room_id, live.config)
+        )
+        decision = decide_route(envelope.mentioned_agents, present)
+        chooses = entity.is_router and decision is not None and decision.kind == "router"
+        acts = chooses or (decision is not None and entity.name in decision.agents)
+        return _Route(acts=acts, decision=decision)
+
+    async def _turn(
+        self, entity: Entity, live: LiveState, inbound: InboundMessage, event: MatrixEvent, replay: bool, route: _Route
+    ) -> None:
+        # An entity that only observes the message (another agent answers it) claims it for dedup alone: no
+        # content kept, nothing to complete, nothing to finish after a crash.
+        with claimed_turn(self.journal, entity.name, event, replay=replay, keep=route.acts) as claimed:
             if not claimed:
                 logger.debug(
                     "event dropped at ingress",
@@ -95,7 +131,7 @@ class MessagePipeline:
                     ),
                     hook_trace(),  # the turn's hooks from `message:received` on (noted with its answer)
                 ):
-                    await self._pipeline(entity, live, inbound, correlation_id, edit)
+                    await self._pipeline(entity, live, inbound, correlation_id, edit, route)
 
     async def _received(
         self, live: LiveState, bindings: HookBindings, inbound: InboundMessage, correlation_id: str
@@ -119,7 +155,13 @@ class MessagePipeline:
         return ctx.suppress
 
     async def _pipeline(
-        self, entity: Entity, live: LiveState, inbound: InboundMessage, correlation_id: str, edit: EditWatch | None
+        self,
+        entity: Entity,
+        live: LiveState,
+        inbound: InboundMessage,
+        correlation_id: str,
+        edit: EditWatch | None,
+        route: _Route,
     ) -> None:
         envelope = inbound.envelope
         event_id = envelope.source_event_id
@@ -132,12 +174,12 @@ class MessagePipeline:
             again = Turn(correlation_id, bindings, replaces=inbound.replaces, edit=edit)
             await self.responder.respond(entity, live, envelope, again)
             return
-        if is_command(envelope.body):
+        if route.command:
             if self._answers_command(entity, live, envelope):
                 await handle_command(entity, live, envelope, self.commands)
             self._release(entity, event_id)
             return
-        decision = decide_route(envelope.mentioned_agents, self.directory.agents_in_room(envelope.room_id, live.config))
+        decision = route.decision
         coordinator = self.coordinator
         if entity.is_router:
             if decision is not None and decision.kind == "router":
@@ -170,7 +212,10 @@ class MessagePipeline:
         command = self.commands.get(envelope.body.lstrip()[1:].partition(" ")[0])
         if command is not None and command.every_agent:
             return True
-        present = self.directory.agents_in_room(envelope.room_id, live.config)
+        room_id = envelope.room_id
+        present = self.ingress.readings.once(
+            (envelope.source_event_id, "present"), live, lambda: self.directory.agents_in_room(room_id, live.config)
+        )
         return not present or present[0] == entity.name
 
     def _release(self, entity: Entity, event_id: str) -> None:

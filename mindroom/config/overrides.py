@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -156,7 +157,7 @@ class ChatSettings:
         own: str,
         room_id: str,
         thread_id: str | None,
-        room_keys: Sequence[str] | set[str] = (),
+        room_keys: Sequence[str] | AbstractSet[str] = (),
     ) -> str:
         """The model a turn here uses: thread override, room override, `room_models`, else the entity's `own`."""
         for override in (self.get("thread", "model", room_id, thread_id or ""), self.get("room", "model", room_id)):

@@ -9,7 +9,8 @@ only what it declares:
 - `TurnStores` — the journal, the answers given, attachments, approvals
 - `Traffic` — the router's choice and answer order between entities, the bot-to-bot window
 - `RunClock` — when this run started
-- `RecentMessages`, `SharedWork` — the recent messages hooks read, each event's media worked once
+- `RecentMessages`, `SharedWork`, `EventMemo` — the recent messages hooks read, each event's media worked
+  once, each message's mentions read once
 - `RuntimePaths` — the data directory and the environment snapshot the model layer reads
 - `TurnLog` — the last answers given, for operators (the dashboard)
 - `TurnMind` — memories recalled before an answer and written after it, the knowledge bases' search tool
@@ -32,7 +33,7 @@ from mindroom.bots.reactions import ReactionHandler
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.respond import Responder
 from mindroom.bots.runtime import EventHandler, LiveCell, LiveState
-from mindroom.bots.sharing import SharedWork
+from mindroom.bots.sharing import EventMemo, SharedWork
 from mindroom.bots.turn import MessagePipeline
 from mindroom.bots.turn_log import TurnLog
 from mindroom.constants import RuntimePaths
@@ -54,6 +55,8 @@ class RunningDaemon:
     recent: RecentMessages = field(default_factory=RecentMessages)
     media: SharedWork = field(default_factory=SharedWork)
     """Each event's attachment, downloaded and transcribed once for every entity that handles it."""
+    readings: EventMemo = field(default_factory=EventMemo)
+    """Each message's mentions, read once for every entity that sees it."""
     mind: TurnMind | None = None
     """What agents remember about people and the knowledge bases they search (None: neither)."""
     turns: TurnLog = field(default_factory=TurnLog)
@@ -80,7 +83,7 @@ def event_handlers(
 ) -> dict[MatrixEventKind, EventHandler]:
     """The pipeline's handler per event kind for one bot, each given the capabilities it declares."""
     stores, directory = daemon.stores, daemon.directory
-    ingress = Ingress(directory, stores, daemon.clock, daemon.traffic.bot_turns)
+    ingress = Ingress(directory, stores, daemon.clock, daemon.traffic.bot_turns, daemon.readings)
     messages = MessagePipeline(
         cell=daemon.cell,
         ingress=ingress,

@@ -196,3 +196,20 @@ def test_is_authorized_home_rooms_count_only_outside_managed_rooms(user_id: str,
 def test_may_invite_a_user_of_one_of_the_agents_rooms_into_any_room(inviter: str, expected: bool):
     assert may_invite(make_config(), inviter, ELSEWHERE, home_keys=LOBBY_KEYS) is expected
     assert may_invite(make_config(default_room_access=True), STRANGER, ELSEWHERE, home_keys=LOBBY_KEYS) is False
+
+
+# -- Directory.room_keys -------------------------------------------------------------------------------
+
+
+def test_directory_room_keys_follow_a_room_set_up_later(tmp_path):
+    from mindroom.bots.directory import Directory
+    from mindroom.state.sqlite.rooms import SqliteRoomMemory
+
+    directory = Directory("localhost", SqliteRoomMemory(tmp_path / "rooms.db"), room_ids={"lobby": LOBBY})
+    assert directory.room_keys(LOBBY) == {LOBBY, "lobby", "#lobby:localhost"}
+    assert directory.room_keys("!ops:localhost") == {"!ops:localhost"}
+
+    directory.room_set_up("ops", "!ops:localhost")  # a room made after the first messages were read
+
+    assert directory.room_keys("!ops:localhost") == {"!ops:localhost", "ops", "#ops:localhost"}
+    assert dict(directory.room_ids) == {"lobby": LOBBY, "ops": "!ops:localhost"}

@@ -56,3 +56,53 @@ def test_state_migrates_a_file_from_the_earlier_layout(tmp_path):
     assert state.claim("agent", "$old") is False
     state.begin_answer("agent", "!room", "txn", "$source", None)
     assert [a.txn_id for a in state.open_answers("agent")] == ["txn"]
+
+
+def _on_disk(path, entity):
+    with sqlite3.connect(path) as db:
+        return {row[0] for row in db.execute("SELECT event_id FROM handled_events WHERE entity = ?", (entity,))}
+
+
+def test_state_observed_claims_are_remembered_at_once_and_written_in_batches(tmp_path, monkeypatch):
+    from mindroom.state.sqlite import journal as module
+
+    path = tmp_path / "state.db"
+    state = SqliteTurnJournal(path)
+    monkeypatch.setattr(module, "_OBSERVED_BATCH", 3)
+    assert state.claim("scout", "$a") is True
+    assert state.claim("scout", "$a") is False
+    assert state.claim("scout", "$a", {"event_id": "$a"}) is False  # observed: not taken as a turn after all
+    assert state.seen("scout", "$a") and state.pending("scout") == []
+    assert _on_disk(path, "scout") == set()  # not written yet: one write per batch
+    state.claim("scout", "$b")
+    state.claim("scribe", "$a")
+    assert _on_disk(path, "scout") == {"$a", "$b"}
+    state.claim("scout", "$c")
+    state.close()  # what waits is written on close
+    assert _on_disk(path, "scout") == {"$a", "$b", "$c"}
+    reopened = SqliteTurnJournal(path)
+    assert reopened.claim("scout", "$c") is False
+
+
+def test_state_observed_claims_wait_no_longer_than_the_flush_interval(tmp_path, monkeypatch):
+    from mindroom.state.sqlite import journal as module
+
+    path = tmp_path / "state.db"
+    state = SqliteTurnJournal(path)
+    clock = [1000.0]
+    monkeypatch.setattr(module.time, "time", lambda: clock[0])
+    state.claim("scout", "$a")
+    clock[0] += module._OBSERVED_FLUSH_S
+    state.claim("scout", "$b")
+    assert _on_disk(path, "scout") == {"$a", "$b"}
+    state.close()
+
+
+def test_state_an_entity_claiming_a_turn_it_observed_before_a_restart_is_refused(tmp_path):
+    path = tmp_path / "state.db"
+    state = SqliteTurnJournal(path)
+    state.claim("scout", "$a")
+    state.close()
+    reopened = SqliteTurnJournal(path)
+    assert reopened.claim("scout", "$a", {"event_id": "$a"}) is False
+    assert reopened.claim("scout", "$a") is False

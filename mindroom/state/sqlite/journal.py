@@ -14,6 +14,10 @@ from mindroom.state.journal import PENDING_MAX_AGE_S, RETENTION_S, OpenAnswer, P
 
 __all__ = ["SqliteTurnJournal"]
 
+_OBSERVED_BATCH = 200
+_OBSERVED_FLUSH_S = 2.0
+"""Observed claims are written once this many wait, or the oldest waited this long (checked at each claim)."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS handled_events (
     entity TEXT NOT NULL,
@@ -42,6 +46,8 @@ class SqliteTurnJournal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._observed: dict[tuple[str, str], float] = {}
+        """Claims without content (an entity that only observes a message), written in batches."""
         self._db = open_private_database(path)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._migrate()
@@ -73,13 +79,47 @@ class SqliteTurnJournal:
         With `event`, the claim stays pending (content kept) until `complete`, so a crash mid-turn
         leaves it for `pending` to return after the restart.
         """
-        payload = json.dumps(event) if event is not None else None
-        cursor = self._execute(
-            "INSERT OR IGNORE INTO handled_events (entity, event_id, handled_at, pending, event_json)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (entity, event_id, time.time(), int(event is not None), payload),
-        )
+        if event is None:
+            return self._observe(entity, event_id)
+        payload = json.dumps(event)
+        with self._lock:
+            if (entity, event_id) in self._observed:
+                return False
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO handled_events (entity, event_id, handled_at, pending, event_json)"
+                " VALUES (?, ?, ?, 1, ?)",
+                (entity, event_id, time.time(), payload),
+            )
         return cursor.rowcount == 1
+
+    def _observe(self, entity: str, event_id: str) -> bool:
+        """A claim with nothing to keep: remembered at once, written with the next batch (every entity in a
+        room claims each message it observes; one write each would cost more than all else they do with it)."""
+        key = (entity, event_id)
+        now = time.time()
+        with self._lock:
+            if key in self._observed or self._handled(key):
+                return False
+            self._observed[key] = now
+            if len(self._observed) >= _OBSERVED_BATCH or now - next(iter(self._observed.values())) >= _OBSERVED_FLUSH_S:
+                self._flush()
+        return True
+
+    def _handled(self, key: tuple[str, str]) -> bool:
+        row = self._db.execute("SELECT 1 FROM handled_events WHERE entity = ? AND event_id = ?", key).fetchone()
+        return row is not None
+
+    def _flush(self) -> None:
+        """Write the observed claims (call with `_lock` held)."""
+        if not self._observed:
+            return
+        rows = [(entity, event_id, at) for (entity, event_id), at in self._observed.items()]
+        self._db.execute("BEGIN")
+        self._db.executemany(
+            "INSERT OR IGNORE INTO handled_events (entity, event_id, handled_at) VALUES (?, ?, ?)", rows
+        )
+        self._db.execute("COMMIT")
+        self._observed.clear()
 
     def complete(self, entity: str, event_id: str) -> None:
         """The turn for `event_id` is over (answered, declined or dropped)."""
@@ -94,10 +134,8 @@ class SqliteTurnJournal:
 
     def seen(self, entity: str, event_id: str) -> bool:
         """True if `entity` already claimed `event_id`."""
-        row = self._execute(
-            "SELECT 1 FROM handled_events WHERE entity = ? AND event_id = ?", (entity, event_id)
-        ).fetchone()
-        return row is not None
+        with self._lock:
+            return (entity, event_id) in self._observed or self._handled((entity, event_id))
 
     def pending(self, entity: str) -> list[PendingEvent]:
         """Turns of `entity` that started but never completed (recent ones only), oldest first."""
@@ -140,6 +178,7 @@ class SqliteTurnJournal:
         return [OpenAnswer(*row) for row in rows]
 
     def close(self) -> None:
-        """Close the database."""
+        """Write what is still to be written, and close the database."""
         with self._lock:
+            self._flush()
             self._db.close()
