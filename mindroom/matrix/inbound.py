@@ -41,7 +41,7 @@ async def deliver_raw(
         if opened is None:
             return  # parked until its room key arrives
         raw, decrypted = opened, True
-    event = event_from_raw(room_id, raw, encrypted=decrypted)
+    event = _opened(room_id, raw) if not decrypted else event_from_raw(room_id, raw, encrypted=True)
     if event is None:
         logger.warning("unusable event skipped", agent=bot_name, room_id=room_id)
         return
@@ -49,6 +49,24 @@ async def deliver_raw(
         await handler(event)
     except Exception:
         logger.exception("event handler failed", agent=bot_name, room_id=room_id, event_id=event.event_id)
+
+
+_OPENED: dict[int, tuple[Any, MatrixEvent | None]] = {}
+_OPENED_KEEP = 64
+
+
+def _opened(room_id: str, raw: Any) -> MatrixEvent | None:
+    """`event_from_raw` of a plain event, once per raw object: one transaction hands the same object to every
+    bot in the room (the object is kept with its reading, so an id is never taken for another's)."""
+    key = id(raw)
+    hit = _OPENED.get(key)
+    if hit is not None and hit[0] is raw and hit[1] is not None and hit[1].room_id == room_id:
+        return hit[1]
+    event = event_from_raw(room_id, raw)
+    _OPENED[key] = (raw, event)
+    if len(_OPENED) > _OPENED_KEEP:
+        del _OPENED[next(iter(_OPENED))]
+    return event
 
 
 def inviter_of(invite_state: Iterable[Any], user_id: str) -> str:

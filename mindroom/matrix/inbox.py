@@ -35,7 +35,7 @@ from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
 from mindroom.matrix.inbound import EventHandler, InviteHandler, answer_invite, deliver_raw, inviter_of
 from mindroom.matrix.transactions import InboxPart
 from mindroom.matrix.transport import JsonTransport, quote_path
-from mindroom.matrix.undecrypted import SyncDecryption
+from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
 from mindroom.state.tokens import SyncTokens
 
 __all__ = ["TIDY_INTERVAL_S", "BotInbox"]
@@ -133,19 +133,27 @@ class BotInbox:
     async def receive(self, part: InboxPart) -> None:
         """Take one transaction's part: crypto first, then the events in order, then invites (answered aside)."""
         async with self._lock:
-            part = replace(part, to_device=self._new_messages(part.to_device))
+            if part.to_device:
+                part = replace(part, to_device=self._new_messages(part.to_device))
             view = part.crypto_view()
             if view is not None:
                 await self._decryption.absorb(view)
-            parked = len(self._decryption.waiting)
+            waiting = self._decryption.waiting
+            parked = len(waiting)
+            encrypted = False
             for room_id, raw, after_invite in part.entries:
                 if after_invite:
+                    encrypted = True  # a join: whatever came before it may have been
                     for earlier in await self._since_invite(room_id, raw):
                         await self._deliver(room_id, earlier)
+                encrypted = encrypted or is_encrypted(raw)
                 await self._deliver(room_id, raw)
-            if len(self._decryption.waiting) > parked:
+            if len(waiting) > parked:
                 await self._look_for_keys()
-            await self._settle()
+            # Plain events alone, with nothing for the crypto and nothing parked: nothing for `_settle` to do
+            # (most parts of a room with many bots are one plain event for each).
+            if view is not None or encrypted or waiting:
+                await self._settle()
         for room_id, inviter in part.invites:
             if room_id in self._answered:
                 self._answered.discard(room_id)

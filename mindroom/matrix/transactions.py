@@ -99,6 +99,9 @@ class _Account:
     """Clients signed in as this account (two while a reload hands a bot over)."""
     held_since: float = field(default_factory=time.monotonic)
     given_up: bool = False
+    key_counts: dict[str, Any] | None = None
+    """The one-time key count last given to the inbox: the homeserver repeats it in every transaction, and a
+    count that did not change is not given again (the bot would spend a turn of its crypto on each)."""
 
 
 class TransactionRouter:
@@ -136,6 +139,7 @@ class TransactionRouter:
         """`inbox` receives its account's events from now on (the account must be registered)."""
         account = self._accounts.setdefault(inbox.user_id, _Account())
         account.inbox = inbox
+        account.key_counts = None  # a new inbox (a restarted bot) hears the count once more
         if account.rooms is None:
             account.rooms = set()
 
@@ -218,7 +222,8 @@ class TransactionRouter:
         for owner, devices in counts.items():
             inbox = receiving[owner].inbox if owner in receiving else None
             mine = _as_dict(devices).get(inbox.device_id) if inbox is not None else None
-            if isinstance(mine, dict):
+            if isinstance(mine, dict) and mine != receiving[owner].key_counts:
+                receiving[owner].key_counts = mine
                 part(owner).key_counts = mine
         device_lists = _as_dict(body.get(_DEVICE_LISTS_KEY))
         if _as_list(device_lists.get("changed")) or _as_list(device_lists.get("left")):

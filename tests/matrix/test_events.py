@@ -129,3 +129,25 @@ def test_edit_content_without_thread_has_no_relation_in_new_content():
 
 def test_reaction_content():
     assert reaction_content("$e", "👍") == {"m.relates_to": {"rel_type": "m.annotation", "event_id": "$e", "key": "👍"}}
+
+
+@pytest.mark.asyncio
+async def test_events_one_raw_event_is_read_once_for_every_bot_it_is_handed_to():
+    from mindroom.matrix.inbound import deliver_raw
+
+    seen: list[object] = []
+
+    async def handler(event: object) -> None:
+        seen.append(event)
+
+    shared = {"event_id": "$1", "sender": "@ann:hs", "type": "m.room.message", "content": {"body": "hi"}}
+    same_id_other_text = {**shared, "content": {"body": "changed"}}
+    for bot in ("a", "b"):
+        await deliver_raw(bot, None, "!room", shared, handler)
+    await deliver_raw("c", None, "!room", same_id_other_text, handler)
+    await deliver_raw("d", None, "!other", shared, handler)
+
+    first, second, third, fourth = seen
+    assert first is second  # one reading, handed to both
+    assert third.content == {"body": "changed"}  # another object is read on its own, whatever its id
+    assert fourth.room_id == "!other"

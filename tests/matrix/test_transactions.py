@@ -117,6 +117,32 @@ def test_transactions_to_device_messages_and_key_counts_go_to_their_device_devic
     assert a.device_lists == b.device_lists == {"changed": ["@ann:hs"], "left": []}
 
 
+def test_transactions_a_key_count_is_given_when_it_changes_not_with_every_transaction():
+    router = _router(("@a:hs", {"!one"}), ("@b:hs", {"!one"}))
+
+    def counts(a: int, b: int) -> dict[str, Any]:
+        return {
+            "org.matrix.msc3202.device_one_time_keys_count": {
+                "@a:hs": {"DEV": {"signed_curve25519": a}},
+                "@b:hs": {"DEV": {"signed_curve25519": b}},
+            }
+        }
+
+    first = router.split("1", {"events": [], **counts(50, 50)})
+    repeated = router.split("2", {"events": [_message("!one", "$1")], **counts(50, 50)})
+    changed = router.split("3", {"events": [], **counts(49, 50)})
+    router.attach(Inbox("@b:hs"))  # b's bot restarted: its new inbox hears the count once more
+    after_restart = router.split("4", {"events": [], **counts(49, 50)})
+
+    assert {user: part.key_counts for user, (_, part) in first.items()} == {
+        "@a:hs": {"signed_curve25519": 50},
+        "@b:hs": {"signed_curve25519": 50},
+    }
+    assert {user: part.key_counts for user, (_, part) in repeated.items()} == {"@a:hs": None, "@b:hs": None}
+    assert {user: part.key_counts for user, (_, part) in changed.items()} == {"@a:hs": {"signed_curve25519": 49}}
+    assert {user: part.key_counts for user, (_, part) in after_restart.items()} == {"@b:hs": {"signed_curve25519": 50}}
+
+
 def test_transactions_a_crypto_view_holds_room_state_and_the_device_data_but_not_messages():
     part = InboxPart(
         entries=[("!one", _message("!one", "$m"), False), ("!one", _member("!one", "$j", "@bob:hs", "join"), False)],
