@@ -172,8 +172,8 @@ def homeserver_settings(env: Mapping[str, str]) -> HomeserverSettings | None:
 
 def embedded_appservice(env: Mapping[str, str]) -> bool:
     """Whether the embedded homeserver delivers events as an application service (`MINDROOM_MATRIX_DELIVERY=
-    appservice`: each event once, pushed) rather than through one long-polling sync per bot (`sync`, the default)."""
-    delivery = env.get("MINDROOM_MATRIX_DELIVERY", "").strip().lower() or "sync"
+    appservice`, the default: each event once, pushed) rather than through one long-polling sync per bot (`sync`)."""
+    delivery = env.get("MINDROOM_MATRIX_DELIVERY", "").strip().lower() or "appservice"
     if delivery not in ("appservice", "sync"):
         raise ConfigError("environment", [f"MINDROOM_MATRIX_DELIVERY must be 'appservice' or 'sync', not {delivery!r}"])
     return delivery == "appservice"

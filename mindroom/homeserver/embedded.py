@@ -4,9 +4,10 @@ Created on first run (signing key, secrets, database) and reused later. The port
 asked for, else the one used last time, else 8008; when that is taken by something else a free port
 is chosen and remembered. Secrets and the human account's password are stored with mode 0600.
 
-In appservice mode (`MINDROOM_MATRIX_DELIVERY=appservice`) it also registers the daemon as an application
-service for the bots' accounts (`appservice.yaml`, mode 0600, on a loopback port chosen the same way): Synapse
-then pushes each event once to the daemon instead of answering one long-polling sync per bot.
+In appservice mode (`mindroom run`'s default; `MINDROOM_MATRIX_DELIVERY=sync` turns it off) it also registers
+the daemon as an application service for the bots' accounts (`appservice.yaml`, mode 0600, on a loopback port
+chosen the same way): Synapse then pushes each event once to the daemon instead of answering one long-polling
+sync per bot.
 """
 
 from __future__ import annotations

@@ -106,8 +106,8 @@ def test_daemon_environment_shutdown_grace(tmp_path, monkeypatch, raw, grace):
     assert daemon_environment(tmp_path / "config.yaml").shutdown_grace_s == grace
 
 
-def test_embedded_appservice_only_when_asked_for():
-    assert embedded_appservice({}) is False
+def test_embedded_appservice_unless_sync_is_asked_for():
+    assert embedded_appservice({}) is True
     assert embedded_appservice({"MINDROOM_MATRIX_DELIVERY": "sync"}) is False
     assert embedded_appservice({"MINDROOM_MATRIX_DELIVERY": " AppService "}) is True
     with pytest.raises(ConfigError, match="MINDROOM_MATRIX_DELIVERY must be 'appservice' or 'sync', not 'push'"):
