@@ -221,6 +221,10 @@ class BotInbox:
         try:
             async with self._lock:
                 self._notice_timer = None
+                if self._decryption.waiting:
+                    # A last look before telling anyone their message could not be read: the key may have come
+                    # while the homeserver left to-device messages out of its transactions.
+                    await self._read_later_messages()
                 await self._settle()
         except MatrixConnectionError as exc:
             logger.warning("unreadable-message notices postponed", agent=self._bot, error=str(exc))

@@ -203,3 +203,43 @@ async def test_inbox_a_key_missing_just_after_a_look_into_the_device_inbox_is_lo
 
     assert [(event.event_id, event.content["body"]) for event in handled] == [("$q", "the question")]
     assert homeserver.since == [None, "s1", "s2"]
+
+
+class _NoticeSoon(_Parked):
+    def seconds_to_next_notice(self) -> float | None:
+        return 0.3 if self else None
+
+
+async def test_inbox_the_device_inbox_is_read_once_more_before_an_unreadable_message_is_noticed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The key was not there at the first look after the event was parked; it is there when the notice is due.
+    monkeypatch.setattr(inbox_module, "_INBOX_RECHECK_S", 0.05)
+    homeserver = _Homeserver(
+        {"next_batch": "s1"},
+        {"next_batch": "s2"},
+        {"next_batch": "s3", "to_device": {"events": [_message("S1")]}},
+        {"next_batch": "s3"},
+    )
+    decryption = _RoomKeys()
+    decryption.waiting = _NoticeSoon()
+    handled: list[MatrixEvent] = []
+
+    async def handler(event: MatrixEvent) -> None:
+        handled.append(event)
+
+    inbox = _inbox(homeserver, decryption, handler)
+    await inbox.catch_up(SyncTokenStore(tmp_path))
+    question = {"type": "m.room.encrypted", "event_id": "$q", "sender": "@ann:hs", "origin_server_ts": 1}
+    question["content"] = {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "...", "session_id": "S1"}
+    try:
+        await inbox.receive(InboxPart(entries=[("!room:hs", question, False)]))
+        for _ in range(100):
+            if handled:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await inbox.close()
+
+    assert [event.event_id for event in handled] == ["$q"]
+    assert homeserver.since == [None, "s1", "s2", "s3"]
