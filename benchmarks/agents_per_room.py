@@ -6,6 +6,7 @@ long-polling its own sync, then the daemon registered as an application service 
 once). Prints p50 and p95 from message to answer, the daemon's and Synapse's CPU time per message, and the
 daemon's RSS and cold start. Reuses the subprocess harness of `e2e_latency.py`.
 
+With `BENCH_BEFORE=/path/to/older/checkout` each size also runs that tree's daemon (syncing), as `before`.
 With `BENCH_ROUTED=1` each size and mode also runs with messages that mention nobody, so that the router
 chooses (the scripted model names `agent0`). With `BENCH_SPREAD=1` it then starts 100 agents in 10 rooms
 (`BENCH_SPREAD_AGENTS`, `BENCH_SPREAD_ROOMS`) in each mode and has the first agent of every room answer once:
@@ -44,7 +45,9 @@ from tests.integration.support import HumanClient, thread_replies  # noqa: E402
 
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "30"))
 SIZES = [int(size) for size in os.environ.get("BENCH_AGENTS", "1,5,20").split(",")]
-MODES = ("sync", "appservice")
+BEFORE = str(Path(os.environ["BENCH_BEFORE"]).resolve()) if os.environ.get("BENCH_BEFORE") else None
+"""Another source tree (an older checkout) whose daemon also runs each size, syncing, as `before`."""
+MODES = ("sync", "appservice", *(("before",) if BEFORE else ()))
 SPREAD = bool(os.environ.get("BENCH_SPREAD"))
 ROUTED = bool(os.environ.get("BENCH_ROUTED"))
 
@@ -109,6 +112,8 @@ async def one_room(
         prefix = f"{APPSERVICE_ACCOUNT_PREFIX}{tag}_"
     else:
         prefix = f"s{tag}_"
+        if mode == "before":
+            env["PYTHONPATH"] = BEFORE or ""
     process, cold_start = _start_daemon(workdir, hs, prefix, env)
     _drain(process)
     try:
@@ -190,7 +195,8 @@ async def main() -> int:
                     if ROUTED:
                         routed[agents, mode] = await one_room(hs, model, human, Path(tmp), agents, mode, routed=True)
                         print(f"done: {agents} agents, {mode}, routed", file=sys.stderr, flush=True)
-            spreads = {mode: await spread(hs, model, human, Path(tmp), mode) for mode in MODES} if SPREAD else {}
+            delivered = ("sync", "appservice") if SPREAD else ()
+            spreads = {mode: await spread(hs, model, human, Path(tmp), mode) for mode in delivered}
         finally:
             await human.close()
     for mode, row in spreads.items():
