@@ -6,6 +6,7 @@ long-polling its own sync, then the daemon registered as an application service 
 once). Prints p50 and p95 from message to answer, the daemon's and Synapse's CPU time per message, and the
 daemon's RSS and cold start. Reuses the subprocess harness of `e2e_latency.py`.
 
+`BENCH_ROUNDS` (default 1) repeats everything, alternating, and prints the medians (the machine drifts).
 With `BENCH_BEFORE=/path/to/older/checkout` each size also runs that tree's daemon (syncing), as `before`.
 With `BENCH_ROUTED=1` each size and mode also runs with messages that mention nobody, so that the router
 chooses (the scripted model names `agent0`). With `BENCH_SPREAD=1` it then starts 100 agents in 10 rooms
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import statistics
 import sys
 import tempfile
 import time
@@ -44,6 +46,7 @@ from mindroom.testing.model_server import ScriptedModelServer, Text  # noqa: E40
 from tests.integration.support import HumanClient, thread_replies  # noqa: E402
 
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "30"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 SIZES = [int(size) for size in os.environ.get("BENCH_AGENTS", "1,5,20").split(",")]
 BEFORE = str(Path(os.environ["BENCH_BEFORE"]).resolve()) if os.environ.get("BENCH_BEFORE") else None
 """Another source tree (an older checkout) whose daemon also runs each size, syncing, as `before`."""
@@ -186,15 +189,21 @@ async def main() -> int:
         user = hs.register_user(f"bench{secrets.token_hex(3)}", "bench-pass")
         human = HumanClient(hs.url, user.user_id, user.password)
         await human.start()
+        rounds: dict[tuple[int, str, bool], list[dict[str, float]]] = {}
         try:
-            for index, agents in enumerate(SIZES):
-                # The order flips with each size: neither mode always runs on a Synapse that has worked longer.
-                for mode in MODES if index % 2 == 0 else MODES[::-1]:
-                    results[agents, mode] = await one_room(hs, model, human, Path(tmp), agents, mode)
-                    print(f"done: {agents} agents, {mode}", file=sys.stderr, flush=True)
-                    if ROUTED:
-                        routed[agents, mode] = await one_room(hs, model, human, Path(tmp), agents, mode, routed=True)
-                        print(f"done: {agents} agents, {mode}, routed", file=sys.stderr, flush=True)
+            for turn in range(ROUNDS):
+                for index, agents in enumerate(SIZES):
+                    # The order flips with each size and round: no mode always runs on a Synapse that worked longer.
+                    for mode in MODES if (index + turn) % 2 == 0 else MODES[::-1]:
+                        for chooses in (False, True) if ROUTED else (False,):
+                            row = await one_room(hs, model, human, Path(tmp), agents, mode, routed=chooses)
+                            rounds.setdefault((agents, mode, chooses), []).append(row)
+                            what = f"{agents} agents, {mode}{', routed' if chooses else ''}"
+                            print(f"round {turn + 1}: {what}: {_brief(row)}", file=sys.stderr, flush=True)
+            for (agents, mode, chooses), rows in rounds.items():
+                (routed if chooses else results)[agents, mode] = {
+                    key: statistics.median(row[key] for row in rows) for key in rows[0]
+                }
             delivered = ("sync", "appservice") if SPREAD else ()
             spreads = {mode: await spread(hs, model, human, Path(tmp), mode) for mode in delivered}
         finally:
@@ -204,7 +213,10 @@ async def main() -> int:
             f"spread, {mode}: cold start {row['cold_start_s']:.1f} s, RSS {row['rss_mb']:.0f} MB,"
             f" one answer per room p50 {row['p50']:.0f} ms, max {row['max']:.0f} ms"
         )
-    print(f"messages per run: {MESSAGES}, each mentioning the first agent; one Synapse, one run")
+    print(
+        f"messages per run: {MESSAGES}, each mentioning the first agent; one Synapse, one run;"
+        f" rounds: {ROUNDS} (each figure the median of its rounds)"
+    )
     header = f"{'agents':>6} {'delivery':<11}{'p50 ms':>9}{'p95 ms':>9}{'daemon CPU':>12}{'Synapse CPU':>13}"
     print(header + f"{'RSS MB':>9}{'cold s':>8}")
     print(f"{'':>6} {'':<11}{'':>9}{'':>9}{'ms/msg':>12}{'ms/msg':>13}")
@@ -223,6 +235,10 @@ async def main() -> int:
             )
         _ratios(routed, ", router chooses")
     return 0
+
+
+def _brief(row: dict[str, float]) -> str:
+    return f"p50 {row['p50']:.1f} ms, daemon {row['daemon_ms']:.2f} ms/msg, Synapse {row['synapse_ms']:.2f} ms/msg"
 
 
 def _ratios(results: dict[tuple[int, str], dict[str, float]], label: str) -> None:

@@ -19,6 +19,7 @@ import structlog
 
 __all__ = [
     "configure_logging",
+    "debug_enabled",
     "get_logger",
     "redact_secrets",
     "redact_text",
@@ -303,6 +304,18 @@ class _CurrentStderr:
 
     def flush(self) -> None:
         sys.stderr.flush()
+
+
+_ABOVE_DEBUG = frozenset(
+    structlog.make_filtering_bound_logger(level)
+    for level in (logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL)
+)
+
+
+def debug_enabled() -> bool:
+    """True unless logging is configured above debug: a hot path asks before building a debug line (a line
+    structlog drops still costs a logger bound for it)."""
+    return structlog.get_config()["wrapper_class"] not in _ABOVE_DEBUG
 
 
 def get_logger(name: str | None = None, **bindings: Any) -> Any:

@@ -355,3 +355,14 @@ def test_hooks_snapshot_never_holds_a_bare_key(tmp_path):
     (row,) = json.loads(path.read_text())["hooks"]
     assert row["last_error"].startswith("RuntimeError: upstream said")
     assert "k3y-value-0042" not in path.read_text() and "k3y-2-0042" not in path.read_text()
+
+
+def test_debug_enabled_follows_the_configured_level():
+    from mindroom.logging_config import debug_enabled
+
+    configure_logging("DEBUG", json=True)
+    assert debug_enabled() is True
+    configure_logging("INFO", json=True)
+    assert debug_enabled() is False
+    configure_logging("WARNING", json=True)
+    assert debug_enabled() is False

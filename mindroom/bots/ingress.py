@@ -38,7 +38,7 @@ from mindroom.constants import (
 )
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.transport import SourceKind
-from mindroom.logging_config import get_logger
+from mindroom.logging_config import debug_enabled, get_logger
 from mindroom.matrix import MatrixEvent
 from mindroom.state.answers import AnswerRecord
 from mindroom.state.approvals import ApprovalRecord
@@ -190,8 +190,9 @@ class InboundReaction:
 
 
 def _drop(entity: Entity, event: MatrixEvent, reason: str, *, notable: bool = False) -> IngressDrop:
-    log = logger.info if notable else logger.debug
-    log("event dropped at ingress", agent=entity.name, event_id=event.event_id, sender=event.sender, reason=reason)
+    if notable or debug_enabled():  # every entity drops most events: no debug line is built for nothing
+        log = logger.info if notable else logger.debug
+        log("event dropped at ingress", agent=entity.name, event_id=event.event_id, sender=event.sender, reason=reason)
     return IngressDrop(reason)
 
 
@@ -241,6 +242,7 @@ class Ingress:
         `replay` re-runs a turn a crash cut short: it is older than this run.
         """
         directory = self.directory
+        thread_root = event.thread_root
         from_person = event.sender not in directory.bot_user_ids.values()
         card = self._replied_card(event) if from_person else None
         if card is not None and self._authorized(entity, live, event, event.sender):
@@ -258,12 +260,12 @@ class Ingress:
             room_id=event.room_id,
             sender=event.sender,
             content=event.content,
-            thread_root=event.thread_root,
+            thread_root=thread_root,
             is_edit=False,
             bot_user_ids=directory.bot_user_ids,
             mentioned=self.readings.once(event.event_id, live, lambda: self._mentions(live, event)),
             # Only a message of the main timeline is answered differently in a room in `room` mode.
-            room_mode=event.thread_root is None
+            room_mode=thread_root is None
             and live.thread_mode(entity.name, event.room_id, directory.room_keys(event.room_id)) == "room",
         )
         if isinstance(accepted, IngressDrop):
