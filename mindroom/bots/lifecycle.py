@@ -34,19 +34,12 @@ logger = get_logger(__name__)
 
 
 @contextlib.contextmanager
-def claimed_turn(
-    journal: TurnJournal, entity: str, event: MatrixEvent, *, replay: bool = False, keep: bool = True
-) -> Iterator[bool]:
+def claimed_turn(journal: TurnJournal, entity: str, event: MatrixEvent, *, replay: bool = False) -> Iterator[bool]:
     """Claim `event` as `entity`'s pending turn; yields False (and keeps nothing) when it was claimed before.
 
     The event's content is kept with the claim until the turn completes, so a crash mid-turn leaves it for
     the next start. `replay` is that next start's run of it: claimed already, it is only completed.
-    `keep=False` claims a turn that only observes (another entity answers): recorded as handled, so it is
-    not handled twice, but with nothing kept, to complete or to finish after a crash.
     """
-    if not keep and not replay:
-        yield journal.claim(entity, event.event_id)
-        return
     if not replay and not journal.claim(entity, event.event_id, dataclasses.asdict(event)):
         yield False
         return

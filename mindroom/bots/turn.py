@@ -85,9 +85,26 @@ class MessagePipeline:
         if isinstance(inbound, IngressDrop):
             return HANDLED
         route = self._route(entity, live, inbound)
-        if not route.acts and not live.registry.matching(EVENT_MESSAGE_RECEIVED, entity.name, event.room_id):
-            return HANDLED  # another entity answers, and no hook here observes it: nothing to do, nothing to keep
+        if not route.acts and not replay:
+            if not live.registry.matching(EVENT_MESSAGE_RECEIVED, entity.name, event.room_id):
+                return HANDLED  # another entity answers, and no hook here observes it: nothing to do or keep
+            return self._observe(entity, live, inbound, event)
         return self._turn(entity, live, inbound, event, replay, route)
+
+    async def _observe(self, entity: Entity, live: LiveState, inbound: InboundMessage, event: MatrixEvent) -> None:
+        """The turn of an entity that only observes the message (another answers it): `message:received`, once.
+
+        Its claim is for dedup alone (no content kept, nothing to complete or to finish after a crash), and it
+        has no answer, edit or trace to follow: most entities of a busy room take this path for most messages.
+        """
+        if not self.journal.claim(entity.name, event.event_id):
+            return
+        inbound = await self.media.prepare(entity, live, inbound, event)  # a voice message is heard as text
+        correlation_id = stable_correlation_id(event.event_id)
+        with structlog.contextvars.bound_contextvars(
+            agent=entity.name, room_id=event.room_id, correlation_id=correlation_id
+        ):
+            await self._received(live, entity.bindings(live, turn=correlation_id), inbound, correlation_id)
 
     def _route(self, entity: Entity, live: LiveState, inbound: InboundMessage) -> _Route:
         """What this entity may do with the message after `message:received` (decided before the claim)."""
@@ -108,9 +125,8 @@ class MessagePipeline:
     async def _turn(
         self, entity: Entity, live: LiveState, inbound: InboundMessage, event: MatrixEvent, replay: bool, route: _Route
     ) -> None:
-        # An entity that only observes the message (another agent answers it) claims it for dedup alone: no
-        # content kept, nothing to complete, nothing to finish after a crash.
-        with claimed_turn(self.journal, entity.name, event, replay=replay, keep=route.acts) as claimed:
+        # A replayed turn of an entity that now only observes the message is completed like any other.
+        with claimed_turn(self.journal, entity.name, event, replay=replay) as claimed:
             if not claimed:
                 logger.debug(
                     "event dropped at ingress",

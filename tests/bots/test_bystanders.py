@@ -7,6 +7,7 @@ there is nothing for it to do, and it keeps nothing and starts no task.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -105,3 +106,18 @@ async def test_bystanders_a_handler_that_fails_at_once_is_logged_and_the_bot_goe
     await bench.settle()
 
     assert [message.body for message in bench.client("scout").messages] != []
+
+
+async def test_bystanders_a_turn_left_pending_by_an_entity_that_now_only_observes_is_completed(make_bench):
+    from mindroom.bots.recovery import recover_interrupted
+
+    bench = await make_bench(CREW)
+    question = question_for(bench, "helper", "hello")
+    journal = bench.daemon.stores.journal
+    journal.claim("scout", question.event_id, dataclasses.asdict(question))  # kept before the restart
+
+    await recover_interrupted(bench.bots["scout"], journal, bench.bots["scout"].handlers)
+    await bench.settle()
+
+    assert journal.pending("scout") == []
+    assert bench.client("scout").messages == []
