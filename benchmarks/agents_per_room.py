@@ -6,6 +6,8 @@ long-polling its own sync, then the daemon registered as an application service 
 once). Prints p50 and p95 from message to answer, the daemon's and Synapse's CPU time per message, and the
 daemon's RSS and cold start. Reuses the subprocess harness of `e2e_latency.py`.
 
+After each appservice run its bots are deactivated: the homeserver puts the one-time key count of every device
+in the service's namespace in each transaction, and a daemon's own namespace holds only its own bots.
 `BENCH_ROUNDS` (default 1) repeats everything, alternating, and prints the medians (the machine drifts).
 With `BENCH_BEFORE=/path/to/older/checkout` each size also runs that tree's daemon (syncing), as `before`.
 With `BENCH_ROUTED=1` each size and mode also runs with messages that mention nobody, so that the router
@@ -24,7 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
+import aiohttp
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +75,33 @@ async def _mention_latencies(
     return samples
 
 
+class _Admin:
+    """A homeserver administrator that retires a finished run's bots: deactivated, their devices are gone, so
+    the transactions of later runs do not carry their one-time key counts (the homeserver puts every device
+    of the service's namespace in each; a daemon's own namespace holds only its bots)."""
+
+    def __init__(self, hs: TestHomeserver) -> None:
+        self.hs = hs
+        self.name = f"benchadmin{secrets.token_hex(3)}"
+        hs.register_user(self.name, "bench-admin-pass", admin=True)
+        self._token = ""
+
+    async def retire(self, user_ids: list[str]) -> None:
+        async with aiohttp.ClientSession() as http:
+            if not self._token:
+                login = {"type": "m.login.password", "identifier": {"type": "m.id.user", "user": self.name}}
+                async with http.post(
+                    f"{self.hs.url}/_matrix/client/v3/login", json={**login, "password": "bench-admin-pass"}
+                ) as reply:
+                    reply.raise_for_status()
+                    self._token = (await reply.json())["access_token"]
+            headers = {"Authorization": f"Bearer {self._token}"}
+            for user_id in user_ids:
+                url = f"{self.hs.url}/_synapse/admin/v1/deactivate/{quote(user_id)}"
+                async with http.post(url, json={"erase": False}, headers=headers) as reply:
+                    reply.raise_for_status()
+
+
 async def _quiet(*pids: int, window_s: float = 1.0, limit_s: float = 60.0) -> None:
     """Wait until each process spends under 3% of a CPU for `window_s` (at most `limit_s`): a size's bots
     upload keys and back them up after starting, and that work is not what a message costs."""
@@ -93,6 +124,7 @@ async def one_room(
     root: Path,
     agents: int,
     mode: str,
+    admin: _Admin,
     *,
     routed: bool = False,
 ) -> dict[str, float]:
@@ -136,6 +168,8 @@ async def one_room(
     finally:
         process.terminate()
         process.wait(60)
+        if mode == "appservice":
+            await admin.retire([f"@{prefix}{name}:{hs.server_name}" for name in [*names, "router"]])
     return {
         "p50": _pct(samples, 0.5),
         "p95": _pct(samples, 0.95),
@@ -147,7 +181,7 @@ async def one_room(
 
 
 async def spread(
-    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, mode: str
+    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, mode: str, admin: _Admin
 ) -> dict[str, float]:
     """Many agents over several rooms: cold start to ready, RSS, and one answer in each room."""
     agents, rooms = int(os.environ.get("BENCH_SPREAD_AGENTS", "100")), int(os.environ.get("BENCH_SPREAD_ROOMS", "10"))
@@ -174,6 +208,8 @@ async def spread(
     finally:
         process.terminate()
         process.wait(120)
+        if mode == "appservice":
+            await admin.retire([f"@{prefix}{name}:{hs.server_name}" for name in [*names, "router"]])
     return {"cold_start_s": cold_start, "rss_mb": rss, "p50": _pct(samples, 0.5), "max": max(samples)}
 
 
@@ -189,6 +225,7 @@ async def main() -> int:
         user = hs.register_user(f"bench{secrets.token_hex(3)}", "bench-pass")
         human = HumanClient(hs.url, user.user_id, user.password)
         await human.start()
+        admin = _Admin(hs)
         rounds: dict[tuple[int, str, bool], list[dict[str, float]]] = {}
         try:
             for turn in range(ROUNDS):
@@ -196,7 +233,7 @@ async def main() -> int:
                     # The order flips with each size and round: no mode always runs on a Synapse that worked longer.
                     for mode in MODES if (index + turn) % 2 == 0 else MODES[::-1]:
                         for chooses in (False, True) if ROUTED else (False,):
-                            row = await one_room(hs, model, human, Path(tmp), agents, mode, routed=chooses)
+                            row = await one_room(hs, model, human, Path(tmp), agents, mode, admin, routed=chooses)
                             rounds.setdefault((agents, mode, chooses), []).append(row)
                             what = f"{agents} agents, {mode}{', routed' if chooses else ''}"
                             print(f"round {turn + 1}: {what}: {_brief(row)}", file=sys.stderr, flush=True)
@@ -205,7 +242,7 @@ async def main() -> int:
                     key: statistics.median(row[key] for row in rows) for key in rows[0]
                 }
             delivered = ("sync", "appservice") if SPREAD else ()
-            spreads = {mode: await spread(hs, model, human, Path(tmp), mode) for mode in delivered}
+            spreads = {mode: await spread(hs, model, human, Path(tmp), mode, admin) for mode in delivered}
         finally:
             await human.close()
     for mode, row in spreads.items():
