@@ -7,11 +7,9 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
-import pytest_asyncio
 from structlog.testing import capture_logs
 
 from mindroom.hooks import EVENT_TOOL_BEFORE_CALL, hook
@@ -31,15 +29,6 @@ WAITED_OUT = "state lock taken from a holder that did not release it; waiting ou
 
 def _state(url: str, *, idle_check_s: float = 0.1) -> PostgresState:
     return PostgresState(url, "test", idle_check_s=idle_check_s, lease_s=LEASE_S)
-
-
-@pytest_asyncio.fixture
-async def closing() -> AsyncIterator[list[PostgresState]]:
-    """States to close at the end, whatever the test left them in."""
-    states: list[PostgresState] = []
-    yield states
-    for state in states:
-        await state.close()
 
 
 def _admin(url: str, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -64,9 +53,9 @@ async def _until(check: object, timeout: float = 60.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def test_postgres_fence_no_claim_while_the_session_cannot_show_the_lock(postgres_url: str, closing):
+async def test_postgres_fence_no_claim_while_the_session_cannot_show_the_lock(postgres_url: str, opened):
     active = _state(postgres_url)
-    closing.append(active)
+    opened.append(active)
     await active.acquire()
     journal = (await active.open_stores()).journal
     assert journal.claim("agent", "$before")
@@ -88,10 +77,10 @@ async def test_postgres_fence_no_claim_while_the_session_cannot_show_the_lock(po
 
 
 async def test_postgres_fence_an_outage_stops_claims_at_once_and_the_standby_takes_over(
-    postgres_url: str, postgres_server: TestPostgres, closing
+    postgres_url: str, postgres_server: TestPostgres, opened
 ):
     active, standby = _state(postgres_url), _state(postgres_url)
-    closing.extend([active, standby])
+    opened.extend([active, standby])
     await active.acquire()
     journal = (await active.open_stores()).journal
     await standby.open()  # its session is up before the outage, as a standby's is
@@ -126,12 +115,10 @@ async def test_postgres_fence_an_outage_stops_claims_at_once_and_the_standby_tak
     assert rows == [("$e0", standby.connection.generation)]
 
 
-async def test_postgres_fence_takeover_from_a_holder_that_did_not_let_go_waits_out_its_lease(
-    postgres_url: str, closing
-):
+async def test_postgres_fence_takeover_from_a_holder_that_did_not_let_go_waits_out_its_lease(postgres_url: str, opened):
     active = _state(postgres_url, idle_check_s=60)  # it will not notice on its own that its session ended
     standby = _state(postgres_url)
-    closing.extend([active, standby])
+    opened.extend([active, standby])
     await active.acquire()
     journal = (await active.open_stores()).journal
     assert journal.claim("agent", "$one")
@@ -151,7 +138,7 @@ async def test_postgres_fence_takeover_from_a_holder_that_did_not_let_go_waits_o
     await standby.close()
 
     successor = _state(postgres_url)
-    closing.append(successor)
+    opened.append(successor)
     with capture_logs() as succeeding:
         await successor.acquire()  # released cleanly: nothing to wait for
     assert "state lock taken" in [entry["event"] for entry in succeeding]
@@ -159,9 +146,9 @@ async def test_postgres_fence_takeover_from_a_holder_that_did_not_let_go_waits_o
     assert successor.connection.generation == first + 2
 
 
-async def test_postgres_fence_a_holder_that_comes_back_after_another_held_the_lock_is_lost(postgres_url: str, closing):
+async def test_postgres_fence_a_holder_that_comes_back_after_another_held_the_lock_is_lost(postgres_url: str, opened):
     active = _state(postgres_url, idle_check_s=60)
-    closing.append(active)
+    opened.append(active)
     await active.acquire()
     rooms = (await active.open_stores()).rooms
     _terminate(postgres_url, _writer_pid(active))
@@ -178,9 +165,9 @@ async def test_postgres_fence_a_holder_that_comes_back_after_another_held_the_lo
     assert _admin(postgres_url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == [(0,)]
 
 
-async def test_postgres_fence_claims_carry_the_generation_and_a_stale_one_is_refused(postgres_url: str, closing):
+async def test_postgres_fence_claims_carry_the_generation_and_a_stale_one_is_refused(postgres_url: str, opened):
     active = _state(postgres_url)
-    closing.append(active)
+    opened.append(active)
     await active.acquire()
     journal = (await active.open_stores()).journal
     assert journal.claim("agent", "$fresh")
@@ -199,10 +186,10 @@ async def test_postgres_fence_claims_carry_the_generation_and_a_stale_one_is_ref
 
 
 async def test_postgres_fence_a_claimed_turn_whose_lock_is_lost_mid_generation_sends_nothing(
-    postgres_url: str, postgres_server: TestPostgres, closing, tmp_path, model_server: ScriptedModelServer
+    postgres_url: str, postgres_server: TestPostgres, opened, tmp_path, model_server: ScriptedModelServer
 ):
     active, standby = _state(postgres_url), _state(postgres_url)
-    closing.extend([active, standby])
+    opened.extend([active, standby])
     await active.acquire()
     journal = (await active.open_stores()).journal
     await standby.open()
