@@ -8,9 +8,10 @@ clients and database connections belong to the event loop that opened them, henc
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from agno.agent import Agent
@@ -20,8 +21,11 @@ from agno.team import Team
 from mindroom.ai.models import build_model, close_model, model_env_fingerprint
 from mindroom.ai.sessions import close_session_dbs
 from mindroom.config.main import ModelConfig
+from mindroom.logging_config import get_logger
 
 __all__ = ["AgentCache", "agent_cache", "close_caches"]
+
+logger = get_logger(__name__)
 
 
 @dataclass
@@ -73,10 +77,20 @@ agent_cache = AgentCache()
 
 
 async def close_caches() -> None:
-    """Close the cached models' HTTP clients and the session databases of the running loop (call on shutdown)."""
-    for model in agent_cache.take_all():
-        await close_model(model)
+    """Close the cached models' HTTP clients and the session databases of the running loop (call on shutdown).
+
+    Each is closed even if one before it fails (a database gone away while stopping): a failure is logged, and
+    the daemon's shutdown goes on to release its state.
+    """
     from mindroom.ai.memory import close_memory_dbs  # memory's stores: only when agno is loaded anyway
 
-    await close_memory_dbs()
-    await close_session_dbs()
+    closers: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+        *((f"model {model.id}", functools.partial(close_model, model)) for model in agent_cache.take_all()),
+        ("memory stores", close_memory_dbs),
+        ("session stores", close_session_dbs),
+    ]
+    for what, close in closers:
+        try:
+            await close()
+        except Exception as error:  # shutdown goes on; the failure is logged
+            logger.warning("closing failed on shutdown", what=what, error=str(error) or type(error).__name__)

@@ -159,12 +159,20 @@ class _SessionDbs:
     async def close_all(self) -> None:
         loop = asyncio.get_running_loop()
         dbs = self._by_loop.pop(loop, {})
-        for db in dbs.values():
+        failures: list[Exception] = []
+        for key, db in dbs.items():
             # Writes the session rows that wait. A PostgreSQL store's close also disposes the shared engine
             # (as below): a later store's close opens a connection of it again, the last dispose ends it.
-            await db.close()
+            try:
+                await db.close()
+            except Exception as error:  # the other stores are still closed; the first failure is raised below
+                agent = key[1] if isinstance(key, tuple) else Path(str(key)).stem  # not the URL: it may hold a password
+                logger.warning("session store not closed cleanly", agent=agent, error=str(error))
+                failures.append(error)
         for engine in self._engines.pop(loop, {}).values():
             await engine.dispose()
+        if failures:
+            raise failures[0]
 
 
 _DBS = _SessionDbs()
