@@ -51,7 +51,7 @@ async def _ask_with_search(e2e: E2E, human: HumanClient, room_id: str, agent: st
     return tool_results[0]
 
 
-async def test_knowledge_agent_answers_from_its_folder_and_follows_edits_and_deletes(e2e: E2E, state_url: str | None):
+async def test_knowledge_agent_answers_from_its_folder_and_follows_edits_and_deletes(state_url: str | None, e2e: E2E):
     human = await e2e.human()
     agent, room = e2e.name("librarian"), e2e.name("room")
     folder = e2e.config_dir / "handbook"

@@ -99,7 +99,7 @@ async def test_memory_off_by_default_costs_no_model_call(e2e: E2E):
 
 
 @pytest.mark.postgres
-async def test_memory_moves_to_postgres_with_state_migrate(e2e: E2E, postgres_url: str):
+async def test_memory_moves_to_postgres_with_state_migrate(postgres_url: str, e2e: E2E):
     alice = await e2e.human("alice")
     agent, room = e2e.name("helper"), e2e.name("room")
     config = e2e.basic_config(
