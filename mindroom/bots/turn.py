@@ -113,11 +113,7 @@ class MessagePipeline:
             return _Route(acts=True)
         if is_command(envelope.body):
             return _Route(acts=True, command=True)
-        room_id = envelope.room_id
-        present = self.ingress.readings.once(
-            (envelope.source_event_id, "present"), live, lambda: self.directory.agents_in_room(room_id, live.config)
-        )
-        decision = decide_route(envelope.mentioned_agents, present)
+        decision = decide_route(envelope.mentioned_agents, self._present(live, envelope))
         chooses = entity.is_router and decision is not None and decision.kind == "router"
         acts = chooses or (decision is not None and entity.name in decision.agents)
         return _Route(acts=acts, decision=decision)
@@ -228,11 +224,15 @@ class MessagePipeline:
         command = self.commands.get(envelope.body.lstrip()[1:].partition(" ")[0])
         if command is not None and command.every_agent:
             return True
+        present = self._present(live, envelope)
+        return not present or present[0] == entity.name
+
+    def _present(self, live: LiveState, envelope: MessageEnvelope) -> tuple[str, ...]:
+        """The agents in the message's room, read once per message for every entity of the run."""
         room_id = envelope.room_id
-        present = self.ingress.readings.once(
+        return self.ingress.readings.once(
             (envelope.source_event_id, "present"), live, lambda: self.directory.agents_in_room(room_id, live.config)
         )
-        return not present or present[0] == entity.name
 
     def _release(self, entity: Entity, event_id: str) -> None:
         """The router tells the agents waiting for its choice that nobody answers this message."""

@@ -115,9 +115,13 @@ class SqliteTurnJournal:
             return
         rows = [(entity, event_id, at) for (entity, event_id), at in self._observed.items()]
         self._db.execute("BEGIN")
-        self._db.executemany(
-            "INSERT OR IGNORE INTO handled_events (entity, event_id, handled_at) VALUES (?, ?, ?)", rows
-        )
+        try:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO handled_events (entity, event_id, handled_at) VALUES (?, ?, ?)", rows
+            )
+        except BaseException:
+            self._db.execute("ROLLBACK")  # the claims stay remembered; the next batch writes them again
+            raise
         self._db.execute("COMMIT")
         self._observed.clear()
 
