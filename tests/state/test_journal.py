@@ -106,3 +106,29 @@ def test_state_an_entity_claiming_a_turn_it_observed_before_a_restart_is_refused
     reopened = SqliteTurnJournal(path)
     assert reopened.claim("scout", "$a", {"event_id": "$a"}) is False
     assert reopened.claim("scout", "$a") is False
+
+
+def test_state_observed_claims_a_failed_batch_did_not_write_are_kept_for_the_next(tmp_path, monkeypatch):
+    from structlog.testing import capture_logs
+
+    from mindroom.state.sqlite import journal as module
+
+    path = tmp_path / "state.db"
+    state = SqliteTurnJournal(path)
+    monkeypatch.setattr(module, "_OBSERVED_BATCH", 2)
+    with sqlite3.connect(path) as db:  # the write fails as a full disk would
+        db.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON handled_events WHEN NEW.event_id = '$b'"
+            " BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+    state.claim("scout", "$a")
+    with capture_logs() as logs:
+        assert state.claim("scout", "$b") is True  # the batch fails; the claim is remembered all the same
+    assert [entry["event"] for entry in logs] == ["observed claims not written yet"]
+    assert state.claim("scout", "$b") is False
+    assert _on_disk(path, "scout") == set()  # nothing half written
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TRIGGER refuse")
+    state.claim("scout", "$c")  # the next batch (the transaction was rolled back) writes all three
+    assert _on_disk(path, "scout") == {"$a", "$b", "$c"}
+    state.close()

@@ -9,10 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mindroom.logging_config import get_logger
 from mindroom.private_files import open_private_database
 from mindroom.state.journal import PENDING_MAX_AGE_S, RETENTION_S, OpenAnswer, PendingEvent
 
 __all__ = ["SqliteTurnJournal"]
+
+logger = get_logger(__name__)
 
 _OBSERVED_BATCH = 200
 _OBSERVED_FLUSH_S = 2.0
@@ -102,7 +105,10 @@ class SqliteTurnJournal:
                 return False
             self._observed[key] = now
             if len(self._observed) >= _OBSERVED_BATCH or now - next(iter(self._observed.values())) >= _OBSERVED_FLUSH_S:
-                self._flush()
+                try:
+                    self._flush()
+                except sqlite3.Error as error:  # remembered all the same: the next batch writes them
+                    logger.warning("observed claims not written yet", waiting=len(self._observed), error=str(error))
         return True
 
     def _handled(self, key: tuple[str, str]) -> bool:
@@ -184,5 +190,7 @@ class SqliteTurnJournal:
     def close(self) -> None:
         """Write what is still to be written, and close the database."""
         with self._lock:
-            self._flush()
-            self._db.close()
+            try:
+                self._flush()
+            finally:
+                self._db.close()
