@@ -72,7 +72,8 @@ async def test_generate_client_error_is_not_retried(
 async def test_stream_stalled_before_anything_was_shown_is_cut_and_retried(
     model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
 ) -> None:
-    model = retrying(scripted_model, 0, stream_idle_timeout_seconds=0.4)
+    # The limit leaves a loaded machine time to bring the retry's first chunk within it.
+    model = retrying(scripted_model, 0, stream_idle_timeout_seconds=2.0)
     model_server.script(Stall(), Stream(["fresh ", "answer"]))  # silent until the server stops
 
     # The stall never ends by itself: an answer at all means it was cut at the idle limit (the guard only
@@ -86,7 +87,7 @@ async def test_stream_stalled_before_anything_was_shown_is_cut_and_retried(
 async def test_stream_stalled_after_text_was_shown_fails_without_repeating_it(
     model_server: ScriptedModelServer, scripted_model: ModelConfig, storage_root: Path
 ) -> None:
-    model = retrying(scripted_model, 2, stream_idle_timeout_seconds=0.4)
+    model = retrying(scripted_model, 2, stream_idle_timeout_seconds=2.0)
     model_server.script(Stall(["half an "], seconds=30), Text("a second answer"))
     shown: list[str] = []
 
