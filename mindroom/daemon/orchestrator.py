@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+import functools
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 
 from mindroom import ai
@@ -48,7 +49,7 @@ from mindroom.state.attachments import AttachmentStore
 from mindroom.state.backend import StateBackend, StateStores
 from mindroom.state.crypto import CryptoVault
 from mindroom.state.tokens import SyncTokens
-from mindroom.tool_system.isolation import shared_pool
+from mindroom.tool_system.isolation import close_tool_runtime
 from mindroom.tool_system.runtime_context import set_registry_provider
 
 __all__ = ["Bot", "Orchestrator", "prepare_live_state"]
@@ -106,8 +107,7 @@ class Orchestrator:
         self.mcp: MCPLifecycle | None = None
         self.commands = CommandTable.with_builtins(is_managed=self._is_managed)
         self._watcher: ConfigWatcher | None = None
-        self._stopping = False
-        self._stopped = asyncio.Event()
+        self._stopping, self._stopped = False, asyncio.Event()
         self.state = state
         self._owns_state = state is None
         self._sync_tokens: SyncTokens | None = None
@@ -342,7 +342,7 @@ class Orchestrator:
         return self.running
 
     async def stop(self, reason: str = "shutdown", grace_s: float = 10.0) -> None:
-        """Stop reloading, watching and scheduling, then every bot (in-flight answers get `grace_s`), then state."""
+        """Stop reloading, watching, scheduling, every bot (answers get `grace_s`), then state; each part in turn."""
         if self._stopping:
             await self._stopped.wait()
             return
@@ -351,29 +351,28 @@ class Orchestrator:
             return
         self._stopping = True
         logger.info("daemon stopping", reason=reason, grace_s=grace_s)
-        if self.reloader is not None:
-            await self.reloader.stop()
-        if self._watcher is not None:
-            await self._watcher.stop()
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-        if self._appservice is not None:  # first: what arrives from now on waits in the homeserver for the next run
-            await self._appservice.stop()
-        await asyncio.gather(*(bot.stop(reason, grace_s) for bot in self.bots.values()), return_exceptions=True)
-        if self.mcp is not None:
-            await self.mcp.stop()
-            self.mcp = None
-        if self.running.mind is not None:
-            await self.running.mind.stop(grace_s)
-        set_registry_provider(None)
-        shared_pool().close()
-        await ai.close_caches()
-        await self._release_state()
-        self.running = None
-        self.bots = {}
-        self.reloader = None
-        self.scheduler = None
-        self._watcher = None
+        bots = self.bots.values()
+        parts: list[tuple[str, Callable[[], Awaitable[object]] | None]] = [
+            ("reloader", self.reloader.stop if self.reloader is not None else None),
+            ("watcher", self._watcher.stop if self._watcher is not None else None),
+            ("scheduler", self.scheduler.stop if self.scheduler is not None else None),
+            # The first of what receives: what arrives from now on waits in the homeserver for the next run.
+            ("appservice", self._appservice.stop if self._appservice is not None else None),
+            ("bots", lambda: asyncio.gather(*(bot.stop(reason, grace_s) for bot in bots), return_exceptions=True)),
+            ("mcp", self.mcp.stop if self.mcp is not None else None),
+            ("memory", functools.partial(self.running.mind.stop, grace_s) if self.running.mind is not None else None),
+            ("tools", close_tool_runtime),
+            ("model clients and stores", ai.close_caches),
+            ("state", self._release_state),
+        ]
+        for part, stop in parts:
+            if stop is not None:
+                try:
+                    await stop()
+                except Exception as error:  # logged, and the other parts still stop: the state is always released
+                    logger.warning("a part did not stop cleanly", part=part, error=str(error) or type(error).__name__)
+        self.running, self.bots, self.mcp = None, {}, None
+        self.reloader, self.scheduler, self._watcher = None, None, None
         self.commands = CommandTable.with_builtins(is_managed=self._is_managed)
         self._stopping = False
         self._stopped.set()

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from mindroom.config.environment import process_environ
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.runtime_context import set_registry_provider
 from mindroom.tool_system.spec import IsolationLimits, ToolError, ToolSpec
 
 __all__ = [
@@ -320,3 +321,9 @@ async def run_isolated(spec: ToolSpec, arguments: Mapping[str, Any]) -> Any:
     except ValueError as exc:
         raise ToolError(f"{spec.name} cannot run isolated: {exc}") from None
     return await shared_pool().call(reference, arguments, spec.limits)
+
+
+async def close_tool_runtime() -> None:
+    """On shutdown: tools stop resolving the running hook registry, and the shared worker processes end."""
+    set_registry_provider(None)
+    shared_pool().close()

@@ -1,12 +1,15 @@
-"""SIGTERM on `python -m mindroom run` during a streamed answer: the answer ends cleanly and the process exits 0."""
+"""SIGTERM on `python -m mindroom run` during a streamed answer: the answer ends cleanly and the process exits 0;
+and a part of the daemon that fails to stop leaves the others stopped."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from mindroom.bots.bot import INTERRUPTED_NOTE
 from mindroom.matrix.credentials import bot_user_id
@@ -97,3 +100,30 @@ async def test_shutdown_sigterm_past_the_grace_edits_the_answer_to_say_it_was_in
     room_id, event_id, _exit_s = await _ask_and_terminate(daemon, human, alias, agent_user)
     # Cut at its 1 s grace: had it waited for the 60 s stream, the answer would have ended whole.
     assert await _last_edit(human, room_id, event_id) == f"The beginning\n\n{INTERRUPTED_NOTE}"
+
+
+async def test_a_part_that_fails_to_stop_is_logged_and_everything_else_still_stops(
+    e2e: E2E, monkeypatch: pytest.MonkeyPatch
+):
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config([human.user_id], {agent: {"display_name": "Helper", "rooms": [room]}})
+    daemon = await e2e.start(config)
+    assert daemon.scheduler is not None and daemon.state is not None
+    names = set(daemon.bots)
+
+    async def wedged() -> None:
+        raise RuntimeError("the scheduler's store went away")
+
+    monkeypatch.setattr(daemon.scheduler, "stop", wedged)  # the first part to stop after the reloader
+    with capture_logs() as logs:
+        await asyncio.wait_for(daemon.stop(), 60)
+
+    failed = [entry for entry in logs if entry["event"] == "a part did not stop cleanly"]
+    assert [(entry["part"], entry["error"]) for entry in failed] == [("scheduler", "the scheduler's store went away")]
+    assert {entry["agent"] for entry in logs if entry["event"] == "bot stopped"} == names
+    assert [entry["event"] for entry in logs][-1] == "daemon stopped"
+    assert daemon.running is None and daemon.state is None  # the state was released (closed: the daemon opened it)
+    await asyncio.wait_for(daemon.stop(), 5)  # stopping again returns at once
+    restarted = await e2e.start(config)  # the same data dir starts again
+    assert restarted.running is not None
