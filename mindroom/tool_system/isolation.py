@@ -34,6 +34,7 @@ __all__ = [
     "MAX_ANSWER_BYTES",
     "FunctionReference",
     "IsolatedWorkerPool",
+    "close_tool_runtime",
     "function_reference",
     "isolated",
     "isolation_limits",
