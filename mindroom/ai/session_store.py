@@ -38,7 +38,7 @@ from typing import Any
 
 from agno.db.base import AsyncBaseDb
 from agno.session.agent import AgentSession
-from sqlalchemy import MetaData, Table
+from sqlalchemy import MetaData
 
 from mindroom.ai.session_rows import (
     POSTGRES,
@@ -174,30 +174,20 @@ class _BatchedTurnWrites(NewSessionsUnread):
         state = self._turn_state()
         if state.sql is None:
             parent: Any = super()
-            known = set(getattr(self, "metadata", _NO_METADATA).tables)
+            metadata = getattr(self, "metadata", _NO_METADATA)
+            known = set(metadata.tables)
             try:
                 sessions = await parent._get_table(table_type="sessions", create_table_if_not_found=True)
                 runs = await parent._get_table(table_type="runs", create_table_if_not_found=True)
             except Exception:
-                self._forget_unmade_tables(known)
+                # agno defines a table in its metadata before creating it, keeps the definition when the creation
+                # fails (the database unreachable) and then refuses to define it again: forget what this attempt
+                # defined, so the next write, with the database back, resolves the tables afresh.
+                for key in set(metadata.tables) - known:
+                    parent._invalidate_table_cache(metadata.tables[key].name)
                 raise
             state.sql = self._statements_for(sessions, runs)
         return state.sql
-
-    def _forget_unmade_tables(self, known: set[str]) -> None:
-        """Drop the tables agno defined but failed to create (the database was unreachable) from its metadata.
-
-        agno defines a table in its metadata before creating it and keeps the definition when the creation
-        fails; defining it again then raises, so every later write would fail after the database is back.
-        """
-        metadata = getattr(self, "metadata", None)
-        if metadata is None:
-            return
-        resolved = {id(value) for value in vars(self).values() if isinstance(value, Table)}
-        for key in set(metadata.tables) - known:
-            table = metadata.tables[key]
-            if id(table) not in resolved:
-                metadata.remove(table)
 
     async def _settled(self, session_id: str) -> None:
         """Return once no write of `session_id`'s rows is under way."""
