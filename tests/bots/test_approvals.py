@@ -26,6 +26,9 @@ from mindroom.hooks import ApprovalRequest
 from mindroom.hooks.registry import HookRegistry
 from mindroom.matrix import MatrixEvent
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
+from mindroom.testing.model_server import Text, ToolCall
+from mindroom.tool_system.approval_rules import APPROVAL_RULES_PLUGIN
+from tests.bots.bench import BOB, LOBBY, Bench
 from tests.bots.support import close_stores, ingress_of, unit_daemon
 
 ALICE = "@alice:localhost"
@@ -321,3 +324,88 @@ async def test_ingress_a_thread_message_falling_back_to_the_card_is_no_reply(dae
     assert stranger == IngressDrop("unauthorized sender")
     assert desk.card(card).pending
     waiting.cancel()
+
+
+# -- who may answer a rules' card ----------------------------------------------------------------------------
+
+
+def rule_request(requester: str = ALICE) -> ApprovalRequest:
+    """The question a `tool_approval:` rule asks of the person whose turn called the tool."""
+    return ApprovalRequest(
+        prompt="the approval rule 'run_*' asks first",
+        timeout_s=30,
+        tool_name="run_shell_command",
+        arguments={"command": "rm -rf build"},
+        agent_name="helper",
+        room_id=ROOM,
+        thread_id="$root",
+        requester_id=requester,
+        correlation_id="turn-1",
+        plugin_name=APPROVAL_RULES_PLUGIN,
+        hook_name="run_*",
+    )
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "other",
+    [BOB, f"{ALICE}.evil.example", "@alice:localhos", "@Alice:localhost"],
+    ids=["another-person", "server-suffix", "server-prefix", "other-case"],
+)
+async def test_desk_a_rules_card_is_answered_by_its_requester_only(desk, other):
+    client = RecordingClient()
+    waiting = asyncio.ensure_future(desk.request(seat(client), rule_request()))
+    await until(lambda: client.sent)
+    card = desk.pending_card("$card1")
+
+    assert await desk.decide(client, card, "approved", other) is False
+    assert await desk.decide(client, card, "denied", other, reason="no") is False
+
+    assert desk.pending_card("$card1") is not None  # still waiting: the call has not run
+    assert client.edits == [] and not waiting.done()
+    assert await desk.decide(client, card, "approved", ALICE) is True
+    assert await waiting is True
+    assert client.edits[-1]["body"].endswith(f"— ✅ approved by {ALICE}.")
+
+
+RULED = {"helper": {"display_name": "Helper", "rooms": ["lobby"], "tools": ["calculator"]}}
+RULES = {"rules": [{"match": "calculate", "action": "require_approval"}]}
+
+
+async def handled(bench: Bench, event: MatrixEvent) -> None:
+    """Deliver `event` and wait until the work it started (and what that spawned) has ended; the turns running
+    before it (one waiting on its card) go on."""
+    before = {task for bot in bench.bots.values() for task in bot.tasks.running}
+    await bench.deliver(event)
+    async with asyncio.timeout(20):
+        while started := [task for bot in bench.bots.values() for task in bot.tasks.running if task not in before]:
+            await asyncio.wait(started)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("administrators", [[], [BOB]], ids=["authorized-person", "administrator"])
+async def test_pipeline_a_rules_card_answered_by_another_person_keeps_the_call_waiting(
+    make_bench, model_server, administrators
+):
+    bench = await make_bench(RULED, tool_approval=RULES, administrators=administrators)
+    helper = bench.client("helper")
+    model_server.script(ToolCall("calculate", {"expression": "6 * 7"}), Text("It is 42."))
+    question = bench.server.message(LOBBY, ALICE, "six times seven?")
+    await bench.deliver(question)
+    await until(lambda: any(APPROVAL_CONTENT_KEY in m.content for m in helper.messages))
+    [card] = helper.messages
+    answer = {"rel_type": "m.thread", "event_id": question.event_id, "is_falling_back": False,
+              "m.in_reply_to": {"event_id": card.event_id}}  # fmt: skip
+
+    await handled(bench, bench.server.reaction(LOBBY, BOB, card.event_id, "✅"))  # Bob may use the room
+    await handled(bench, bench.server.message(LOBBY, BOB, "no", extra_content={"m.relates_to": answer}))
+
+    assert bench.desk.pending_card(card.event_id) is not None
+    assert [m.body for m in helper.messages] == [card.body] and helper.edits == []
+    assert len(model_server.requests) == 1  # held: the tool has not run, the model was not asked again
+
+    await bench.deliver(bench.server.reaction(LOBBY, ALICE, card.event_id, "✅"))
+    await bench.settle()
+
+    assert [m.body for m in helper.messages][1:] == ["It is 42."]
+    assert helper.edits[0].body.endswith(f"— ✅ approved by {ALICE}.")

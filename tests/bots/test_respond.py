@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
 
-from mindroom.constants import HOPS_KEY
+from mindroom.bots.mind import TurnMind
+from mindroom.constants import HOPS_KEY, ORIGINAL_SENDER_KEY, SCHEDULE_ID_KEY
 from mindroom.hooks import EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_CANCELLED, hook
 from mindroom.matrix.delivery import STREAM_CURSOR
+from mindroom.testing.memory_script import is_memory_request, script_memory
+from mindroom.testing.model_replies import content_text
 from mindroom.testing.model_server import (
     Delay,
     Echo,
@@ -19,7 +23,7 @@ from mindroom.testing.model_server import (
     Text,
     last_user_message,
 )
-from tests.bots.bench import ALICE, LOBBY, MALLORY, registry_of, until
+from tests.bots.bench import ALICE, LOBBY, MALLORY, Bench, bench_config, registry_of, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -189,3 +193,69 @@ async def test_respond_a_burst_of_edits_is_answered_once_more_with_the_latest(ma
     record = bench.daemon.stores.answers.for_question("helper", question.event_id)
     assert record is not None and record.response_event_id == answer.event_id
     assert bench.daemon.stores.journal.pending("helper") == []
+
+
+# -- memory: recalled for the person a relayed message speaks for --------------------------------------------
+
+ALICE_FACT = "Alice's favourite colour is teal"
+RELAY_FACT = "The relaying account's favourite colour is grey"
+
+
+class MindfulBench(Bench):
+    """The pipeline with memory: the run's `TurnMind` recalls and writes down what agents remember."""
+
+    def _bot(self, name: str) -> Any:
+        if self.daemon.mind is None:  # before the first bot takes the run's responder
+            self.daemon = dataclasses.replace(self.daemon, mind=TurnMind(self.daemon.paths, None))
+        return super()._bot(name)
+
+
+async def remember(bench: MindfulBench, model_server: ScriptedModelServer, person: str, said: str, fact: str) -> None:
+    """The helper writes `fact` down about `person`, as after a turn in which they said `said`."""
+    mind = bench.daemon.mind
+    assert mind is not None
+    model_server.reset()
+    script_memory(model_server, said, fact)
+    config = bench.daemon.live.config
+    mind.after_answer(config, "helper", person, f"my favourite colour is {said}", "Noted.")
+    await mind.settled()
+    assert fact in await mind.recall(config, "helper", person)
+
+
+RELAYS = [
+    pytest.param("router", {SCHEDULE_ID_KEY: "kitchen"}, id="router-posting-a-schedule"),
+    pytest.param("coder", {}, id="agent-relaying"),
+]
+
+
+@pytest.mark.parametrize(("relay", "extra"), RELAYS)
+async def test_respond_recalls_the_memories_of_the_person_a_relayed_message_speaks_for(
+    tmp_path, model_server: ScriptedModelServer, relay: str, extra: dict[str, Any]
+):
+    agents = {
+        "helper": {**HELPER, "memory_backend": "mem0"},
+        "coder": {"display_name": "Coder", "rooms": ["lobby"]},
+    }
+    bench = MindfulBench(tmp_path, bench_config(model_server, agents))
+    await bench.start()
+    try:
+        relay_id, helper_id = bench.user_id(relay), bench.user_id("helper")
+        await remember(bench, model_server, ALICE, "teal", ALICE_FACT)
+        await remember(bench, model_server, relay_id, "grey", RELAY_FACT)
+        model_server.reset()
+        model_server.when(is_memory_request, Text("Nothing to note."))
+        model_server.set_default(Text("Teal, then."))
+        relayed = {ORIGINAL_SENDER_KEY: ALICE, "m.mentions": {"user_ids": [helper_id]}, **extra}
+
+        await bench.deliver(bench.server.message(LOBBY, relay_id, "kitchen colour?", extra_content=relayed))
+        await bench.settle()
+        assert bench.daemon.mind is not None
+        await bench.daemon.mind.settled()
+    finally:
+        await bench.stop()
+
+    assert [m.body for m in bench.client("helper").messages] == ["Teal, then."]
+    [asked] = [request for request in model_server.requests if not is_memory_request(request)]
+    system = "\n".join(content_text(m.get("content")) for m in asked["messages"] if m["role"] == "system")
+    assert ALICE_FACT in system
+    assert RELAY_FACT not in system
