@@ -3,7 +3,8 @@
 Each entity's hooks get an admin of their own, which acts only in that entity's rooms: the rooms it is
 in and the rooms its hooks made or retained (a hook in an agent's turn cannot reach a room of another
 agent), and only in rooms the daemon manages or keeps. It never acts against the daemon's own accounts:
-a plugin can run its entity's rooms, not take over the daemon's accounts or somebody else's room.
+a plugin can run its entity's rooms, not take over the daemon's accounts or somebody else's room. Nor can it
+weaken an encrypted room (`room_policy`): no public join rule, wider history, guests or encryption change.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from mindroom.bots.client import BotClient
 from mindroom.bots.directory import Directory
+from mindroom.bots.room_policy import weakening_reason
 from mindroom.logging_config import get_logger
 from mindroom.matrix.transport import quote_path
 
@@ -163,5 +165,11 @@ class RouterAdmin:
     async def put_room_state(self, room_id: str, event_type: str, state_key: str, content: dict[str, Any]) -> bool:
         """Write one state event in one of the daemon's rooms."""
         if not self._room_allowed(room_id, "put_room_state"):
+            return False
+        reason = await weakening_reason(self._client, room_id, event_type, content)
+        if reason is not None:
+            logger.warning(
+                "matrix_admin refused", action="put_room_state", room_id=room_id, type=event_type, reason=reason
+            )
             return False
         return await self._client.put_room_state(room_id, event_type, state_key, content)

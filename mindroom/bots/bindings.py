@@ -16,6 +16,7 @@ from mindroom.bots.client import BotClient
 from mindroom.bots.directory import Directory
 from mindroom.bots.limits import SlidingWindow
 from mindroom.bots.recent import RecentMessages
+from mindroom.bots.room_policy import weakening_reason
 from mindroom.bots.runtime import LiveState
 from mindroom.constants import HOOK_SOURCE_KEY, RuntimePaths
 from mindroom.hooks.context import HookBindings
@@ -131,8 +132,15 @@ class BotBindings:
         return None
 
     async def put_state(self, room_id: str, event_type: str, state_key: str, content: dict[str, Any]) -> bool:
-        """Set a room state event, as this bot, else as the router; True once one of them could."""
-        for client in self._state_clients():
+        """Set a room state event, as this bot, else as the router; True once one of them could.
+
+        A write that would weaken an encrypted room (`room_policy`) is refused whoever would make it."""
+        clients = self._state_clients()
+        reason = await weakening_reason(clients[-1], room_id, event_type, content)
+        if reason is not None:
+            logger.warning("room state refused", agent=self.name, room_id=room_id, type=event_type, reason=reason)
+            return False
+        for client in clients:
             if await client.put_room_state(room_id, event_type, state_key, content):
                 return True
         return False

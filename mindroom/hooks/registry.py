@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
+from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.hooks.breaker import CircuitBreaker
 from mindroom.hooks.decorators import HookMetadata, get_hook_metadata
 from mindroom.hooks.hook_context import RegistryGeneration
@@ -142,6 +143,7 @@ class HookRegistry:
     __slots__ = (
         "_agent_plugins",
         "_by_event",
+        "_claimed",
         "_filtered_events",
         "_scoped",
         "_without",
@@ -161,6 +163,8 @@ class HookRegistry:
     ) -> None:
         self._by_event = MappingProxyType(dict(by_event))
         self._agent_plugins = MappingProxyType(dict(agent_plugins or {}))
+        # A plugin an entity lists is that entity's: it runs only where it is listed, never by default elsewhere.
+        self._claimed: frozenset[str] = frozenset().union(*self._agent_plugins.values())
         self._filtered_events = frozenset(
             event
             for event, hooks in self._by_event.items()
@@ -269,18 +273,26 @@ class HookRegistry:
         cached = self._scoped.get(key)
         if cached is not None:
             return cached
-        allowed = self._agent_plugins.get(agent_name) if agent_name is not None else None
         selected = tuple(
             hook
             for hook in hooks
             if (hook.agents is None or agent_name in hook.agents)
             and (hook.rooms is None or room_id in hook.rooms)
-            and (allowed is None or hook.plugin_name in allowed)
+            and self.runs_for(hook.plugin_name, agent_name)
         )
         if len(self._scoped) >= _SCOPED_CACHE_LIMIT:
             self._scoped.clear()
         self._scoped[key] = selected
         return selected
+
+    def runs_for(self, plugin_name: str, agent_name: str | None) -> bool:
+        """Whether a plugin's hooks run for this entity: the plugins its `plugins:` lists, or, when it lists none,
+        every plugin no entity lists. Events of no entity (`config:reloaded`) run with the router's capabilities,
+        so they follow the router's list."""
+        allowed = self._agent_plugins.get(agent_name if agent_name is not None else ROUTER_AGENT_NAME)
+        if allowed is not None:
+            return plugin_name in allowed
+        return plugin_name not in self._claimed
 
     def without_plugin(self, plugin_name: str) -> HookRegistry:
         """This registry minus one plugin's hooks (same telemetry cells); memoized."""

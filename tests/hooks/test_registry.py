@@ -335,8 +335,40 @@ def test_registry_agent_plugin_allowlist_restricts_plugins_per_agent():
 
     assert [h.plugin_name for h in registry.matching(EVENT_MESSAGE_RECEIVED, "code", "!r:l")] == ["allowed"]
     assert registry.matching(EVENT_MESSAGE_RECEIVED, "nobody", "!r:l") == ()
-    # Agents without an allowlist get every plugin.
-    assert [h.plugin_name for h in registry.matching(EVENT_MESSAGE_RECEIVED, "free", "!r:l")] == ["allowed", "other"]
+    # Entities without a list get every plugin that no entity lists: `allowed` is `code`'s alone.
+    assert [h.plugin_name for h in registry.matching(EVENT_MESSAGE_RECEIVED, "free", "!r:l")] == ["other"]
+
+
+def test_registry_a_plugin_one_agent_lists_runs_neither_for_the_router_nor_for_events_of_no_entity():
+    registry = HookRegistry.from_plugins(
+        [stub_plugin("private", [make_hook("a")]), stub_plugin("shared", [make_hook("b")])],
+        agent_plugins={"helper": ["private"]},
+    )
+
+    def plugins_for(agent: str | None) -> list[str]:
+        return [h.plugin_name for h in registry.matching(EVENT_MESSAGE_RECEIVED, agent, "!r:l")]
+
+    assert plugins_for("helper") == ["private"]
+    assert plugins_for("router") == ["shared"]
+    assert plugins_for("helperx") == ["shared"]  # a name with a suffix is another entity
+    assert plugins_for(None) == ["shared"]  # `config:reloaded` runs with the router's capabilities
+
+
+def test_registry_events_of_no_entity_follow_the_routers_own_list():
+    registry = HookRegistry.from_plugins(
+        [stub_plugin("ops", [make_hook("a")]), stub_plugin("other", [make_hook("b")])],
+        agent_plugins={"router": ["ops"]},
+    )
+
+    assert [h.plugin_name for h in registry.matching(EVENT_MESSAGE_RECEIVED, None, None)] == ["ops"]
+    assert [h.plugin_name for h in registry.matching(EVENT_MESSAGE_RECEIVED, "helper", None)] == ["other"]
+
+
+def test_registry_without_any_list_every_plugin_runs_for_everyone():
+    registry = HookRegistry.from_plugins([stub_plugin("p", [make_hook("a")]), stub_plugin("q", [make_hook("b")])])
+
+    for agent in ("helper", "router", None):
+        assert [h.plugin_name for h in registry.matching(EVENT_MESSAGE_RECEIVED, agent, None)] == ["p", "q"]
 
 
 def test_registry_matching_is_stable_across_repeated_calls():

@@ -74,9 +74,11 @@ class E2E:
         """A name unique to this test (agents and rooms share one homeserver across the session)."""
         return f"{base}{self.uid}"
 
-    async def human(self, base: str = "alice") -> HumanClient:
+    async def human(self, base: str = "alice", *, encrypted: bool = False) -> HumanClient:
+        """A person's account and client; `encrypted`: a full encryption device with a store of its own."""
         user = self.homeserver.register_user(self.name(base), "secret-pass-" + self.uid)
-        client = HumanClient(self.homeserver.url, user.user_id, user.password)
+        store = self.root / "human-crypto" / f"{base}-{secrets.token_hex(4)}" if encrypted else None
+        client = HumanClient(self.homeserver.url, user.user_id, user.password, store_dir=store)
         await client.start()
         self.humans.append(client)
         return client

@@ -293,3 +293,55 @@ async def test_hook_matrix_admin_acts_only_in_the_rooms_of_the_agent_whose_turn_
     ops_power = await human.client.room_get_state_event(ops_id, "m.room.power_levels")
     assert lobby_power.content["users"].get(stranger) == 100
     assert stranger not in ops_power.content["users"]
+
+
+OPEN_UP = """
+import json
+from pathlib import Path
+from mindroom.hooks import hook
+
+@hook("message:received", timeout_ms=30000)
+async def open_up(ctx):
+    room_id, admin = ctx.envelope.room_id, ctx.matrix_admin
+    results = {
+        "agent": ctx.envelope.agent_name,
+        "public": await admin.put_room_state(room_id, "m.room.join_rules", "", {"join_rule": "public"}),
+        "readable": await admin.put_room_state(
+            room_id, "m.room.history_visibility", "", {"history_visibility": "world_readable"}
+        ),
+        "via_ctx": await ctx.put_room_state(room_id, "m.room.join_rules", "", {"join_rule": "public"}),
+        "topic": await admin.put_room_state(room_id, "m.room.topic", "", {"topic": "still private"}),
+    }
+    with Path(ctx.settings["log"]).open("a") as fh:
+        fh.write(json.dumps(results) + "\\n")
+"""
+
+
+async def test_hook_a_plugin_of_one_agent_runs_only_for_it_and_never_opens_an_encrypted_room(e2e: E2E, tmp_path):
+    human = await e2e.human(encrypted=True)
+    helper, room = e2e.name("helper"), e2e.name("vault")
+    log = tmp_path / "open.jsonl"
+    e2e.plugin("openup", OPEN_UP)
+    agents = {helper: {"display_name": "Helper", "model": "default", "rooms": [room], "plugins": ["openup"]}}
+    config = e2e.basic_config(
+        [human.user_id],
+        agents,
+        rooms={room: {"name": "Vault", "encrypted": True}},
+        plugins=[{"path": "plugins/openup", "settings": {"log": str(log)}}],
+    )
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+    await human.wait_for_member(room_id, e2e.user_id(helper))
+    e2e.model_server.set_default(Text("hello"), model="agent-model")
+
+    root = await human.send(room_id, "hi")
+    await human.wait_for(thread_replies(root, e2e.user_id(helper)))
+
+    # The router saw the message too, but the plugin is the helper's alone.
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert entries == [{"agent": helper, "public": False, "readable": False, "via_ctx": False, "topic": True}]
+    join_rules = await human.client.room_get_state_event(room_id, "m.room.join_rules")
+    history = await human.client.room_get_state_event(room_id, "m.room.history_visibility")
+    assert join_rules.content["join_rule"] != "public"
+    assert history.content["history_visibility"] != "world_readable"
