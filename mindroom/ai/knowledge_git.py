@@ -1,34 +1,70 @@
 """Git-backed knowledge bases: the base's folder is a checkout of one branch that the daemon owns.
 
-The first sync clones the branch (shallow); later ones fetch it and reset the checkout to it, so local
-edits are discarded, as MindRoom does. `git` itself does the work (its own credential helpers and SSH keys
-apply); a sync that takes longer than `sync_timeout_seconds` is killed.
+The first sync clones the branch (shallow); later ones fetch it from `repo_url` and reset the checkout to
+it, so local edits are discarded, as MindRoom does. A sync that takes longer than `sync_timeout_seconds` is
+killed. git runs as a tool, never as a way in: the branch and URL are checked again here (options, remote
+helpers), every command line ends its options with `--`, only https, ssh and local repositories are
+reachable (`GIT_ALLOW_PROTOCOL`), git sees none of the daemon's environment but what it needs to connect,
+and no configuration but the checkout's own, which must hold only the keys a clone writes (so no hook,
+fsmonitor, filter, ssh command or credential helper set in it runs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from pathlib import Path
 
 from mindroom.config.environment import process_environ
-from mindroom.config.knowledge import KnowledgeGitConfig
+from mindroom.config.knowledge import GIT_PROTOCOLS, KnowledgeGitConfig, git_branch_problem, git_url_problem
 from mindroom.errors import MindroomError
 from mindroom.logging_config import get_logger
 
-__all__ = ["GitSyncError", "sync_checkout"]
+__all__ = ["GitSyncError", "git_environment", "sync_checkout"]
 
 logger = get_logger(__name__)
+
+_PASSED_THROUGH = (
+    "PATH", "HOME", "LANG", "SSH_AUTH_SOCK", "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+)  # fmt: skip
+"""What git may see of the daemon's environment: where programs are, how to reach the network, nothing else."""
+_HARDENING = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+_CLONE_KEYS = re.compile(
+    r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks)"
+    r"|extensions\.(objectformat|refstorage)|remote\.origin\.(url|fetch|tagopt)|branch\..+\.(remote|merge)"
+    r"|lfs\.repositoryformatversion|lfs\..+\.access"
+)
+"""The keys `git clone` (and `git lfs`) write into a checkout's config; any other key refuses the checkout."""
+_URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
 
 
 class GitSyncError(MindroomError):
     """A clone, fetch or reset that failed; the message carries git's own words."""
 
 
+def git_environment(environ: dict[str, str]) -> dict[str, str]:
+    """The environment git runs with: a few of `environ`'s variables, no user or system git config."""
+    env = {name: environ[name] for name in _PASSED_THROUGH if name in environ}
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        GIT_ASKPASS="true",  # never waits for a password
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_ATTR_NOSYSTEM="1",
+        GIT_ALLOW_PROTOCOL=":".join(GIT_PROTOCOLS),
+    )
+    return env
+
+
+def _redacted(text: str) -> str:
+    return _URL_CREDENTIALS.sub(r"\1***@", text)
+
+
 async def _git(*args: str, cwd: Path | None, timeout_s: float) -> str:
-    env = {**process_environ(), "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}  # never waits for a password
     process = await asyncio.create_subprocess_exec(
-        "git", *args, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+        "git", *_HARDENING, *args, cwd=cwd, env=git_environment(process_environ()), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -40,7 +76,7 @@ async def _git(*args: str, cwd: Path | None, timeout_s: float) -> str:
         await process.wait()
         raise GitSyncError(f"git {args[0]} took longer than {timeout_s:g} s") from None
     if process.returncode != 0:
-        raise GitSyncError(f"git {args[0]} failed: {err.decode(errors='replace').strip()[-500:]}")
+        raise GitSyncError(f"git {args[0]} failed: {_redacted(err.decode(errors='replace').strip()[-500:])}")
     return out.decode(errors="replace").strip()
 
 
@@ -52,21 +88,44 @@ def _is_checkout(root: Path) -> bool:
     return False
 
 
+def _checked(git: KnowledgeGitConfig) -> None:
+    # The config refuses these already; a config built around its checks must not reach git either.
+    for key, problem in (("branch", git_branch_problem(git.branch)), ("repo_url", git_url_problem(git.repo_url))):
+        if problem:
+            raise GitSyncError(f"git.{key} refused ({problem})")
+
+
+async def _check_own_config(repo: tuple[str, ...], root: Path, timeout_s: float) -> None:
+    names = await _git(
+        *repo, "config", "--local", "--no-includes", "--name-only", "--list", cwd=root, timeout_s=timeout_s
+    )
+    foreign = sorted({name for name in names.splitlines() if not _CLONE_KEYS.fullmatch(name)})
+    if foreign:
+        msg = f"{root}/.git/config sets {', '.join(foreign)}, which a clone never does: remove the checkout"
+        raise GitSyncError(msg)
+
+
 async def sync_checkout(root: Path, git: KnowledgeGitConfig) -> bool:
     """Clone or update `root` to the branch's tip; True when the checked-out commit changed."""
+    _checked(git)
     timeout = float(git.sync_timeout_seconds)
+    # Named explicitly, so a broken `.git` never lets git find (and reset) a repository around the base.
+    repo = ("--git-dir", str(root / ".git"), "--work-tree", str(root))
     if not await asyncio.to_thread(_is_checkout, root):
         await asyncio.to_thread(root.parent.mkdir, parents=True, exist_ok=True)
-        await _git("clone", "--depth", "1", "--branch", git.branch, "--single-branch", "--", git.repo_url, str(root),
-                   cwd=None, timeout_s=timeout)  # fmt: skip
+        await _git("clone", "--depth=1", f"--branch={git.branch}", "--single-branch", "--no-local",
+                   "--", git.repo_url, str(root), cwd=None, timeout_s=timeout)  # fmt: skip
         changed = True
     else:
-        before = await _git("rev-parse", "HEAD", cwd=root, timeout_s=timeout)
-        await _git("fetch", "--depth", "1", "origin", git.branch, cwd=root, timeout_s=timeout)
-        await _git("reset", "--hard", "FETCH_HEAD", cwd=root, timeout_s=timeout)
-        await _git("clean", "-fdx", cwd=root, timeout_s=timeout)
-        changed = await _git("rev-parse", "HEAD", cwd=root, timeout_s=timeout) != before
+        await _check_own_config(repo, root, timeout)
+        before = await _git(*repo, "rev-parse", "--verify", "HEAD", cwd=root, timeout_s=timeout)
+        # From the configured URL, not `origin`: what the checkout's config says about its remote is not asked.
+        await _git(*repo, "fetch", "--depth=1", "--no-tags", "--upload-pack=git-upload-pack",
+                   "--", git.repo_url, git.branch, cwd=root, timeout_s=timeout)  # fmt: skip
+        await _git(*repo, "reset", "--hard", "FETCH_HEAD", "--", cwd=root, timeout_s=timeout)
+        await _git(*repo, "clean", "-fdx", cwd=root, timeout_s=timeout)
+        changed = await _git(*repo, "rev-parse", "--verify", "HEAD", cwd=root, timeout_s=timeout) != before
     if git.lfs:
-        await _git("lfs", "pull", cwd=root, timeout_s=timeout)
+        await _git(*repo, "lfs", "pull", cwd=root, timeout_s=timeout)
     logger.info("knowledge checkout synced", path=str(root), branch=git.branch, changed=changed)
     return changed

@@ -8,6 +8,7 @@ in `agents.<a>.knowledge_bases`; `Config` checks those names and the base ids an
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -15,9 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 __all__ = [
     "DEFAULT_KNOWLEDGE_EXTENSIONS",
+    "GIT_PROTOCOLS",
     "KnowledgeBaseConfig",
     "KnowledgeGitConfig",
     "check_knowledge_references",
+    "git_branch_problem",
+    "git_url_problem",
 ]
 
 _PRIVATE_PREFIX = "__agent_private__:"
@@ -30,6 +34,49 @@ DEFAULT_KNOWLEDGE_EXTENSIONS = (
     ".pdf", ".docx",
 )  # fmt: skip
 """The files a base indexes unless `include_extensions` replaces the set."""
+
+
+GIT_PROTOCOLS = ("https", "ssh", "file")
+"""The transports a Git base may use (scp-style `host:path` is ssh, a local path is file)."""
+_URL_SCHEMES = frozenset({"https", "ssh", "git+ssh", "ssh+git", "file"})
+_REMOTE_HELPER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
+_BRANCH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+def git_branch_problem(branch: str) -> str | None:
+    """Why `branch` is not a name `git check-ref-format --branch` accepts, or None when it is one."""
+    if not branch:
+        return "it is empty"
+    if branch.startswith("-"):
+        return "it starts with '-'"
+    if branch in ("@", "HEAD"):
+        return f"it is {branch!r}"
+    if _BRANCH_FORBIDDEN.search(branch):
+        return "it contains a space, a control character or one of ~ ^ : ? * [ \\"
+    for part in ("..", "@{", "//"):
+        if part in branch:
+            return f"it contains {part!r}"
+    if branch.startswith("/") or branch.endswith(("/", ".")):
+        return "it starts or ends with '/', or ends with '.'"
+    if any(component.startswith(".") or component.endswith(".lock") for component in branch.split("/")):
+        return "a part of it starts with '.' or ends with '.lock'"
+    return None
+
+
+def git_url_problem(url: str) -> str | None:
+    """Why git must not be given `url`, or None: https, ssh and local repositories only, never an option."""
+    if not url:
+        return "it is empty"
+    if url.startswith("-"):
+        return "it starts with '-'"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        return "it contains a control character"
+    if _REMOTE_HELPER.match(url):
+        return "it names a remote helper (`<transport>::`)"
+    scheme, separator, _rest = url.partition("://")
+    if separator and scheme.lower() not in _URL_SCHEMES:
+        return f"its scheme {scheme!r} is not one of https, ssh, file"
+    return None
 
 
 class _Strict(BaseModel):
@@ -51,10 +98,20 @@ class KnowledgeGitConfig(_Strict):
 
     @field_validator("repo_url")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("repo_url must not be empty")
+    def _safe_url(cls, value: str) -> str:
+        problem = git_url_problem(value.strip())
+        if problem:
+            msg = f"repo_url is refused ({problem}): give an https or ssh URL, scp-style host:path, or a local path"
+            raise ValueError(msg)
         return value.strip()
+
+    @field_validator("branch")
+    @classmethod
+    def _branch_name(cls, value: str) -> str:
+        problem = git_branch_problem(value)
+        if problem:
+            raise ValueError(f"branch {value!r} is not a Git branch name ({problem})")
+        return value
 
     @field_validator("credentials_service")
     @classmethod

@@ -67,3 +67,41 @@ def test_config_memory_is_off_unless_asked_and_takes_the_shorthand():
 def test_config_refuses_what_mindroom_refuses(text: str, message: str):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("*", r"\*")):
         _load(text)
+
+
+def _git_base(**git: str) -> str:
+    settings = ", ".join(
+        f"{key}: {value!r}" for key, value in {"repo_url": "https://git.example.org/r.git", **git}.items()
+    )
+    return f"knowledge_bases: {{docs: {{path: ./docs, git: {{{settings}}}}}}}"
+
+
+@pytest.mark.parametrize(
+    "branch", ["--upload-pack=touch /tmp/x", "-x", "a..b", "main.lock", "feature/", "a b", "x@{1}", "HEAD", "a:b"]
+)
+def test_config_refuses_a_git_branch_git_would_not_take_as_a_branch(branch: str):
+    with pytest.raises(ConfigError, match=r"knowledge_bases\.docs\.git\.branch .*is not a Git branch name"):
+        _load(_git_base(branch=branch))
+
+
+@pytest.mark.parametrize("branch", ["main", "release/2026.10", "feat-x", "v1.2-rc", "user/a.b"])
+def test_config_accepts_ordinary_git_branches(branch: str):
+    git = _load(_git_base(branch=branch)).knowledge_bases["docs"].git
+
+    assert git is not None and git.branch == branch
+
+
+@pytest.mark.parametrize(
+    "url", ["ext::sh -c touch% /tmp/x", "fd::3", "-uhelper", "http://git.example.org/r.git", "git://example.org/r"]
+)
+def test_config_refuses_git_urls_that_are_options_helpers_or_plaintext(url: str):
+    with pytest.raises(ConfigError, match=r"knowledge_bases\.docs\.git\.repo_url .*repo_url is refused"):
+        _load(_git_base(repo_url=url))
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://git.example.org/r.git", "ssh://git@example.org/r", "git@example.org:o/r.git", "/srv/r", "file:///srv/r"],
+)
+def test_config_accepts_https_ssh_and_local_git_urls(url: str):
+    assert _load(_git_base(repo_url=url)).knowledge_bases["docs"].git is not None
