@@ -1,8 +1,9 @@
 """Settings from chat: `!model`, `!room_model`, `!thread_mode`, `!instructions` and `!config` (MindRoom's names).
 
 Anyone the daemon admits may see the settings; only `administrators` may change them (and `!config` answers
-only when `authorization.config_command_enabled` is on). A change names what it overrides, is checked as
-config is, and is answered with what changed; `reset` (or `!config reset <path>`) goes back to `config.yaml`.
+only when `authorization.config_command_enabled` is on, and sets only the keys `mindroom.config.chat_settable`
+lists). A change names what it overrides, is checked as config is, and is answered with what changed; `reset`
+(or `!config reset <path>`) goes back to `config.yaml`.
 The orchestrator registers these with the `SettingsChanger` of the run (`mindroom.daemon.chat_settings`).
 """
 
@@ -16,6 +17,7 @@ import yaml
 
 from mindroom.bots.commands import Command
 from mindroom.bots.runtime import Entity, LiveState
+from mindroom.config.chat_settable import chat_leaves, chat_refusal
 from mindroom.config.loading import format_key_path
 from mindroom.config.overrides import Override, OverrideScope, parse_key_path
 from mindroom.hooks.context import MessageEnvelope
@@ -191,19 +193,32 @@ class _Commands:
         )
 
 
-def _render(value: Any) -> str:
-    return json.dumps(redact_value(value), ensure_ascii=False, default=str)
+def _render(value: Any, name: str = "") -> str:
+    # Under its key's name, so a value kept under `api_key` or `password` is blanked whatever it looks like.
+    return json.dumps(redact_value({name: value})[name], ensure_ascii=False, default=str)
 
 
 def _value_at(live: LiveState, path: str) -> str:
     node: Any = live.config.model_dump(mode="json")
-    for part in parse_key_path(path):
+    parts = parse_key_path(path)
+    for part in parts:
         listed = isinstance(node, list) and isinstance(part, int) and part < len(node)
         if (isinstance(node, dict) and part in node) or listed:
             node = node[part]
         else:
             return "(not set)"
-    return _render(node)
+    return _render(node, str(parts[-1]))
+
+
+def _note(live: LiveState, override: Override) -> str:
+    if override.scope != "config":
+        return ""
+    if chat_refusal(override.key, override.value) is not None:
+        return f" — passed over: chat may not change this key (`!config reset {override.key}` removes it)"
+    leaves = chat_leaves(override.key, override.value)
+    if any(_value_at(live, format_key_path(path)) != _render(value, str(path[-1])) for path, value in leaves):
+        return " — not in effect: it no longer fits config.yaml"
+    return ""
 
 
 def _listing(live: LiveState) -> str:
@@ -211,10 +226,7 @@ def _listing(live: LiveState) -> str:
     if not overrides:
         return "No settings are changed from chat: config.yaml holds everything."
     lines = ["Settings changed from chat (config.yaml holds the rest):"]
-    for override in overrides:
-        stale = override.scope == "config" and _value_at(live, override.key) != _render(override.value)
-        note = " — not in effect: it no longer fits config.yaml" if stale else ""
-        lines.append(f"- {override.describe()}{note}")
+    lines += [f"- {override.describe()}{_note(live, override)}" for override in overrides]
     return "\n".join(lines)
 
 

@@ -1,7 +1,8 @@
 """`mindroom doctor`'s list of the settings changed from chat (`!model`, `!config` ...), read without the lock.
 
 Each override names what it overrides. One that no longer fits `config.yaml` (its key moved, its model is
-gone) is passed over by the daemon: it is listed as a warning, with `!config reset` as the way out.
+gone), or one kept from before of a key chat may not change (`mindroom.config.chat_settable`), is passed
+over by the daemon: it is listed as a warning, with `!config reset` as the way out.
 The rows are read as the state check reads the state: SQLite opened read-only, PostgreSQL in one short
 read-only session; nothing is created or written.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mindroom.cli.doctor_result import CheckResult, check_ok, check_warn
+from mindroom.config.chat_settable import chat_refusal
 from mindroom.config.environment import DaemonEnvironment
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config
@@ -59,16 +61,22 @@ def read_overrides(storage_root: Path, url: str | None) -> list[Override]:
         return _rows(conn.execute(f"SELECT {_COLUMNS} FROM mindroom.overrides ORDER BY set_at").fetchall())  # noqa: S608
 
 
-def _stale(override: Override, config: Config, config_path: Path, env: Mapping[str, str]) -> bool:
+def _passed_over(override: Override, config: Config, config_path: Path, env: Mapping[str, str]) -> str | None:
+    """Why the daemon passes `override` over, or None when it applies."""
     if override.scope == "config":
+        if chat_refusal(override.key, override.value) is not None:
+            return "chat may not change this key; edit config.yaml"
         try:
             load_config(config_path, env, [override], strict=True)
         except ConfigError:
-            return True
-        return False
+            return "no longer fits config.yaml"
+        return None
     if override.key == "model":
-        return override.value not in config.models
-    return override.key.startswith("instructions:") and override.key.partition(":")[2] not in config.responders()
+        stale = override.value not in config.models
+    else:
+        entity = override.key.partition(":")[2]
+        stale = override.key.startswith("instructions:") and entity not in config.responders()
+    return "no longer fits config.yaml" if stale else None
 
 
 async def check_overrides(
@@ -84,9 +92,10 @@ async def check_overrides(
         return [check_ok(_NAME, "none: config.yaml holds every setting")]
     results = []
     for override in overrides:
-        if await asyncio.to_thread(_stale, override, config, config_path, env):
+        why = await asyncio.to_thread(_passed_over, override, config, config_path, env)
+        if why is not None:
             fix = f"`!config reset {override.key}`" if override.scope == "config" else "reset it from chat"
-            results.append(check_warn(_NAME, f"{override.describe()}: no longer fits config.yaml; ignored", fix))
+            results.append(check_warn(_NAME, f"{override.describe()}: {why}; passed over", fix))
         else:
             results.append(check_ok(_NAME, override.describe()))
     return results

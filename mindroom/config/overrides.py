@@ -2,8 +2,9 @@
 
 `config.yaml` stays the source. An override is one of:
 
-- `config` scope: a key path of `config.yaml` (`defaults.num_history_runs`, `agents.helper.rooms[0]`) and
-  its new value, applied to the document before it is validated (`apply_config_overrides`);
+- `config` scope: a key path of `config.yaml` (`defaults.num_history_runs`, `agents.helper.instructions`) and
+  its new value, applied to the document before it is validated (`apply_config_overrides`); only the keys
+  `mindroom.config.chat_settable` lists, and one kept from before that falls outside them is passed over;
 - `room` scope (a Matrix room id): `model` for every agent, team and the router there, `thread_mode`, or
   `instructions:<agent>`, extra instructions of one agent there;
 - `thread` scope (a room id and a thread root): `model` or `instructions:<agent>` in that thread only.
@@ -15,7 +16,6 @@ an override naming a model that is gone is passed over.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -23,7 +23,9 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
+from mindroom.config.chat_settable import chat_leaves, chat_refusal, missing_entry, parse_key_path
 from mindroom.config.main import ThreadMode
+from mindroom.logging_config import redact_value
 
 __all__ = [
     "ChatSettings",
@@ -35,7 +37,6 @@ __all__ = [
 ]
 
 OverrideScope = Literal["config", "room", "thread"]
-_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,21 +59,8 @@ class Override:
     def describe(self) -> str:
         """One line naming what it overrides and where (for `!config` and `mindroom doctor`)."""
         where = {"config": "config.yaml", "room": f"room {self.room_id}", "thread": f"thread {self.thread_id}"}
-        return f"{self.key} = {self.value!r} ({where[self.scope]}; set by {self.set_by})"
-
-
-def parse_key_path(path: str) -> tuple[str | int, ...]:
-    """`agents.helper.rooms[0]` or `agents.helper.rooms.0` -> `("agents", "helper", "rooms", 0)`; ValueError if odd."""
-    parts: list[str | int] = []
-    for piece in path.strip().split("."):
-        found = list(_PART.finditer(piece))
-        if not piece or "".join(match.group(0) for match in found) != piece:
-            msg = f"not a key path: {path!r} (write it as models.default.id or agents.helper.rooms[0])"
-            raise ValueError(msg)
-        for match in found:
-            name, index = match.groups()
-            parts.append(int(index) if index is not None else int(name) if name.isdigit() else name)
-    return tuple(parts)
+        name = self.key.rsplit(".", 1)[-1]  # a value under a name like `api_key` is shown blanked
+        return f"{self.key} = {redact_value({name: self.value})[name]!r} ({where[self.scope]}; set by {self.set_by})"
 
 
 def _set(node: Any, path: tuple[str | int, ...], value: Any, where: str) -> None:
@@ -97,14 +85,21 @@ def _set(node: Any, path: tuple[str | int, ...], value: Any, where: str) -> None
 
 
 def apply_config_overrides(document: Mapping[str, Any], overrides: Iterable[Override]) -> dict[str, Any]:
-    """A copy of the config document with each `config`-scope override's value set at its key path.
+    """A copy of the config document with each `config`-scope override's value set at its key path (a mapping
+    set at a parent key sets each of its leaves; the keys it leaves out keep the document's values).
 
-    ValueError when a path cannot be set (it crosses a value that is not a mapping or a list).
+    ValueError when chat may not set the key (`chat_settable`), when it names an agent or team the document
+    lacks, or when a path cannot be set (it crosses a value that is not a mapping or a list).
     """
     result = copy.deepcopy(dict(document))
     for override in overrides:
-        if override.scope == "config":
-            _set(result, parse_key_path(override.key), copy.deepcopy(override.value), override.key)
+        if override.scope != "config":
+            continue
+        for path, value in chat_leaves(override.key, override.value):
+            missing = missing_entry(path, result)
+            if missing is not None:
+                raise ValueError(missing)
+            _set(result, path, copy.deepcopy(value), override.key)
     return result
 
 
@@ -136,8 +131,14 @@ class ChatSettings:
         return self._by_slot.get(slot)
 
     def config_overrides(self) -> tuple[Override, ...]:
-        """The `config`-scope overrides, oldest first (applied in that order)."""
-        return tuple(item for item in self.overrides if item.scope == "config")
+        """The `config`-scope overrides chat may make, oldest first (applied in that order)."""
+        return tuple(
+            item for item in self.overrides if item.scope == "config" and not chat_refusal(item.key, item.value)
+        )
+
+    def passed_over(self) -> tuple[Override, ...]:
+        """The `config`-scope overrides kept from before that chat may not make: never applied."""
+        return tuple(item for item in self.overrides if item.scope == "config" and chat_refusal(item.key, item.value))
 
     def thread_mode(self, room_id: str) -> str | None:
         """The room's thread mode set from chat, if any."""

@@ -1,7 +1,8 @@
 """`SettingsDesk`: settings changed from chat, checked as config is, kept in the state and made live.
 
-Each change is validated first (a config key with the whole `config.yaml` and every override, strictly;
-a room or thread setting as config checks the same kind of value), then kept in the state's override store,
+Each change is validated first (a config key only when `mindroom.config.chat_settable` lists it, then with
+the whole `config.yaml` and every override, strictly; a room or thread setting as config checks the same
+kind of value), then kept in the state's override store,
 then made live through the reload coordinator: a room or thread setting is swapped in with the live state
 as it is, a config key's change is a reload built on the new overrides. Nothing changes when a check fails;
 every change is logged with who made it.
@@ -15,6 +16,7 @@ from dataclasses import replace
 from mindroom.bots.commands import CommandTable
 from mindroom.bots.runtime import LiveState
 from mindroom.bots.settings_commands import settings_commands
+from mindroom.config.chat_settable import chat_refusal
 from mindroom.config.loading import load_config
 from mindroom.config.overrides import ChatSettings, Override, scoped_problems
 from mindroom.constants import RuntimePaths
@@ -35,8 +37,18 @@ def load_settings(store: OverrideStore | None) -> ChatSettings:
 
 
 async def with_chat_settings(live: LiveState, store: OverrideStore | None, paths: RuntimePaths) -> LiveState:
-    """`live` with the settings changed from chat that the state keeps (built again when a config key is among them)."""
+    """`live` with the settings changed from chat that the state keeps (built again when a config key is among them).
+
+    A config key kept from before that chat may no longer change is passed over, with a warning.
+    """
     settings = load_settings(store)
+    for override in settings.passed_over():
+        logger.warning(
+            "chat setting passed over: chat may not change this key",
+            key=override.key,
+            set_by=override.set_by,
+            fix="!config reset " + override.key,
+        )
     if not settings.config_overrides():
         return replace(live, settings=settings)
     built = await asyncio.to_thread(build_live_state, paths, previous=None, settings=settings)
@@ -103,6 +115,9 @@ class SettingsDesk:
         live = self.coordinator.cell.live
         if override.scope != "config":
             return scoped_problems(override, live.config.models, live.config.responders())
+        refusal = chat_refusal(override.key, override.value)
+        if refusal is not None:
+            return [refusal]
         overrides = (*live.settings.without(override.slot).config_overrides(), override)
         try:
             await asyncio.to_thread(load_config, self.paths.config_path, self.paths.env_values, overrides, strict=True)

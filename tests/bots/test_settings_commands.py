@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
+from structlog.testing import capture_logs
 
 from mindroom.bots.settings_commands import REFUSED
-from mindroom.daemon.chat_settings import register_settings_commands
+from mindroom.config.overrides import Override
+from mindroom.daemon.chat_settings import register_settings_commands, with_chat_settings
 from mindroom.daemon.live import build_live_state
 from mindroom.daemon.reload import ReloadCoordinator
 from mindroom.state.sqlite.overrides import SqliteOverrideStore
@@ -31,7 +33,8 @@ def models(server: ScriptedModelServer) -> dict[str, Any]:
 async def settings_bench(make_bench: Any, server: ScriptedModelServer, tmp_path: Path, **config: Any) -> Any:
     """A bench whose command table has the settings commands, on a real override store and reload coordinator."""
     agents = {"helper": {"display_name": "Helper", "rooms": ["lobby"]}, "other": {"display_name": "Other"}}
-    bench = await make_bench(agents, models=models(server), administrators=[ALICE], **config)
+    config.setdefault("models", models(server))
+    bench = await make_bench(agents, administrators=[ALICE], **config)
     daemon = bench.daemon
     daemon.paths.config_path.write_text(yaml.safe_dump(daemon.live.config.model_dump(mode="json", exclude_unset=True)))
     store = SqliteOverrideStore(tmp_path / "overrides.db")
@@ -142,3 +145,99 @@ async def test_config_command_is_off_unless_enabled(make_bench, model_server, tm
     bench = await settings_bench(make_bench, model_server, tmp_path)
 
     assert await say(bench, "!config show") == "❌ `!config` is off (`authorization.config_command_enabled`)."
+
+
+async def test_a_non_administrator_cannot_change_a_thread_room_mode_or_instructions(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path)
+    model_server.set_default(Text("ok"))
+    first = bench.server.message(LOBBY, BOB, "@helper hi")
+    await bench.deliver(first)
+    await bench.settle()
+    live = bench.daemon.live
+
+    replies = [
+        await say(bench, text, sender=BOB, thread_root=first.event_id)
+        for text in ("!model fast", "!room_model fast", "!thread_mode room", "!instructions helper Shout.")
+    ]
+    await bench.deliver(bench.server.message(LOBBY, BOB, "@helper again", thread_root=first.event_id))
+    await bench.settle()
+
+    assert replies == [REFUSED] * 4
+    assert bench.store.all() == [] and bench.daemon.live is live and live.settings.overrides == ()
+    assert models_asked(model_server) == ["id-default", "id-default"]
+    assert "Shout." not in str(model_server.requests[-1]["messages"])
+    assert bench.client("helper").messages[-1].thread_root == first.event_id
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("models.default.host", "http://127.0.0.1:9/v1"),
+        ("models.default.extra_kwargs", "{base_url: 'http://127.0.0.1:9/v1'}"),
+        ("models.stolen", "{provider: openai, id: x, host: 'http://10.0.0.7/v1'}"),
+        ("tools.mcp.sandbox", "none"),
+        ("mcp_servers.x", "{transport: stdio, command: /bin/true}"),
+        ("agents.helper", "{instructions: [Be brief.], tools: [shell]}"),
+        ("agents.helper.rooms[0]", "den"),
+    ],
+)
+async def test_config_set_of_an_endpoint_program_or_sandbox_is_refused_and_stores_nothing(
+    make_bench, model_server, tmp_path, key, value
+):
+    bench = await settings_bench(make_bench, model_server, tmp_path, authorization={"config_command_enabled": True})
+    live = bench.daemon.live
+
+    reply = await say(bench, f"!config set {key} {value}")
+
+    assert reply.startswith(f"❌ Not changed: `{key}` cannot be changed from chat:")
+    assert reply.endswith(
+        "endpoints, paths, commands, plugins, sandboxes and credentials are the operator's; edit config.yaml"
+    )
+    assert bench.store.all() == [] and bench.daemon.live is live
+
+
+async def test_config_set_of_a_parent_changes_only_its_allowed_leaves(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path, authorization={"config_command_enabled": True})
+
+    reply = await say(bench, "!config set agents.helper {instructions: [Be brief.], model: fast}")
+    shown = await say(bench, "!config show")
+
+    helper = bench.daemon.live.config.agents["helper"]
+    assert reply.startswith("✅ `agents.helper`:")
+    assert (helper.instructions, helper.model, helper.rooms) == (["Be brief."], "fast", ["lobby"])
+    assert "not in effect" not in shown and "passed over" not in shown
+
+
+async def test_a_stored_override_chat_may_not_make_is_passed_over_at_start(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path, authorization={"config_command_enabled": True})
+    bench.store.put(Override("config", "models.default.host", "http://127.0.0.1:9/v1", "@old:hs", 1.0))
+    bench.store.put(Override("config", "defaults.num_history_runs", 4, "@old:hs", 2.0))
+
+    with capture_logs() as logs:
+        live = await with_chat_settings(bench.daemon.live, bench.store, bench.daemon.paths)
+    bench.daemon.cell.swap(live)
+    shown = await say(bench, "!config show")
+
+    assert live.config.models["default"].host is None and live.config.defaults.num_history_runs == 4
+    passed = [entry for entry in logs if entry["event"] == "chat setting passed over: chat may not change this key"]
+    assert [(entry["log_level"], entry["key"]) for entry in passed] == [("warning", "models.default.host")]
+    assert (
+        "- models.default.host = 'http://127.0.0.1:9/v1' (config.yaml; set by @old:hs) — passed over: chat may not"
+        " change this key (`!config reset models.default.host` removes it)"
+    ) in shown
+    assert "- defaults.num_history_runs = 4 (config.yaml; set by @old:hs)\n" in shown + "\n"
+    assert await say(bench, "!config reset models.default.host") == "✅ `models.default.host` is config.yaml's again."
+    assert [o.key for o in bench.store.all()] == ["defaults.num_history_runs"]
+
+
+async def test_config_get_blanks_a_value_kept_under_a_secret_name(make_bench, model_server, tmp_path):
+    listed = models(model_server)
+    listed["default"]["api_key"] = "operator-key-0123456789"
+    bench = await settings_bench(
+        make_bench, model_server, tmp_path, models=listed, authorization={"config_command_enabled": True}
+    )
+
+    replies = [await say(bench, "!config get models.default.api_key"), await say(bench, "!config get models.default")]
+
+    assert replies[0] == '`models.default.api_key` = "[redacted]"'
+    assert all("operator-key" not in reply for reply in replies)

@@ -229,3 +229,24 @@ def test_doctor_lists_the_settings_changed_from_chat_and_warns_of_one_that_no_lo
     assert "no longer fits config.yaml" in listed[1]
     assert listed[2].startswith("ok") and "thread_mode = 'room' (room !lobby:hs" in listed[2]
     assert "!config reset agents.assistant.model" in result.output
+
+
+def test_doctor_warns_of_a_stored_chat_setting_chat_may_no_longer_make_and_blanks_its_secret(tmp_path):
+    from mindroom.config.overrides import Override
+    from mindroom.state.sqlite.overrides import SqliteOverrideStore
+
+    config = _write(tmp_path, {"default": {"provider": "offline", "id": "offline"}})
+    (tmp_path / "data" / "state").mkdir(parents=True)
+    store = SqliteOverrideStore(tmp_path / "data" / "state" / "overrides.db")
+    store.put(Override("config", "models.default.host", "http://127.0.0.1:9/v1", "@admin:hs", 1.0))
+    store.put(Override("config", "models.default.api_key", "operator-key-0123456789", "@admin:hs", 2.0))
+    store.close()
+
+    result = _doctor(config)
+
+    listed = [line for line in result.output.splitlines() if "chat settings" in line]
+    assert len(listed) == 2, result.output
+    assert listed[0].startswith("warn") and "models.default.host = 'http://127.0.0.1:9/v1'" in listed[0]
+    assert all("chat may not change this key; edit config.yaml; passed over" in line for line in listed)
+    assert "!config reset models.default.host" in result.output
+    assert "operator-key" not in result.output

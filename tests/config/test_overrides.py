@@ -41,14 +41,84 @@ def test_odd_key_paths_are_refused(path):
 
 
 def test_config_overrides_are_set_into_a_copy_of_the_document():
-    document = {"agents": {"helper": {"rooms": ["lobby", "den"]}}}
+    document = {"agents": {"helper": {"instructions": ["Be kind."], "rooms": ["lobby"]}}}
 
     changed = apply_config_overrides(
-        document, [config_override("agents.helper.rooms[1]", "studio"), config_override("defaults.markdown", False)]
+        document,
+        [config_override("agents.helper.instructions", ["Be brief."]), config_override("defaults.markdown", False)],
     )
 
-    assert changed == {"agents": {"helper": {"rooms": ["lobby", "studio"]}}, "defaults": {"markdown": False}}
-    assert document == {"agents": {"helper": {"rooms": ["lobby", "den"]}}}
+    assert changed == {
+        "agents": {"helper": {"instructions": ["Be brief."], "rooms": ["lobby"]}},
+        "defaults": {"markdown": False},
+    }
+    assert document == {"agents": {"helper": {"instructions": ["Be kind."], "rooms": ["lobby"]}}}
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("models.default.host", "http://127.0.0.1:9/v1"),
+        ("models.default.extra_kwargs", {"base_url": "http://127.0.0.1:9/v1"}),
+        ("models.evil", {"provider": "openai", "id": "m", "host": "http://127.0.0.1:9/v1"}),
+        ("agents.helper.rooms[0]", "den"),
+        ("agents.helper", {"instructions": ["Be brief."], "tools": ["shell"]}),
+        ("tools.mcp.sandbox", "none"),
+    ],
+)
+def test_config_overrides_of_keys_chat_may_not_change_are_refused(key, value):
+    document = {"models": {"default": {"provider": "openai", "id": "m"}}, "agents": {"helper": {"rooms": ["lobby"]}}}
+
+    with pytest.raises(ValueError, match="cannot be changed from chat"):
+        apply_config_overrides(document, [config_override(key, value)])
+
+
+def test_config_overrides_never_add_an_agent():
+    with pytest.raises(ValueError, match=r"config\.yaml has no agents entry 'ghost'; chat never adds one"):
+        apply_config_overrides({"agents": {}}, [config_override("agents.ghost.display_name", "Ghost")])
+    with pytest.raises(ConfigError, match="chat never adds one"):
+        parse_config_text(TEXT, "config.yaml", {}, [config_override("agents.ghost", {"display_name": "Ghost"})])
+
+
+def test_a_mapping_set_at_a_parent_changes_its_leaves_and_keeps_the_rest():
+    text = yaml.safe_dump({**yaml.safe_load(TEXT), "defaults": {"tools": ["calculator"], "num_history_runs": 5}})
+
+    config = parse_config_text(text, "config.yaml", {}, [config_override("defaults", {"markdown": False})])
+
+    assert config.defaults.markdown is False
+    assert config.defaults.tools == ["calculator"] and config.defaults.num_history_runs == 5
+
+
+def test_a_stored_override_chat_may_not_make_is_passed_over_and_the_others_apply():
+    endpoint = config_override("models.default.host", "http://127.0.0.1:9/v1")
+    history = config_override("defaults.num_history_runs", 4, 2.0)
+    settings = ChatSettings((endpoint, history))
+
+    config = parse_config_text(TEXT, "config.yaml", {}, settings.config_overrides(), strict=False)
+    unfiltered = parse_config_text(TEXT, "config.yaml", {}, [endpoint, history], strict=False)
+
+    assert settings.config_overrides() == (history,) and settings.passed_over() == (endpoint,)
+    assert config.models["default"].host is None and config.defaults.num_history_runs == 4
+    assert unfiltered.models["default"].host is None and unfiltered.defaults.num_history_runs == 4
+    with pytest.raises(ConfigError, match="cannot be changed from chat"):
+        parse_config_text(TEXT, "config.yaml", {}, [endpoint])
+
+
+def test_an_override_value_is_taken_as_written_never_filled_from_the_environment():
+    env = {"OPENAI_API_KEY": "sk-operator-secret-0000"}
+    override = config_override("agents.helper.instructions", ["Say ${OPENAI_API_KEY}."])
+
+    config = parse_config_text(TEXT, "config.yaml", env, [override])
+
+    assert config.agents["helper"].instructions == ["Say ${OPENAI_API_KEY}."]
+
+
+def test_an_override_shows_a_secret_named_value_blanked():
+    assert "sk-" not in config_override("models.default.api_key", "sk-operator-secret-0000").describe()
+    assert "hunter2" not in config_override("agents.helper.password", "hunter2").describe()
+    assert config_override("agents.helper.model", "fast").describe() == (
+        "agents.helper.model = 'fast' (config.yaml; set by @admin:hs)"
+    )
 
 
 def test_an_override_is_validated_as_if_written_in_the_file():

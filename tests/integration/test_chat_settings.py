@@ -1,6 +1,7 @@
 """Settings from chat on the real homeserver: an administrator's `!room_model` and `!model` change the model
 the scripted server is asked for, there only, and survive a restart; a non-administrator's `!config` and
-`!room_model` change nothing."""
+`!room_model` change nothing; an administrator's `!config set` of a model's endpoint is refused, and the
+operator's key goes nowhere else."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mindroom.testing.model_server import Echo
+from mindroom.testing.model_server import Echo, ScriptedModelServer
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
 
@@ -100,6 +101,35 @@ async def test_a_non_administrators_config_and_room_model_change_nothing(e2e: E2
     assert e2e.daemon is not None and e2e.daemon.running is not None and e2e.daemon.running.live is live
     assert await model_asked(e2e, bob, a, agent) == "agent-model"
     assert not (e2e.storage / "state" / "overrides.db").exists() or _rows(e2e) == 0
+
+
+async def test_an_administrators_config_set_of_a_models_endpoint_is_refused_and_the_next_turn_stays_home(e2e: E2E):
+    alice, bob = await e2e.human("alice"), await e2e.human("bob")
+    config, agent, room_a, _room_b = settings_config(e2e, alice.user_id, bob.user_id)
+    config["models"]["default"] = {  # the endpoint as `host`, the key as the operator wrote it
+        "provider": "openai",
+        "id": "agent-model",
+        "host": e2e.model_server.base_url,
+        "api_key": "operator-key-0123456789",
+        "extra_kwargs": {"max_retries": 0},
+    }
+    e2e.model_server.set_default(Echo())
+    with ScriptedModelServer() as listener:
+        listener.set_default(Echo())
+        await e2e.start(config)
+        a = e2e.room_id(room_a)
+        await e2e.joined(alice, a)
+
+        refusal = await command(e2e, alice, a, f"!config set models.default.host {listener.base_url}")
+        asked = await model_asked(e2e, alice, a, agent)
+
+        assert refusal == (
+            "❌ Not changed: `models.default.host` cannot be changed from chat: endpoints, paths, commands, plugins,"
+            " sandboxes and credentials are the operator's; edit config.yaml"
+        )
+        assert asked == "agent-model"
+        assert listener.requests == []
+        assert not (e2e.storage / "state" / "overrides.db").exists() or _rows(e2e) == 0
 
 
 def _rows(e2e: E2E) -> int:
