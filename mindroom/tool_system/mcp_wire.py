@@ -4,33 +4,31 @@ The `mcp` package (the `mcp` extra) is imported here only, when a server is firs
 
 - stdio: the server started by `mcp_stdio` (sandboxed); its stdout lines are JSON-RPC messages in, and
   messages out are written to its stdin, one line each. Its exit ends the connection.
-- streamable HTTP and SSE: the SDK's clients, with the configured headers. The URL's host must resolve to
-  public addresses; `allow_private_network` admits private ones (and here loopback, for a server on the
-  same machine); link-local and cloud metadata addresses stay refused.
+- streamable HTTP and SSE: the SDK's clients, with the configured headers. The URL's host is resolved once
+  and each address checked (`mcp_address`: public addresses only, unless `allow_private_network` admits
+  private and loopback ones; link-local and cloud metadata addresses stay refused, also inside IPv6 forms);
+  the HTTP client connects to those addresses only (`mcp_http`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
 import json
 import mimetypes
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 from mindroom.config.mcp import MCPServerConfig
+from mindroom.tool_system.mcp_address import CheckedHost, check_remote_url
 from mindroom.tool_system.mcp_stdio import StdioServerSpec, StdioSession, start_stdio_server
 from mindroom.tool_system.spec import OutboundFile, ToolError, ToolOutput
 
 __all__ = ["RemoteTool", "check_remote_url", "connect_client", "list_remote_tools", "result_output", "stdio_streams"]
 
 _MAX_PAGES = 50
-_METADATA_HOSTS = frozenset({"169.254.169.254", "fd00:ec2::254", "100.100.100.200"})
 _CLIENT_NAME = "mindroom"
 
 
@@ -41,26 +39,6 @@ class RemoteTool:
     name: str
     description: str
     input_schema: Mapping[str, Any]
-
-
-async def check_remote_url(url: str, allow_private_network: bool) -> None:
-    """`ToolError` unless `url` is http(s) and every address its host resolves to may be reached."""
-    parsed = urlparse(url)
-    host = parsed.hostname or ""
-    if parsed.scheme not in ("http", "https") or not host:
-        raise ToolError(f"{url!r} is not an http(s) URL")
-    named_local = host == "localhost" or host.endswith((".local", ".localhost"))
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, parsed.port or 443, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise ToolError(f"cannot resolve {host}: {exc.strerror or exc}") from None
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if str(address) in _METADATA_HOSTS or address.is_link_local or address.is_multicast or address.is_unspecified:
-            raise ToolError(f"{host} resolves to {address}, which is never reached")
-        private = address.is_private or address.is_loopback or named_local
-        if private and not allow_private_network:
-            raise ToolError(f"{host} resolves to the private address {address} (allow_private_network is off)")
 
 
 @asynccontextmanager
@@ -134,8 +112,8 @@ async def connect_client(
         exited = session.process.wait
     else:
         assert config.url is not None
-        await check_remote_url(config.url, config.allow_private_network)
-        transport = _remote_transport(config)
+        checked = await check_remote_url(config.url, config.allow_private_network)
+        transport = await _remote_transport(config, checked, stack)
         exited = asyncio.Event().wait  # a remote server's end shows as a failed call
     client = await stack.enter_async_context(Client(transport, client_info=_client_info(), cache=None))
     if config.transport == "stdio":
@@ -150,17 +128,26 @@ def _client_info() -> Any:
     return Implementation(name=_CLIENT_NAME, version="1")
 
 
-def _remote_transport(config: MCPServerConfig) -> Any:
+async def _remote_transport(config: MCPServerConfig, checked: CheckedHost, stack: AsyncExitStack) -> Any:
+    """The SDK's transport for the server, its HTTP clients connecting to the checked addresses only."""
     import httpx2
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from mindroom.tool_system.mcp_http import pinned_http_client
+
+    def client(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:
+        return pinned_http_client(checked, headers, timeout, auth)
 
     assert config.url is not None
     if config.transport == "sse":
-        return sse_client(config.url, headers=dict(config.headers), timeout=config.startup_timeout_seconds)
+        seconds = config.startup_timeout_seconds
+        return sse_client(config.url, headers=dict(config.headers), timeout=seconds, httpx_client_factory=client)
     timeout = httpx2.Timeout(config.startup_timeout_seconds, read=max(300.0, config.call_timeout_seconds))
-    http = create_mcp_http_client(headers=dict(config.headers), timeout=timeout)
+    # The SDK leaves a client it was given open: the connection's stack closes it after the transport.
+    http = await stack.enter_async_context(client(dict(config.headers), timeout))
     return streamable_http_client(config.url, http_client=http)
 
 
