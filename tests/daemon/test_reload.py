@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -150,6 +152,69 @@ async def _marker_version(daemon: RunningDaemon) -> str | None:
         await emit(daemon.live.registry, EVENT_MESSAGE_RECEIVED, MessageReceivedContext())
     versions = [entry["version"] for entry in logs if entry["event"] == "marker ran"]
     return versions[0] if versions else None
+
+
+# A plugin whose import waits until the event loop's heartbeat has ticked three more times: it loads only if
+# the reload builds off the loop (a build on the loop would stop the heartbeat, and the import gives up).
+WAITS_FOR_THE_LOOP = """
+import time
+from pathlib import Path
+
+def _beats():
+    try:
+        return int(Path(BEAT).read_text())
+    except (OSError, ValueError):
+        return -1
+
+_first, _deadline = _beats(), time.monotonic() + 30
+while _beats() < _first + 3:
+    if time.monotonic() > _deadline:
+        raise RuntimeError("the event loop did not tick while the plugin loaded")
+    time.sleep(0.01)
+"""
+
+
+def _waits_for_the_loop(text: str, beat: Path) -> str:
+    return text + WAITS_FOR_THE_LOOP.replace("BEAT", repr(str(beat)))
+
+
+@contextlib.asynccontextmanager
+async def _heartbeat(beat: Path) -> AsyncIterator[None]:
+    """A task on the event loop that counts its ticks into `beat` (replaced whole: never read half-written)."""
+    beat.parent.mkdir(parents=True, exist_ok=True)
+
+    async def tick() -> None:
+        count = 0
+        while True:
+            count += 1
+            beat.with_suffix(".next").write_text(str(count))
+            beat.with_suffix(".next").replace(beat)
+            await asyncio.sleep(0.01)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        yield
+    finally:
+        ticker.cancel()
+        await asyncio.gather(ticker, return_exceptions=True)
+
+
+async def _saved_until_seen(
+    path: Path, text: str, outcomes: asyncio.Queue[ReloadOutcome], seen: Callable[[ReloadOutcome], bool]
+) -> ReloadOutcome:
+    """Save `text` to `path` until the watcher reports a reload that `seen` accepts, and return it.
+
+    A watcher just started may miss a first save (its watch is not yet in place); saving the same text again
+    changes nothing else, so each save that goes unanswered for a while is repeated, up to a deadline."""
+    deadline = time.monotonic() + 30
+    while True:
+        await asyncio.to_thread(path.write_text, text)
+        with contextlib.suppress(TimeoutError):
+            while True:
+                outcome = await asyncio.wait_for(outcomes.get(), 2.0)
+                if seen(outcome):
+                    return outcome
+        assert time.monotonic() < deadline, f"the watcher never reported a reload for {path.name}"
 
 
 @pytest.mark.asyncio
@@ -344,7 +409,7 @@ async def test_reload_a_disabled_broken_plugin_is_never_loaded_nor_reported(tmp_
 
 
 @pytest.mark.asyncio
-async def test_reload_watcher_reloads_after_a_save_within_a_second(tmp_path: Path) -> None:
+async def test_reload_watcher_reloads_after_a_save_while_the_loop_keeps_running(tmp_path: Path) -> None:
     daemon = _deploy(tmp_path)
     outcomes: asyncio.Queue[ReloadOutcome] = asyncio.Queue()
     coordinator = _coordinator(daemon, [], outcomes)
@@ -355,24 +420,33 @@ async def test_reload_watcher_reloads_after_a_save_within_a_second(tmp_path: Pat
         coordinator.on_files_changed,
         debounce_s=0.1,
     )
-    watcher.start()
-    try:
-        await asyncio.sleep(0.3)  # the watcher is up
-        saved = time.time()
-        (tmp_path / "plugins" / "marker" / "hooks.py").write_text(MARKER.replace("VERSION", "watched"))
-        outcome = await asyncio.wait_for(outcomes.get(), 10)
-        assert outcome.ok and outcome.activated_at is not None
-        assert outcome.activated_at - saved < 1.5
-        assert await _marker_version(daemon) == "watched"
+    hooks, beat = tmp_path / "plugins" / "marker" / "hooks.py", tmp_path / "heartbeat" / "beats"
+    watched = _waits_for_the_loop(MARKER.replace("VERSION", "watched"), beat)
+    async with _heartbeat(beat):  # every reload from here on imports the plugin, which waits for the loop
+        watcher.start()
+        try:
+            saved = time.time()
+            outcome = await _saved_until_seen(
+                hooks, watched, outcomes, lambda outcome: outcome.plugin_changes == ("updated marker",)
+            )
+            assert outcome.ok and outcome.kept == () and outcome.left_out == ()
+            assert outcome.activated_at is not None and outcome.activated_at >= saved
+            assert await _marker_version(daemon) == "watched"
 
-        (tmp_path / "config.yaml").write_text(CONFIG.replace("tag: one", "tag: two"))
-        outcome = await asyncio.wait_for(outcomes.get(), 10)
-        assert outcome.ok and daemon.live.registry.all_hooks()[0].settings == {"tag": "two"}
-    finally:
-        await coordinator.stop()
-        await watcher.stop()
+            config = CONFIG.replace("tag: one", "tag: two")
+            outcome = await _saved_until_seen(
+                paths.config_path, config, outcomes, lambda _outcome: _settings(daemon) == {"tag": "two"}
+            )
+            assert outcome.ok and outcome.kept == () and await _marker_version(daemon) == "watched"
+        finally:
+            await coordinator.stop()
+            await watcher.stop()
     assert not watcher._tasks.running
     daemon.stores.journal.close()
+
+
+def _settings(daemon: RunningDaemon) -> dict[str, Any]:
+    return dict(daemon.live.registry.all_hooks()[0].settings)
 
 
 @pytest.mark.asyncio
@@ -393,15 +467,14 @@ async def test_reload_says_once_that_an_edited_env_file_needs_a_restart(tmp_path
     warning = "`.env` changed since the start; restart to apply it"
     watcher.start()
     try:
-        await asyncio.sleep(0.3)
         with capture_logs() as logs:
             assert (await coordinator.reload("untouched")).ok
         assert not any(entry["event"] == warning for entry in logs)
         assert outcomes.get_nowait().reason == "untouched"
 
         with capture_logs() as logs:
-            env_file.write_text("OPENAI_API_KEY=second\n")  # the watcher reloads on its own
-            assert (await asyncio.wait_for(outcomes.get(), 10)).reason == "file change"
+            changed = "OPENAI_API_KEY=second\n"  # the watcher reloads on its own
+            await _saved_until_seen(env_file, changed, outcomes, lambda outcome: outcome.reason == "file change")
             assert [entry["path"] for entry in logs if entry["event"] == warning] == [str(env_file)]
             assert (await coordinator.reload("again")).ok
         assert len([entry for entry in logs if entry["event"] == warning]) == 1  # once per content
@@ -501,30 +574,20 @@ async def test_reload_failure_tells_rooms_what_failed_but_never_the_cause(
 async def test_reload_builds_in_a_worker_thread_so_the_loop_keeps_running(tmp_path: Path) -> None:
     daemon = _deploy(tmp_path)
     coordinator = _coordinator(daemon, [])
-    seen = tmp_path / "import-thread.json"
+    seen, beat = tmp_path / "import-thread.json", tmp_path / "heartbeat" / "beats"
     slow = MARKER.replace("VERSION", "slow") + (
-        "\nimport asyncio, json, threading, time\n"
+        "\nimport asyncio, json, threading\n"
         "try:\n    asyncio.get_running_loop()\n    on_loop = True\nexcept RuntimeError:\n    on_loop = False\n"
         f"open({str(seen)!r}, 'w').write(json.dumps({{'main': threading.current_thread() is threading.main_thread(),"
         " 'on_loop': on_loop}))\n"
-        "time.sleep(0.6)\n"
     )
-    (tmp_path / "plugins" / "marker" / "hooks.py").write_text(slow)
-    ticks = 0
+    (tmp_path / "plugins" / "marker" / "hooks.py").write_text(_waits_for_the_loop(slow, beat))
 
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.02)
-            ticks += 1
-
-    ticker = asyncio.create_task(tick())
-    try:
+    async with _heartbeat(beat):
         outcome = await coordinator.reload("test")
-    finally:
-        ticker.cancel()
-    assert outcome.ok and await _marker_version(daemon) == "slow"
-    assert ticks >= 10, "the event loop was blocked while the build ran"
+
+    assert outcome.ok and outcome.kept == () and outcome.left_out == ()  # the import saw the loop tick meanwhile
+    assert await _marker_version(daemon) == "slow"
     assert json.loads(seen.read_text()) == {"main": False, "on_loop": False}
     daemon.stores.journal.close()
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
 
 from mindroom.bots.approvals import APPROVAL_CONTENT_KEY
-from mindroom.testing.model_server import Text, ToolCall
+from mindroom.testing.model_server import Text, ToolCall, last_user_message
 from tests.integration.conftest import E2E
 from tests.integration.support import edits_of, thread_replies
 from tests.integration.test_tools import last_tool_message
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+
+PROBE = "are you there?"
 
 
 def agent_requests(e2e: E2E) -> list[dict]:
@@ -37,18 +39,25 @@ async def test_tool_approval_rule_holds_a_call_until_the_requester_approves(e2e:
         model="agent-model",
     )  # fmt: skip
 
+    e2e.model_server.when(lambda r: PROBE in last_user_message(r), Text("Here."))
+
+    def asked_in_thread() -> list[dict]:
+        return [r for r in agent_requests(e2e) if PROBE not in last_user_message(r)]
+
     root = await alice.send(room_id, "think it over")
     card = await alice.wait_for(lambda e: thread_replies(root, agent_id)(e) and APPROVAL_CONTENT_KEY in e["content"])
 
     body = card["content"]["body"]
     assert body.startswith("🔐 Helper wants to run think: the approval rule 'th*' asks first. Arguments: {")
     assert "sk-abcdefghijklmnop" not in body and "Plan" in body
-    await asyncio.sleep(1.0)
-    assert len(agent_requests(e2e)) == 1  # held: the tool has not run, the model has not been asked again
-
     await bob.react(room_id, card["event_id"], "✅")  # not the requester: no answer
-    await asyncio.sleep(1.5)
-    assert len(agent_requests(e2e)) == 1
+    # Bob's next message is answered after his reaction was read: had it allowed the call, the tool would have
+    # run and the model been asked again by then.
+    probe = await bob.send(room_id, PROBE)
+    await bob.wait_for(lambda e: thread_replies(probe, agent_id)(e) and e["content"].get("body") == "Here.")
+    assert len(asked_in_thread()) == 1  # held: the tool has not run, the model has not been asked again
+    assert not alice.matching(edits_of(card["event_id"]))
+    assert not alice.matching(lambda e: thread_replies(root, agent_id)(e) and APPROVAL_CONTENT_KEY not in e["content"])
 
     await alice.react(room_id, card["event_id"], "✅")
     answer = await alice.wait_for(
@@ -56,7 +65,7 @@ async def test_tool_approval_rule_holds_a_call_until_the_requester_approves(e2e:
     )
 
     assert answer["content"]["body"] == "Done thinking."
-    assert "Title: Plan" in last_tool_message(agent_requests(e2e)[1])
+    assert "Title: Plan" in last_tool_message(asked_in_thread()[1])
     outcome = await alice.wait_for(edits_of(card["event_id"]))
     assert outcome["content"]["m.new_content"]["body"].endswith(f"— ✅ approved by {alice.user_id}.")
 
