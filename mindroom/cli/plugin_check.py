@@ -36,7 +36,7 @@ from mindroom.plugin_api.version import PLUGIN_API_VERSION
 from mindroom.plugins.loader import Plugin, load_plugin_dir
 from mindroom.plugins.manifest import check_api_version, read_manifest
 from mindroom.plugins.skills import SkillCatalog, SkillError
-from mindroom.tool_system.bubblewrap import bwrap_command, write_accounts
+from mindroom.tool_system.bubblewrap import bwrap_command, write_etc
 from mindroom.tool_system.catalog import ToolCatalogError, build_tool_catalog, registered_toolkits
 
 __all__ = [
@@ -255,7 +255,7 @@ def check_plugin_sandboxed(path: Path | str, bwrap: str) -> list[Finding]:
             bwrap,
             path=_PATH,
             lang="C.UTF-8",
-            accounts=write_accounts(Path(scratch)),
+            accounts=write_etc(Path(scratch)),
             readonly=shown,
             hidden=(data,),
             on_top=((folder, False),),

@@ -33,6 +33,7 @@ __all__ = [
     "MCPSandboxConfig",
     "MCPServerConfig",
     "ReadonlyPaths",
+    "SandboxNetworkSetting",
     "check_mcp_agent_overrides",
     "mcp_tool_name",
 ]
@@ -48,6 +49,10 @@ def _absolute(paths: list[str]) -> list[str]:
 
 ReadonlyPaths = Annotated[list[str], AfterValidator(_absolute)]
 """Host folders shown read-only inside a sandbox: absolute paths only."""
+
+SandboxNetworkSetting = bool | Literal["host"]
+"""A sandbox's network: `false` none, `true` its own (through slirp4netns, without the host's loopback),
+`host` the host's own network, loopback services included (weaker)."""
 
 MCP_TOOL_PREFIX = "mcp_"
 MCP_AGENT_OVERRIDE_KEYS = frozenset({"include_tools", "exclude_tools", "call_timeout_seconds"})
@@ -180,11 +185,12 @@ def check_mcp_agent_overrides(overrides: dict[str, Any] | Any) -> list[str]:
 class MCPSandboxConfig(StrictModel):
     """How stdio MCP servers are confined: the shell tool's bubblewrap sandbox, with these differences.
 
-    `network` is on by default (most servers call an API); `readonly_paths` are extra host folders a
-    server sees read-only (a server installed in a Python virtual environment sees that environment
-    without being listed). `sandbox` as for `tools.shell`: `auto`, `bwrap` or `none`.
+    `network` is on by default (most servers call an API), as for `tools.shell`: `true`, `false` or `host`;
+    `readonly_paths` are extra host folders a server sees read-only (a server installed in a Python virtual
+    environment sees that environment without being listed). `sandbox` as for `tools.shell`: `auto`,
+    `bwrap` or `none`.
     """
 
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
-    network: bool = True
+    network: SandboxNetworkSetting = True
     readonly_paths: ReadonlyPaths = Field(default_factory=list)

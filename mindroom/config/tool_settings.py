@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from mindroom.config.mcp import MCPSandboxConfig, ReadonlyPaths
+from mindroom.config.mcp import MCPSandboxConfig, ReadonlyPaths, SandboxNetworkSetting
 from mindroom.config.strict import StrictModel
 
 __all__ = ["FileToolConfig", "ShellToolConfig", "ToolsConfig"]
@@ -15,9 +15,10 @@ __all__ = ["FileToolConfig", "ShellToolConfig", "ToolsConfig"]
 class ShellToolConfig(StrictModel):
     """The built-in `shell` tool: which executables it may run (none unless listed), for how long, and how confined.
 
-    `sandbox`: `bwrap` runs commands in a bubblewrap sandbox (refused when it cannot run), `none` without one,
-    `auto` in bwrap when it works here. `readonly_paths` are host folders shown read-only inside the sandbox
-    besides the system ones; `network` lets sandboxed commands use the network.
+    `sandbox`: `auto` and `bwrap` run commands in a bubblewrap sandbox (refused when it cannot run), `none`
+    without one. `readonly_paths` are host folders shown read-only inside the sandbox besides the system
+    ones; `network`: `true` gives sandboxed commands a network of their own (through slirp4netns, without
+    the host's loopback services), `host` the host's network itself, `false` none.
     """
 
     allowed_commands: list[str] = Field(default_factory=list)
@@ -25,7 +26,7 @@ class ShellToolConfig(StrictModel):
     max_output_chars: int = Field(default=20000, ge=100)
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
     readonly_paths: ReadonlyPaths = Field(default_factory=list)
-    network: bool = False
+    network: SandboxNetworkSetting = False
 
 
 class FileToolConfig(StrictModel):

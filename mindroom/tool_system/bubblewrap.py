@@ -13,7 +13,9 @@ need, not the folder (`/etc/shadow`, `/etc/ssh`, `/etc/ssl/private` stay out):
   `ls -l` and Python's `getpass` can name the user; the host's accounts are not shown.
 - `nsswitch.conf`: in which order the names of users and hosts are looked up.
 - `hosts`: `localhost` resolves, for servers a command starts on the sandbox's own loopback.
-- `resolv.conf`, `gai.conf`, `host.conf`: DNS servers and resolver settings; only with the network.
+- `resolv.conf`: only with the network. A sandbox with a network of its own gets one written for it,
+  naming slirp's forwarder (`mindroom.tool_system.sandbox_network`); with the host's network, the host's.
+- `gai.conf`, `host.conf`: resolver settings; only with the network.
 - `ld.so.cache`, `ld.so.conf`, `ld.so.conf.d`: where the dynamic linker finds shared libraries.
 - `alternatives`: the links behind commands such as `awk`, `editor` or `java` (Debian, Ubuntu).
 - `ssl/certs`, `ssl/cert.pem`, `ssl/openssl.cnf`, `pki/tls/certs`, `pki/tls/cert.pem`, `pki/tls/openssl.cnf`,
@@ -34,6 +36,9 @@ import glob
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
+
+from mindroom.tool_system.sandbox_network import RESOLVER
 
 __all__ = [
     "ETC_FILES",
@@ -44,7 +49,7 @@ __all__ = [
     "SANDBOX_USER",
     "SYSTEM_DIRS",
     "bwrap_command",
-    "write_accounts",
+    "write_etc",
 ]
 
 SANDBOX_UID = 1000
@@ -78,12 +83,12 @@ ETC_FILES = (
     "python3.*",
     "java-*",
 )
-ETC_NETWORK_FILES = ("resolv.conf", "gai.conf", "host.conf")
+ETC_NETWORK_FILES = ("gai.conf", "host.conf")
 _NOBODY = 65534
 
 
-def write_accounts(folder: Path) -> Path:
-    """Write the sandbox's `passwd` and `group` into `folder` (which exists) and return it."""
+def write_etc(folder: Path) -> Path:
+    """Write the sandbox's own `passwd`, `group` and `resolv.conf` into `folder` (which exists) and return it."""
     (folder / "passwd").write_text(
         "root:x:0:0:root:/root:/usr/sbin/nologin\n"
         f"{SANDBOX_USER}:x:{SANDBOX_UID}:{SANDBOX_GID}:{SANDBOX_USER}:{SANDBOX_HOME}:/bin/sh\n"
@@ -94,7 +99,8 @@ def write_accounts(folder: Path) -> Path:
         f"root:x:0:\n{SANDBOX_USER}:x:{SANDBOX_GID}:\nnogroup:x:{_NOBODY}:\n",
         encoding="utf-8",
     )
-    for name in ("passwd", "group"):
+    (folder / "resolv.conf").write_text(f"nameserver {RESOLVER}\n", encoding="utf-8")
+    for name in ("passwd", "group", "resolv.conf"):
         (folder / name).chmod(0o644)
     return folder
 
@@ -125,7 +131,7 @@ def bwrap_command(
     path: str,
     lang: str,
     accounts: Path,
-    network: bool = False,
+    network: bool | Literal["host"] = False,
     readonly: Sequence[str] = (),
     hidden: Sequence[Path] = (),
     on_top: Sequence[tuple[Path, bool]] = (),
@@ -135,11 +141,12 @@ def bwrap_command(
 
     `readonly` host paths are shown read-only at the same path; `hidden` folders are covered by an empty
     tmpfs even below a shown folder; `on_top` paths (`(path, writable)`) are shown after those, so a
-    workspace inside a hidden data directory is seen. `accounts` holds the `write_accounts` files.
+    workspace inside a hidden data directory is seen. `accounts` holds the `write_etc` files. `network`:
+    `False` none, `True` a namespace of its own (for slirp4netns to link), `"host"` the host's network.
     """
     argv = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if network:
+    if network == "host":
         argv.append("--share-net")
     argv += ["--clearenv", "--setenv", "PATH", path, "--setenv", "LANG", lang, "--setenv", "HOME", SANDBOX_HOME]
     for system_dir in SYSTEM_DIRS:
@@ -149,6 +156,10 @@ def bwrap_command(
             argv += ["--ro-bind", system_dir, system_dir]
     argv += _etc_mounts(ETC_FILES + ETC_NETWORK_FILES if network else ETC_FILES)
     argv += ["--ro-bind", str(accounts / "passwd"), "/etc/passwd", "--ro-bind", str(accounts / "group"), "/etc/group"]
+    if network == "host":
+        argv += _etc_mounts(("resolv.conf",))
+    elif network:
+        argv += ["--ro-bind", str(accounts / "resolv.conf"), "/etc/resolv.conf"]
     # The sandbox's own /tmp and /home: fresh, empty tmpfs mounts nobody else sees.
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/home", "--dir", SANDBOX_HOME]  # noqa: S108
     for extra in readonly:

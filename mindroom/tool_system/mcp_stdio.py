@@ -1,11 +1,12 @@
 """A stdio MCP server started like a shell command: sandboxed, with a scrubbed environment, killed whole on stop.
 
-With bubblewrap (`tools.mcp.sandbox`, tested as for the shell tool) the server runs as the sandbox user
-with a private HOME and /tmp, no view of the data directory or the daemon's processes, the network unless
-`tools.mcp.network` is off, and read-only: the system folders, `tools.mcp.readonly_paths`, and the
-virtual environment its command lives in. Its working folder (`cwd`, else a folder of its own in the data
-directory) is writable. Without bubblewrap it runs under the reaper with a fresh HOME, and the daemon
-keeps hold of everything it starts (`containment.py`).
+In bubblewrap (`tools.mcp.sandbox`, tested as for the shell tool, refused when it cannot run) the server
+runs as the sandbox user with a private HOME and /tmp, no view of the data directory or the daemon's
+processes, a network of its own (`tools.mcp.network`, through slirp4netns, without the host's loopback
+services), and read-only: the system folders, `tools.mcp.readonly_paths`, and the virtual environment
+its command lives in. Its working folder (`cwd`, else a folder of its own in the data directory) is
+writable. With `sandbox: none` it runs under the reaper with a fresh HOME, and the daemon keeps hold of
+everything it starts (`containment.py`).
 
 Its environment holds PATH, LANG and HOME, and the variables its config names (`env`), nothing of the
 daemon's; those values go to bubblewrap through its environment, not its command line, so no process
@@ -30,7 +31,8 @@ from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
 from mindroom.config.mcp import MCPSandboxConfig
 from mindroom.tool_system.containment import CommandHold
-from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, choose_sandbox, prepare_launch
+from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, choose_sandbox, prepare_launch, start_launch
+from mindroom.tool_system.sandbox_network import SandboxNetwork
 from mindroom.tool_system.spec import ToolError
 
 __all__ = ["STDERR_KEPT", "StdioServerSpec", "StdioSession", "start_stdio_server"]
@@ -60,6 +62,7 @@ class StdioSession:
     process: asyncio.subprocess.Process
     launch: Launch
     hold: CommandHold | None
+    network: SandboxNetwork | None = None
     stderr: collections.deque[bytes] = field(default_factory=lambda: collections.deque(maxlen=64))
 
     def stderr_tail(self) -> str:
@@ -125,7 +128,7 @@ async def _prepare(spec: StdioServerSpec) -> tuple[Launch, tuple[int, int] | Non
     host_path = process_environ().get("PATH") or DEFAULT_PATH
     executable = _executable(spec.command, host_path)
     shell = _shell_settings(spec.settings, _environment_roots(executable))
-    sandbox = await choose_sandbox(shell, host_path)
+    sandbox = await choose_sandbox(shell, host_path, "tools.mcp")
     if sandbox.bwrap is not None and not sandbox.shows(executable, shell):
         raise ToolError(f"{executable} is not inside the sandbox: add its folder to tools.mcp.readonly_paths")
     os.makedirs(spec.folder, mode=0o700, exist_ok=True)
@@ -155,10 +158,8 @@ async def start_stdio_server(spec: StdioServerSpec) -> AsyncIterator[StdioSessio
     read_end, write_end = pipe if pipe is not None else (None, None)
     hold = CommandHold() if launch.under_reaper else None
     try:
-        process = await asyncio.create_subprocess_exec(
-            *launch.argv,
-            cwd=launch.cwd,
-            env=dict(launch.env),
+        process, network = await start_launch(
+            launch,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -166,16 +167,20 @@ async def start_stdio_server(spec: StdioServerSpec) -> AsyncIterator[StdioSessio
             limit=16 * 1024 * 1024,
             pass_fds=(read_end,) if read_end is not None else (),
         )
-    except OSError as exc:
+    except BaseException as exc:
         if write_end is not None:
             os.close(write_end)
         if hold is not None:
             await hold.release()
-        raise ToolError(f"cannot start {spec.command!r}: {exc.strerror}") from None
+        if launch.scratch is not None:
+            await asyncio.to_thread(shutil.rmtree, launch.scratch, True)
+        if isinstance(exc, OSError):
+            raise ToolError(f"cannot start {spec.command!r}: {exc.strerror}") from None
+        raise
     finally:
         if read_end is not None:
             os.close(read_end)
-    session = StdioSession(process, launch, hold)
+    session = StdioSession(process, launch, hold, network)
     assert process.stderr is not None
     drain = asyncio.create_task(_drain(process.stderr, session.stderr))
     try:
@@ -216,3 +221,5 @@ async def _stop(session: StdioSession) -> None:
         await session.hold.release()
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(process.wait(), _STOP_GRACE_S)
+    if session.network is not None:
+        await session.network.close()

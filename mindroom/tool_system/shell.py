@@ -26,7 +26,7 @@ from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
 from mindroom.tool_system.containment import CommandHold
 from mindroom.tool_system.environment import current_tool_environment
-from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, Sandbox, choose_sandbox, prepare_launch
+from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, Sandbox, choose_sandbox, prepare_launch, start_launch
 from mindroom.tool_system.spec import WORKSPACES_DIRNAME, AgentToolEnvironment, ToolError, ToolSpec
 
 __all__ = ["SHELL_TOOL_NAMES", "STOP_GRACE_S", "run_command", "shell_tools"]
@@ -151,10 +151,8 @@ def _private_umask() -> dict[str, Any]:
 async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
     hold = CommandHold() if launch.under_reaper else None
     try:
-        process = await asyncio.create_subprocess_exec(
-            *launch.argv,
-            cwd=launch.cwd,
-            env=dict(launch.env),
+        process, network = await start_launch(
+            launch,
             stdin=asyncio.subprocess.DEVNULL if hold is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -180,6 +178,8 @@ async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
         # loop runs (bounded, should a process have escaped even so).
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+        if network is not None:
+            await asyncio.shield(network.close())
 
 
 async def _collect(process: asyncio.subprocess.Process, launch: Launch, program: str, settings: ShellToolConfig) -> str:

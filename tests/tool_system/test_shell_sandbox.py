@@ -293,11 +293,12 @@ async def test_shell_sandbox_has_no_network_unless_configured(data_dir):
     connect = f"{sys.executable} -I -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2); print(1)'"
     try:
         closed = await shell(data_dir, sys.executable, sandbox="bwrap")(connect)
-        shared = await shell(data_dir, sys.executable, sandbox="bwrap", network=True)(connect)
+        shared = await shell(data_dir, sys.executable, sandbox="bwrap", network="host")(connect)
     finally:
         listener.close()
 
     assert not closed.startswith("exit code: 0")
+    # Only the operator's explicit `network: host` reaches the host's loopback (test_sandbox_network.py).
     assert shared == "exit code: 0\n1\n"
 
 
@@ -329,19 +330,31 @@ def no_bwrap_on_path(tmp_path, monkeypatch):
 
 
 @pytest.mark.asyncio
-async def test_shell_sandbox_auto_falls_back_with_one_warning(data_dir, no_bwrap_on_path):
+async def test_shell_sandbox_auto_refuses_without_bwrap_and_names_the_package(data_dir, no_bwrap_on_path):
     run = shell(data_dir, "env", sandbox="auto")
 
     with capture_logs() as logs:
-        first = await run("env")
-        await run("env")
+        for _ in range(2):
+            with pytest.raises(ToolError) as refused:
+                await run("env")
 
-    warnings = [log for log in logs if log["event"] == "shell commands run without a sandbox"]
-    assert len(warnings) == 1
-    assert warnings[0]["log_level"] == "warning"
-    assert warnings[0]["reason"] == "bwrap (bubblewrap) is not installed"
-    assert "data directory" in warnings[0]["weaker"] and "/proc" in warnings[0]["weaker"]
-    assert "HOME=/home/agent" not in first and "HOME=" in first
+    message = str(refused.value)
+    assert message.startswith("shell commands are not run: tools.shell.sandbox is auto, but bwrap (bubblewrap)")
+    assert "apt-get install bubblewrap" in message and "tools.shell.sandbox: none" in message
+    errors = [log for log in logs if log["event"] == "sandboxed tools refused: their sandbox cannot run here"]
+    assert len(errors) == 1 and errors[0]["setting"] == "tools.shell"
+    assert not [log for log in logs if log["event"] == "tools run without a sandbox"]
+
+
+@pytest.mark.asyncio
+async def test_shell_sandbox_none_runs_without_bwrap_and_says_what_is_weaker(data_dir, no_bwrap_on_path):
+    with capture_logs() as logs:
+        output = await shell(data_dir, "env", sandbox="none")("env")
+
+    assert output.startswith("exit code: 0\n") and "HOME=" in output and "HOME=/home/agent" not in output
+    (warning,) = [log for log in logs if log["event"] == "tools run without a sandbox"]
+    assert warning["log_level"] == "warning" and warning["reason"] == "tools.shell.sandbox is none"
+    assert "data directory" in warning["weaker"] and "/proc" in warning["weaker"]
 
 
 @pytest.mark.asyncio
@@ -358,7 +371,7 @@ async def test_shell_sandbox_none_says_so_once(data_dir, monkeypatch):
         await shell(data_dir, "env", sandbox="none")("env")
         await shell(data_dir, "env", sandbox="none")("env")
 
-    reasons = [log["reason"] for log in logs if log["event"] == "shell commands run without a sandbox"]
+    reasons = [log["reason"] for log in logs if log["event"] == "tools run without a sandbox"]
     assert reasons == ["tools.shell.sandbox is none"]
 
 
@@ -371,7 +384,7 @@ async def test_shell_sandbox_auto_uses_bwrap_when_it_works(data_dir, monkeypatch
         output = await shell(data_dir, "env", sandbox="auto")("env")
 
     assert "HOME=/home/agent" in output
-    assert [log["event"] for log in logs] == ["shell commands run in a bubblewrap sandbox"]
+    assert [log["event"] for log in logs] == ["tools run in a bubblewrap sandbox"]
 
 
 def test_shell_config_wants_absolute_readonly_paths():

@@ -4,6 +4,7 @@ These tests run as whatever user runs the suite; as root (CI) they show that the
 root on to the command.
 """
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -24,8 +25,8 @@ __all__ = ["data_dir"]
 
 pytestmark = needs_bwrap
 
-# Top-level names of /etc the sandbox may show: the listed files and the accounts it writes itself.
-SHOWN_IN_ETC = {name.split("/")[0] for name in (*ETC_FILES, *ETC_NETWORK_FILES)} | {"passwd", "group"}
+# Top-level names of /etc the sandbox may show: the listed files and those it writes itself.
+SHOWN_IN_ETC = {name.split("/")[0] for name in (*ETC_FILES, *ETC_NETWORK_FILES)} | {"passwd", "group", "resolv.conf"}
 
 
 def output_of(result: str) -> str:
@@ -62,10 +63,13 @@ async def test_shell_sandbox_does_not_show_etc_shadow_or_the_hosts_accounts(data
 @pytest.mark.skipif(not os.path.exists("/etc/resolv.conf"), reason="this host has no /etc/resolv.conf")
 @pytest.mark.asyncio
 async def test_shell_sandbox_resolver_files_come_only_with_the_network(data_dir):
-    closed = await shell(data_dir, "ls", sandbox="bwrap")("ls /etc/resolv.conf")
-    shared = await shell(data_dir, "ls", sandbox="bwrap", network=True)("ls /etc/resolv.conf")
+    closed = await shell(data_dir, "cat", sandbox="bwrap")("cat /etc/resolv.conf")
+    own = await shell(data_dir, "cat", sandbox="bwrap", network=True)("cat /etc/resolv.conf")
+    shared = await shell(data_dir, "cat", sandbox="bwrap", network="host")("cat /etc/resolv.conf")
 
-    assert closed.startswith("exit code: 2") and shared == "exit code: 0\n/etc/resolv.conf\n"
+    assert closed.startswith("exit code: 1")
+    assert own == "exit code: 0\nnameserver 10.0.2.3\n"  # slirp's forwarder, not the host's resolver
+    assert shared == "exit code: 0\n" + await asyncio.to_thread(Path("/etc/resolv.conf").read_text)
 
 
 @pytest.mark.asyncio
