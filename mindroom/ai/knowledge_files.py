@@ -4,12 +4,18 @@ Text-like files (Markdown, plain text, code, JSON, CSV ...) are decoded here, so
 skipped with that reason, and cut by characters with agno's `FixedSizeChunking` (`chunk_size`,
 `chunk_overlap`). PDF, Word, PowerPoint and Excel files go through agno's reader for the format, with its own
 chunking; a reader whose package is missing, or that finds no text, skips the file with the reason.
+
+Symbolic links are never followed, neither when listing nor when reading: a linked file or folder is not
+part of the base, wherever it points (inside the base or not), and a file replaced by a link, or a folder
+on its path replaced by one, after the listing is skipped rather than read.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
+import io
 import os
 import re
 import stat
@@ -105,19 +111,43 @@ def base_files(root: Path, base: KnowledgeBaseConfig) -> dict[str, BaseFile]:
     return found
 
 
-def _text_chunks(path: Path, base: KnowledgeBaseConfig) -> list[str]:
+def _read_inside(root: Path, relative: str) -> bytes:
+    """A regular file's bytes, each folder below `root` and the file itself opened without following a link."""
+    *folders, name = relative.split("/")
+    no_follow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    folder_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        text = path.read_bytes().decode("utf-8")
+        for folder in folders:
+            inner = os.open(folder, no_follow | os.O_DIRECTORY, dir_fd=folder_fd)
+            os.close(folder_fd)
+            folder_fd = inner
+        # Non-blocking, so that a FIFO put in the file's place does not hang the refresh.
+        file_fd = os.open(name, no_follow | os.O_NONBLOCK, dir_fd=folder_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnreadableFileError("a symbolic link (not followed)") from exc
+        raise
+    finally:
+        os.close(folder_fd)
+    with os.fdopen(file_fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise UnreadableFileError("not a regular file")
+        return file.read()
+
+
+def _text_chunks(data: bytes, name: str, base: KnowledgeBaseConfig) -> list[str]:
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UnreadableFileError(f"not UTF-8 text (byte {exc.start})") from exc
     if not text.strip():
         return []
     chunking = FixedSizeChunking(chunk_size=base.chunk_size, overlap=base.chunk_overlap)
-    documents = chunking.chunk(Document(content=text, name=path.name))
+    documents = chunking.chunk(Document(content=text, name=name))
     return [document.content for document in documents if document.content.strip()]
 
 
-def _reader_chunks(path: Path, extension: str) -> list[str]:
+def _reader_chunks(data: bytes, name: str, extension: str) -> list[str]:
     module_name, class_name, package = _READERS[extension]
     try:
         reader_class: Any = getattr(importlib.import_module(module_name), class_name)
@@ -126,8 +156,10 @@ def _reader_chunks(path: Path, extension: str) -> list[str]:
     missing = reader_class.get_missing_read_time_packages()
     if missing:
         raise UnreadableFileError(f"reading {extension} files needs the {', '.join(missing)} package")
+    content = io.BytesIO(data)
+    content.name = name  # the readers name their documents, and tell spreadsheet formats apart, by it
     try:
-        documents = reader_class().read(path)
+        documents = reader_class().read(content)
     except Exception as exc:  # a reader's own parsing error is the file's problem, reported as its reason
         raise UnreadableFileError(f"{class_name} failed: {exc}") from exc
     chunks = [document.content for document in documents or () if (document.content or "").strip()]
@@ -140,11 +172,12 @@ def file_chunks(root: Path, file: BaseFile, base: KnowledgeBaseConfig) -> list[s
     """The text of one file in chunks; `UnreadableFileError` says why a file cannot be indexed."""
     if file.size > MAX_FILE_BYTES:
         raise UnreadableFileError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-    path = root / file.path
-    extension = path.suffix.lower()
+    name = file.path.rsplit("/", 1)[-1]
+    extension = Path(name).suffix.lower()
     try:
-        if extension in _READERS:
-            return _reader_chunks(path, extension)
-        return _text_chunks(path, base)
+        data = _read_inside(root, file.path)
     except OSError as exc:
         raise UnreadableFileError(exc.strerror or str(exc)) from exc
+    if extension in _READERS:
+        return _reader_chunks(data, name, extension)
+    return _text_chunks(data, name, base)

@@ -1,7 +1,8 @@
 """The daemon's knowledge bases: built from `knowledge_bases:`, kept fresh in the background, searched by turns.
 
 Each semantic base gets a keeper task: it refreshes the index at start, then whenever the folder changes
-(watchfiles, changes within half a second taken as one), every `poll_interval_seconds` if set, and for a
+(watchfiles, changes within half a second taken as one; only the base's own folders are watched, never one
+behind a symbolic link, so writes elsewhere cost nothing), every `poll_interval_seconds` if set, and for a
 Git base every `git.poll_interval_seconds` after syncing the checkout. A reload keeps a base whose
 settings (and embedder) did not change, and rebuilds one whose did. `stop()` cancels and awaits every
 keeper and closes the indexes. `files` bases have no index and no keeper (agents read them with file tools).
@@ -11,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mindroom.ai.embedder import EmbedderSpec, embedder_spec
 from mindroom.ai.knowledge import KnowledgeBase
@@ -22,6 +26,9 @@ from mindroom.config.knowledge import KnowledgeBaseConfig
 from mindroom.config.main import Config
 from mindroom.logging_config import get_logger
 from mindroom.state.location import open_knowledge_index
+
+if TYPE_CHECKING:
+    from watchfiles import Change
 
 __all__ = ["WATCH_DEBOUNCE_MS", "KnowledgeService", "base_root"]
 
@@ -108,8 +115,10 @@ class KnowledgeService:
         watcher: asyncio.Task[None] | None = None
         try:
             while True:
-                # Watching starts before the refresh reads the folder: a change made meanwhile refreshes again.
                 if config.watch and config.git is None and watcher is None and base.root.is_dir():
+                    # The watcher sets `dirty` once its watches are in place (and when it ends), so the refresh
+                    # reads the folder only when a change made meanwhile would refresh again.
+                    dirty.clear()
                     watcher = asyncio.create_task(_watch(base, dirty), name=f"knowledge-watch-{base.base_id}")
                 await dirty.wait()
                 dirty.clear()
@@ -134,14 +143,59 @@ class KnowledgeService:
             logger.warning("knowledge base not refreshed", base=base.base_id, error=str(exc))
 
 
+def _watched_folders(root: Path, skip_hidden: bool) -> list[str]:
+    """The base's folder and each folder below it that is its own: not a link, not `.git`, not hidden if skipped."""
+    folders = [str(root)]
+    for folder, dirs, _names in os.walk(root):  # a linked folder is listed by os.walk, never entered
+        dirs[:] = sorted(
+            name for name in dirs
+            if name != ".git" and not (skip_hidden and name.startswith(".")) and not os.path.islink(Path(folder, name))
+        )  # fmt: skip
+        folders.extend(str(Path(folder, name)) for name in dirs)
+    return folders
+
+
+def _folders_changed(changes: set[tuple[Change, str]], folders: set[str]) -> bool:
+    from watchfiles import Change
+
+    for change, path in changes:
+        if change == Change.deleted and path in folders:
+            return True
+        if change == Change.added:
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    return True
+    return False
+
+
 async def _watch(base: KnowledgeBase, dirty: asyncio.Event) -> None:
+    try:
+        await _watch_folders(base, dirty)
+    finally:
+        dirty.set()  # the keeper never waits on a watcher that is gone
+
+
+async def _watch_folders(base: KnowledgeBase, dirty: asyncio.Event) -> None:
     from watchfiles import awatch
 
-    stop = asyncio.Event()
-    try:
-        async for _changes in awatch(base.root, debounce=WATCH_DEBOUNCE_MS, step=50, stop_event=stop):
-            dirty.set()
-    except FileNotFoundError:
-        logger.warning("knowledge folder gone; watching stopped", base=base.base_id, path=str(base.root))
-    finally:
-        stop.set()
+    # Each folder is watched on its own, not recursively: a recursive watch follows links out of the base.
+    # A folder added or removed ends the round, and the next one watches the folders as they are then.
+    while True:
+        folders = await asyncio.to_thread(_watched_folders, base.root, base.config.skip_hidden)
+        stop = asyncio.Event()
+        batches = awatch(*folders, debounce=WATCH_DEBOUNCE_MS, step=50, stop_event=stop, recursive=False)
+        # Set with no await before the loop's first step installs the watches: the refresh this wakes reads
+        # the folders only once they are watched, so nothing written before or since is missed.
+        dirty.set()
+        try:
+            async for changes in batches:
+                dirty.set()
+                if _folders_changed(changes, set(folders)):
+                    break
+        except FileNotFoundError:
+            if not base.root.is_dir():
+                logger.warning("knowledge folder gone; watching stopped", base=base.base_id, path=str(base.root))
+                return
+        finally:
+            stop.set()
+            await batches.aclose()

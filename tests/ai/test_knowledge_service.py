@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from structlog.testing import capture_logs
 
 from mindroom.ai.knowledge_git import GitSyncError, sync_checkout
 from mindroom.ai.knowledge_service import KnowledgeService
@@ -107,6 +110,67 @@ async def test_knowledge_service_indexes_a_git_base(tmp_path: Path, service: Kno
     assert base is not None
     await _until(lambda: _finds(base, "pump"))
     assert base.root == tmp_path / "checkouts" / "ops"
+
+
+def _inotify_watched_inodes() -> set[int]:
+    """The inodes this process's inotify instances watch, as the kernel reports them."""
+    inodes: set[int] = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify":
+                lines = Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines()
+                inodes.update(int(line.split("ino:")[1].split()[0], 16) for line in lines if line.startswith("inotify"))
+    return inodes
+
+
+async def test_knowledge_watcher_watches_nothing_behind_a_symlink(tmp_path: Path, service: KnowledgeService):
+    outside, docs = tmp_path / "outside", tmp_path / "docs"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "secret.md").write_text("The vault code is 4711.")
+    docs.mkdir()
+    (docs / "a.md").write_text("The kestrel hovers.")
+    (docs / "link").symlink_to(outside, target_is_directory=True)
+    (docs / "file-link.md").symlink_to(outside / "secret.md")
+    (docs / "inner").mkdir()
+
+    with capture_logs() as logs:
+        await service.apply(Config.model_validate({"knowledge_bases": {"docs": {"path": "docs"}}}))
+        base = service.get("docs")
+        assert base is not None
+        await _until(lambda: _finds(base, "kestrel"))
+        watched = _inotify_watched_inodes()
+        assert {docs.stat().st_ino, (docs / "inner").stat().st_ino} <= watched
+        assert not {outside.stat().st_ino, (outside / "deep").stat().st_ino} & watched
+
+        (outside / "new.md").write_text("The osprey dives.")
+        (outside / "deep" / "more.md").write_text("The osprey again.")
+        (outside / "secret.md").write_text("The vault code is 1234.")
+        (docs / "inner" / "b.md").write_text("The heron waits.")
+        await _until(lambda: _finds(base, "heron"))
+
+    refreshes = [entry for entry in logs if entry["event"] == "knowledge base refreshed"]
+    assert len(refreshes) == 2  # the first one, and the one for b.md
+    assert sorted(base.index.files()) == ["a.md", "inner/b.md"]
+    assert not await _finds(base, "vault") and not await _finds(base, "osprey")
+
+
+async def test_knowledge_watcher_follows_folders_made_after_it_started(tmp_path: Path, service: KnowledgeService):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("The kestrel hovers.")
+    await service.apply(Config.model_validate({"knowledge_bases": {"docs": {"path": "docs"}}}))
+    base = service.get("docs")
+    assert base is not None
+    await _until(lambda: _finds(base, "kestrel"))
+
+    (docs / "new" / "deeper").mkdir(parents=True)
+    (docs / "new" / "deeper" / "b.md").write_text("The heron waits.")
+    await _until(lambda: _finds(base, "heron"))
+    (docs / "new" / "deeper" / "c.md").write_text("The wren sings.")  # in a folder that did not exist at start
+    await _until(lambda: _finds(base, "wren"))
+    (docs / "new" / "deeper").rename(docs / "moved")
+    (docs / "moved" / "d.md").write_text("The swift turns.")
+    await _until(lambda: _finds(base, "swift"))
 
 
 async def _finds(base, words: str) -> bool:  # type: ignore[no-untyped-def]
