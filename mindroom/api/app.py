@@ -17,6 +17,7 @@ from mindroom import __version__
 from mindroom.api.approval_routes import approval_router
 from mindroom.api.config_routes import config_router
 from mindroom.api.context import ApiContext
+from mindroom.api.docs_page import add_docs
 from mindroom.api.limits import BodyLimit
 from mindroom.api.openai_protocol import OpenAIError
 from mindroom.api.openai_routes import v1_router
@@ -70,9 +71,10 @@ def create_app(ctx: ApiContext, collector: MetricsCollector | None = None) -> Fa
         title="MindRoom daemon",
         version=__version__,
         description="The OpenAI-compatible API (`/v1`), the REST API (`/api`), `/metrics` and the dashboard (`/`).",
-        docs_url="/docs" if settings.docs else None,
-        redoc_url="/redoc" if settings.docs else None,
-        openapi_url="/openapi.json",
+        # FastAPI's own document and docs pages would be open to anyone (and load scripts from a CDN).
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
 
     async def openai_error(request: Request, exc: Exception) -> Response:
@@ -84,6 +86,7 @@ def create_app(ctx: ApiContext, collector: MetricsCollector | None = None) -> Fa
     app.include_router(status_router(ctx))
     app.include_router(config_router(ctx))
     app.include_router(approval_router(ctx))
+    add_docs(app, ctx)
 
     def reloads() -> tuple[object, ...]:
         reloader = ctx.daemon.reloader

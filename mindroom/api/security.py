@@ -1,10 +1,11 @@
 """Who may call the HTTP app: bearer keys (and the dashboard's cookie), and the Host/Origin checks that keep
 a keyless loopback server from being reached through DNS rebinding or another site's page.
 
-`/v1` takes `OPENAI_COMPAT_API_KEYS`; `/api`, the dashboard and `/metrics` take `MINDROOM_API_KEY`
-(`/metrics` also `MINDROOM_METRICS_TOKEN`). Keys are compared in constant time. Without a key, a request
-must name this machine (or an allowed host) as its Host, and a browser's request must come from the
-same origin.
+`/v1` takes `OPENAI_COMPAT_API_KEYS`; `/api`, the dashboard and `/metrics` take `MINDROOM_API_KEY` (or the key
+`mindroom run` generated; `/metrics` also `MINDROOM_METRICS_TOKEN`). Keys are compared in constant time. With no
+key at all each side refuses every request unless the operator opted out (`OPENAI_COMPAT_ALLOW_UNAUTHENTICATED`,
+`MINDROOM_API_ALLOW_UNAUTHENTICATED`); then a request must name this machine (or an allowed host) as its Host,
+and a browser's request must come from the same origin.
 """
 
 from __future__ import annotations
@@ -122,10 +123,17 @@ def v1_principal(request: Request, settings: ApiSettings) -> V1Principal:
 def dashboard_principal(request: Request, settings: ApiSettings, *, metrics: bool = False) -> str:
     """Who a `/api` (or dashboard, or `/metrics`) request acts as: the key's owner; else HTTP 401 or 403.
 
+    Without a key every request is refused (401) unless `MINDROOM_API_ALLOW_UNAUTHENTICATED` opted out.
+
     A request authenticated by the cookie alone that changes something must come from the dashboard's own
     origin (a form on another site carries the cookie too).
     """
     if not settings.api_key and not (metrics and settings.metrics_token):
+        if not settings.api_allow_unauthenticated:
+            # A loopback port is no boundary: a sandboxed child or another local user reaches it too.
+            raise HTTPException(
+                status_code=401, detail="MINDROOM_API_KEY is not configured", headers={"WWW-Authenticate": "Bearer"}
+            )
         rejection = open_access_rejection(request, settings)
         if rejection is not None:
             raise HTTPException(status_code=403, detail=rejection)

@@ -6,11 +6,12 @@ environment the one reader read (`mindroom.config.environment`).
 | `OPENAI_COMPAT_API_KEYS` | comma-separated bearer keys for `/v1` |
 | `OPENAI_COMPAT_ALLOW_UNAUTHENTICATED` | `true`: `/v1` without a key (only when no key is set; Host/Origin checked) |
 | `OPENAI_COMPAT_API_KEY_REQUESTERS` | JSON `{"<key>": "@user:server"}`: whom a key's turns act for |
-| `MINDROOM_API_KEY` | bearer key (or cookie) for `/api`, the dashboard and `/metrics` |
+| `MINDROOM_API_KEY` | bearer key (or cookie) for `/api`, the dashboard and `/metrics` (`mindroom run` makes one) |
+| `MINDROOM_API_ALLOW_UNAUTHENTICATED` | `true`: `/api` without a key (when none is set; Host/Origin checked) |
 | `MINDROOM_METRICS_TOKEN` | a bearer token that reads `/metrics` only (for a Prometheus scraper) |
-| `MINDROOM_DASHBOARD_ALLOWED_HOSTS` | comma-separated extra Host names accepted without a key |
+| `MINDROOM_DASHBOARD_ALLOWED_HOSTS` | comma-separated extra Host names accepted without a key (opted-out) |
 | `MINDROOM_PUBLIC_URL`, `MINDROOM_BASE_URL`, `MINDROOM_URL` | their hosts are accepted too |
-| `MINDROOM_ENABLE_API_DOCS` | `false` hides `/docs` and `/redoc` (`/openapi.json` stays) |
+| `MINDROOM_ENABLE_API_DOCS` | `true` serves `/docs` and `/redoc` (behind the key, as `/openapi.json` is); default off |
 | `MINDROOM_OWNER_USER_ID` | who dashboard decisions (approvals) are recorded as; else `MINDROOM_USER` |
 | `MINDROOM_API_RATE_LIMIT` | requests per minute per key on `/api` (default 600) |
 | `OPENAI_COMPAT_RATE_LIMIT` | completions per minute per key on `/v1` (default 60) |
@@ -66,12 +67,15 @@ class ApiSettings:
     port: int = DEFAULT_API_PORT
     openai_keys: tuple[str, ...] = field(default=(), repr=False)
     allow_unauthenticated: bool = False
+    """`/v1` without a key while `OPENAI_COMPAT_API_KEYS` is empty."""
     requesters: Mapping[str, str] | None = field(default=None, repr=False)
     """Key -> the Matrix user its turns act for; None when `OPENAI_COMPAT_API_KEY_REQUESTERS` is invalid."""
     api_key: str | None = field(default=None, repr=False)
+    api_allow_unauthenticated: bool = False
+    """`/api`, the dashboard and `/metrics` without a key while `api_key` is None (otherwise they refuse all)."""
     metrics_token: str | None = field(default=None, repr=False)
     allowed_hosts: frozenset[str] = frozenset()
-    docs: bool = True
+    docs: bool = False
     owner: str = "dashboard"
     rate_per_minute: int = 600
     completions_per_minute: int = 60
@@ -93,7 +97,8 @@ class ApiSettings:
             return
         missing = []
         if not self.api_key:
-            missing.append("MINDROOM_API_KEY (for /api and the dashboard)")
+            why = "; MINDROOM_API_ALLOW_UNAUTHENTICATED is for loopback only" if self.api_allow_unauthenticated else ""
+            missing.append(f"MINDROOM_API_KEY (for /api and the dashboard{why})")
         if self.allow_unauthenticated and not self.openai_keys:
             missing.append("OPENAI_COMPAT_API_KEYS (OPENAI_COMPAT_ALLOW_UNAUTHENTICATED opens /v1 to anyone)")
         if missing:
@@ -103,6 +108,10 @@ class ApiSettings:
                 + "; set the key, or keep --api-host 127.0.0.1 (the default) behind a reverse proxy"
             )
             raise BindRefusedError(msg)
+
+
+def _flag(values: Mapping[str, str], name: str) -> bool:
+    return values.get(name, "").strip().lower() in _TRUE
 
 
 def _int(values: Mapping[str, str], name: str, default: int) -> int:
@@ -140,19 +149,20 @@ def api_settings(
     port: int = DEFAULT_API_PORT,
     api_key: str | None = None,
 ) -> ApiSettings:
-    """The settings from the environment's `values` (`DaemonEnvironment.values`), the bind address, and a key
-    generated for the embedded default (`api_key`, when the environment sets none)."""
+    """The settings from the environment's `values` (`DaemonEnvironment.values`), the bind address, and the key
+    `mindroom run` generated (`api_key`, used when the environment sets none)."""
     keys = tuple(key.strip() for key in values.get("OPENAI_COMPAT_API_KEYS", "").split(",") if key.strip())
     return ApiSettings(
         host=host,
         port=port,
         openai_keys=keys,
-        allow_unauthenticated=values.get("OPENAI_COMPAT_ALLOW_UNAUTHENTICATED", "").strip().lower() in _TRUE,
+        allow_unauthenticated=_flag(values, "OPENAI_COMPAT_ALLOW_UNAUTHENTICATED"),
         requesters=_requesters(values.get("OPENAI_COMPAT_API_KEY_REQUESTERS")),
         api_key=(values.get("MINDROOM_API_KEY") or "").strip() or api_key,
+        api_allow_unauthenticated=_flag(values, "MINDROOM_API_ALLOW_UNAUTHENTICATED"),
         metrics_token=(values.get("MINDROOM_METRICS_TOKEN") or "").strip() or None,
         allowed_hosts=_allowed_hosts(values),
-        docs=values.get("MINDROOM_ENABLE_API_DOCS", "true").strip().lower() not in {"0", "false", "no", "off"},
+        docs=_flag(values, "MINDROOM_ENABLE_API_DOCS"),
         owner=values.get("MINDROOM_OWNER_USER_ID") or values.get("MINDROOM_USER") or "dashboard",
         rate_per_minute=_int(values, "MINDROOM_API_RATE_LIMIT", 600),
         completions_per_minute=_int(values, "OPENAI_COMPAT_RATE_LIMIT", 60),

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -19,7 +19,7 @@ from rich.text import Text
 from mindroom import ai
 from mindroom.api.app import create_app
 from mindroom.api.context import ApiContext
-from mindroom.api.keys import DashboardKey, dashboard_key
+from mindroom.api.keys import DashboardKey, with_api_key
 from mindroom.api.server import ApiServer, finish_turns
 from mindroom.api.settings import DEFAULT_API_HOST, DEFAULT_API_PORT, ApiSettings, api_settings
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings, embedded_appservice
@@ -174,7 +174,7 @@ def api_options(
 
 @dataclass(frozen=True, slots=True)
 class ApiBanner:
-    """What the banner says of the HTTP app: its address, and the embedded default's generated key."""
+    """What the banner says of the HTTP app: its address, and the key generated for it (None: the operator's)."""
 
     url: str
     key: DashboardKey | None = None
@@ -240,17 +240,6 @@ async def start_api(stack: contextlib.AsyncExitStack, orchestrator: Orchestrator
     server = ApiServer(ctx, create_app(ctx))
     await stack.enter_async_context(server)
     return server
-
-
-def _api_settings(
-    environment: DaemonEnvironment, options: ApiOptions, storage: Path, *, embedded: bool
-) -> tuple[ApiSettings, DashboardKey | None]:
-    """The app's settings; on the embedded default without `MINDROOM_API_KEY`, a key of its own (kept private)."""
-    settings = api_settings(environment.values, host=options.host, port=options.port)
-    if not embedded or settings.api_key:
-        return settings, None
-    key = dashboard_key(storage)
-    return replace(settings, api_key=key.value), key
 
 
 async def start_snapshots(stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, store: SnapshotStore) -> None:
@@ -354,10 +343,13 @@ async def run_daemon(
         loop.add_signal_handler(signum, stop.set)
     config = load_config(environment.config_path, environment.values)
     offline_warning(config, environment.values)
-    if api.enabled and environment.homeserver is not None:
-        # An unsafe bind fails now, not after every login (the embedded default makes a key of its own, later).
-        api_settings(environment.values, host=api.host, port=api.port).check_bind()
     storage = environment.storage_root
+    api_key: DashboardKey | None = None
+    keyed: ApiSettings | None = None
+    if api.enabled:
+        # The key is settled (and an unsafe bind refused) now, not after every login.
+        keyed, api_key = with_api_key(api_settings(environment.values, host=api.host, port=api.port), storage)
+        keyed.check_bind()
     async with contextlib.AsyncExitStack() as stack:
         state = daemon_state(environment, config)
         stack.push_async_callback(state.close)
@@ -379,10 +371,11 @@ async def run_daemon(
             environment, state=state, prepared=prepared, run_since=takeover.run_since, new_devices=new_devices
         )
         banner = None
-        if api.enabled:
-            settings, key = _api_settings(environment, api, storage, embedded=session is not None)
+        if keyed is not None:
+            # Read again: the embedded homeserver's environment names the owner (`MINDROOM_USER`).
+            settings = api_settings(environment.values, host=api.host, port=api.port, api_key=keyed.api_key)
             server = await start_api(stack, orchestrator, settings)
-            banner = ApiBanner(server.url, key)
+            banner = ApiBanner(server.url, api_key)
         if not await _start_orchestrator(stack, orchestrator, console, stop):
             return
         assert orchestrator.running is not None

@@ -1,12 +1,13 @@
-"""`/api`: keys and the dashboard cookie, status, hooks, approvals decided as the key's owner, config
-read/validate/save with generations (409) and validation (422), redaction, the OpenAPI document, `/metrics`."""
+"""`/api`: keys and the dashboard cookie (and no key: refused, unless opted out), status, hooks, approvals decided
+as the key's owner, config read/validate/save with generations (409) and validation (422), redaction, the OpenAPI
+document and the docs page behind the key, `/metrics`."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 import stat
-import time
 
 import pytest
 import yaml
@@ -42,6 +43,43 @@ async def test_api_health_and_ready_need_no_key_but_the_rest_does(make_api):
     bots = {bot["name"]: bot for bot in body["bots"]}
     assert bots["helper"]["synced"] is True
     assert bots["helper"]["rooms"] == [{"room_id": LOBBY, "name": "lobby"}]
+
+
+async def test_api_without_a_key_refuses_loopback_and_opted_out_takes_it_checking_host_and_origin(make_api):
+    closed = await make_api({"helper": HELPER}, env={"OPENAI_COMPAT_API_KEYS": "sk-v1-key"})
+    anonymous = closed.client()
+
+    refused = [(await anonymous.get(path)).status_code for path in ("/api/status", "/api/config/raw", "/metrics")]
+    change = await anonymous.put("/api/config/raw", json={"source": "agents: {}\n"})
+    health = await anonymous.get("/api/health")
+
+    assert refused == [401, 401, 401]
+    assert change.status_code == 401 and "agents: {}" not in closed.view.config_path.read_text()
+    assert health.status_code == 200  # liveness stays open
+    await closed.close()
+
+    opened = await make_api({"helper": HELPER}, env={"MINDROOM_API_ALLOW_UNAUTHENTICATED": "true"})
+    local = opened.client()
+    status = await local.get("/api/status")
+    rebound = await local.get("/api/status", headers={"Host": "localhost.attacker.example"})
+    other_port = await local.get("/api/status", headers={"Origin": "http://127.0.0.1:9999"})
+
+    assert status.status_code == 200
+    assert rebound.status_code == 403 and "localhost.attacker.example" in rebound.json()["detail"]
+    assert other_port.status_code == 403
+
+
+@pytest.mark.parametrize("presented", [KEY + "x", KEY[:-1]])
+async def test_api_a_key_that_only_starts_like_the_key_is_refused(make_api, presented):
+    api = await make_api({"helper": HELPER}, env=ENV)
+
+    raw = await api.client(presented).get("/api/config/raw")
+    metrics = await api.client(presented).get("/metrics")
+    cookie = await api.client(cookies={"mindroom_api_key": presented}).get("/api/status")
+    session = await api.client().post("/api/auth/session", json={"api_key": presented})
+
+    assert (raw.status_code, metrics.status_code, cookie.status_code, session.status_code) == (401, 401, 401, 401)
+    assert "set-cookie" not in session.headers
 
 
 async def test_api_cookie_session_signs_the_dashboard_in_and_refuses_cross_site_changes(make_api):
@@ -151,6 +189,7 @@ async def test_api_config_redacted_view_hides_secrets_and_a_save_keeps_them(make
     api = await make_api({"helper": {**HELPER, "password": "hunter2-secret-pw"}}, env=ENV)
     client = api.client(KEY)
     path = api.view.config_path
+    path.chmod(0o640)  # the operator's choice, which a save keeps
 
     view = await client.get("/api/config/raw", params={"redacted": "true"})
     shown = view.json()["source"]
@@ -164,7 +203,7 @@ async def test_api_config_redacted_view_hides_secrets_and_a_save_keeps_them(make
     assert "hunter2-secret-pw" in text and "role: Helps more" in text
     assert tampered.status_code == 422
     assert yaml.safe_load(path.read_text())["agents"]["helper"]["password"] == "hunter2-secret-pw"
-    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE(path.stat().st_mode)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
 
 async def test_api_outputs_pass_redaction(make_api, model_server):
@@ -182,10 +221,16 @@ async def test_api_outputs_pass_redaction(make_api, model_server):
     assert "api_key=[redacted]" in overview
 
 
-async def test_api_openapi_document_describes_every_route(make_api):
+async def test_api_openapi_document_describes_every_route_to_the_key_only(make_api):
     api = await make_api({"helper": HELPER}, env=ENV)
 
-    document = (await api.client().get("/openapi.json")).json()
+    anonymous = await api.client().get("/openapi.json")
+    near = await api.client(KEY + "x").get("/openapi.json")
+    pages = [(await api.client(KEY).get(path)).status_code for path in ("/docs", "/redoc")]
+    document = (await api.client(KEY).get("/openapi.json")).json()
+
+    assert (anonymous.status_code, near.status_code) == (401, 401)
+    assert pages == [404, 404]  # off unless MINDROOM_ENABLE_API_DOCS
 
     paths = set(document["paths"])
     for path in (
@@ -212,6 +257,28 @@ async def test_api_openapi_document_describes_every_route(make_api):
     ):
         assert path in paths, path
     assert "requestBody" in document["paths"]["/v1/chat/completions"]["post"]
+
+
+async def test_api_docs_page_enabled_is_behind_the_key_and_loads_nothing_from_elsewhere(make_api):
+    api = await make_api({"helper": HELPER}, env={**ENV, "MINDROOM_ENABLE_API_DOCS": "true"})
+
+    refused = [(await api.client(token).get("/docs")).status_code for token in (None, KEY[:-1], "sk-v1-key")]
+    docs = await api.client(KEY).get("/docs")
+    redoc = await api.client(KEY).get("/redoc")
+    browser = api.client()
+    await browser.post("/api/auth/session", json={"api_key": KEY})
+    signed_in = await browser.get("/docs")
+
+    assert refused == [401, 401, 401]
+    assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+    policy = docs.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "script-src 'none'" in policy and "unsafe-inline" not in policy
+    assert "<script" not in docs.text.lower()
+    assert re.findall(r'(?:src|href)="([^"]+)"', docs.text) == ["/dashboard/style.css", "/openapi.json"]
+    assert "<td>/api/config/raw</td>" in docs.text and "<td>PUT</td>" in docs.text
+    assert "<td>Reload config.yaml and every plugin now</td>" in docs.text  # each route's summary
+    assert redoc.text == docs.text
+    assert signed_in.status_code == 200  # the dashboard's cookie opens it in the browser
 
 
 async def test_api_metrics_take_the_key_or_the_metrics_token(make_api):
@@ -246,8 +313,11 @@ async def test_api_reload_status_needs_the_operator_key(make_api):
     api = await make_api({"helper": HELPER}, env=ENV)
 
     refused = await api.client().get("/api/config/reload-status")
+    near = await api.client(KEY + "x").get("/api/config/reload-status")
     status = await api.client(KEY).get("/api/config/reload-status")
+    raw = await api.client(KEY).get("/api/config/raw")
 
-    assert refused.status_code == 401
+    assert (refused.status_code, near.status_code) == (401, 401)
     assert status.status_code == 200 and len(status.json()["generation"]) == 16
-    assert time.time() > 0
+    assert status.json()["generation"] == raw.headers["x-mindroom-config-generation"]  # the file's, as read now
+    assert status.json()["applied"] is True and status.json()["last_reload"] is None

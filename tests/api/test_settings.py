@@ -1,13 +1,15 @@
 """The app's settings and guards: binds beyond loopback need keys, keys from the environment (and `*_FILE`),
-the embedded default's generated key, rate limits and the body cap, the CLI's options and banner."""
+the key generated whenever the environment sets none (and the explicit opt-out), rate limits and the body cap,
+the CLI's options and banner."""
 
 from __future__ import annotations
 
 import stat
 
 import pytest
+from structlog.testing import capture_logs
 
-from mindroom.api.keys import dashboard_key
+from mindroom.api.keys import KEY_FILENAME, dashboard_key, with_api_key
 from mindroom.api.limits import RateLimiter
 from mindroom.api.openai_protocol import OpenAIError, convert_messages, derive_session_id, parse_request
 from mindroom.api.settings import ApiSettings, BindRefusedError, api_settings, is_loopback
@@ -41,6 +43,20 @@ def test_settings_refuse_a_bind_beyond_loopback_without_keys(env, refused):
             settings.check_bind()
     else:
         settings.check_bind()
+
+
+@pytest.mark.parametrize(
+    "host", ["192.168.1.5", "10.0.0.7", "172.16.0.1", "::", "[::]", "myhost.lan", "127.0.0.1.nip.io", "localhost.lan"]
+)
+@pytest.mark.parametrize("env", [{}, {"MINDROOM_API_ALLOW_UNAUTHENTICATED": "true"}, {"OPENAI_COMPAT_API_KEYS": "k"}])
+def test_settings_refuse_a_lan_or_named_bind_without_a_key_opted_out_or_not(host, env):
+    settings = api_settings(env, host=host)
+
+    assert not is_loopback(host)
+    with pytest.raises(BindRefusedError, match="MINDROOM_API_KEY") as refused:
+        settings.check_bind()
+    assert host in str(refused.value)
+    api_settings({**env, "MINDROOM_API_KEY": "d"}, host=host).check_bind()  # the key is what it lacked
 
 
 def test_settings_read_keys_hosts_and_limits_and_hide_secrets():
@@ -87,6 +103,47 @@ def test_dashboard_key_is_made_once_private_and_read_back(tmp_path):
     later = api_lines(ApiBanner("http://127.0.0.1:8765", second))
     assert not any(first.value in line for line in later)
     assert later[0] == "Dashboard: http://127.0.0.1:8765/"
+
+
+def test_with_api_key_generates_a_private_key_whenever_the_environment_sets_none(tmp_path):
+    bare = api_settings({}, host="127.0.0.1", port=8765)
+
+    keyed, key = with_api_key(bare, tmp_path)
+    again, later = with_api_key(bare, tmp_path)
+
+    assert bare.api_key is None
+    assert key is not None and key.created and key.path == tmp_path / KEY_FILENAME
+    assert keyed.api_key == key.value == (tmp_path / KEY_FILENAME).read_text().strip()
+    assert stat.S_IMODE(key.path.stat().st_mode) == 0o600
+    assert later is not None and not later.created and again.api_key == keyed.api_key
+    assert (keyed.host, keyed.port) == ("127.0.0.1", 8765)
+
+
+def test_with_api_key_keeps_the_operators_key_and_makes_no_file(tmp_path):
+    settings = api_settings({"MINDROOM_API_KEY": "operator-key-1"})
+
+    assert with_api_key(settings, tmp_path) == (settings, None)
+    assert not (tmp_path / KEY_FILENAME).exists()
+
+
+def test_with_api_key_opted_out_stays_keyless_with_a_warning(tmp_path):
+    settings = api_settings({"MINDROOM_API_ALLOW_UNAUTHENTICATED": "yes"})
+
+    with capture_logs() as logs:
+        opened, key = with_api_key(settings, tmp_path)
+
+    assert opened.api_key is None and key is None
+    assert not (tmp_path / KEY_FILENAME).exists()
+    [warning] = [log for log in logs if log["log_level"] == "warning"]
+    assert warning["variable"] == "MINDROOM_API_ALLOW_UNAUTHENTICATED"
+    assert "without a key" in warning["event"]
+
+
+@pytest.mark.parametrize(("value", "served"), [(None, False), ("false", False), ("true", True), ("1", True)])
+def test_settings_api_docs_are_off_unless_enabled(value, served):
+    env = {} if value is None else {"MINDROOM_ENABLE_API_DOCS": value}
+
+    assert api_settings(env).docs is served
 
 
 def test_api_options_take_the_old_metrics_names_as_aliases():

@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 from typer.testing import CliRunner
 
+from mindroom.api.keys import dashboard_key
 from mindroom.cli import app
-from mindroom.cli.run import _phase, ready_lines, recovery_key_lines
+from mindroom.cli.run import ApiBanner, _phase, ready_lines, recovery_key_lines
 from mindroom.homeserver.embedded import HumanAccount
 from mindroom.matrix.recovery_key import RecoveryKeys
 
@@ -102,3 +103,20 @@ def test_start_phases_name_what_the_daemon_waits_for():
     assert _phase(orchestrator) == "Joining 2 rooms (0/2)"  # type: ignore[arg-type]
     directory.room_ids.update(lobby="!l:hs", ops="!o:hs")
     assert _phase(orchestrator) == "Catching up with the homeserver (1/2)"  # type: ignore[arg-type]
+
+
+def test_ready_lines_on_an_own_homeserver_show_the_generated_key_once_then_where_it_is_kept(tmp_path):
+    running = SimpleNamespace(
+        directory=SimpleNamespace(room_ids={}), live=SimpleNamespace(config=SimpleNamespace(agents={}, teams={}))
+    )
+    made = dashboard_key(tmp_path)
+
+    first = ready_lines(running, None, tmp_path, ApiBanner("http://127.0.0.1:8765", made))
+    later = ready_lines(running, None, tmp_path, ApiBanner("http://127.0.0.1:8765", dashboard_key(tmp_path)))
+    operators = ready_lines(running, None, tmp_path, ApiBanner("http://127.0.0.1:8765"))
+
+    assert f"Dashboard: http://127.0.0.1:8765/#key={made.value}" in first
+    assert f"Dashboard key: {made.value} (shown once; kept in {tmp_path / 'dashboard_key'})" in first
+    assert f"Dashboard key: kept in {tmp_path / 'dashboard_key'}" in later
+    assert not any(made.value in line for line in later + operators)
+    assert not any(line.startswith("Dashboard key:") for line in operators)  # MINDROOM_API_KEY is the operator's

@@ -1,12 +1,14 @@
 """The HTTP app on the real daemon (a real Synapse, real state): the official `openai` client asks an agent
 whole and streamed, the same agent answers in Matrix, and the REST API sees both; `mindroom run` serves it
-(and `--no-api` does not)."""
+(and `--no-api` does not), and on the operator's own homeserver without `MINDROOM_API_KEY` it requires the key
+it generated and keeps in the data directory."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import socket
+import stat
 import subprocess
 import sys
 
@@ -16,6 +18,7 @@ from openai import AsyncOpenAI
 
 from mindroom.api.app import create_app
 from mindroom.api.context import ApiContext
+from mindroom.api.keys import KEY_FILENAME
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.testing.model_server import Echo, Stream
@@ -136,3 +139,34 @@ async def test_mindroom_run_serves_the_api_and_no_api_turns_it_off(e2e: E2E):
         timeout=60,
     )
     assert "--no-api" in result.stdout and "--api-port" in result.stdout
+
+
+async def test_mindroom_run_on_an_own_homeserver_without_a_key_requires_the_generated_one(e2e: E2E):
+    human = await e2e.human()
+    agent = e2e.name("helper")
+    config = e2e.basic_config([human.user_id], {agent: {"display_name": "Helper"}})
+    port = _free_port()
+    # MATRIX_HOMESERVER is the test's Synapse: no embedded default. An empty key is no key.
+    daemon = e2e.spawn(config, MINDROOM_API_PORT=str(port), MINDROOM_API_KEY="", MINDROOM_API_KEY_FILE="")
+    daemon.start()
+    await daemon.wait_for_line("daemon ready")
+    config_path = e2e.config_dir / "config.yaml"
+    before = config_path.read_text()
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        anonymous = await client.get("/api/config/raw")  # from loopback, naming 127.0.0.1 as its Host
+        written = await client.put("/api/config/raw", json={"source": "agents: {}\n"})
+        metrics = await client.get("/metrics")
+        assert (anonymous.status_code, written.status_code, metrics.status_code) == (401, 401, 401)
+        key_file = e2e.storage / KEY_FILENAME
+        key = key_file.read_text().strip()
+        near = await client.get("/api/config/raw", headers={"Authorization": f"Bearer {key}x"})
+        keyed = await client.get("/api/config/raw", headers={"Authorization": f"Bearer {key}"})
+        docs = await client.get("/docs", headers={"Authorization": f"Bearer {key}"})
+    code = await daemon.terminate()
+
+    assert near.status_code == 401 and config_path.read_text() == before
+    assert keyed.status_code == 200 and agent in keyed.json()["source"]
+    assert docs.status_code == 404  # off unless MINDROOM_ENABLE_API_DOCS
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and len(key) >= 24
+    assert key not in daemon.output()  # the logs never show it
+    assert code == 0

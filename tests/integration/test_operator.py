@@ -28,6 +28,17 @@ from tests.integration.support import thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
+SCRAPE_TOKEN = "metrics-scrape-token-1234"
+SCRAPER = {"MINDROOM_API_KEY": "operator-dashboard-key-1234", "MINDROOM_METRICS_TOKEN": SCRAPE_TOKEN}
+
+
+def _scrape(url: str) -> str:
+    """`/metrics` read as Prometheus reads it: with its bearer token."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {SCRAPE_TOKEN}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.read().decode()
+
+
 HOOKS = """
 from mindroom.hooks import hook, EnrichmentItem
 
@@ -120,13 +131,13 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
 
     running = daemon.running
     assert running is not None
-    ctx = ApiContext(daemon, api_settings({}, port=0))
+    ctx = ApiContext(daemon, api_settings(SCRAPER, port=0))
     collector = MetricsCollector(lambda: daemon.running, lambda: e2e.reloads.outcomes)
     async with ApiServer(ctx, create_app(ctx, collector)) as server:
         assert server.url.startswith("http://127.0.0.1:")
         url = server.url + "/metrics"
-        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
-        again = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
+        body = await asyncio.to_thread(_scrape, url)
+        again = await asyncio.to_thread(_scrape, url)
     samples = _parse(body)
     hook = {"plugin": "ops", "hook": "stamp", "event": "message:enrich"}
     assert _value(samples, "mindroom_hook_calls_total", **hook) == 3
@@ -199,10 +210,10 @@ async def test_operator_token_usage_reaches_after_response_and_metrics(e2e: E2E,
 
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert rows == [[whole, "agent-model", spent[whole], 3, 2], [streamed, "agent-model", spent[streamed], 4, 2]]
-    ctx = ApiContext(daemon, api_settings({}, port=0))
+    ctx = ApiContext(daemon, api_settings(SCRAPER, port=0))
     async with ApiServer(ctx, create_app(ctx, MetricsCollector(lambda: daemon.running))) as server:
         url = server.url + "/metrics"
-        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
+        body = await asyncio.to_thread(_scrape, url)
     samples = _parse(body)
     for agent, output in ((whole, 3), (streamed, 4)):
         labels = {"agent": agent, "model": "agent-model"}

@@ -112,6 +112,7 @@ def test_quickstart_run_embedded_then_chat_gets_the_offline_answer(quickstart, t
         assert daemon.wait_for("Homeserver:").startswith(f"Homeserver: http://127.0.0.1:{port}")
         password_line = daemon.wait_for("Password:")
         assert "shown once" in password_line
+        assert "shown once" in daemon.wait_for("Dashboard key:")
         assert any("offline model" in line and "OPENAI_API_KEY" in line for line in daemon.lines)
 
         answer = _chat(workdir, env, "hello from the quickstart")
@@ -121,7 +122,7 @@ def test_quickstart_run_embedded_then_chat_gets_the_offline_answer(quickstart, t
         code = daemon.stop()
     assert code == 0, "\n".join(daemon.lines)
     data = tmp_path / "data"
-    for private in ("homeserver/embedded.json", "homeserver/user.json", "homeserver/homeserver.yaml"):
+    for private in ("homeserver/embedded.json", "homeserver/user.json", "homeserver/homeserver.yaml", "dashboard_key"):
         assert (data / private).stat().st_mode & 0o777 == 0o600, private
     user = json.loads((data / "homeserver" / "user.json").read_text())
     assert user["user_id"] == "@user:localhost"
@@ -132,6 +133,7 @@ def test_quickstart_run_embedded_then_chat_gets_the_offline_answer(quickstart, t
         again.wait_for(READY, timeout=2 * PATIENCE_S)
         second_start_s = time.monotonic() - again.started
         assert again.wait_for("Password:") == f"Password: kept in {data / 'homeserver' / 'user.json'}"
+        assert again.wait_for("Dashboard key:") == f"Dashboard key: kept in {data / 'dashboard_key'}"
         answer = _chat(workdir, env, "still there?")
         assert "(offline model) You said: still there?" in answer.stdout
     finally:
