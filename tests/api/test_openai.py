@@ -416,9 +416,7 @@ async def test_v1_client_leaving_mid_stream_stops_the_turn_and_stores_nothing(ma
 
     daemon = api.bench.daemon
     [turn] = daemon.turns.recent()
-    assert turn.outcome == "cancelled"
-    session = api.ctx.settings and next(iter(daemon.turns.recent()))  # the turn is noted
-    assert session is not None
+    assert (turn.agent, turn.source_kind, turn.outcome) == ("helper", "api", "cancelled")  # noted as the API's
     stored = await ai.session_exists(
         "helper", f"{_namespace(KEY)}:gone", storage_root=daemon.paths.storage_root, database_url=None
     )
