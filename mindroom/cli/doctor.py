@@ -24,7 +24,7 @@ from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.cli.doctor_state import check_state
-from mindroom.cli.doctor_tools import check_mcp_servers, check_toolkits
+from mindroom.cli.doctor_tools import check_mcp_servers, check_sandbox, check_toolkits
 from mindroom.config.loading import load_config
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
@@ -193,6 +193,7 @@ async def run_checks(
     results.extend(await check_crypto_stores(config, storage_root, url, env=env, database_url=database))
     results.extend(await check_models(config, env, call_models=call_models))
     results.extend(check_plugins(config, config_path, storage_root, env))
+    results.extend(await check_sandbox(config, env))
     results.extend(check_toolkits(config, env))
     results.extend(await check_mcp_servers(config, RuntimePaths(config_path, storage_root, dict(env))))
     return results

@@ -1,5 +1,8 @@
-"""`mindroom doctor` on tools: each agno toolkit an agent names can run here, and each MCP server starts.
+"""`mindroom doctor` on tools: the sandbox they need works, each agno toolkit an agent names can run here,
+and each MCP server starts.
 
+The sandbox check runs where the shell tool is named or a stdio MCP server is enabled: it tests bubblewrap
+(and slirp4netns, for a sandbox with a network of its own) as the daemon would before the first command.
 The MCP check starts every enabled server as the daemon would (sandboxed stdio, or a connection to the
 URL), waits for it to list its tools or fail, says which and why, and stops it again.
 """
@@ -12,15 +15,54 @@ from collections.abc import Mapping
 from mindroom.cli.doctor_result import CheckResult
 from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
-from mindroom.config.main import Config
+from mindroom.cli.doctor_result import check_warn as _warn
+from mindroom.config.main import Config, ShellToolConfig
 from mindroom.constants import RuntimePaths
 from mindroom.tool_system.mcp_connection import RetryPolicy
 from mindroom.tool_system.mcp_servers import MCPServerPool, mcp_problems
+from mindroom.tool_system.sandbox import DEFAULT_PATH, WEAKER_HOST_NETWORK, WEAKER_WITHOUT_SANDBOX, choose_sandbox
+from mindroom.tool_system.spec import ToolError
 from mindroom.tool_system.toolkits import named_toolkits
 
-__all__ = ["check_mcp_servers", "check_toolkits"]
+__all__ = ["check_mcp_servers", "check_sandbox", "check_toolkits"]
 
 _GRACE_S = 5.0
+_SANDBOX_FIX = (
+    "install bubblewrap and slirp4netns (apt-get install bubblewrap slirp4netns), or set what the line names "
+    "(see docs/configuration.md)"
+)
+
+
+def _sandboxed(config: Config) -> list[tuple[str, ShellToolConfig]]:
+    """The tool groups this config runs in the sandbox, by their settings' key."""
+    wanted: list[tuple[str, ShellToolConfig]] = []
+    if any(entry.name == "shell" for agent in config.agents.values() for entry in agent.tool_entries()):
+        wanted.append(("tools.shell", config.tools.shell))
+    if any(server.enabled and server.transport == "stdio" for server in config.mcp_servers.values()):
+        mcp = config.tools.mcp
+        wanted.append(("tools.mcp", ShellToolConfig(sandbox=mcp.sandbox, network=mcp.network)))
+    return wanted
+
+
+async def check_sandbox(config: Config, env: Mapping[str, str]) -> list[CheckResult]:
+    """One line per tool group that runs sandboxed here (the shell tool, stdio MCP servers): can it start?"""
+    results = []
+    for key, settings in _sandboxed(config):
+        name = f"sandbox {key}"
+        try:
+            sandbox = await choose_sandbox(settings, env.get("PATH") or DEFAULT_PATH, key)
+        except ToolError as exc:
+            results.append(_fail(name, str(exc), _SANDBOX_FIX))
+            continue
+        if sandbox.bwrap is None:
+            results.append(_warn(name, f"{key}.sandbox is none: {WEAKER_WITHOUT_SANDBOX}"))
+        elif settings.network == "host":
+            results.append(_warn(name, f"bubblewrap works; {key}.network is host: {WEAKER_HOST_NETWORK}"))
+        elif settings.network:
+            results.append(_ok(name, "bubblewrap works, with a network of its own through slirp4netns"))
+        else:
+            results.append(_ok(name, "bubblewrap works, without a network"))
+    return results
 
 
 def check_toolkits(config: Config, env: Mapping[str, str]) -> list[CheckResult]:
