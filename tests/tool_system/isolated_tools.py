@@ -44,8 +44,11 @@ def refuse() -> None:
     raise ToolError("not today")
 
 
-def nap(seconds: float) -> str:
-    """Sleep, then answer."""
+def nap_noted(seconds: float, note: str) -> str:
+    """Write this worker's pid into the file `note`, then sleep and answer."""
+    with open(note + ".part", "w") as handle:
+        handle.write(str(os.getpid()))
+    os.replace(note + ".part", note)  # whole or absent: a reader never sees half a pid
     time.sleep(seconds)
     return "rested"
 

@@ -46,7 +46,8 @@ class Heartbeat:
 
     async def __aenter__(self):
         self._task = asyncio.create_task(self._run())
-        await asyncio.sleep(0.05)
+        while not self.ticks:  # ticking before the measured call starts
+            await asyncio.sleep(0.001)
         return self
 
     async def __aexit__(self, *exc):
@@ -155,18 +156,34 @@ async def test_isolation_runs_calls_side_by_side_up_to_the_pool_size(pool):
     assert len({pid for pid, _start, _end in spans}) == 2
 
 
-async def test_isolation_kills_the_worker_of_a_cancelled_call(pool):
-    limits = IsolationLimits(timeout_s=30.0, memory_bytes=256 * 1024 * 1024)
-    busy = asyncio.create_task(pool.call(ref(isolated_tools.nap), {"seconds": 20}, limits))
-    await asyncio.sleep(0.5)
-    (worker,) = pool._alive
+def _read_note(note: Path) -> int | None:
+    try:
+        return int(note.read_text())
+    except FileNotFoundError:
+        return None
+
+
+async def _noted_pid(note: Path, limit_s: float = 60.0) -> int:
+    """The pid a call wrote into `note` once it runs in its worker (waits up to `limit_s`)."""
+    deadline = time.monotonic() + limit_s
+    while (pid := _read_note(note)) is None:
+        assert time.monotonic() < deadline, "the call never started in a worker"
+        await asyncio.sleep(0.01)
+    return pid
+
+
+async def test_isolation_kills_the_worker_of_a_cancelled_call(pool, tmp_path):
+    limits = IsolationLimits(timeout_s=60.0, memory_bytes=256 * 1024 * 1024)
+    note = tmp_path / "worker.pid"
+    busy = asyncio.create_task(pool.call(ref(isolated_tools.nap_noted), {"seconds": 50, "note": str(note)}, limits))
+    worker = await _noted_pid(note)
 
     busy.cancel()
     with pytest.raises(asyncio.CancelledError):
         await busy
 
-    assert worker.process.wait(timeout=5) is not None
-    assert await pool.call(ref(isolated_tools.echo), {"text": "ok"}, limits) == "ok"
+    assert await _stopped(worker)
+    assert await pool.call(ref(isolated_tools.worker_pid), {}, limits) not in {worker, os.getpid()}
 
 
 async def test_isolation_refuses_functions_a_worker_cannot_import():

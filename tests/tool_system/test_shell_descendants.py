@@ -39,7 +39,13 @@ def settings(mode, monkeypatch):
     if mode == "subreaper":
         monkeypatch.setattr(containment, "command_cgroups", lambda: None)
     sandbox = "bwrap" if mode == "bwrap" else "none"
-    return ShellToolConfig(allowed_commands=["sh"], sandbox=sandbox, timeout_s=1.5)
+    return ShellToolConfig(allowed_commands=["sh"], sandbox=sandbox, timeout_s=60)
+
+
+def detached_sleep(marker: str, *, quiet: bool = False) -> str:
+    """Shell lines starting `sleep MARKER` in a session of its own, and going on once it runs (no fixed wait)."""
+    output = " >/dev/null 2>&1 </dev/null" if quiet else ""
+    return f'setsid sh -c "touch started; exec sleep {marker}"{output} & until [ -e started ]; do sleep 0.01; done'
 
 
 @needs_setsid
@@ -47,11 +53,12 @@ def settings(mode, monkeypatch):
 @pytest.mark.asyncio
 async def test_shell_descendants_die_at_the_timeout_though_the_command_killed_its_reaper(tmp_path, settings, marker):
     # The detached sleep keeps the output pipe open, so the call runs into its timeout.
-    command = f"sh -c 'setsid sleep {marker} & sleep 0.2; kill -9 $PPID; sleep 30'"
+    command = f"sh -c '{detached_sleep(marker)}; kill -9 $PPID; touch reaper-killed; sleep 60'"
 
     with pytest.raises(ToolError, match="timed out"):
-        await run_command(command, tmp_path / "ws", settings)
+        await run_command(command, tmp_path / "ws", settings.model_copy(update={"timeout_s": 5}))
 
+    assert (tmp_path / "ws" / "reaper-killed").exists(), "the timeout came before the command killed its reaper"
     assert gone_within(marker), f"a setsid grandchild survived: {running(marker)}"
 
 
@@ -60,7 +67,7 @@ async def test_shell_descendants_die_at_the_timeout_though_the_command_killed_it
 @pytest.mark.asyncio
 async def test_shell_descendants_die_when_the_command_returns_after_killing_its_reaper(tmp_path, settings, marker):
     # Nothing holds the output: the call returns once the reaper is dead (after the sleep is in its own session).
-    command = f"sh -c 'setsid sleep {marker} >/dev/null 2>&1 </dev/null & sleep 0.2; kill -9 $PPID'"
+    command = f"sh -c '{detached_sleep(marker, quiet=True)}; kill -9 $PPID'"
 
     await run_command(command, tmp_path / "ws", settings)
 
@@ -72,7 +79,10 @@ async def test_shell_descendants_die_when_the_command_returns_after_killing_its_
 @pytest.mark.asyncio
 async def test_shell_descendants_of_a_double_fork_die_though_the_reaper_is_gone(tmp_path, settings, marker):
     # The grandchild detaches twice and outlives both its parent and the reaper before anyone looks.
-    command = f"sh -c '(setsid sh -c \"sleep {marker} >/dev/null 2>&1 &\" &); sleep 0.2; kill -9 $PPID; exit 0'"
+    command = (
+        f'sh -c \'(setsid sh -c "sleep {marker} >/dev/null 2>&1 & touch started" &); '
+        "until [ -e started ]; do sleep 0.01; done; kill -9 $PPID; exit 0'"
+    )
 
     await run_command(command, tmp_path / "ws", settings)
 
@@ -85,7 +95,8 @@ async def test_shell_command_cgroups_are_removed_once_the_command_ended(tmp_path
     settings = ShellToolConfig(allowed_commands=["sh"], sandbox="none", timeout_s=5)
     parent = containment.command_cgroups()
 
-    await run_command(f"sh -c 'sleep {marker} >/dev/null 2>&1 & sleep 0.1; kill -9 $PPID'", tmp_path / "ws", settings)
+    # `&` returns once the sleep's process exists: it is in the command's cgroup before the reaper dies.
+    await run_command(f"sh -c 'sleep {marker} >/dev/null 2>&1 & kill -9 $PPID'", tmp_path / "ws", settings)
 
     assert list(parent.glob(f"mindroom-shell-{os.getpid()}-*")) == []
     assert gone_within(marker)
@@ -102,16 +113,29 @@ def is_subreaper() -> bool:
 @pytest.mark.asyncio
 async def test_shell_fallback_sweep_spares_the_other_running_commands(tmp_path, settings, marker):
     # While one command escapes its reaper, another runs on; the daemon is a subreaper only meanwhile.
-    slow = asyncio.ensure_future(run_command("sh -c 'sleep 1; echo still-here'", tmp_path / "a", settings))
-    await asyncio.sleep(0.3)
+    waiting = "sh -c 'touch started; until [ -e go ]; do sleep 0.01; done; echo still-here'"
+    slow = asyncio.ensure_future(run_command(waiting, tmp_path / "a", settings))
+    assert await appeared(tmp_path / "a" / "started"), "the first command never started"
     during = is_subreaper()
-    escape = f"sh -c 'setsid sleep {marker} >/dev/null 2>&1 </dev/null & sleep 0.2; kill -9 $PPID'"
+    escape = f"sh -c '{detached_sleep(marker, quiet=True)}; kill -9 $PPID'"
 
     await run_command(escape, tmp_path / "b", settings)
 
+    assert not slow.done()  # it was running all along the other command's escape and sweep
+    await asyncio.to_thread((tmp_path / "a" / "go").touch)
     assert await slow == "exit code: 0\nstill-here\n"
     assert during and not is_subreaper()
     assert gone_within(marker)
+
+
+async def appeared(path, seconds: float = 60.0) -> bool:
+    """Whether the file `path` exists before `seconds` pass."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not await asyncio.to_thread(os.path.exists, path):
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
 
 
 @needs_setsid
@@ -120,7 +144,7 @@ async def test_shell_without_a_usable_cgroup_falls_back_to_the_subreaper(tmp_pat
     monkeypatch.setattr(containment, "command_cgroups", lambda: tmp_path / "no-such-cgroup")
     monkeypatch.setattr(containment._Cgroups, "failed", False)
     settings = ShellToolConfig(allowed_commands=["sh"], sandbox="none", timeout_s=5)
-    escape = f"sh -c 'setsid sleep {marker} >/dev/null 2>&1 </dev/null & sleep 0.2; kill -9 $PPID'"
+    escape = f"sh -c '{detached_sleep(marker, quiet=True)}; kill -9 $PPID'"
 
     with capture_logs() as logs:
         await run_command(escape, tmp_path / "a", settings)
