@@ -7,9 +7,11 @@ it with what it declares: who is where, the turn's stores, the run's clock, and 
 turns. Claiming an accepted message (and dropping one already handled) is the turn's next step
 (`mindroom.bots.lifecycle.claimed_turn`).
 
-Answers to a pending approval card (a reply, or a reaction) are the one exception to "older than this
-run": a person may answer while the daemon is down. A reply to a pending card, in the card's room, from a
-person authorized there, is consumed here (it denies the call); it never becomes a turn.
+Answers to a pending approval card (a reply, or a reaction) are an exception to "older than this run": a
+person may answer while the daemon is down. A reply to a pending card, in the card's room, from a person
+authorized there, is consumed here (it denies the call); it never becomes a turn. The other exception is an
+event a bot read only with the room keys restored from the key backup after its crypto store was lost: it
+counts as new for `HELD_MESSAGE_MS` more, as long as a message waits for a late key.
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.transport import SourceKind
 from mindroom.logging_config import debug_enabled, get_logger
 from mindroom.matrix import MatrixEvent
+from mindroom.matrix.undecrypted import KEEP_PARKED_S
 from mindroom.state.answers import AnswerRecord
 from mindroom.state.approvals import ApprovalRecord
 
 __all__ = [
     "CLOCK_SKEW_MS",
+    "HELD_MESSAGE_MS",
     "MAX_BODY_CHARS",
     "MAX_BOT_HOPS",
     "EditRequest",
@@ -67,9 +71,19 @@ CLOCK_SKEW_MS = 2000
 _SOURCE_KINDS: dict[str, SourceKind] = {"m.audio": "voice", "m.image": "image", "m.file": "file", "m.video": "video"}
 
 
-def older_than_run(origin_server_ts: int, started_at_ms: int) -> bool:
-    """True for an event from before this run started (beyond `CLOCK_SKEW_MS`): history, not news."""
-    return origin_server_ts < started_at_ms - CLOCK_SKEW_MS
+HELD_MESSAGE_MS = int(KEEP_PARKED_S * 1000)
+"""A message read with room keys restored from the key backup (the bot's store was lost meanwhile) still counts
+as new when it is at most this much older than the run: as long as a message waits for a key that comes late."""
+
+
+def older_than_run(origin_server_ts: int, started_at_ms: int, *, after_restore: bool = False) -> bool:
+    """True for an event from before this run started (beyond `CLOCK_SKEW_MS`): history, not news.
+
+    `after_restore`: the event came while the bot's crypto store was lost, and was read with the room keys
+    restored from the key backup; it counts as new for `HELD_MESSAGE_MS` more.
+    """
+    allowance = CLOCK_SKEW_MS + (HELD_MESSAGE_MS if after_restore else 0)
+    return origin_server_ts < started_at_ms - allowance
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +245,7 @@ class Ingress:
         return self.directory.may_reach(live.config, user_id, event.room_id, entity.name)
 
     def _older(self, event: MatrixEvent) -> bool:
-        return older_than_run(event.origin_server_ts, self.clock.started_at_ms)
+        return older_than_run(event.origin_server_ts, self.clock.started_at_ms, after_restore=event.after_restore)
 
     def message(
         self, entity: Entity, live: LiveState, event: MatrixEvent, *, replay: bool = False
@@ -248,7 +262,8 @@ class Ingress:
         if card is not None and self._authorized(entity, live, event, event.sender):
             return self._approval_reply(entity, event, card)
         if not replay and self._older(event):
-            return _drop(entity, event, "older than this run")
+            # One the bot read only once its lost store's keys came back is worth a line: someone waited for it.
+            return _drop(entity, event, "older than this run", notable=event.after_restore)
         if event.relation_type == "m.replace":
             edited = self._edit(entity, event)
             if isinstance(edited, IngressDrop):

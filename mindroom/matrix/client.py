@@ -325,7 +325,13 @@ class MatrixBotClient(RoomMethods, MediaMethods):
             raise RuntimeError(msg)
         self._syncing = True
         await self._device.reload()
-        decryption = SyncDecryption(self._crypto, self._bot, self._notices.answer, authorized=authorized)
+        decryption = SyncDecryption(
+            self._crypto,
+            self._bot,
+            self._notices.answer,
+            authorized=authorized,
+            restored_at_ms=self._device.restored_at_ms,
+        )
         logger.info("receiving", agent=self._bot, delivery="sync" if self._appservice is None else "appservice")
         try:
             if self._appservice is not None:

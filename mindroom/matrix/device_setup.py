@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +112,8 @@ class DeviceSetup:
         self.keys: AccountKeys | None = None
         self.uploader: KeyBackupUploader | None = None
         self._restore = False
+        self.restored_at_ms: int | None = None
+        """When the lost store's room keys came back from the key backup (ms since the epoch); None if they did not."""
 
     @property
     def shared(self) -> bool:
@@ -266,6 +269,7 @@ class DeviceSetup:
         target = await keys.ensure(olm)
         if target is not None and self._restore:
             await keys.restore(olm, target)
+            self.restored_at_ms = int(time.time() * 1000)
         self._restore = False
         if target is not None:
             self.uploader = KeyBackupUploader(

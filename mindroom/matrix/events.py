@@ -46,6 +46,8 @@ class MatrixEvent:
     `encrypted` is True for an event that arrived as `m.room.encrypted`: `type` and `content` are then
     the decrypted ones (or still `m.room.encrypted` and the ciphertext while its room key is missing).
     `prev_content` is a state event's content before it (`unsigned.prev_content`), None when there was none.
+    `after_restore` is True for an encrypted event sent before the bot's lost crypto store came back from the key
+    backup in this run, and read with the restored keys: it came while the bot could not read it.
     """
 
     room_id: str
@@ -58,6 +60,7 @@ class MatrixEvent:
     redacts_event_id: str | None = None
     encrypted: bool = False
     prev_content: dict[str, Any] | None = None
+    after_restore: bool = False
 
     @property
     def kind(self) -> MatrixEventKind:
@@ -117,7 +120,9 @@ class MatrixEvent:
         return _str_or_none(self.prev_content.get("membership"))
 
 
-def event_from_raw(room_id: str, raw: Any, *, encrypted: bool = False) -> MatrixEvent | None:
+def event_from_raw(
+    room_id: str, raw: Any, *, encrypted: bool = False, after_restore: bool = False
+) -> MatrixEvent | None:
     """Normalize one raw room event; None only when it lacks an event id, sender or type."""
     if not isinstance(raw, dict):
         return None
@@ -144,4 +149,5 @@ def event_from_raw(room_id: str, raw: Any, *, encrypted: bool = False) -> Matrix
         redacts_event_id=redacts,
         encrypted=encrypted or event_type == "m.room.encrypted",
         prev_content=prev_content,
+        after_restore=after_restore,
     )

@@ -34,6 +34,8 @@ async def deliver_raw(
 ) -> None:
     """Decrypt `raw` with the bot's keys (an unreadable one is parked), normalize it and call `handler`.
 
+    An encrypted event sent before the bot's room keys came back from the key backup is marked `after_restore`.
+
     A failing handler is logged, never raised: one bad event must not stall the events after it.
     """
     if decryption is not None and is_encrypted(raw):
@@ -41,7 +43,11 @@ async def deliver_raw(
         if opened is None:
             return  # parked until its room key arrives
         raw, decrypted = opened, True
-    event = _opened(room_id, raw) if not decrypted else event_from_raw(room_id, raw, encrypted=True)
+    if decrypted:
+        held = decryption is not None and decryption.held(raw)
+        event = event_from_raw(room_id, raw, encrypted=True, after_restore=held)
+    else:
+        event = _opened(room_id, raw)
     if event is None:
         logger.warning("unusable event skipped", agent=bot_name, room_id=room_id)
         return

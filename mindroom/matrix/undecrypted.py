@@ -11,6 +11,11 @@ unreadable event is dropped, with no key request sent to her device and no notic
 sender gets at most one notice per room every `NOTICE_INTERVAL_S` (whatever sessions her events name), at
 most `MAX_PARKED_PER_SENDER` of her events wait for keys, and no notice goes into a room that is not
 encrypted.
+
+A bot whose crypto store was lost comes back as a new device with its room keys restored from the key backup
+(`restored_at_ms`). The messages sent before that (while the store was lost) are *held* ones: after each batch
+the bot logs how many of them it read with the restored keys, and each one it still cannot read is logged at
+warning with its room and session (never its content), then waits for its key like any other.
 """
 
 from __future__ import annotations
@@ -189,13 +194,25 @@ class SyncDecryption:
         waiting: UndecryptedEvents | None = None,
         *,
         authorized: SenderCheck | None = None,
+        restored_at_ms: int | None = None,
     ) -> None:
-        """`authorized`: whose unreadable events are parked, asked a key for and answered (None: everyone's)."""
+        """`authorized`: whose unreadable events are parked, asked a key for and answered (None: everyone's);
+        `restored_at_ms`: when the device's room keys came back from the key backup in this run, if they did."""
         self.crypto = crypto
         self._name = name
         self._on_unreadable = on_unreadable
         self._authorized = authorized
+        self._restored_at_ms = restored_at_ms
+        self._held_read = 0
         self.waiting = waiting if waiting is not None else UndecryptedEvents()  # an empty one is falsy
+
+    def held(self, raw: Mapping[str, Any]) -> bool:
+        """True for an event sent before this device's room keys were restored from the key backup (in this run):
+        one that came while the bot's crypto store was lost."""
+        if self._restored_at_ms is None:
+            return False
+        timestamp = raw.get("origin_server_ts")
+        return isinstance(timestamp, int) and timestamp < self._restored_at_ms
 
     def _answers(self, room_id: str, sender: Any) -> bool:
         return self._authorized is None or (isinstance(sender, str) and self._authorized(room_id, sender))
@@ -215,6 +232,8 @@ class SyncDecryption:
             return dict(raw)
         decrypted = self.crypto.decrypt(room_id, raw)
         if decrypted is not None:
+            if self.held(raw):
+                self._held_read += 1
             return decrypted
         if not self._answers(room_id, raw.get("sender")):
             logger.info(
@@ -226,6 +245,14 @@ class SyncDecryption:
             )
             return None
         if self.waiting.park(room_id, raw):
+            if self.held(raw):
+                logger.warning(
+                    "held message still unreadable after the key restore",
+                    agent=self._name,
+                    room_id=room_id,
+                    session_id=content.get("session_id"),
+                    event_id=raw.get("event_id"),
+                )
             requested = self.crypto.request_key(room_id, raw)
             logger.info(
                 "encrypted event not readable yet",
@@ -241,7 +268,12 @@ class SyncDecryption:
         """After a batch: deliver parked events whose keys came, send due notices, then keys work nio asks for."""
         for room_id, decrypted in self.waiting.readable(self.crypto.decrypt):
             logger.info("late room key arrived", agent=self._name, room_id=room_id, event_id=decrypted.get("event_id"))
+            if self.held(decrypted):
+                self._held_read += 1
             await deliver(room_id, decrypted)
+        if self._held_read:
+            logger.info("held messages decrypted after the key restore", agent=self._name, messages=self._held_read)
+            self._held_read = 0
         if self._on_unreadable is not None:
             for parked in self.waiting.due_notices():
                 await self._notify(parked)

@@ -1,5 +1,6 @@
 """Ingress: what reaches the pipeline, as a pure decision and against a real journal."""
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from structlog.testing import capture_logs
 from mindroom.bots.capabilities import BOT_TURNS_PER_THREAD
 from mindroom.bots.ingress import (
     CLOCK_SKEW_MS,
+    HELD_MESSAGE_MS,
     MAX_BODY_CHARS,
     InboundMessage,
     InboundReaction,
@@ -418,6 +420,29 @@ def test_message_ingress_staleness(daemon: RunningDaemon, ts: int, fresh: bool) 
     else:
         assert result == IngressDrop("older than this run")
         assert not daemon.stores.journal.seen("helper", "$m1")
+
+
+@pytest.mark.parametrize(
+    ("ts", "after_restore", "fresh"),
+    [
+        pytest.param(START_MS - CLOCK_SKEW_MS - HELD_MESSAGE_MS, True, True, id="restored-at-window-limit"),
+        pytest.param(START_MS - CLOCK_SKEW_MS - HELD_MESSAGE_MS - 1, True, False, id="restored-just-outside-window"),
+        pytest.param(START_MS - 60_000, True, True, id="restored-a-minute-before-start"),
+        pytest.param(START_MS - 60_000, False, False, id="readable-a-minute-before-start"),
+    ],
+)
+def test_message_ingress_counts_a_message_read_after_a_key_restore_as_new_for_a_while(
+    daemon: RunningDaemon, ts: int, after_restore: bool, fresh: bool
+) -> None:
+    event = dataclasses.replace(message(ts=ts), encrypted=True, after_restore=after_restore)
+    with capture_logs() as logs:
+        result = ingress_of(daemon).message(entity(daemon), daemon.live, event)
+    if fresh:
+        assert isinstance(result, InboundMessage)
+        return
+    assert result == IngressDrop("older than this run")
+    notable = [entry for entry in logs if entry["event"] == "event dropped at ingress" and entry["log_level"] == "info"]
+    assert len(notable) == (1 if after_restore else 0)
 
 
 def test_message_ingress_replay_accepts_an_old_claimed_event(daemon: RunningDaemon) -> None:

@@ -9,14 +9,17 @@ import asyncio
 import json
 import secrets
 import shutil
+import time
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import signedjson.key
 import signedjson.sign
 from structlog.testing import capture_logs
 
+from mindroom.bots.ingress import CLOCK_SKEW_MS
 from mindroom.cli.doctor import CheckStatus, check_crypto_stores
 from mindroom.config.loading import load_config
 from mindroom.daemon.orchestrator import Orchestrator
@@ -27,7 +30,7 @@ from mindroom.matrix.recovery_key import encode_recovery_key
 from mindroom.matrix.signing import decode_base64
 from mindroom.testing.model_server import Echo
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, edits_of, thread_replies
+from tests.integration.support import HumanClient, edits_of, eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -218,3 +221,53 @@ async def test_crypto_recovery_a_backup_replaced_by_another_client_is_reported_a
     assert line.status is CheckStatus.WARN
     assert f"key backup version {version} is not the bot's (it keeps {ours})" in line.detail
     assert doctor["crypto router"].status is CheckStatus.PASS
+
+
+async def _in_backup(human: HumanClient, token: str, room_id: str, session_id: str) -> bool:
+    """Whether the account of `token` holds the room key `session_id` of `room_id` in its current key backup."""
+    headers = {"Authorization": f"Bearer {token}"}
+    response = await human.client.send("GET", "/_matrix/client/v3/room_keys/version", None, headers)
+    version = (await response.json())["version"]
+    path = f"/_matrix/client/v3/room_keys/keys/{quote(room_id, safe='')}/{quote(session_id, safe='')}?version={version}"
+    return (await human.client.send("GET", path, None, headers)).status == 200
+
+
+async def test_crypto_recovery_a_message_sent_while_the_store_was_lost_is_answered_once_after_the_restore(
+    each_delivery: E2E,
+):
+    e2e = each_delivery
+    human, agent, config, room_id, agent_id = await _echoing_agent_in_a_vault(e2e)
+    first = await human.send(room_id, "first question")
+    await human.wait_for(thread_replies(first, agent_id))
+    session_id = human.client.olm.outbound_group_sessions[room_id].id
+    credentials = CredentialStore(e2e.storage).load(agent)
+    assert credentials is not None and credentials.access_token is not None
+    token = credentials.access_token
+    await eventually(lambda: _in_backup(human, token, room_id, session_id), "the human's room key in the backup")
+    key_file = e2e.storage / "crypto" / "recovery-key"
+    recovery_key = key_file.read_text().strip()
+    await e2e.stop()
+    shutil.rmtree(e2e.storage / "crypto" / agent)  # the agent's store and vault: gone
+    key_file.unlink()
+
+    second = await human.send(room_id, "second question, while the store was lost")
+    raw = next(event for event in await human.raw_timeline(room_id) if event["event_id"] == second)
+    assert raw["type"] == "m.room.encrypted" and raw["content"]["session_id"] == session_id  # the same room key
+    # The operator restarts later than the clock allowance: the message is from before this run.
+    sent_ms = raw["origin_server_ts"]
+    await eventually(lambda: time.time() * 1000 > sent_ms + CLOCK_SKEW_MS, "the clock allowance passing")
+    with capture_logs() as logs:
+        await start_with(e2e, config, {"MINDROOM_RECOVERY_KEY": recovery_key})
+        reply = await human.wait_for(thread_replies(second, agent_id))
+        await e2e.settle(human, room_id)
+
+    assert (
+        reply.get("decrypted") is True and reply["content"]["body"] == "echo: second question, while the store was lost"
+    )
+    assert len(human.matching(thread_replies(second, agent_id))) == 1
+    assert len(human.matching(thread_replies(first, agent_id))) == 1
+    restored = next(entry for entry in logs if entry["event"] == "room keys restored from the backup")
+    assert restored["agent"] == agent and restored["keys"] >= 1
+    held = [entry for entry in logs if entry["event"] == "held messages decrypted after the key restore"]
+    assert [(entry["agent"], entry["messages"]) for entry in held] == [(agent, 1)]
+    assert not [entry for entry in logs if entry["event"] == "held message still unreadable after the key restore"]

@@ -85,6 +85,9 @@ class _RoomKeys:
     async def maintain(self) -> None:
         return None
 
+    def held(self, raw: dict[str, Any]) -> bool:
+        return False  # no store was lost
+
     def _plain(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         if raw["content"]["session_id"] not in self.keys:
             return None

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
+from mindroom.matrix.events import MatrixEvent
+from mindroom.matrix.inbound import deliver_raw
 from mindroom.matrix.notices import is_daemon_account, notice_sender
 from mindroom.matrix.undecrypted import SyncDecryption, UndecryptedEvents
 
@@ -207,3 +210,80 @@ async def test_sync_decryption_answers_authorized_senders_and_only_in_encrypted_
     await decryption.settle(deliver)
 
     assert answered == ["$in-sealed"]
+
+
+class SomeKeys(NoKeys):
+    """A device that holds the room keys of `sessions` (more can come later)."""
+
+    def __init__(self, *sessions: str) -> None:
+        super().__init__()
+        self.sessions = set(sessions)
+
+    def decrypt(self, room_id, raw) -> dict | None:
+        self.asked.append(raw["event_id"])
+        if raw["content"]["session_id"] not in self.sessions:
+            return None
+        return {**raw, "type": "m.room.message", "content": {"msgtype": "m.text", "body": "secret words"}}
+
+
+@pytest.mark.asyncio
+async def test_sync_decryption_counts_the_messages_held_by_a_lost_store_and_names_those_still_unreadable():
+    crypto = SomeKeys("restored")
+    decryption = SyncDecryption(crypto, "bot", restored_at_ms=5_000)  # type: ignore[arg-type]
+    delivered: list[MatrixEvent] = []
+
+    async def handler(event: MatrixEvent) -> None:
+        delivered.append(event)
+
+    async def late(room_id: str, raw: dict) -> None:
+        await deliver_raw("bot", decryption, room_id, raw, handler, decrypted=True)
+
+    def sealed(event_id: str, session: str, ts: int) -> dict:
+        return {**_sealed(event_id, "@ann:hs", session=session), "origin_server_ts": ts}
+
+    with capture_logs() as logs:
+        await deliver_raw("bot", decryption, "!r", sealed("$held", "restored", 4_999), handler)
+        await deliver_raw("bot", decryption, "!r", sealed("$later", "restored", 5_000), handler)
+        await deliver_raw("bot", decryption, "!r", sealed("$lost", "missing", 4_000), handler)
+        await deliver_raw("bot", decryption, "!r", sealed("$unheld", "missing-too", 6_000), handler)
+        await decryption.settle(
+            lambda room_id, raw: deliver_raw("bot", decryption, room_id, raw, handler, decrypted=True)
+        )
+        crypto.sessions.add("missing")  # its key comes after all (a sender shares it again)
+        await decryption.settle(
+            lambda room_id, raw: deliver_raw("bot", decryption, room_id, raw, handler, decrypted=True)
+        )
+        await decryption.settle(
+            lambda room_id, raw: deliver_raw("bot", decryption, room_id, raw, handler, decrypted=True)
+        )
+
+    assert [(e.event_id, e.after_restore) for e in delivered] == [("$held", True), ("$later", False), ("$lost", True)]
+    counts = [e["messages"] for e in logs if e["event"] == "held messages decrypted after the key restore"]
+    assert counts == [1, 1]
+    unreadable = [e for e in logs if e["event"] == "held message still unreadable after the key restore"]
+    assert [(e["log_level"], e["room_id"], e["session_id"], e["event_id"]) for e in unreadable] == [
+        ("warning", "!r", "missing", "$lost")
+    ]
+    assert not any("AwgA" in str(e) or "secret words" in str(e) for e in logs)  # never the content
+
+
+@pytest.mark.asyncio
+async def test_sync_decryption_without_a_restore_holds_nothing():
+    decryption = SyncDecryption(SomeKeys("s1"), "bot")  # type: ignore[arg-type]
+    delivered: list[MatrixEvent] = []
+
+    async def handler(event: MatrixEvent) -> None:
+        delivered.append(event)
+
+    async def late(room_id: str, raw: dict) -> None:
+        await deliver_raw("bot", decryption, room_id, raw, handler, decrypted=True)
+
+    with capture_logs() as logs:
+        await deliver_raw("bot", decryption, "!r", _sealed("$old", "@ann:hs"), handler)
+        await deliver_raw("bot", decryption, "!r", _sealed("$unknown", "@ann:hs", session="s9"), handler)
+        await decryption.settle(
+            lambda room_id, raw: deliver_raw("bot", decryption, room_id, raw, handler, decrypted=True)
+        )
+
+    assert [(e.event_id, e.after_restore) for e in delivered] == [("$old", False)]
+    assert not [e for e in logs if "held" in e["event"]]
