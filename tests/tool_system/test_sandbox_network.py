@@ -357,3 +357,18 @@ async def test_mcp_stdio_server_without_bubblewrap_is_refused_unless_sandbox_non
     (spec,) = pool.tool_specs(config, "dialer", AgentToolEnvironment("a", tmp_path))
     with listener("127.0.0.1") as port:
         assert await call_tool(spec, "a", {"host": "127.0.0.1", "port": port}) == "connected"
+
+
+@pytest.mark.asyncio
+async def test_sandbox_network_with_a_broken_slirp_is_refused_and_says_why(tmp_path, bwrap_without_slirp):
+    # Installed but unable to work here (a container without /dev/net/tun): refused, the command never runs.
+    broken = bwrap_without_slirp / "slirp4netns"
+    broken.write_text("#!/bin/sh\necho 'open(\"/dev/net/tun\"): No such file or directory' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    settings = ShellToolConfig(allowed_commands=["env"], network=True)
+
+    with pytest.raises(ToolError) as refused:
+        await run_command("env", tmp_path / "ws", settings)
+
+    assert "tools.shell.network is true, but slirp4netns could not give the sandbox its network" in str(refused.value)
+    assert 'open("/dev/net/tun"): No such file or directory' in str(refused.value)
