@@ -165,7 +165,8 @@ class SandboxNetwork:
 
     async def close(self) -> None:
         """End slirp4netns and reap it (the namespace it served is gone or going, so nothing is lost)."""
-        # Killed rather than told through its exit pipe: it takes some 25 ms to notice that, on every call.
+        # Killed, not only told through its exit pipe, which it notices some milliseconds later; most of the
+        # wait that remains is the kernel removing its tap device.
         _close(self._exit_fd)
         self._exit_fd = None
         with contextlib.suppress(ProcessLookupError):
