@@ -21,6 +21,7 @@ __all__ = [
     "configure_logging",
     "debug_enabled",
     "get_logger",
+    "redact_message",
     "redact_secrets",
     "redact_text",
     "redact_value",
@@ -42,21 +43,29 @@ _SECRET_ENV = re.compile(
 _NOT_SECRET_KEYS = frozenset({"event", "logger", "level", "timestamp", "log_level"})
 _REDACTED = "[redacted]"
 _NOT_ALREADY = r"(?!\[redacted\])"
-# Applied in order; each keeps what names the secret (scheme, host, header or key) and blanks the secret.
+_BASE58 = "[1-9A-HJ-NP-Za-km-z]"
+_TOKEN = r"[A-Za-z0-9._~+/=-]{12,}"
+# Secrets known by their shape, in one pattern: Matrix access tokens, provider keys (`sk-`), GitHub tokens,
+# JWTs, bearer credentials, AWS access key ids, recovery keys (`EsT… ` + 11 groups of 4 base58 characters,
+# see `mindroom.matrix.recovery_key`) and the credentials in `scheme://user:password@host`. Every branch
+# starts with a literal that is rare in prose (what comes before it is checked behind), so the scan hops
+# from one such character to the next instead of trying each branch at every position; the empty group
+# names the branch, and `_SHAPE_START` how far before the match its secret starts.
+_SHAPES = re.compile(
+    r"_(?<=syt_)(?P<syt>)[A-Za-z0-9_=-]{8,}"
+    r"|_(?<=\bgh[pousr]_)(?P<gh>)[A-Za-z0-9]{20,}"
+    r"|_(?<=\bgithub_)(?P<github>)pat_[A-Za-z0-9_]{20,}"
+    r"|-(?<=sk-)(?<![A-Za-z0-9]sk-)(?P<sk>)[A-Za-z0-9_-]{12,}"
+    r"|J(?<=\beyJ)(?P<jwt>)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+    rf"|bearer\s+{_TOKEN}|Bearer\s+{_TOKEN}|BEARER\s+{_TOKEN}"
+    r"|A(?<![A-Za-z0-9_]A)(?:KIA|SIA)[A-Z0-9]{16}\b"
+    rf"|E(?<![A-Za-z0-9]E)s[STU]{_BASE58}(?:\s?{_BASE58}{{4}}){{11}}(?![A-Za-z0-9])"
+    r"|:(?<=[A-Za-z0-9+.-]:)(?P<url>)//[^\s/?#@\"'<>]{1,512}@"
+)
+_SHAPE_START = {"syt": 3, "gh": 3, "github": 6, "sk": 2, "jwt": 2}
+# Applied after the shapes, in order; each keeps what names the secret (header or key) and blanks the secret.
 # Quantifiers are bounded and keys start after a separator, so a long line costs linear time.
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Token shapes: Matrix access tokens, OpenAI/Anthropic keys, GitHub tokens, JWTs, bearer credentials.
-    (
-        re.compile(
-            r"syt_[A-Za-z0-9_=-]{8,}|sk-ant-[A-Za-z0-9_-]{12,}|sk-[A-Za-z0-9_-]{12,}"
-            r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-            r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
-            r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{12,}"
-        ),
-        _REDACTED,
-    ),
-    # Credentials in URLs: `scheme://user:password@host` keeps the scheme and the host.
-    (re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,31}://)[^\s/?#@\"'<>]{1,512}@"), rf"\1{_REDACTED}@"),
     # Authorization headers, any scheme: `Authorization: Basic dXNlcjpwYXNz`.
     (
         re.compile(
@@ -93,17 +102,19 @@ _QUIET_LIBRARY_LOGGERS = {"nio.responses": logging.ERROR, "nio.rooms": logging.W
 
 _registered_lock = threading.Lock()
 _write_lock = threading.Lock()
-_registered: frozenset[str] = frozenset()
+_registered: tuple[str, ...] = ()
+"""Longest first: a registered value inside a longer one must not cut the longer one in two."""
 _generation = 0
 
 
 def register_secret_values(values: Iterable[str | None]) -> None:
-    """Scrub these exact strings (API keys, passwords, shared secrets) from every log line from now on."""
+    """Scrub these exact strings (API keys, passwords, shared secrets) from every log line, and from what people
+    write before it is kept or sent to a model, from now on."""
     global _registered, _generation
     fresh = {value for value in values if value and len(value) >= _MIN_REGISTERED_LENGTH}
     with _registered_lock:
-        if not fresh <= _registered:
-            _registered = _registered | fresh
+        if not fresh <= set(_registered):
+            _registered = tuple(sorted(fresh.union(_registered), key=len, reverse=True))
             _generation += 1
 
 
@@ -117,12 +128,31 @@ def register_secret_env(env: Mapping[str, str]) -> None:
     register_secret_values(value for key, value in env.items() if _SECRET_ENV.search(key))
 
 
-def redact_text(text: str) -> str:
-    """`text` with registered secrets, token shapes, URL credentials and secret-named values replaced."""
-    # Registered values first: a rule below could otherwise cut one in two and leave a half behind.
+def redact_message(text: str) -> str:
+    """`text` a person wrote, as it may be kept or sent to a model: registered secrets and credential shapes
+    (tokens, provider and AWS keys, recovery keys, URL credentials) replaced; words after `password=` stay."""
+    # Registered values first: a shape could otherwise cut one in two and leave a half behind.
     for value in _registered:
         if value in text:
             text = text.replace(value, _REDACTED)
+    pieces: list[str] = []
+    last = 0
+    for match in _SHAPES.finditer(text):
+        branch = match.lastgroup
+        if branch == "url":  # the scheme and the host stay
+            pieces += (text[last : match.start()], f"://{_REDACTED}@")
+        else:
+            pieces += (text[last : max(last, match.start() - _SHAPE_START.get(branch or "", 0))], _REDACTED)
+        last = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def redact_text(text: str) -> str:
+    """`text` with registered secrets, token shapes, URL credentials and secret-named values replaced."""
+    text = redact_message(text)
     for pattern, replacement in _TEXT_RULES:
         text = pattern.sub(replacement, text)
     return text

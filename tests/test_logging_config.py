@@ -15,6 +15,7 @@ import structlog
 from mindroom.logging_config import (
     configure_logging,
     get_logger,
+    redact_message,
     redact_secrets,
     redact_text,
     redact_value,
@@ -366,3 +367,52 @@ def test_debug_enabled_follows_the_configured_level():
     assert debug_enabled() is False
     configure_logging("WARNING", json=True)
     assert debug_enabled() is False
+
+
+RECOVERY = "EsTc 5rr1 K1RQ 4CEu 1PDT N8bn TwF2 C6jP YARg yU8k J2vg 6ByT"
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("id AKIAIOSFODNN7EXAMPLE, ok", "id [redacted], ok"),
+        ("(ASIAY34FZKBOKMUTVV7A)", "([redacted])"),
+        (f"key: {RECOVERY}.", "key: [redacted]."),
+        (f"key {RECOVERY.replace(' ', '')}!", "key [redacted]!"),
+        ("use sk-proj-abcdefghijklmnop", "use [redacted]"),
+        ("a ghp_abcdefghijklmnopqrstuvwxyz0123 b", "a [redacted] b"),
+        ("t=syt_abcdefghijklmnopqrst_0123 x", "t=[redacted] x"),
+        ("x github_pat_11ABCDEFG0123456789_abcdefghij y", "x [redacted] y"),
+        ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3In0.abcdefghijkl end", "jwt [redacted] end"),
+        ("-H 'Bearer abcdefghijklmnop'", "-H '[redacted]'"),
+        ("clone https://me:hunter22@example.org/r.git", "clone https://[redacted]@example.org/r.git"),
+    ],
+)
+def test_redact_message_replaces_credential_shapes(text, redacted):
+    assert redact_message(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AKIAIOSFODNN7EXAMPL is one short",
+        "akiaiosfodnn7example in lower case",
+        "XAKIAIOSFODNN7EXAMPLE inside a word",
+        "AKIAIOSFODNN7EXAMPLEX one long",
+        "AKIAIOSFODNN7EXAMPLE_suffix",
+        " ".join(RECOVERY.split()[:11]) + " is 11 groups",
+        "EsTimate, Establish",
+        "task-list-management-system and disk-usage-monitoring",
+        "the key: C major; password: swordfish",  # a name before a value is for the logs' rules, not a message's
+        "see https://example.org/a:b@c and mailto:someone@example.org",
+    ],
+)
+def test_redact_message_keeps_near_misses_as_written(text):
+    assert redact_message(text) == text
+
+
+def test_redact_message_replaces_a_registered_value_whole_even_inside_a_longer_one():
+    register_secret_values(["shared-secret-0042", "shared-secret-0042-and-more"])
+
+    assert redact_message("a shared-secret-0042-and-more b") == "a [redacted] b"
+    assert redact_message("a shared-secret-004 b") == "a shared-secret-004 b"

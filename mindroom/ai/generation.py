@@ -39,7 +39,7 @@ from mindroom.ai.teams import build_team, team_fingerprint
 from mindroom.ai.turn_agent import TurnAgent, run_system_context, set_run_system_context
 from mindroom.ai.usage import TokenUsage, turn_usage
 from mindroom.config.main import ModelConfig
-from mindroom.logging_config import get_logger
+from mindroom.logging_config import get_logger, redact_message
 
 __all__ = [
     "EarlyAnswer",
@@ -64,6 +64,7 @@ class GenerationRequest:
     instructions: tuple[str, ...]
     model: ModelConfig
     user_message: str
+    """What the model answers; it gets it (and the session keeps it) with pasted secrets redacted (`redact_message`)."""
     session_id: str
     num_history_runs: int
     markdown: bool
@@ -226,7 +227,7 @@ async def _generate_once(
             expecting_new_session(db, request.session_id, request.opens_session),
         ):
             output = await agent.arun(
-                request.user_message,
+                redact_message(request.user_message),
                 stream=False,
                 session_id=request.session_id,
                 run_id=run_id,
@@ -306,7 +307,7 @@ async def _turn_events(
         events = cast(
             "AsyncGenerator[Any, None]",
             agent.arun(
-                request.user_message,
+                redact_message(request.user_message),
                 stream=True,
                 stream_events=True,
                 session_id=request.session_id,

@@ -3,7 +3,8 @@
 Each memory row is agno's `UserMemory` with `user_id` the person's Matrix id and `agent_id` the agent's
 name. Everything here reads and writes one (person, agent) scope: `MemoryManager` sees only that scope's
 memories when it decides what to add or change, so one agent never learns what another was told, and
-nobody's memories reach another person's turns. Text is redacted (`redact_text`) before it is stored.
+nobody's memories reach another person's turns. The memory model reads the exchange with pasted secrets
+redacted (`redact_message`), and what it writes is redacted again (`redact_text`) before it is stored.
 
 Where: `<data>/memory/memories.db` (SQLite, private) by default; with the state in PostgreSQL, the table
 `mindroom.memories` on the engine the session stores share. `copy_memories` moves them
@@ -25,7 +26,7 @@ from agno.db.schemas import UserMemory
 from agno.models.message import Message
 
 from mindroom.ai.sessions import SESSION_SCHEMA, postgres_engine
-from mindroom.logging_config import get_logger, redact_text
+from mindroom.logging_config import get_logger, redact_message, redact_text
 from mindroom.private_files import prepare_private_sqlite, private_dir
 from mindroom.state.migrate import CopyCount
 
@@ -219,7 +220,7 @@ async def extract_memories(
 
     before = await scope()
     manager = MemoryManager(model=model, db=db)
-    messages = [Message(role=role, content=text) for role, text in exchange if text]
+    messages = [Message(role=role, content=redact_message(text)) for role, text in exchange if text]
     await manager.acreate_user_memories(messages=messages, user_id=user_id, agent_id=agent)
     return await scope() != before
 

@@ -15,7 +15,7 @@ from mindroom.ai.failures import failure_log, generation_error
 from mindroom.ai.models import model_env_fingerprint
 from mindroom.config.main import ModelConfig
 from mindroom.hooks.enrichment import strip_enrichment_blocks
-from mindroom.logging_config import get_logger
+from mindroom.logging_config import get_logger, redact_message
 
 __all__ = ["ROUTER_INSTRUCTIONS", "choose_agent", "parse_agent_choice", "render_routing_prompt"]
 
@@ -81,7 +81,8 @@ async def choose_agent(
     run_id = str(uuid4())
     failure_log.watch(run_id)
     try:
-        output = await router.arun(render_routing_prompt(candidates, message), stream=False, run_id=run_id)
+        prompt = render_routing_prompt(candidates, redact_message(message))  # pasted secrets stay with the daemon
+        output = await router.arun(prompt, stream=False, run_id=run_id)
     except Exception as error:
         output = None
         failure: BaseException | None = error

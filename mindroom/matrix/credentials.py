@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mindroom.constants import DEFAULT_ACCOUNT_PREFIX
-from mindroom.logging_config import get_logger
+from mindroom.logging_config import get_logger, register_secret_values
 from mindroom.private_files import write_private_file
 
 __all__ = [
@@ -54,6 +54,11 @@ class BotCredentials:
     device_id: str | None = None
     access_token: str | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # Wherever credentials come from (a file, the database, a login), their secrets are redacted from
+        # then on: in log lines, and in what a person pastes before it is kept or sent to a model.
+        register_secret_values([self.access_token, self.password])
 
     def with_session(self, user_id: str, device_id: str, access_token: str) -> BotCredentials:
         """A copy with a fresh login session, keeping the password."""

@@ -4,6 +4,9 @@
   kept with their content so a turn cut short by a crash is finished after the restart;
 - streamed answers in progress, so one cut short is marked as interrupted after the restart.
 
+An event is kept as `kept_event` makes it: the text a person wrote, with pasted secrets redacted (as the
+model gets it; a turn finished after a restart runs on that text).
+
 `sqlite.journal.SqliteTurnJournal` keeps it in a file under the data directory,
 `postgres.journal.PostgresTurnJournal` in the state's database.
 """
@@ -13,12 +16,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["PENDING_MAX_AGE_S", "RETENTION_S", "OpenAnswer", "PendingEvent", "TurnJournal"]
+from mindroom.logging_config import redact_message
+
+__all__ = ["PENDING_MAX_AGE_S", "RETENTION_S", "OpenAnswer", "PendingEvent", "TurnJournal", "kept_event"]
 
 RETENTION_S = 30 * 24 * 3600
 """How long a handled event is remembered (an event older than this is never delivered again)."""
 PENDING_MAX_AGE_S = 24 * 3600
 """How old an unfinished turn may be and still be finished after a restart."""
+_TEXT_FIELDS = frozenset({"body", "formatted_body"})
+_MAX_DEPTH = 4  # `content`, `m.new_content` of an edit, and room to spare; deeper objects are kept as they are
+
+
+def kept_event(event: dict[str, Any]) -> dict[str, Any]:
+    """`event` as the journal keeps it: `body` and `formatted_body` in its content (an edit's new content too)
+    redacted (`redact_message`); ids, relations and everything else as they were."""
+    kept = dict(event)
+    for key in ("content", "prev_content"):
+        if isinstance(kept.get(key), dict):
+            kept[key] = _redacted_content(kept[key], 0)
+    return kept
+
+
+def _redacted_content(content: dict[str, Any], depth: int) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in content.items():
+        if key in _TEXT_FIELDS and isinstance(value, str):
+            kept[key] = redact_message(value)
+        elif isinstance(value, dict) and depth < _MAX_DEPTH:
+            kept[key] = _redacted_content(value, depth + 1)
+        else:
+            kept[key] = value
+    return kept
 
 
 @dataclass(frozen=True, slots=True)

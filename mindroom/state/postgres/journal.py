@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 
 from mindroom.logging_config import get_logger
-from mindroom.state.journal import PENDING_MAX_AGE_S, RETENTION_S, OpenAnswer, PendingEvent
+from mindroom.state.journal import PENDING_MAX_AGE_S, RETENTION_S, OpenAnswer, PendingEvent, kept_event
 from mindroom.state.postgres.connection import StateConnection
 
 __all__ = ["MIRROR_S", "PostgresTurnJournal"]
@@ -101,7 +101,7 @@ class PostgresTurnJournal:
             return False
         key = (entity, event_id)
         now = time.time()
-        payload = json.dumps(event) if event is not None else None
+        payload = json.dumps(kept_event(event)) if event is not None else None
         with self._lock:
             if key in self._handled:
                 return False

@@ -11,7 +11,7 @@ from typing import Any
 
 from mindroom.logging_config import get_logger
 from mindroom.private_files import open_private_database
-from mindroom.state.journal import PENDING_MAX_AGE_S, RETENTION_S, OpenAnswer, PendingEvent
+from mindroom.state.journal import PENDING_MAX_AGE_S, RETENTION_S, OpenAnswer, PendingEvent, kept_event
 
 __all__ = ["SqliteTurnJournal"]
 
@@ -84,7 +84,7 @@ class SqliteTurnJournal:
         """
         if event is None:
             return self._observe(entity, event_id)
-        payload = json.dumps(event)
+        payload = json.dumps(kept_event(event))
         with self._lock:
             if (entity, event_id) in self._observed:
                 return False
