@@ -1,8 +1,9 @@
 """What redacting a person's message costs: `redact_message` on 4 KB of prose, English with links and code.
 
-Prints the median microseconds per message over `BENCH_ROUNDS` rounds (default 5) of 2,000 calls each, with no
-registered secret and with `BENCH_REGISTERED` (default 20) registered ones, and `redact_text` (the log lines'
-rules, a superset) on the English text for comparison. Run: `.venv/bin/python benchmarks/redaction.py`.
+Prints the median microseconds per message over `BENCH_ROUNDS` rounds (default 5) of `BENCH_CALLS` calls each
+(default 2000), with no registered secret and with `BENCH_REGISTERED` (default 20) registered ones, and
+`redact_text` (the log lines' rules, a superset) on the English text for comparison.
+Run: `.venv/bin/python benchmarks/redaction.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import timeit
 from mindroom.logging_config import redact_message, redact_text, register_secret_values
 
 SIZE = 4096
-CALLS = 2000
 
 
 def _texts() -> dict[str, str]:
@@ -32,8 +32,9 @@ def _texts() -> dict[str, str]:
 
 
 def _microseconds(call: object, rounds: int) -> float:
-    times = timeit.repeat(call, number=CALLS, repeat=rounds)  # type: ignore[arg-type]
-    return statistics.median(times) / CALLS * 1e6
+    calls = int(os.environ.get("BENCH_CALLS", "2000"))
+    times = timeit.repeat(call, number=calls, repeat=rounds)  # type: ignore[arg-type]
+    return statistics.median(times) / calls * 1e6
 
 
 def main() -> None:
