@@ -8,10 +8,11 @@ gateway 10.0.2.2, which would lead to the host's 127.0.0.1, refuses. The sandbox
 Names resolve through slirp's forwarder 10.0.2.3 (the sandbox's `resolv.conf` says so).
 
 The order: bubblewrap starts with `--info-fd` (it writes its child's pid there) and `--block-fd` (the child
-waits before it runs the command until that pipe has data); slirp4netns is started on the child's namespace
-and says when it is ready on `--ready-fd`; then the block pipe is written and the command runs, the network
-already up. When the sandbox ends the daemon kills slirp4netns; should the daemon die first, the kernel
-closes the daemon's end of slirp4netns's `--exit-fd` pipe, and slirp4netns ends too: it outlives neither.
+waits before it runs the command until that pipe has data); once the child has set up its loopback,
+slirp4netns is started on the child's namespace and says when it is ready on `--ready-fd`; then the block
+pipe is written and the command runs, the network already up. When the sandbox ends the daemon kills
+slirp4netns; should the daemon die first, the kernel closes the daemon's end of slirp4netns's `--exit-fd`
+pipe, and slirp4netns ends too: it outlives neither.
 """
 
 from __future__ import annotations
@@ -80,6 +81,30 @@ async def _child_pid(fd: int) -> int:
         with contextlib.suppress(ValueError):
             return int(json.loads(data)["child-pid"])
     raise ToolError("bubblewrap ended before it started the sandbox")
+
+
+def _loopback_up(pid: int) -> bool:
+    """Whether the loopback of process `pid`'s network namespace is up (with 127.0.0.1 in its routes).
+
+    Raises `OSError` once the process is gone.
+    """
+    with open(f"/proc/{pid}/net/fib_trie", encoding="ascii", errors="replace") as routes:
+        return "127.0.0.1" in routes.read()
+
+
+async def _loopback_set_up(pid: int) -> None:
+    """Wait until bubblewrap has set up the sandbox's loopback.
+
+    slirp4netns brings `lo` up too (and the kernel then gives it 127.0.0.1): started earlier, it races
+    bubblewrap, which then fails to add that address and gives up.
+    """
+    while True:
+        try:
+            if _loopback_up(pid):
+                return
+        except OSError:
+            raise ToolError("bubblewrap ended before it set up the sandbox") from None
+        await asyncio.sleep(0.001)
 
 
 def _namespaces(pid: int) -> tuple[int, int]:
@@ -195,6 +220,7 @@ async def start_with_network(
     try:
         async with asyncio.timeout(_START_LIMIT_S):
             pid = await _child_pid(info_read)
+            await _loopback_set_up(pid)
         network = await SandboxNetwork.attach(slirp, pid, log)
     except BaseException as exc:
         _close(block_write)

@@ -372,3 +372,17 @@ async def test_sandbox_network_with_a_broken_slirp_is_refused_and_says_why(tmp_p
 
     assert "tools.shell.network is true, but slirp4netns could not give the sandbox its network" in str(refused.value)
     assert 'open("/dev/net/tun"): No such file or directory' in str(refused.value)
+
+
+@needs_slirp
+@pytest.mark.asyncio
+async def test_sandbox_network_starts_every_time_when_many_start_at_once(tmp_path):
+    # slirp4netns brings the sandbox's loopback up itself: started before bubblewrap set it up, it made
+    # bubblewrap fail now and then ("loopback: Failed RTM_NEWADDR"), more often on a busy machine.
+    config = ShellToolConfig(allowed_commands=["true"], network=True)
+
+    for _ in range(20):
+        outputs = await asyncio.gather(*(run_command("true", tmp_path / "ws", config) for _ in range(5)))
+        assert outputs == ["exit code: 0\n"] * 5
+
+    assert await no_slirp_within(), f"slirp4netns outlived its sandbox: {slirps()}"
