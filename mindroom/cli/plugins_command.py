@@ -99,7 +99,8 @@ def plugins_check(
         refused = Finding(
             "error",
             "the plugin's modules are not imported: bubblewrap (bwrap) is not installed to sandbox its code; "
-            "install it, or pass --import to import them in this process, with your rights",
+            "install the bubblewrap package (apt-get install bubblewrap), or pass --import to import them in "
+            "this process, with your rights",
         )
         findings = [refused, *check_manifest(path)] if Path(path).is_dir() else [refused]
     for finding in findings:
