@@ -3,6 +3,7 @@ cross-signed (the signature chain checked, not just its presence), and its key b
 
 With state in SQLite the device's store is opened read-only (a lost one is a failure unless the recovery key
 and the backup will restore it); with state in PostgreSQL it is in the database, sealed, and not opened here.
+A store is opened on the calling thread: nio's store is not safe to use from two threads of one process.
 """
 
 from __future__ import annotations
@@ -129,7 +130,10 @@ async def check_crypto_stores(
             where = f"crypto state in {safe_url(database_url)} (mindroom.crypto_items)"
         else:
             directory = crypto_store_dir(storage_root, bot)
-            report = await asyncio.to_thread(inspect_crypto_store, directory, stored.user_id, device)
+            # On this thread, never a worker's: nio's store binds its table models for the whole process while
+            # it runs a query, so a store opened on another thread meanwhile (a daemon in this process) would
+            # read or write the other's file. Opening one store takes a few milliseconds.
+            report = inspect_crypto_store(directory, stored.user_id, device)
             where = report.describe()
             if not report.healthy:
                 results.append(await _unhealthy(bot, device, report, url, stored, env or {}, storage_root))
