@@ -110,10 +110,13 @@ def _start_daemon(
         cwd=workdir,
     )
     assert process.stderr is not None
+    lines: list[bytes] = []
     for raw in process.stderr:
         if b"daemon ready" in raw:
             return process, time.perf_counter() - started
-    raise RuntimeError("daemon exited before it was ready")
+        lines = [*lines[-19:], raw]
+    said = b"".join(lines).decode(errors="replace")
+    raise RuntimeError(f"daemon exited ({process.wait()}) before it was ready; its last lines:\n{said}")
 
 
 def _drain(process: subprocess.Popen[bytes]) -> None:

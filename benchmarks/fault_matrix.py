@@ -6,6 +6,8 @@ CPU (`round(1, -10**8)` to the calculator). Each cell gets a few messages in tur
 shows answers delivered, crashes (a bot's sync loop or the daemon died) and extra p50 latency against
 the baseline. Then: Synapse stopped for 10 s with answers in flight, and a daemon subprocess killed
 with SIGKILL mid-work and restarted. Target: every cell answered, 0 crashes, 0 lost, 0 doubled.
+`FAULT_MESSAGES` (per cell, default 3), `FAULT_MODES` and `FAULT_KINDS` (comma-separated names, default all)
+and `FAULT_OUTAGE_S` (default 10) set the size.
 """
 
 from __future__ import annotations
@@ -55,6 +57,20 @@ FAULTS = {
     "block 1s": ("", "time.sleep(1)"),
     "garbage": ("", "return object()"),
 }
+OUTAGE_S = float(os.environ.get("FAULT_OUTAGE_S", "10"))
+
+
+def _chosen(table: dict[str, Any], variable: str) -> dict[str, Any]:
+    """The entries of `table` that `variable` names (comma-separated; unset: all), or an error naming the rest."""
+    names = [name.strip() for name in os.environ.get(variable, "").split(",") if name.strip()]
+    unknown = [name for name in names if name not in table]
+    if unknown:
+        raise SystemExit(f"{variable}: unknown {', '.join(unknown)}; choose from {', '.join(table)}")
+    return {name: table[name] for name in names} if names else table
+
+
+MODES = _chosen(MODES, "FAULT_MODES")
+FAULTS = _chosen(FAULTS, "FAULT_KINDS")
 
 
 def _plugin(folder: Path, name: str, event: str, decorator_args: str, body: str) -> None:
@@ -196,7 +212,7 @@ async def outage_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
     await _joined(human, room_id)
     sent = [await human.send(room_id, f"before outage {i}") for i in range(5)]
     await asyncio.to_thread(hs.stop)
-    await asyncio.sleep(10)
+    await asyncio.sleep(OUTAGE_S)
     await asyncio.to_thread(hs.start)
     sent += [await human.send(room_id, f"after outage {i}") for i in range(5)]
     deadline = time.monotonic() + 120
@@ -206,8 +222,9 @@ async def outage_run(hs: TestHomeserver, model: ScriptedModelServer, human: Huma
     counts = [len(human.matching(thread_replies(e, responder))) for e in sent]
     await daemon.stop()
     return (
-        f"outage (Synapse down 10 s, answers in flight): sent {len(sent)}, answered {sum(c >= 1 for c in counts)}, "
-        f"lost {sum(c == 0 for c in counts)}, doubled {sum(c > 1 for c in counts)}"
+        f"outage (Synapse down {OUTAGE_S:g} s, answers in flight): sent {len(sent)}, "
+        f"answered {sum(c >= 1 for c in counts)}, lost {sum(c == 0 for c in counts)}, "
+        f"doubled {sum(c > 1 for c in counts)}"
     )
 
 

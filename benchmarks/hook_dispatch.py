@@ -2,12 +2,14 @@
 
 Timeouts, isolation and telemetry are all on (they cannot be turned off) and logging is at INFO.
 Prints microseconds per no-op hook per emit, for 1 and 20 hooks, and the ratio to the baseline;
-then the wall time of a collector of 10 hooks that each sleep 100 ms.
+then the wall time of a collector of 10 hooks that each sleep 100 ms. Exits 1 when a target is missed, except
+in a smoke run (`BENCH_SMOKE=1`, tiny sizes from `BENCH_ROUNDS` and `BENCH_EMITS`), which only shows it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -30,8 +32,9 @@ from mindroom.hooks.execution import emit, emit_collect, emit_gate, emit_transfo
 from mindroom.logging_config import configure_logging
 from mindroom.testing.contexts import make_hook_context
 
-ROUNDS = 7
-EMITS = 4000
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
+EMITS = int(os.environ.get("BENCH_EMITS", "4000"))
+SMOKE = bool(os.environ.get("BENCH_SMOKE"))
 
 
 class _Plugin:
@@ -97,7 +100,7 @@ async def main() -> int:
                 for callback in callbacks:
                     await callback(ctx)
 
-            emits = max(200, EMITS // count)
+            emits = max(min(200, EMITS), EMITS // count)
             t_engine = await _time(engine, emits)
             t_plain = await _time(plain, emits)
             per_hook = t_engine / count * 1e6
@@ -129,7 +132,7 @@ async def main() -> int:
     ok = wall <= 130
     worst_ok &= ok
     print(f"collector of 10 hooks sleeping 100 ms each: {wall:.1f} ms (target <= 130 ms)  {'ok' if ok else 'MISS'}")
-    return 0 if worst_ok else 1
+    return 0 if worst_ok or SMOKE else 1
 
 
 if __name__ == "__main__":
