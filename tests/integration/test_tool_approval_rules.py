@@ -51,8 +51,9 @@ async def test_tool_approval_rule_holds_a_call_until_the_requester_approves(e2e:
     assert body.startswith("🔐 Helper wants to run think: the approval rule 'th*' asks first. Arguments: {")
     assert "sk-abcdefghijklmnop" not in body and "Plan" in body
     await bob.react(room_id, card["event_id"], "✅")  # not the requester: no answer
-    # Bob's next message is answered after his reaction was read: had it allowed the call, the tool would have
-    # run and the model been asked again by then.
+    # Bob's next message reaches the agent after his reaction (the homeserver keeps their order), and its answer
+    # takes a model call and a send: had the reaction allowed the call, the tool would have run and the model
+    # been asked again by the time that answer is seen.
     probe = await bob.send(room_id, PROBE)
     await bob.wait_for(lambda e: thread_replies(probe, agent_id)(e) and e["content"].get("body") == "Here.")
     assert len(asked_in_thread()) == 1  # held: the tool has not run, the model has not been asked again
