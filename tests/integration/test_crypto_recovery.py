@@ -261,9 +261,8 @@ async def test_crypto_recovery_a_message_sent_while_the_store_was_lost_is_answer
         reply = await human.wait_for(thread_replies(second, agent_id))
         await e2e.settle(human, room_id)
 
-    assert (
-        reply.get("decrypted") is True and reply["content"]["body"] == "echo: second question, while the store was lost"
-    )
+    assert reply.get("decrypted") is True
+    assert reply["content"]["body"] == "echo: second question, while the store was lost"
     assert len(human.matching(thread_replies(second, agent_id))) == 1
     assert len(human.matching(thread_replies(first, agent_id))) == 1
     restored = next(entry for entry in logs if entry["event"] == "room keys restored from the backup")
