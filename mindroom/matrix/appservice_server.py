@@ -48,6 +48,11 @@ def _error(status: int, errcode: str, error: str) -> web.Response:
     return web.json_response({"errcode": errcode, "error": error}, status=status)
 
 
+def _utf8(token: str) -> bytes:
+    # Header bytes that are not UTF-8 reach us as lone surrogates; they must compare unequal, not raise.
+    return token.encode("utf-8", "surrogatepass")
+
+
 class Appservice:
     """Listens where the registration says: `start()` before the bots sign in, `open()` once they all receive,
     `stop()` before they stop."""
@@ -191,24 +196,38 @@ class Appservice:
             self._queue.popleft()
 
     # -- the homeserver's side -------------------------------------------------------------------------
-    def _authorized(self, request: web.Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        token = header.removeprefix("Bearer ") if header.startswith("Bearer ") else request.query.get("access_token")
-        return token is not None and secrets.compare_digest(token, self.registration.hs_token)
+    def _refusal(self, request: web.Request) -> web.Response | None:
+        """None when the request shows the hs_token (in the header, the query, or both alike); else 401 when it
+        shows none and 403 when it shows another, as the application service API says."""
+        header = request.headers.get("Authorization")
+        query = request.query.get("access_token")
+        if header is None and query is None:
+            return _error(401, "M_UNAUTHORIZED", "no hs_token given")
+        shown: list[str | None] = []
+        if header is not None:
+            scheme, _, token = header.strip().partition(" ")
+            shown.append(token.strip() if scheme.lower() == "bearer" else None)
+        if query is not None:
+            shown.append(query)
+        expected = _utf8(self.registration.hs_token)
+        if all(token is not None and secrets.compare_digest(_utf8(token), expected) for token in shown):
+            return None
+        return _error(403, "M_FORBIDDEN", "wrong hs_token")
 
     async def _ping(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return _error(403, "M_FORBIDDEN", "wrong hs_token")
-        return web.json_response({})
+        refusal = self._refusal(request)
+        return refusal if refusal is not None else web.json_response({})
 
     async def _unknown(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return _error(403, "M_FORBIDDEN", "wrong hs_token")
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
         return _error(404, "M_NOT_FOUND", "the daemon creates no users or rooms on demand")
 
     async def _transaction(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return _error(403, "M_FORBIDDEN", "wrong hs_token")
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
         try:
             body = await request.json()
         except ValueError:

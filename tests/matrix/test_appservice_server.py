@@ -7,7 +7,8 @@ its to-device messages: so nothing here may answer anything but 200 to a well-fo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -51,8 +52,12 @@ async def appservice() -> AsyncIterator[Appservice]:
     async def ping(_: web.Request) -> web.Response:
         return web.json_response({})
 
+    async def versions(_: web.Request) -> web.Response:
+        return web.json_response({"versions": ["v1.11"]})
+
     homeserver = web.Application()
     homeserver.router.add_post("/_matrix/client/v1/appservice/{id}/ping", ping)
+    homeserver.router.add_get("/_matrix/client/versions", versions)
     runner = web.AppRunner(homeserver)
     await runner.setup()
     port = free_port()
@@ -76,6 +81,24 @@ async def _put(service: Appservice, txn_id: str, *event_ids: str, token: str | N
     url = f"{service.registration.url}/_matrix/app/v1/transactions/{txn_id}"
     async with aiohttp.ClientSession() as session, session.put(url, json={"events": events}, headers=headers) as reply:
         return reply.status
+
+
+async def _raw_put(
+    service: Appservice, path: str, headers: list[bytes], event_id: str = "$sneaked"
+) -> tuple[int, dict[str, Any]]:
+    """One request written byte by byte (a client library would refuse or re-encode odd header bytes)."""
+    event = {"room_id": "!room", "event_id": event_id, "sender": "@ann:hs", "type": "m.room.message", "content": {}}
+    body = json.dumps({"events": [event]}).encode()
+    host, port = service.registration.listen_address
+    reader, writer = await asyncio.open_connection(host, port)
+    head = [f"PUT {path} HTTP/1.1".encode(), f"Host: {host}".encode(), b"Content-Type: application/json"]
+    head += [*headers, f"Content-Length: {len(body)}".encode(), b"Connection: close"]
+    writer.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+    await writer.drain()
+    reply = await reader.read()
+    writer.close()
+    status_line, _, rest = reply.partition(b"\r\n")
+    return int(status_line.split()[1]), json.loads(rest.partition(b"\r\n\r\n")[2] or b"{}")
 
 
 async def _serve(service: Appservice, inbox: _Inbox) -> asyncio.Task[None]:
@@ -133,3 +156,81 @@ async def test_appservice_server_holds_transactions_for_a_restarting_bot_in_orde
 
 async def test_appservice_server_refuses_a_wrong_token(appservice: Appservice):
     assert await _put(appservice, "1", "$1", token="not-the-token") == 403
+
+
+async def _served(appservice: Appservice) -> tuple[_Inbox, asyncio.Task[None]]:
+    inbox = _Inbox("@mr_a:hs")
+    appservice.router.register(inbox.user_id)
+    appservice.router.set_rooms(inbox.user_id, {"!room"})
+    task = await _serve(appservice, inbox)
+    appservice.open()
+    return inbox, task
+
+
+async def test_appservice_server_answers_a_request_without_a_token_401_and_delivers_nothing(appservice: Appservice):
+    inbox, task = await _served(appservice)
+    path = "/_matrix/app/v1/transactions/1"
+
+    status, body = await _raw_put(appservice, path, [])
+
+    assert (status, body.get("errcode")) == (401, "M_UNAUTHORIZED")
+    assert await _put(appservice, "2", "$control") == 200
+    assert await _received(inbox, 1) == ["$control"]  # nothing of the refused transaction came before it
+    task.cancel()
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        pytest.param(lambda token: b"Bearer " + "ä".encode(), id="non-ascii-utf8"),
+        pytest.param(lambda token: b"Bearer \xe4", id="non-ascii-latin1"),
+        pytest.param(lambda token: f"Bearer {token}x".encode(), id="suffix"),
+        pytest.param(lambda token: f"Bearer {token[:-1]}".encode(), id="prefix"),
+        pytest.param(lambda token: f"Bearer x{token}".encode(), id="prepended"),
+        pytest.param(lambda token: b"Bearer ", id="empty"),
+        pytest.param(lambda token: f"Basic {token}".encode(), id="another-scheme"),
+    ],
+)
+async def test_appservice_server_answers_a_wrong_token_403_and_delivers_nothing(
+    appservice: Appservice, authorization: Callable[[str], bytes]
+):
+    inbox, task = await _served(appservice)
+    header = b"Authorization: " + authorization(appservice.registration.hs_token)
+
+    status, body = await _raw_put(appservice, "/_matrix/app/v1/transactions/1", [header])
+
+    assert (status, body.get("errcode")) == (403, "M_FORBIDDEN")
+    assert await _put(appservice, "2", "$control") == 200
+    assert await _received(inbox, 1) == ["$control"]
+    task.cancel()
+
+
+async def test_appservice_server_takes_the_token_in_the_query_and_refuses_a_query_that_disagrees(
+    appservice: Appservice,
+):
+    inbox, task = await _served(appservice)
+    token = appservice.registration.hs_token
+    path = "/_matrix/app/v1/transactions/{}?access_token={}"
+
+    header = f"Authorization: Bearer {token}".encode()
+    refused = await _raw_put(appservice, path.format(1, token + "x"), [], "$refused")
+    disagreeing = await _raw_put(appservice, path.format(2, "other"), [header], "$disagreeing")
+    accepted = await _raw_put(appservice, path.format(3, token), [], "$accepted")
+
+    assert [refused[0], disagreeing[0], accepted[0]] == [403, 403, 200]
+    assert await _received(inbox, 1) == ["$accepted"]
+    task.cancel()
+
+
+async def test_appservice_server_refuses_pings_and_queries_without_the_token(appservice: Appservice):
+    url = appservice.registration.url + "/_matrix/app/v1"
+    token = appservice.registration.hs_token
+    async with aiohttp.ClientSession() as session:
+        statuses = []
+        for headers in ({}, {"Authorization": f"Bearer {token}x"}, {"Authorization": f"Bearer {token}"}):
+            async with session.post(url + "/ping", json={}, headers=headers) as reply:
+                statuses.append(reply.status)
+            async with session.get(url + "/users/@mr_x:hs", headers=headers) as reply:
+                statuses.append(reply.status)
+
+    assert statuses == [401, 401, 403, 403, 200, 404]
