@@ -3,27 +3,33 @@
 Every transaction is accepted: one the homeserver sees fail marks the service down, and the transactions it
 then stores for later keep their room events but lose their to-device messages (room keys). So transactions
 are queued in-process and handed out in order: the queue is held until `open()` (every bot signed in and
-receiving), and while a transaction concerns a bot between two instances (a reload restarting it). The
-transaction ids are remembered, so one sent twice is taken once.
+receiving), and while a transaction concerns a bot between two instances (a reload restarting it).
+
+Room events are taken once by their ids (`SeenEvents`), not by transaction id: a transaction sent again brings
+nothing new, and a homeserver that restarted may number its transactions from 1 again (Synapse on SQLite does),
+which must not pass for a repeat of what came before. From `open()` on, a `HomeserverWatch` notices the
+homeserver going away and coming back; then the bots read what their devices' inboxes kept, and the events no
+transaction brought are fetched and handed out like a transaction (`missed_events`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import secrets
-import uuid
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-import aiohttp
 from aiohttp import web
 
 from mindroom.logging_config import get_logger
 from mindroom.matrix.appservice import AppserviceConfigError, AppserviceRegistration
+from mindroom.matrix.appservice_catchup import SeenEvents, missed_events
+from mindroom.matrix.appservice_homeserver import HomeserverLink
+from mindroom.matrix.appservice_watch import QUIET_S, HomeserverWatch
 from mindroom.matrix.errors import MatrixConnectionError
 from mindroom.matrix.inbox import TIDY_INTERVAL_S, BotInbox
 from mindroom.matrix.transactions import TransactionRouter
@@ -35,13 +41,12 @@ logger = get_logger(__name__)
 
 _PREFIX = "/_matrix/app/v1"
 _MAX_BODY_BYTES = 64 * 1024 * 1024
-_REMEMBERED_TRANSACTIONS = 1024
 _PING_ATTEMPTS = 5
 _PING_INTERVAL_S = 1.0
 _RECHECK_S = 1.0
+_NUMBER_DIGITS = 18
 _QUEUE_LIMIT = 10_000
 """Transactions kept while held; beyond this the oldest is dropped (a bot that never comes back)."""
-_UNSUPPORTED = frozenset({"M_UNRECOGNIZED", "M_NOT_FOUND"})
 
 
 def _error(status: int, errcode: str, error: str) -> web.Response:
@@ -57,23 +62,28 @@ class Appservice:
     """Listens where the registration says: `start()` before the bots sign in, `open()` once they all receive,
     `stop()` before they stop."""
 
-    def __init__(self, registration: AppserviceRegistration, homeserver_url: str) -> None:
+    def __init__(self, registration: AppserviceRegistration, homeserver_url: str, *, quiet_s: float = QUIET_S) -> None:
         self.registration = registration
         self.router = TransactionRouter()
-        self._homeserver_url = homeserver_url.rstrip("/")
+        self._link = HomeserverLink(homeserver_url, registration.id, registration.as_token)
+        self._watch = HomeserverWatch(self._link.probe, self._after_outage, quiet_s=quiet_s)
         self._runner: web.AppRunner | None = None
         self._lock = asyncio.Lock()
-        self._done: OrderedDict[str, None] = OrderedDict()
+        self._seen = SeenEvents()
         self._queue: deque[tuple[str, Mapping[str, Any]]] = deque()
-        """Accepted transactions not handed out yet, oldest first."""
+        """Accepted transactions not handed out yet, oldest first, each under a key of its own."""
+        self._serial = itertools.count(1)
+        self._last_number: int | None = None
+        self._inboxes: set[BotInbox] = set()
         self._open = False
-        self._watch: asyncio.Task[None] | None = None
+        self._handing_out: asyncio.Task[None] | None = None
 
     # -- the bots' side --------------------------------------------------------------------------------
     async def serve(self, inbox: BotInbox, tokens: SyncTokens, ready: asyncio.Event) -> None:
         """One bot's receiving, until cancelled: catch up, then take its part of every transaction."""
         await inbox.catch_up(tokens)
         self.router.attach(inbox)
+        self._inboxes.add(inbox)
         restarting = False
         try:
             self._kick()
@@ -85,6 +95,7 @@ class Appservice:
             restarting = True  # stopped by its owner: a next instance (or the next run) takes what comes meanwhile
             raise
         finally:
+            self._inboxes.discard(inbox)
             self.router.detach(inbox, hold=restarting)
             await inbox.close()
 
@@ -123,22 +134,25 @@ class Appservice:
         raise AppserviceConfigError(msg)
 
     async def stop(self) -> None:
-        """Stop listening (a transaction being handled finishes; later ones wait in the homeserver)."""
+        """Stop watching and listening (a transaction being handled finishes; later ones wait in the homeserver)."""
+        await self._watch.stop()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            watch.cancel()
-            await asyncio.gather(watch, return_exceptions=True)
+        task, self._handing_out = self._handing_out, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         if self._queue:
             logger.warning("transactions not handed out at stop", transactions=len(self._queue))
             self._queue.clear()
         self._open = False
+        await self._link.close()
 
     def open(self) -> None:
         """Every bot of this run receives: hand out what was queued, and each transaction from now on."""
         self._open = True
+        self._watch.start()
         self._kick()
 
     async def ping(self) -> bool:
@@ -146,31 +160,12 @@ class Appservice:
 
         A homeserver without the ping endpoint counts as reached: the first transaction will tell.
         """
-        url = f"{self._homeserver_url}/_matrix/client/v1/appservice/{quote(self.registration.id, safe='')}/ping"
-        headers = {"Authorization": f"Bearer {self.registration.as_token}"}
-        try:
-            async with (
-                aiohttp.ClientSession() as session,
-                session.post(url, json={"transaction_id": uuid.uuid4().hex}, headers=headers) as response,
-            ):
-                status = response.status
-                body = await response.json(content_type=None)
-        except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
-            logger.warning("appservice ping failed", appservice=self.registration.id, error=str(exc))
-            return False
-        errcode = body.get("errcode") if isinstance(body, dict) else None
-        if status == 200:
-            return True
-        if status in (404, 405) and (errcode in _UNSUPPORTED or errcode is None):
-            logger.info("homeserver has no appservice ping; not pinging", appservice=self.registration.id)
-            return True
-        logger.warning("appservice ping refused", appservice=self.registration.id, status=status, errcode=errcode)
-        return False
+        return await self._link.ping()
 
     def _kick(self) -> None:
         """Hand out the queue in the background, and keep looking while something in it waits."""
-        if self._queue and (self._watch is None or self._watch.done()):
-            self._watch = asyncio.create_task(self._watch_queue(), name="appservice-queue")
+        if self._queue and (self._handing_out is None or self._handing_out.done()):
+            self._handing_out = asyncio.create_task(self._watch_queue(), name="appservice-queue")
 
     async def _watch_queue(self) -> None:
         while True:
@@ -183,17 +178,40 @@ class Appservice:
     async def _drain(self) -> None:
         """Hand out queued transactions in order until one must wait (call with `_lock` held)."""
         while self._open and self._queue:
-            txn_id, body = self._queue[0]
+            key, body = self._queue[0]
             waiting = self.router.waiting_for(body)
             if waiting:
-                logger.debug("transaction waits for its bots", txn_id=txn_id, user_ids=waiting)
+                logger.debug("transaction waits for its bots", txn_id=key, user_ids=waiting)
                 return
             try:
-                await self._route(txn_id, body)
+                await self._route(key, body)
             except MatrixConnectionError as exc:
-                logger.warning("transaction not handled yet; trying again", txn_id=txn_id, error=str(exc))
+                logger.warning("transaction not handled yet; trying again", txn_id=key, error=str(exc))
+                self._watch.doubt()
                 return
             self._queue.popleft()
+
+    def _enqueue(self, txn_id: str, body: Mapping[str, Any]) -> None:
+        """Queue a transaction (call with `_lock` held); its key is its own even when the homeserver reuses ids."""
+        self._queue.append((f"{txn_id}#{next(self._serial)}", body))
+        if len(self._queue) > _QUEUE_LIMIT:
+            dropped, _ = self._queue.popleft()
+            logger.warning("transaction dropped: too many wait for a bot", txn_id=dropped)
+
+    async def _after_outage(self, last_heard_ms: int) -> None:
+        """The homeserver is back: what it kept comes now, the devices' inboxes are read, missed events fetched."""
+        await self.ping()
+        for inbox in list(self._inboxes):
+            await inbox.tidy()
+        readers = self.router.readers()
+        missed = await missed_events(self._link, readers, self._seen, last_heard_ms)
+        async with self._lock:
+            fresh = self._seen.fresh(missed)  # a transaction may have brought some while they were fetched
+            if fresh:
+                self._enqueue("catch-up", {"events": fresh})
+            await self._drain()
+        self._kick()
+        logger.info("caught up after the homeserver came back", events=len(fresh), rooms=len(readers))
 
     # -- the homeserver's side -------------------------------------------------------------------------
     def _refusal(self, request: web.Request) -> web.Response | None:
@@ -236,29 +254,40 @@ class Appservice:
             return _error(400, "M_BAD_JSON", "the transaction is not an object")
         txn_id = request.match_info["txn_id"]
         async with self._lock:  # one at a time, in order, whatever the homeserver does
-            if txn_id in self._done:
-                return web.json_response({})
-            self._done[txn_id] = None
-            while len(self._done) > _REMEMBERED_TRANSACTIONS:
-                self._done.popitem(last=False)
-            self._queue.append((txn_id, body))
-            if len(self._queue) > _QUEUE_LIMIT:
-                dropped, _ = self._queue.popleft()
-                logger.warning("transaction dropped: too many wait for a bot", txn_id=dropped)
+            events = body.get("events")
+            if isinstance(events, list):
+                fresh = self._seen.fresh(events)
+                if self._renumbered(txn_id, has_new=bool(fresh)):
+                    logger.info("homeserver restarted: it numbers its transactions from the start again", txn_id=txn_id)
+                    self._watch.restarted()
+                if len(fresh) != len(events):
+                    body = {**body, "events": fresh}  # a transaction sent again: what it still brings is new
+            self._watch.heard()
+            self._enqueue(txn_id, body)
             await self._drain()
         self._kick()
         return web.json_response({})
 
-    async def _route(self, txn_id: str, body: Mapping[str, Any]) -> None:
-        for user_id, (inbox, part) in self.router.split(txn_id, body).items():
+    def _renumbered(self, txn_id: str, *, has_new: bool) -> bool:
+        """True when a transaction with new events has a number no higher than the last one's."""
+        if not (txn_id.isascii() and txn_id.isdigit() and len(txn_id) <= _NUMBER_DIGITS):
+            return False  # ids are opaque: only plain numbers tell an order
+        number, last = int(txn_id), self._last_number
+        if last is not None and number <= last and not has_new:
+            return False  # a transaction sent again
+        self._last_number = number
+        return last is not None and number <= last
+
+    async def _route(self, key: str, body: Mapping[str, Any]) -> None:
+        for user_id, (inbox, part) in self.router.split(key, body).items():
             try:
                 await inbox.receive(part)
             except MatrixConnectionError:
                 raise
             except Exception:
                 # One bot's failure must not hold back the others' events (it would be sent again forever).
-                logger.exception("transaction part failed", user_id=user_id, txn_id=txn_id)
-            self.router.received(txn_id, user_id)
+                logger.exception("transaction part failed", user_id=user_id, txn_id=key)
+            self.router.received(key, user_id)
 
     async def __aenter__(self) -> Appservice:
         await self.start()

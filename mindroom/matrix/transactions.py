@@ -158,6 +158,15 @@ class TransactionRouter:
         account = self._accounts.get(user_id)
         return frozenset(account.rooms or ()) if account is not None else frozenset()
 
+    def readers(self) -> dict[str, str]:
+        """Each room a receiving bot is in, with one such bot (which reads the room when the daemon catches up)."""
+        readers: dict[str, str] = {}
+        for user, account in self._accounts.items():
+            if account.inbox is not None:
+                for room_id in sorted(account.rooms or ()):
+                    readers.setdefault(room_id, user)
+        return readers
+
     # -- transactions ----------------------------------------------------------------------------------
     def waiting_for(self, body: Mapping[str, Any]) -> list[str]:
         """The held accounts this transaction concerns: while there are any, it is refused."""
@@ -189,7 +198,8 @@ class TransactionRouter:
 
     def split(self, txn_id: str, body: Mapping[str, Any]) -> dict[str, tuple[Inbox, InboxPart]]:
         """Each receiving bot's part of the transaction (following memberships as it goes); bots that already
-        received this transaction (before a retry) are left out."""
+        received this transaction (before a retry) are left out. `txn_id` is a key unique to the transaction:
+        the homeserver's own ids may start again from 1 after it restarted."""
         receiving = {user: account for user, account in self._accounts.items() if account.inbox is not None}
         done = self._done.get(txn_id, set())
         parts: dict[str, InboxPart] = {}

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
 from mindroom.bots.recovery import INTERRUPTED_TEXT
-from mindroom.testing.model_server import Delay, Stream, Text
+from mindroom.testing.model_server import Delay, Echo, Stream, Text
 from tests.integration.conftest import E2E
-from tests.integration.support import PATIENCE_S, HumanClient, edits_of, thread_replies
+from tests.integration.support import PATIENCE_S, HumanClient, edits_of, eventually, thread_replies
+from tests.integration.test_appservice_restart import sent_everything_to_the_service
+from tests.integration.test_encryption import _encrypted_human, _encrypted_room_world
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -100,6 +103,70 @@ async def test_survive_homeserver_outage_answers_each_message_once_after_recover
     await e2e.settle(human, room_id)
     for event_id in [before, *during]:
         assert len(human.matching(thread_replies(event_id, agent_id))) == 1
+
+
+RESTART_DOWN_S = 10.0
+"""How long the homeserver stays stopped in the restart tests: past its first retries of a failed transaction."""
+
+
+async def _answered_through_a_restart(e2e: E2E, human: HumanClient, room_id: str, agent_id: str) -> float:
+    """3 messages answered, the homeserver stopped and started again (same data and port), 6 more: each of the
+    nine answered exactly once. Returns the seconds from the homeserver listening again to the first answer.
+
+    In appservice mode the restart is a clean one: the homeserver has sent all it had, so nothing is lost (the
+    restart that loses events is in `test_appservice_restart`)."""
+    before = []
+    for i in range(3):
+        event_id = await human.send(room_id, f"before the restart {i}", mentions=[agent_id])
+        await human.wait_for(thread_replies(event_id, agent_id))
+        before.append(event_id)
+    await e2e.idle()
+    if e2e.delivery == "appservice":
+        database = e2e.homeserver.base_dir / "homeserver.db"
+        await eventually(lambda: sent_everything_to_the_service(database), "the homeserver sending all it has")
+
+    await asyncio.to_thread(e2e.homeserver.stop)
+    await asyncio.sleep(RESTART_DOWN_S)  # the outage itself, not a wait for something to happen
+    await asyncio.to_thread(e2e.homeserver.start)
+    back = time.time()
+    after = [await human.send(room_id, f"after the restart {i}", mentions=[agent_id]) for i in range(6)]
+    first = await human.wait_for(thread_replies(after[0], agent_id), timeout=2 * PATIENCE_S)
+    for event_id in after:
+        await human.wait_for(thread_replies(event_id, agent_id), timeout=2 * PATIENCE_S)
+    await e2e.settle(human, room_id)
+
+    for event_id in [*before, *after]:
+        assert len(human.matching(thread_replies(event_id, agent_id))) == 1, event_id
+    return first["origin_server_ts"] / 1000 - back  # the homeserver runs on this machine: one clock
+
+
+async def test_survive_homeserver_restart_answers_each_later_message_once(each_delivery: E2E):
+    e2e = each_delivery
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {"display_name": "Helper", "role": "Helps.", "model": "default", "rooms": [room]}},
+        rooms={room: {"name": "Plain", "encrypted": False}},
+    )
+    e2e.model_server.set_default(Echo(prefix="echo: "))
+    await e2e.start(config, watch=False)
+    room_id = e2e.room_id(room)
+    await e2e.joined(human, room_id)
+
+    seconds = await _answered_through_a_restart(e2e, human, room_id, e2e.user_id(agent))
+    print(f"{e2e.delivery}: first answer {seconds:.2f} s after the homeserver listened again")
+
+
+async def test_survive_homeserver_restart_answers_each_later_message_once_encrypted(each_delivery: E2E):
+    e2e = each_delivery
+    human = await _encrypted_human(e2e)
+    agent = e2e.name("helper")
+    e2e.model_server.set_default(Text("the secret is safe"), model="agent-model")
+    room_id, _ = await _encrypted_room_world(e2e, human, [agent])
+
+    seconds = await _answered_through_a_restart(e2e, human, room_id, e2e.user_id(agent))
+    print(f"{e2e.delivery}: first answer {seconds:.2f} s after the homeserver listened again")
 
 
 async def test_survive_flooded_room_does_not_starve_another_room(e2e: E2E):

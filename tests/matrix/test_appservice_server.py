@@ -158,6 +158,26 @@ async def test_appservice_server_refuses_a_wrong_token(appservice: Appservice):
     assert await _put(appservice, "1", "$1", token="not-the-token") == 403
 
 
+async def test_appservice_server_takes_a_renumbered_transaction_as_new_and_a_repeated_one_once(appservice: Appservice):
+    inbox = _Inbox("@mr_a:hs")
+    appservice.router.register(inbox.user_id)
+    appservice.router.set_rooms(inbox.user_id, {"!room"})
+    task = await _serve(appservice, inbox)
+    appservice.open()
+    assert [await _put(appservice, "1", "$1"), await _put(appservice, "2", "$2")] == [200, 200]
+    await _received(inbox, 2)
+
+    # A homeserver that restarted (Synapse on SQLite) numbers its transactions from 1 again.
+    assert [await _put(appservice, "1", "$3"), await _put(appservice, "2", "$2", "$4")] == [200, 200]
+
+    assert await _received(inbox, 4) == ["$1", "$2", "$3", "$4"]
+    await _put(appservice, "3", "$5")
+    assert await _received(inbox, 5) == ["$1", "$2", "$3", "$4", "$5"]  # $2 sent again was not taken again
+    assert [await _put(appservice, "²", "$6"), await _put(appservice, "9" * 5000, "$7")] == [200, 200]
+    assert await _received(inbox, 7) == ["$1", "$2", "$3", "$4", "$5", "$6", "$7"]  # ids that are no plain number
+    task.cancel()
+
+
 async def _served(appservice: Appservice) -> tuple[_Inbox, asyncio.Task[None]]:
     inbox = _Inbox("@mr_a:hs")
     appservice.router.register(inbox.user_id)

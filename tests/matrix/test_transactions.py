@@ -213,3 +213,11 @@ def test_transactions_a_retry_leaves_out_the_bots_that_already_received_it():
 
     assert set(router.split("1", body)) == {"@b:hs"}
     assert set(router.split("2", body)) == {"@a:hs", "@b:hs"}
+
+
+def test_transactions_each_room_of_a_receiving_bot_has_one_reader_and_a_held_bot_reads_none():
+    router = _router(("@a:hs", {"!one"}), ("@b:hs", {"!one", "!two"}))
+    router.register("@held:hs")
+    router.set_rooms("@held:hs", {"!three"})
+
+    assert router.readers() == {"!one": "@a:hs", "!two": "@b:hs"}

@@ -1,0 +1,115 @@
+"""Application-service delivery through a homeserver restart that takes events with it: the daemon notices the
+homeserver come back, fetches what no transaction brought, and answers each message once.
+
+Synapse sends an application service one transaction at a time and keeps what comes meanwhile in memory, its
+position already past it; stopped then, it forgets those events, and the transaction it was sending waits after
+its restart until the service next fails (for a minute it does not fail: that is its timeout). A daemon that
+stalls (a paused process) while people write makes both happen for certain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from mindroom.testing.homeserver import TestHomeserver
+from mindroom.testing.model_server import Echo, ScriptedModelServer
+from tests.integration.conftest import E2E, DaemonProcess
+from tests.integration.support import PATIENCE_S, HumanClient, eventually, thread_replies
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+
+def _synapse_query(database: Path, sql: str, *args: str) -> list[tuple]:
+    """Read the homeserver's own database (read-only, alongside the running server)."""
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as connection:
+        return connection.execute(sql, args).fetchall()
+
+
+def _passed_for_the_service(database: Path, event_id: str) -> bool:
+    """True once the homeserver's appservice position is past `event_id`: it is queued in the server's memory."""
+    position = _synapse_query(database, "SELECT stream_ordering FROM appservice_stream_position")
+    ordering = _synapse_query(database, "SELECT stream_ordering FROM events WHERE event_id = ?", event_id)
+    return bool(position and ordering and position[0][0] is not None and position[0][0] >= ordering[0][0])
+
+
+def sent_everything_to_the_service(database: Path) -> bool:
+    """True when the homeserver has sent the service every event it holds: its position is past the newest and no
+    transaction waits for an answer (a restart now loses nothing, and Synapse on SQLite numbers its next
+    transaction 1 again)."""
+    position = _synapse_query(database, "SELECT stream_ordering FROM appservice_stream_position")
+    newest = _synapse_query(database, "SELECT MAX(stream_ordering) FROM events")
+    waiting = _synapse_query(database, "SELECT COUNT(*) FROM application_services_txns")
+    if not (position and newest) or position[0][0] is None or newest[0][0] is None:
+        return False
+    return position[0][0] >= newest[0][0] and waiting[0][0] == 0
+
+
+async def _daemon_world(e2e: E2E) -> tuple[HumanClient, DaemonProcess, str, str]:
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [human.user_id],
+        {agent: {"display_name": "Helper", "role": "Helps.", "model": "default", "rooms": [room]}},
+        rooms={room: {"name": "Plain", "encrypted": False}},
+    )
+    e2e.model_server.set_default(Echo(prefix="echo: "))
+    daemon = e2e.spawn(config)
+    daemon.start()
+    await daemon.wait_for_line("daemon ready")
+    response = await human.client.room_resolve_alias(f"#{room}:{e2e.homeserver.server_name}")
+    room_id = response.room_id
+    await e2e.joined(human, room_id)
+    return human, daemon, room_id, f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
+
+
+@pytest_asyncio.fixture
+async def world(
+    matrix_homeserver: TestHomeserver, model_server: ScriptedModelServer, tmp_path: Path
+) -> AsyncIterator[E2E]:
+    """A test world whose daemon receives through the test homeserver's application service."""
+    e2e = E2E(matrix_homeserver, model_server, tmp_path, "appservice")
+    try:
+        yield e2e
+    finally:
+        await e2e.close()
+
+
+async def test_appservice_events_the_homeserver_dropped_in_its_restart_are_fetched_and_answered_once(world: E2E):
+    e2e = world
+    human, daemon, room_id, agent_id = await _daemon_world(e2e)
+    database = e2e.homeserver.base_dir / "homeserver.db"
+    before = await human.send(room_id, "before the stall", mentions=[agent_id])
+    await human.wait_for(thread_replies(before, agent_id))
+
+    assert daemon.process is not None
+    daemon.process.send_signal(signal.SIGSTOP)
+    try:
+        sent = await human.send(room_id, "sent to a stalled daemon", mentions=[agent_id])
+        # Once the homeserver passed the first message, a transaction to the stalled daemon is under way (that
+        # message's own, or the one before it), and the second waits in the server's memory behind it.
+        await eventually(lambda: _passed_for_the_service(database, sent), "the homeserver taking the first message")
+        queued = await human.send(room_id, "queued behind it", mentions=[agent_id])
+        await eventually(lambda: _passed_for_the_service(database, queued), "the homeserver queueing the second")
+        await asyncio.to_thread(e2e.homeserver.stop)
+    finally:
+        daemon.process.send_signal(signal.SIGCONT)
+    await daemon.wait_for_line("homeserver unreachable")
+    await asyncio.to_thread(e2e.homeserver.start)
+
+    for event_id in (sent, queued):
+        await human.wait_for(thread_replies(event_id, agent_id), timeout=2 * PATIENCE_S)
+    after = await human.send(room_id, "after the restart", mentions=[agent_id])
+    await human.wait_for(thread_replies(after, agent_id), timeout=2 * PATIENCE_S)
+    assert await daemon.terminate() == 0
+    await human.sync_past(room_id)
+
+    for event_id in (before, sent, queued, after):
+        assert len(human.matching(thread_replies(event_id, agent_id))) == 1, event_id
+    assert "caught up after the homeserver came back" in daemon.output()
