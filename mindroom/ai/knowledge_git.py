@@ -17,7 +17,13 @@ import re
 from pathlib import Path
 
 from mindroom.config.environment import process_environ
-from mindroom.config.knowledge import GIT_PROTOCOLS, KnowledgeGitConfig, git_branch_problem, git_url_problem
+from mindroom.config.knowledge import (
+    GIT_PROTOCOLS,
+    PLAINTEXT_GIT_SCHEMES,
+    KnowledgeGitConfig,
+    git_branch_problem,
+    git_url_problem,
+)
 from mindroom.errors import MindroomError
 from mindroom.logging_config import get_logger
 
@@ -93,6 +99,9 @@ def _checked(git: KnowledgeGitConfig) -> None:
     for key, problem in (("branch", git_branch_problem(git.branch)), ("repo_url", git_url_problem(git.repo_url))):
         if problem:
             raise GitSyncError(f"git.{key} refused ({problem})")
+    scheme = git.repo_url.partition("://")[0].lower()
+    if scheme in PLAINTEXT_GIT_SCHEMES:
+        logger.warning("knowledge base fetched in plain text; use https or ssh", transport=scheme)
 
 
 async def _check_own_config(repo: tuple[str, ...], root: Path, timeout_s: float) -> None:

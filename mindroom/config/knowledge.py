@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "DEFAULT_KNOWLEDGE_EXTENSIONS",
     "GIT_PROTOCOLS",
+    "PLAINTEXT_GIT_SCHEMES",
     "KnowledgeBaseConfig",
     "KnowledgeGitConfig",
     "check_knowledge_references",
@@ -36,9 +37,11 @@ DEFAULT_KNOWLEDGE_EXTENSIONS = (
 """The files a base indexes unless `include_extensions` replaces the set."""
 
 
-GIT_PROTOCOLS = ("https", "ssh", "file")
-"""The transports a Git base may use (scp-style `host:path` is ssh, a local path is file)."""
-_URL_SCHEMES = frozenset({"https", "ssh", "git+ssh", "ssh+git", "file"})
+GIT_PROTOCOLS = ("https", "ssh", "file", "http", "git")
+"""The transports a Git base may use (scp-style `host:path` is ssh, a local path is file); `http` and `git` carry
+the repository in plain text (a warning says so) but, like the others, run no command."""
+PLAINTEXT_GIT_SCHEMES = frozenset({"http", "git"})
+_URL_SCHEMES = frozenset({"https", "ssh", "git+ssh", "ssh+git", "file", *PLAINTEXT_GIT_SCHEMES})
 _REMOTE_HELPER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
 _BRANCH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 
@@ -64,7 +67,8 @@ def git_branch_problem(branch: str) -> str | None:
 
 
 def git_url_problem(url: str) -> str | None:
-    """Why git must not be given `url`, or None: https, ssh and local repositories only, never an option."""
+    """Why git must not be given `url`, or None: a URL of one of `GIT_PROTOCOLS`, scp-style ssh or a local path,
+    never an option or a remote helper."""
     if not url:
         return "it is empty"
     if url.startswith("-"):
@@ -75,7 +79,7 @@ def git_url_problem(url: str) -> str | None:
         return "it names a remote helper (`<transport>::`)"
     scheme, separator, _rest = url.partition("://")
     if separator and scheme.lower() not in _URL_SCHEMES:
-        return f"its scheme {scheme!r} is not one of https, ssh, file"
+        return f"its scheme {scheme!r} is not one of https, ssh, file, http, git"
     return None
 
 

@@ -124,7 +124,7 @@ async def test_git_sees_none_of_the_daemons_secrets(tmp_path: Path, monkeypatch:
     env = dict(line.split("=", 1) for line in dump.read_text().splitlines() if "=" in line)
     assert not set(secrets) & set(env)
     assert not any(value in dump.read_text() for value in secrets.values())
-    assert env["PATH"] == path and env["GIT_ALLOW_PROTOCOL"] == "https:ssh:file"
+    assert env["PATH"] == path and env["GIT_ALLOW_PROTOCOL"] == "https:ssh:file:http:git"
     assert env["GIT_CONFIG_GLOBAL"] == "/dev/null" and env["GIT_CONFIG_NOSYSTEM"] == "1"
     args = dump.with_name("git-env.args").read_text().splitlines()
     assert args[args.index("--") + 1] == "https://git.example.org/r.git"

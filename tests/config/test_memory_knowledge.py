@@ -92,16 +92,24 @@ def test_config_accepts_ordinary_git_branches(branch: str):
 
 
 @pytest.mark.parametrize(
-    "url", ["ext::sh -c touch% /tmp/x", "fd::3", "-uhelper", "http://git.example.org/r.git", "git://example.org/r"]
+    "url", ["ext::sh -c touch% /tmp/x", "fd::3", "-uhelper", "ftp://git.example.org/r.git", "HTTPX://example.org/r"]
 )
-def test_config_refuses_git_urls_that_are_options_helpers_or_plaintext(url: str):
+def test_config_refuses_git_urls_that_are_options_helpers_or_unknown_transports(url: str):
     with pytest.raises(ConfigError, match=r"knowledge_bases\.docs\.git\.repo_url .*repo_url is refused"):
         _load(_git_base(repo_url=url))
 
 
 @pytest.mark.parametrize(
     "url",
-    ["https://git.example.org/r.git", "ssh://git@example.org/r", "git@example.org:o/r.git", "/srv/r", "file:///srv/r"],
+    [
+        "https://git.example.org/r.git",
+        "ssh://git@example.org/r",
+        "git@example.org:o/r.git",
+        "/srv/r",
+        "file:///srv/r",
+        "http://git.example.org/r.git",  # MindRoom takes any URL with a host; plain text is warned about at sync
+        "git://example.org/r",
+    ],
 )
-def test_config_accepts_https_ssh_and_local_git_urls(url: str):
+def test_config_accepts_https_ssh_plain_and_local_git_urls(url: str):
     assert _load(_git_base(repo_url=url)).knowledge_bases["docs"].git is not None
