@@ -28,7 +28,7 @@ from mindroom.matrix.credentials import BotCredentials, CredentialKeeper, Creden
 from mindroom.matrix.crypto_device import device_keys_published, load_crypto_store, open_crypto_store
 from mindroom.matrix.crypto_store import PICKLE_KEY, crypto_store_dir, set_store_aside
 from mindroom.matrix.errors import MatrixCryptoStoreError, MatrixRecoveryError
-from mindroom.matrix.file_store_import import import_file_store
+from mindroom.matrix.file_store_import import read_file_store, write_file_store
 from mindroom.matrix.login import BotAccount, new_device_session
 from mindroom.matrix.recovery_key import RECOVERY_KEY_ENV, RECOVERY_KEY_FILE_ENV, RecoveryKeyError, RecoveryKeys
 from mindroom.matrix.sealing import Sealer, SealError
@@ -181,7 +181,9 @@ class DeviceSetup:
         assert self.vault is not None
         user_id, device_id = str(self._nio.user_id), str(self._nio.device_id)
         if VaultStore(user_id, device_id, self.vault, PICKLE_KEY).load_account() is None:
-            imported = await asyncio.to_thread(import_file_store, self.directory, user_id, device_id, self.vault)
+            # Read here, on the loop's thread, where the other bots' stores are read too (see `read_file_store`).
+            contents = read_file_store(self.directory, user_id, device_id)
+            imported = 0 if contents is None else await asyncio.to_thread(write_file_store, contents, self.vault)
             if imported:
                 logger.info(
                     "crypto store moved into the database", agent=self._name, items=imported, path=str(self.directory)
