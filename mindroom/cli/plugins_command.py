@@ -102,7 +102,8 @@ def plugins_check(
             "install the bubblewrap package (apt-get install bubblewrap), or pass --import to import them in "
             "this process, with your rights",
         )
-        findings = [refused, *check_manifest(path)] if Path(path).is_dir() else [refused]
+        # What could be checked first, then why the rest was not: the report ends on the error it exits with.
+        findings = [*check_manifest(path), refused] if Path(path).is_dir() else [refused]
     for finding in findings:
         typer.echo(redact_text(format_finding(finding)))
     if has_errors(findings):
