@@ -47,7 +47,7 @@ _BASE58 = "[1-9A-HJ-NP-Za-km-z]"
 _TOKEN = r"[A-Za-z0-9._~+/=-]{12,}"
 # Secrets known by their shape, in one pattern: Matrix access tokens, provider keys (`sk-`), GitHub tokens,
 # JWTs, bearer credentials, AWS access key ids, recovery keys (`EsT… ` + 11 groups of 4 base58 characters,
-# see `mindroom.matrix.recovery_key`) and the credentials in `scheme://user:password@host`. Every branch
+# see `mindroom.matrix.crypto.recovery_key`) and the credentials in `scheme://user:password@host`. Every branch
 # starts with a literal that is rare in prose (what comes before it is checked behind), so the scan hops
 # from one such character to the next instead of trying each branch at every position; the empty group
 # names the branch, and `_SHAPE_START` how far before the match its secret starts.

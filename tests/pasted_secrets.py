@@ -11,7 +11,7 @@ from pathlib import Path
 from mindroom.api.keys import dashboard_key
 from mindroom.logging_config import register_secret_values
 from mindroom.matrix.credentials import CredentialStore
-from mindroom.matrix.recovery_key import RecoveryKeys
+from mindroom.matrix.crypto.recovery_key import RecoveryKeys
 from mindroom.private_files import write_private_file
 
 __all__ = ["Pasted", "pasted_secrets"]

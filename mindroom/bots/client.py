@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from mindroom.matrix import EventHandler, InviteHandler, MatrixEvent
+from mindroom.matrix.crypto.undecrypted import SenderCheck
 from mindroom.matrix.media import MediaFile
 from mindroom.matrix.transport import JsonReply
-from mindroom.matrix.undecrypted import SenderCheck
 
 __all__ = ["BotClient"]
 

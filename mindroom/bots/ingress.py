@@ -42,7 +42,7 @@ from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.transport import SourceKind
 from mindroom.logging_config import debug_enabled, get_logger
 from mindroom.matrix import MatrixEvent
-from mindroom.matrix.undecrypted import KEEP_PARKED_S
+from mindroom.matrix.crypto.undecrypted import KEEP_PARKED_S
 from mindroom.state.answers import AnswerRecord
 from mindroom.state.approvals import ApprovalRecord
 

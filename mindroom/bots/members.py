@@ -25,7 +25,7 @@ from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_ROOM_MEMBER_JOINED, EVENT_ROOM_MEMBER_LEFT
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent, MatrixEventKind
-from mindroom.matrix.notices import is_daemon_account
+from mindroom.matrix.crypto.unreadable_notices import is_daemon_account
 from mindroom.state.journal import TurnJournal
 
 __all__ = ["MemberChange", "MemberHandler", "classify_member_event"]

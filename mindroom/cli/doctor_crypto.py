@@ -19,9 +19,9 @@ from mindroom.cli.doctor_result import CheckResult, check_fail, check_ok, check_
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.matrix.credentials import BotCredentials, CredentialStore
-from mindroom.matrix.cross_signing import published_identity
-from mindroom.matrix.crypto_store import CryptoStoreReport, CryptoStoreState, crypto_store_dir, inspect_crypto_store
-from mindroom.matrix.recovery_key import RECOVERY_KEY_FILE_ENV, RecoveryKeyError, RecoveryKeys
+from mindroom.matrix.crypto.cross_signing import published_identity
+from mindroom.matrix.crypto.recovery_key import RECOVERY_KEY_FILE_ENV, RecoveryKeyError, RecoveryKeys
+from mindroom.matrix.crypto.store import CryptoStoreReport, CryptoStoreState, crypto_store_dir, inspect_crypto_store
 from mindroom.state.location import safe_url
 from mindroom.state.sqlite.crypto import SqliteCryptoVault
 

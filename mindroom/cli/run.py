@@ -34,7 +34,7 @@ from mindroom.daemon.wiring import RunningDaemon
 from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
-from mindroom.matrix.recovery_key import RECOVERY_KEY_FILE_ENV, take_unshown_recovery_key
+from mindroom.matrix.crypto.recovery_key import RECOVERY_KEY_FILE_ENV, take_unshown_recovery_key
 from mindroom.state.backend import StateBackend
 from mindroom.state.errors import StateLockedError, StateLostError
 from mindroom.state.snapshots import SnapshotStore

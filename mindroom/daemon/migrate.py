@@ -2,7 +2,7 @@
 
 Refused while a daemon holds either side (the data directory's lock file, or the database's advisory
 lock), so nothing changes underneath the copy. The bots' credentials and crypto state go into the database
-too, sealed with the data directory's recovery key (`mindroom.matrix.file_store_import`).
+too, sealed with the data directory's recovery key (`mindroom.matrix.crypto.file_store_import`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from mindroom.ai.memory import copy_memories
 from mindroom.ai.sessions import copy_sessions
 from mindroom.logging_config import get_logger
-from mindroom.matrix.file_store_import import copy_crypto_state
+from mindroom.matrix.crypto.file_store_import import copy_crypto_state
 from mindroom.state.errors import StateError
 from mindroom.state.location import is_postgres_url, open_state_backend, safe_url
 from mindroom.state.migrate import CopyCount, copy_state

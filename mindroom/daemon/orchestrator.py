@@ -41,8 +41,8 @@ from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient
-from mindroom.matrix.appservice_server import Appservice, listening_appservice
-from mindroom.matrix.recovery_key import RecoveryKeys
+from mindroom.matrix.appservice.server import Appservice, listening_appservice
+from mindroom.matrix.crypto.recovery_key import RecoveryKeys
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.attachments import AttachmentStore

@@ -32,7 +32,7 @@ from mindroom.homeserver.synapse import (
     stop_leftover,
 )
 from mindroom.logging_config import get_logger, register_secret_values
-from mindroom.matrix.appservice import AppserviceRegistration, synapse_appservice_settings
+from mindroom.matrix.appservice.registration_file import AppserviceRegistration, synapse_appservice_settings
 from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX
 from mindroom.matrix.registration import registration_mac
 from mindroom.private_files import make_private, private_dir, write_private_file

@@ -13,25 +13,25 @@ from typing import Any
 import nio
 
 from mindroom.logging_config import get_logger
-from mindroom.matrix.account_keys import KeyStatus
-from mindroom.matrix.appservice_server import Appservice
+from mindroom.matrix.appservice.inbox import BotInbox
+from mindroom.matrix.appservice.server import Appservice
 from mindroom.matrix.content import edit_content, message_content, reaction_content
 from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX, SyncTokenStore, bot_localpart
-from mindroom.matrix.crypto import DeviceCrypto
-from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore
-from mindroom.matrix.device_setup import DeviceSetup
+from mindroom.matrix.crypto.account_keys import KeyStatus
+from mindroom.matrix.crypto.device_setup import DeviceSetup
+from mindroom.matrix.crypto.encryption import DeviceCrypto
+from mindroom.matrix.crypto.recovery_key import RecoveryKeys
+from mindroom.matrix.crypto.store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore
+from mindroom.matrix.crypto.undecrypted import SenderCheck, SyncDecryption, is_encrypted
+from mindroom.matrix.crypto.unreadable_notices import UnreadableNotices
 from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
 from mindroom.matrix.inbound import EventHandler, InviteHandler
-from mindroom.matrix.inbox import BotInbox
 from mindroom.matrix.login import BotAccount, obtain_session
 from mindroom.matrix.media import MediaMethods
-from mindroom.matrix.notices import UnreadableNotices
-from mindroom.matrix.recovery_key import RecoveryKeys
 from mindroom.matrix.rooms import RoomMethods
 from mindroom.matrix.sync import SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path, send_room_event
-from mindroom.matrix.undecrypted import SenderCheck, SyncDecryption, is_encrypted
 from mindroom.state.crypto import CryptoVault
 from mindroom.state.tokens import SyncTokens
 

@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mindroom.logging_config import get_logger
+from mindroom.matrix.crypto.undecrypted import SyncDecryption, is_encrypted
 from mindroom.matrix.errors import MatrixConnectionError, MatrixError
 from mindroom.matrix.events import MatrixEvent, event_from_raw
-from mindroom.matrix.undecrypted import SyncDecryption, is_encrypted
 
 __all__ = ["EventHandler", "InviteHandler", "answer_invite", "deliver_raw", "inviter_of"]
 

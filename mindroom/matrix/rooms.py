@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import nio
 
 from mindroom.logging_config import get_logger
-from mindroom.matrix.crypto import DeviceCrypto, encryption_state_content
+from mindroom.matrix.crypto.encryption import DeviceCrypto, encryption_state_content
 from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.transport import JsonReply, JsonTransport, guard_transport, quote_path
 

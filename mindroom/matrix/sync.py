@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mindroom.logging_config import get_logger
+from mindroom.matrix.crypto.undecrypted import SyncDecryption
 from mindroom.matrix.delivery import REFUSED_RETRY_S
 from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
 from mindroom.matrix.inbound import EventHandler, InviteHandler, answer_invite, deliver_raw, inviter_of
 from mindroom.matrix.transport import JsonReply, JsonTransport, quote_path
-from mindroom.matrix.undecrypted import SyncDecryption
 from mindroom.state.tokens import SyncTokens
 
 __all__ = ["EventHandler", "InviteHandler", "SyncLoop"]

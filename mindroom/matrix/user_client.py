@@ -19,13 +19,13 @@ import nio
 from mindroom.logging_config import get_logger
 from mindroom.matrix.content import message_content
 from mindroom.matrix.credentials import SyncTokenStore
-from mindroom.matrix.crypto import DeviceCrypto
-from mindroom.matrix.crypto_device import load_crypto_store
-from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore
+from mindroom.matrix.crypto.device import load_crypto_store
+from mindroom.matrix.crypto.encryption import DeviceCrypto
+from mindroom.matrix.crypto.store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore
+from mindroom.matrix.crypto.undecrypted import SyncDecryption
 from mindroom.matrix.errors import MatrixLoginError, MatrixRequestError
 from mindroom.matrix.sync import EventHandler, SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, send_room_event
-from mindroom.matrix.undecrypted import SyncDecryption
 
 __all__ = ["MatrixUserClient"]
 

@@ -32,7 +32,7 @@ from mindroom.homeserver.synapse import SynapseError, SynapseProcess, client_api
 from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
-    from mindroom.matrix.appservice import AppserviceRegistration
+    from mindroom.matrix.appservice.registration_file import AppserviceRegistration
 
 __all__ = [
     "APPSERVICE_ACCOUNT_PREFIX",
@@ -105,7 +105,7 @@ class TestHomeserver:
         self._appservice: AppserviceRegistration | None = None
         if appservice:
             # Here, not at the top: the kit's plugin loads this module, and the Matrix layer brings matrix-nio.
-            from mindroom.matrix.appservice import AppserviceRegistration
+            from mindroom.matrix.appservice.registration_file import AppserviceRegistration
 
             url = f"http://127.0.0.1:{free_port()}"
             self._appservice = AppserviceRegistration.create(url, APPSERVICE_ACCOUNT_PREFIX, server_name)
@@ -272,7 +272,7 @@ class TestHomeserver:
         # Cheap password hashing: tests register many accounts and the hashes guard nothing.
         extra: dict[str, Any] = {"bcrypt_rounds": 4}
         if self._appservice is not None:
-            from mindroom.matrix.appservice import synapse_appservice_settings
+            from mindroom.matrix.appservice.registration_file import synapse_appservice_settings
 
             registration = self.base_dir / _APPSERVICE_FILE
             self._appservice.write(registration)

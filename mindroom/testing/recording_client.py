@@ -31,9 +31,9 @@ from mindroom.matrix import (
     bot_user_id,
 )
 from mindroom.matrix.content import edit_content, message_content, reaction_content
+from mindroom.matrix.crypto.undecrypted import SenderCheck
 from mindroom.matrix.media import MediaFile, MediaTooLargeError, media_source
 from mindroom.matrix.transport import JsonReply
-from mindroom.matrix.undecrypted import SenderCheck
 from mindroom.testing.recorded import (
     ApiRequest,
     Record,

@@ -13,7 +13,7 @@ from mindroom.cli.doctor_crypto import check_crypto_stores
 from mindroom.cli.doctor_result import CheckStatus
 from mindroom.config.main import Config
 from mindroom.matrix import BotCredentials, CredentialStore
-from mindroom.matrix.crypto_store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore, crypto_store_dir, prepare_crypto_store
+from mindroom.matrix.crypto.store import CRYPTO_DB_NAME, PICKLE_KEY, CryptoStore, crypto_store_dir, prepare_crypto_store
 
 pytestmark = pytest.mark.asyncio
 

@@ -12,7 +12,7 @@ from mindroom.api.keys import dashboard_key
 from mindroom.cli import app
 from mindroom.cli.run import ApiBanner, _phase, ready_lines, recovery_key_lines
 from mindroom.homeserver.embedded import HumanAccount
-from mindroom.matrix.recovery_key import RecoveryKeys
+from mindroom.matrix.crypto.recovery_key import RecoveryKeys
 
 runner = CliRunner()
 

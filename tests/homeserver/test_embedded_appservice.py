@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from mindroom.homeserver.embedded import EmbeddedHomeserver
-from mindroom.matrix.appservice import AppserviceConfigError, AppserviceRegistration
+from mindroom.matrix.appservice.registration_file import AppserviceConfigError, AppserviceRegistration
 
 
 def _mode(path) -> int:

@@ -25,9 +25,9 @@ from mindroom.config.loading import load_config
 from mindroom.daemon.orchestrator import Orchestrator
 from mindroom.matrix import MatrixBotClient
 from mindroom.matrix.credentials import CredentialStore
-from mindroom.matrix.key_backup import BACKUP_ALGORITHM, BackupKey
-from mindroom.matrix.recovery_key import encode_recovery_key
-from mindroom.matrix.signing import decode_base64
+from mindroom.matrix.crypto.key_backup import BACKUP_ALGORITHM, BackupKey
+from mindroom.matrix.crypto.recovery_key import encode_recovery_key
+from mindroom.matrix.crypto.signing import decode_base64
 from mindroom.testing.model_server import Echo
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, edits_of, eventually, thread_replies

@@ -17,8 +17,8 @@ from structlog.testing import capture_logs
 
 from mindroom.daemon.orchestrator import Orchestrator
 from mindroom.matrix import MatrixRecoveryError
-from mindroom.matrix.recovery_key import RecoveryKeys, decode_recovery_key, encode_recovery_key
-from mindroom.matrix.sealing import Sealer
+from mindroom.matrix.crypto.recovery_key import RecoveryKeys, decode_recovery_key, encode_recovery_key
+from mindroom.matrix.crypto.sealing import Sealer
 from mindroom.testing.model_server import Echo
 from tests.integration.conftest import E2E, DaemonProcess
 from tests.integration.support import HumanClient, thread_replies

@@ -16,7 +16,7 @@ from rich.console import Console
 from structlog.testing import capture_logs
 
 from mindroom.cli.chat import ChatLogin, TerminalChat
-from mindroom.matrix.undecrypted import NOTICE_AFTER_S, UNDECRYPTABLE_NOTICE
+from mindroom.matrix.crypto.undecrypted import NOTICE_AFTER_S, UNDECRYPTABLE_NOTICE
 from mindroom.testing.model_server import HttpError, Stream, Text, last_user_message
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, WithheldSession, edits_of, eventually, thread_replies

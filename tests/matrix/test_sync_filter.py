@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from mindroom.matrix.appservice.inbox import BotInbox
 from mindroom.matrix.credentials import SyncTokenStore
-from mindroom.matrix.inbox import BotInbox
 from mindroom.matrix.sync import SyncLoop
 from mindroom.matrix.transport import JsonReply
 
