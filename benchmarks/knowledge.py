@@ -30,8 +30,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mindroom.ai.embedder import EmbedderSpec  # noqa: E402
-from mindroom.ai.knowledge import KnowledgeBase  # noqa: E402
+from mindroom.ai.knowledge.base import KnowledgeBase  # noqa: E402
+from mindroom.ai.knowledge.embedder import EmbedderSpec  # noqa: E402
 from mindroom.config.knowledge import KnowledgeBaseConfig  # noqa: E402
 from mindroom.state.location import open_knowledge_index  # noqa: E402
 from mindroom.testing.homeserver import TestHomeserver  # noqa: E402

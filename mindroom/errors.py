@@ -17,8 +17,8 @@
     ├── GenerationError           the model failed while answering; safe to show in chat  (ai.errors)
     │   └── StreamStalledError    a streamed answer went silent past its idle limit  (ai.resilience)
     ├── TranscriptionError        a voice message could not be turned into text  (ai.media)
-    ├── UnreadableFileError       a knowledge file cannot be indexed; says why  (ai.knowledge_files)
-    ├── GitSyncError              a knowledge base's Git checkout cannot be synced; git's words  (ai.knowledge_git)
+    ├── UnreadableFileError       a knowledge file cannot be indexed; says why  (ai.knowledge.files)
+    ├── GitSyncError              a knowledge base's Git checkout cannot sync; git's words  (ai.knowledge.git_checkout)
     ├── MatrixError               anything the Matrix layer reports  (matrix.errors)
     │   ├── MatrixConnectionError   the homeserver could not be reached (also ConnectionError)
     │   ├── MatrixRequestError      the homeserver answered with a Matrix error

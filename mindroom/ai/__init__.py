@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from mindroom.ai.offline import OfflineModel
     from mindroom.ai.probe import ModelProbe, probe_model
     from mindroom.ai.routing_model import choose_agent
-    from mindroom.ai.sessions import (
+    from mindroom.ai.sessions.history import (
         forget_turn,
         load_history,
         session_db_path,
@@ -95,11 +95,11 @@ _HOME = {
     "build_model": "models",
     "OfflineModel": "offline",
     "choose_agent": "routing_model",
-    "forget_turn": "sessions",
-    "load_history": "sessions",
-    "session_db_path": "sessions",
-    "session_exists": "sessions",
-    "strip_session_enrichment": "sessions",
+    "forget_turn": "sessions.history",
+    "load_history": "sessions.history",
+    "session_db_path": "sessions.history",
+    "session_exists": "sessions.history",
+    "strip_session_enrichment": "sessions.history",
 }
 """Where each public name lives; the module is imported when the name is first read."""
 _TURN_MODULES = ("generation", "agents", "compaction", "routing_model", "media", "tools")
@@ -121,7 +121,7 @@ def _preload(postgres: bool) -> None:
             importlib.import_module(f"{__name__}.{home}")
         importlib.import_module("agno.models.openai")
         importlib.import_module("markdown_it")
-        sessions = importlib.import_module(f"{__name__}.sessions")
+        sessions = importlib.import_module(f"{__name__}.sessions.history")
         if postgres:
             sessions._postgres_store_class()
             importlib.import_module("agno.db.postgres")

@@ -19,7 +19,7 @@ from agno.models.base import Model
 from agno.team import Team
 
 from mindroom.ai.models import build_model, close_model, model_env_fingerprint
-from mindroom.ai.sessions import close_session_dbs
+from mindroom.ai.sessions.history import close_session_dbs
 from mindroom.config.main import ModelConfig
 from mindroom.logging_config import get_logger
 

@@ -27,7 +27,7 @@ from agno.run.base import HISTORY_SKIP_STATUSES, RunStatus
 
 from mindroom.ai.agents import agent_cache
 from mindroom.ai.errors import ModelConfigError
-from mindroom.ai.sessions import session_db
+from mindroom.ai.sessions.history import session_db
 from mindroom.config.main import ModelConfig
 from mindroom.logging_config import get_logger
 

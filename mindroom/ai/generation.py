@@ -32,10 +32,10 @@ from mindroom.ai.failures import failure_log, generation_error
 from mindroom.ai.media import ImageInput
 from mindroom.ai.models import model_env_fingerprint
 from mindroom.ai.overflow import HistoryShortener, shorten_history
-from mindroom.ai.session_store import expecting_new_session
-from mindroom.ai.sessions import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
-from mindroom.ai.team_plan import TeamPlan
-from mindroom.ai.teams import build_team, team_fingerprint
+from mindroom.ai.sessions.history import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
+from mindroom.ai.sessions.store import expecting_new_session
+from mindroom.ai.teams.plan import TeamPlan
+from mindroom.ai.teams.team import build_team, team_fingerprint
 from mindroom.ai.turn_agent import TurnAgent, run_system_context, set_run_system_context
 from mindroom.ai.usage import TokenUsage, turn_usage
 from mindroom.config.main import ModelConfig
@@ -81,7 +81,7 @@ class GenerationRequest:
     """Folds the conversation's history to at most the given tokens (True when it folded something), when
     the model refuses the turn as too long; unset: generation folds it itself (see `mindroom.ai.overflow`)."""
     team: TeamPlan | None = None
-    """Set for a team's turn: `model` is the leader's, and these members answer with it (`mindroom.ai.teams`)."""
+    """Set for a team's turn: `model` is the leader's, and these members answer with it (`mindroom.ai.teams.team`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from agno.db.base import AsyncBaseDb
 from agno.db.schemas import UserMemory
 from agno.models.message import Message
 
-from mindroom.ai.sessions import SESSION_SCHEMA, postgres_engine
+from mindroom.ai.sessions.history import SESSION_SCHEMA, postgres_engine
 from mindroom.logging_config import get_logger, redact_message, redact_text
 from mindroom.private_files import prepare_private_sqlite, private_dir
 from mindroom.state.migrate import CopyCount

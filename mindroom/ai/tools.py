@@ -150,7 +150,7 @@ def foreign_tool_specs(value: Any) -> tuple[ToolSpec, ...] | None:
     `ValueError` for a function that needs what agno injects (agent, team, run context, media).
     """
     if isinstance(value, ToolkitRef):
-        from mindroom.ai.toolkits import toolkit_specs
+        from mindroom.ai.toolkit_specs import toolkit_specs
 
         return toolkit_specs(value)
     if "agno.tools.function" not in sys.modules:

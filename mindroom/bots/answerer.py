@@ -14,7 +14,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mindroom.ai.team_plan import TeamMember, TeamPlan
+from mindroom.ai.teams.plan import TeamMember, TeamPlan
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.config.main import AgentConfig, AgentSettings, Config
 from mindroom.hooks.transport import ResponseKind

@@ -60,7 +60,7 @@ class TurnMind:
         if self._knowledge is None and not config.knowledge_bases:
             return
         if self._knowledge is None:
-            from mindroom.ai.knowledge_service import KnowledgeService
+            from mindroom.ai.knowledge.service import KnowledgeService
 
             self._knowledge = KnowledgeService(
                 storage_root=self.paths.storage_root,
@@ -98,7 +98,7 @@ class TurnMind:
             return cached[1]
         if not bases:
             return ()
-        from mindroom.ai.knowledge_tool import knowledge_search_tool
+        from mindroom.ai.knowledge.search_tool import knowledge_search_tool
         from mindroom.ai.tools import agno_function
 
         built = (agno_function(knowledge_search_tool(bases), agent_name),)

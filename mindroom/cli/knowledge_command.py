@@ -18,7 +18,7 @@ from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.logging_config import configure_logging
 
 if TYPE_CHECKING:
-    from mindroom.ai.knowledge import KnowledgeBase
+    from mindroom.ai.knowledge.base import KnowledgeBase
     from mindroom.config.environment import DaemonEnvironment
     from mindroom.config.main import Config
 
@@ -42,9 +42,9 @@ def _setup(config: Path, storage_path: Path | None) -> tuple[DaemonEnvironment, 
 
 
 async def _base(found: DaemonEnvironment, loaded: Config, url: str | None, base_id: str) -> KnowledgeBase:
-    from mindroom.ai.embedder import embedder_spec
-    from mindroom.ai.knowledge import KnowledgeBase
-    from mindroom.ai.knowledge_service import base_root
+    from mindroom.ai.knowledge.base import KnowledgeBase
+    from mindroom.ai.knowledge.embedder import embedder_spec
+    from mindroom.ai.knowledge.service import base_root
     from mindroom.state.location import open_knowledge_index
 
     config = loaded.knowledge_bases[base_id]

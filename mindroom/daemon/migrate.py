@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 
 from mindroom.ai.memory import copy_memories
-from mindroom.ai.sessions import copy_sessions
+from mindroom.ai.sessions.history import copy_sessions
 from mindroom.logging_config import get_logger
 from mindroom.matrix.crypto.file_store_import import copy_crypto_state
 from mindroom.state.errors import StateError

@@ -2,7 +2,7 @@
 
 Runs under both locks (the data directory's and the database's), so no daemon can run on either while
 it copies. Every row is upserted, so running it again is harmless. Agent sessions are agno's, copied by
-`mindroom.ai.sessions.copy_sessions`; this module copies the daemon's own state.
+`mindroom.ai.sessions.history.copy_sessions`; this module copies the daemon's own state.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ One row per tool: the catalogue name, `module:Class` below `agno.tools`, the cat
 extra (`pip install 'mindroom[<extra>]'`; empty: a plain `pip install` of the packages), the Python modules
 it imports (`import_name:pip_name`), its credentials (`kwarg=ENV_VAR`, `?` marks one the toolkit works
 without), the constructor arguments the daemon sets to the agent's workspace, and how it reaches files
-(`agent`: only the workspace; `unconfined`: any path the model names; empty: none). Nothing here imports agno or a toolkit's packages: `mindroom.ai.toolkits` does, once an
+(`agent`: only the workspace; `unconfined`: any path the model names; empty: none). Nothing here imports agno or a toolkit's packages: `mindroom.ai.toolkit_specs` does, once an
 agent that uses the tool is built.
 
 Catalogue names that agno supports but this daemon leaves out, with the reason, are in `NOT_OFFERED`.

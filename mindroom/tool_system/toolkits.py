@@ -7,7 +7,7 @@ of the wrong type is a config error at load, before anything is imported. Creden
 they come from the environment only, so no config edit and no chat message can set one.
 
 The provider a toolkit gets in the catalogue builds it for one agent (`ToolkitRef`, handed to the adapter
-`mindroom.ai.toolkits` provides) when that agent's tools are first built.
+`mindroom.ai.toolkit_specs` provides) when that agent's tools are first built.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from mindroom.ai.compaction import (
     compact_history,
     estimate_tokens,
 )
-from mindroom.ai.sessions import session_db
+from mindroom.ai.sessions.history import session_db
 from mindroom.config.main import ModelConfig
 from mindroom.testing.model_server import HttpError, ScriptedModelServer, Text
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mindroom.ai.knowledge import KnowledgeBase
+from mindroom.ai.knowledge.base import KnowledgeBase
 from mindroom.testing.model_replies import content_text
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E

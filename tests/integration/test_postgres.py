@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from mindroom.ai import load_history
-from mindroom.ai.sessions import session_table
+from mindroom.ai.sessions.history import session_table
 from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, eventually, thread_replies

@@ -39,7 +39,7 @@ logger = get_logger(__name__)
 
 
 class PostgresState(StateBackend):
-    """Every store in schema `mindroom` of one database; agno's sessions beside them (see `mindroom.ai.sessions`)."""
+    """Every store in schema `mindroom` of one database; agno's sessions beside them (`mindroom.ai.sessions`)."""
 
     kind = "postgresql"
 

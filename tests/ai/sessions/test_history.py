@@ -16,7 +16,7 @@ from mindroom.ai import (
     session_db_path,
     strip_session_enrichment,
 )
-from mindroom.ai.sessions import session_db
+from mindroom.ai.sessions.history import session_db
 from mindroom.config.main import ModelConfig
 from mindroom.hooks.enrichment import ENRICHMENT_TAG, EnrichmentItem, append_enrichment
 from mindroom.private_files import shared_paths

@@ -10,8 +10,8 @@ import pytest
 import pytest_asyncio
 from structlog.testing import capture_logs
 
-from mindroom.ai.embedder import EmbedderSpec, embedder_spec
-from mindroom.ai.knowledge import KnowledgeBase, fuse_rankings
+from mindroom.ai.knowledge.base import KnowledgeBase, fuse_rankings
+from mindroom.ai.knowledge.embedder import EmbedderSpec, embedder_spec
 from mindroom.config.knowledge import KnowledgeBaseConfig
 from mindroom.config.memory import MemoryEmbedderConfig
 from mindroom.state.knowledge import KnowledgeHit

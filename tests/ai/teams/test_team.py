@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mindroom.ai import GenerationRequest, forget_turn, generate, generate_early, load_history, stream_generate
-from mindroom.ai.team_plan import TeamMember, TeamPlan
+from mindroom.ai.teams.plan import TeamMember, TeamPlan
 from mindroom.config.main import ModelConfig
 from mindroom.testing.model_server import Hang, HttpError, ScriptedModelServer, Stream, Text, ToolCall
 

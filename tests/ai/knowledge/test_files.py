@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mindroom.ai.knowledge import KnowledgeBase
-from mindroom.ai.knowledge_files import UnreadableFileError, base_files, file_chunks
+from mindroom.ai.knowledge.base import KnowledgeBase
+from mindroom.ai.knowledge.files import UnreadableFileError, base_files, file_chunks
 from mindroom.config.knowledge import KnowledgeBaseConfig
 from mindroom.state.location import open_knowledge_index
 

@@ -12,7 +12,7 @@ and every other method, and change this:
   be stored under it yet.
 - `TurnWrites` (SQLite) and `PostgresTurnWrites`: an agent session's row waits in memory for the run
   row agno writes right after it, and both go to the database in one transaction, with the statements
-  agno itself would run (`mindroom.ai.session_rows`). On SQLite that is one trip to a worker thread and
+  agno itself would run (`mindroom.ai.sessions.rows`). On SQLite that is one trip to a worker thread and
   the `sqlite3` module; on PostgreSQL one connection of agno's engine, as driver SQL. A session row
   with no run row behind it is written by a task of its own as soon as the turn's task yields.
 
@@ -40,7 +40,7 @@ from agno.db.base import AsyncBaseDb
 from agno.session.agent import AgentSession
 from sqlalchemy import MetaData
 
-from mindroom.ai.session_rows import (
+from mindroom.ai.sessions.rows import (
     POSTGRES,
     RUN_COLUMNS,
     SQLITE,

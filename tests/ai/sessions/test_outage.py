@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from structlog.testing import capture_logs
 
-from tests.ai.test_session_store import _run, _session
+from tests.ai.sessions.test_store import _run, _session
 from tests.state.postgres_server import TestPostgres, postgres_server, postgres_url
 
 __all__ = ["postgres_server", "postgres_url"]
@@ -28,7 +28,7 @@ async def test_a_store_that_first_wrote_while_the_database_was_missing_writes_on
 ) -> None:
     from agno.db.postgres import create_async_postgres_engine
 
-    from mindroom.ai.sessions import _postgres_store
+    from mindroom.ai.sessions.history import _postgres_store
 
     name = f"test_{secrets.token_hex(6)}"
     url = postgres_server.url(name)
@@ -52,7 +52,7 @@ async def test_shutdown_goes_on_when_a_session_store_cannot_write_what_waits(
     postgres_server: TestPostgres, postgres_url: str, tmp_path: Path
 ) -> None:
     from mindroom.ai.agents import close_caches
-    from mindroom.ai.sessions import session_db
+    from mindroom.ai.sessions.history import session_db
 
     scribe = session_db(tmp_path, "scribe", postgres_url)
     session_db(tmp_path, "other", postgres_url)

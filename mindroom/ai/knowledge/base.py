@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mindroom.ai.embedder import Embedder, EmbedderSpec
-from mindroom.ai.knowledge_files import BaseFile, UnreadableFileError, base_files, file_chunks
+from mindroom.ai.knowledge.embedder import Embedder, EmbedderSpec
+from mindroom.ai.knowledge.files import BaseFile, UnreadableFileError, base_files, file_chunks
 from mindroom.config.knowledge import KnowledgeBaseConfig
 from mindroom.logging_config import get_logger
 from mindroom.state.knowledge import IndexCounts, IndexedChunk, IndexedFile, KnowledgeHit, KnowledgeIndex

@@ -14,8 +14,8 @@ import pytest
 import pytest_asyncio
 from structlog.testing import capture_logs
 
-from mindroom.ai.knowledge_git import GitSyncError, sync_checkout
-from mindroom.ai.knowledge_service import KnowledgeService
+from mindroom.ai.knowledge.git_checkout import GitSyncError, sync_checkout
+from mindroom.ai.knowledge.service import KnowledgeService
 from mindroom.config.knowledge import KnowledgeGitConfig
 from mindroom.config.main import Config
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from mindroom.ai.knowledge import KnowledgeBase
+from mindroom.ai.knowledge.base import KnowledgeBase
 from mindroom.state.knowledge import KnowledgeHit
 from mindroom.tool_system.spec import ToolSpec
 

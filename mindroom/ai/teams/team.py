@@ -36,9 +36,9 @@ from agno.team.mode import TeamMode
 
 from mindroom.ai.agents import agent_cache
 from mindroom.ai.models import model_env_fingerprint
-from mindroom.ai.sessions import strip_run_output_enrichment
-from mindroom.ai.team_plan import TeamMember, TeamPlan
-from mindroom.ai.team_transcript import TeamTranscript
+from mindroom.ai.sessions.history import strip_run_output_enrichment
+from mindroom.ai.teams.plan import TeamMember, TeamPlan
+from mindroom.ai.teams.transcript import TeamTranscript
 from mindroom.ai.turn_agent import TurnAgent, run_system_block
 from mindroom.config.main import ModelConfig
 

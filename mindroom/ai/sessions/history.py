@@ -73,11 +73,11 @@ _STORE_METHODS = {"update_approval_run_status": _no_approval_update, "__module__
 
 @functools.cache
 def sqlite_store_class() -> type[Any]:
-    """agno's SQLite session store with a turn's writes batched (`session_store`), imported on first use
+    """agno's SQLite session store with a turn's writes batched (`sessions.store`), imported on first use
     (SQLAlchemy is kept off the daemon's start)."""
     from agno.db.sqlite import AsyncSqliteDb
 
-    from mindroom.ai.session_store import TurnWrites, session_store_class
+    from mindroom.ai.sessions.store import TurnWrites, session_store_class
 
     return session_store_class(AsyncSqliteDb, TurnWrites, "SessionStore", _STORE_METHODS)
 
@@ -102,7 +102,7 @@ def _postgres_store_class() -> type[Any]:
     """agno's PostgreSQL session store, imported on first use (SQLite users never load it)."""
     from agno.db.postgres import AsyncPostgresDb
 
-    from mindroom.ai.session_store import PostgresTurnWrites, session_store_class
+    from mindroom.ai.sessions.store import PostgresTurnWrites, session_store_class
 
     return session_store_class(AsyncPostgresDb, PostgresTurnWrites, "PostgresSessionStore", _STORE_METHODS)
 

@@ -28,7 +28,7 @@ from agno.run.base import RunStatus
 from agno.session.agent import AgentSession
 from agno.session.summary import SessionSummary
 
-from mindroom.ai.sessions import sqlite_store_class
+from mindroom.ai.sessions.history import sqlite_store_class
 from tests.state.postgres_server import postgres_server, postgres_url
 
 __all__ = ["postgres_server", "postgres_url"]
@@ -42,7 +42,7 @@ NOT_SESSION_ROWS = {
     "get_tool_results_for_session": "reads agno's tool results table",
     "list_transcript_sessions": "reads agno's transcripts table",
     "session_blocker": "reads agno's job queue table",
-    "update_approval_run_status": "ours skips it on purpose: runs never pause for approval here (sessions.py)",
+    "update_approval_run_status": "ours skips it on purpose: runs never pause for approval here (sessions/history.py)",
 }
 RESULT_NOT_COMPARED = {
     "upsert_session": "ours returns the session given, agno's the row read back (agno's turn does not use it)",
@@ -299,9 +299,9 @@ def test_contract_the_installed_agno_is_what_the_batched_writes_write() -> None:
     """Else the stores are agno's own (a warning at start), and every comparison below would hold trivially."""
     from agno.db.postgres import AsyncPostgresDb
 
-    from mindroom.ai.session_rows import POSTGRES, SQLITE, agno_differences
-    from mindroom.ai.session_store import PostgresTurnWrites, TurnWrites
-    from mindroom.ai.sessions import _postgres_store_class
+    from mindroom.ai.sessions.history import _postgres_store_class
+    from mindroom.ai.sessions.rows import POSTGRES, SQLITE, agno_differences
+    from mindroom.ai.sessions.store import PostgresTurnWrites, TurnWrites
 
     assert agno_differences(AsyncSqliteDb, SQLITE) == []
     assert agno_differences(AsyncPostgresDb, POSTGRES) == []
@@ -335,8 +335,8 @@ async def test_contract_sqlite_store_answers_and_stores_as_agnos_own(
 OWN_WRITES = {
     "upsert_session": "keeps an agent session's row for the run row after it",
     "upsert_run": "writes the run row with the session row kept for it",
-    "close": "writes what waits, then closes (test_session_store.py)",
-    "update_approval_run_status": "ours skips it on purpose: runs never pause for approval here (sessions.py)",
+    "close": "writes what waits, then closes (test_store.py)",
+    "update_approval_run_status": "ours skips it on purpose: runs never pause for approval here (sessions/history.py)",
     "table_exists": "agno's table bookkeeping, run while the waiting row is written",
     "get_latest_schema_version": "agno's table bookkeeping, run while the waiting row is written",
     "upsert_schema_version": "agno's table bookkeeping, run while the waiting row is written",
@@ -443,7 +443,7 @@ async def test_contract_postgresql_store_answers_and_stores_as_agnos_own(
 ) -> None:
     from agno.db.postgres import AsyncPostgresDb
 
-    from mindroom.ai.sessions import _postgres_store_class
+    from mindroom.ai.sessions.history import _postgres_store_class
 
     scenario = SCENARIOS[method]
     theirs = await _observe(_postgres_store(AsyncPostgresDb, postgres_url, "theirs"), scenario, clock)
@@ -463,7 +463,7 @@ async def test_every_method_of_agnos_postgresql_store_finds_the_waiting_rows_wri
     from agno.db.postgres import AsyncPostgresDb
     from psycopg.rows import dict_row
 
-    from mindroom.ai.sessions import _postgres_store_class
+    from mindroom.ai.sessions.history import _postgres_store_class
 
     store = _postgres_store(_postgres_store_class(), postgres_url, "ours")
     with psycopg.connect(postgres_url, row_factory=dict_row, autocommit=True) as connection:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mindroom.ai.embedder import EmbedderSpec, embedder_spec
-from mindroom.ai.knowledge import KnowledgeBase
-from mindroom.ai.knowledge_git import sync_checkout
+from mindroom.ai.knowledge.base import KnowledgeBase
+from mindroom.ai.knowledge.embedder import EmbedderSpec, embedder_spec
+from mindroom.ai.knowledge.git_checkout import sync_checkout
 from mindroom.config.knowledge import KnowledgeBaseConfig
 from mindroom.config.main import Config
 from mindroom.logging_config import get_logger

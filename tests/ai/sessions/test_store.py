@@ -14,8 +14,8 @@ from agno.run.base import RunStatus
 from agno.session.agent import AgentSession
 
 from mindroom.ai import generate, load_history
-from mindroom.ai.session_store import NewSessionsUnread, TurnWrites, expecting_new_session
-from mindroom.ai.sessions import session_db, session_db_path, sqlite_store_class
+from mindroom.ai.sessions.history import session_db, session_db_path, sqlite_store_class
+from mindroom.ai.sessions.store import NewSessionsUnread, TurnWrites, expecting_new_session
 from mindroom.config.main import ModelConfig
 from mindroom.testing.model_server import ScriptedModelServer, Text
 from tests.ai.test_generation import make_request
@@ -184,7 +184,7 @@ async def test_a_thread_opened_without_a_read_has_its_history_for_the_next_turn(
 async def test_the_postgresql_store_skips_the_read_of_a_new_threads_session_too(postgres_url: str) -> None:
     from agno.db.postgres import create_async_postgres_engine
 
-    from mindroom.ai.sessions import _postgres_store
+    from mindroom.ai.sessions.history import _postgres_store
 
     engine = create_async_postgres_engine(postgres_url)
     db = _postgres_store(engine, "scribe")
@@ -207,7 +207,7 @@ async def test_the_postgresql_store_skips_the_read_of_a_new_threads_session_too(
 async def test_every_session_store_connection_keeps_a_small_page_cache(tmp_path: Path) -> None:
     from sqlalchemy import text
 
-    from mindroom.ai.sessions import _sqlite_store
+    from mindroom.ai.sessions.history import _sqlite_store
 
     db: Any = _sqlite_store(tmp_path / "s.db")
     try:
@@ -237,8 +237,8 @@ def _pg_rows(url: str, table: str, key: str) -> list[dict[str, Any]]:
 async def test_turn_writes_on_postgresql_store_the_rows_agnos_own_store_stores(postgres_url: str) -> None:
     from agno.db.postgres import AsyncPostgresDb, create_async_postgres_engine
 
-    from mindroom.ai.session_store import PostgresTurnWrites
-    from mindroom.ai.sessions import SESSION_SCHEMA, _postgres_store
+    from mindroom.ai.sessions.history import SESSION_SCHEMA, _postgres_store
+    from mindroom.ai.sessions.store import PostgresTurnWrites
 
     engine = create_async_postgres_engine(postgres_url)
     theirs = AsyncPostgresDb(db_engine=engine, db_schema=SESSION_SCHEMA, session_table="sessions_theirs")
@@ -285,7 +285,7 @@ def _with_column(definition: Any) -> Any:
             "agno's sessions table has the column session_name, not written here",
         ),
         (
-            "mindroom.ai.session_rows",
+            "mindroom.ai.sessions.rows",
             "build_single_run_row",
             lambda build: lambda **kwargs: {**build(**kwargs), "attempt": 1},
             "agno builds a run row of agent_id, attempt, created_at",
@@ -300,7 +300,7 @@ async def test_a_store_whose_tables_differ_from_the_batched_writes_is_agnos_own(
 
     from structlog.testing import capture_logs
 
-    from mindroom.ai.session_store import session_store_class
+    from mindroom.ai.sessions.store import session_store_class
 
     module = importlib.import_module(where)
     with monkeypatch.context() as patch, capture_logs() as logs:

@@ -1,7 +1,7 @@
 """The two rows of a finished turn, spelled as agno's session stores write them, and the check that they still are.
 
 agno writes an agent session's row and then the run's row with SQLAlchemy statements. The batched turn
-writes (`mindroom.ai.session_store`) run the same two statements as driver SQL: the same columns, JSON
+writes (`mindroom.ai.sessions.store`) run the same two statements as driver SQL: the same columns, JSON
 encoding, conflict rules and run index. They rely on agno's table definitions (agno refuses, with
 `MigrationRequiredError`, a stored table that does not match them) and on two of its row helpers, so
 `agno_differences` compares those with what is written here before the batched writes are used.

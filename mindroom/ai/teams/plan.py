@@ -1,6 +1,6 @@
 """What a team's turn is made of, free of agno: its mode, its members and how long each may take.
 
-The pipeline builds a `TeamPlan` for a team's turn (`mindroom.bots.answerer`); `mindroom.ai.teams` runs it.
+The pipeline builds a `TeamPlan` for a team's turn (`mindroom.bots.answerer`); `mindroom.ai.teams.team` runs it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mindroom.ai.knowledge_git import GitSyncError, sync_checkout
+from mindroom.ai.knowledge.git_checkout import GitSyncError, sync_checkout
 from mindroom.config.knowledge import KnowledgeGitConfig
 
 pytestmark = pytest.mark.asyncio
