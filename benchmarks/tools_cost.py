@@ -114,7 +114,7 @@ async def _daemon_calls(count: int, root: Path) -> float:
     from mindroom.constants import RuntimePaths
     from mindroom.hooks.registry import HookRegistry
     from mindroom.tool_system.calls import call_tool
-    from mindroom.tool_system.mcp_servers import MCPServerPool
+    from mindroom.tool_system.mcp.servers import MCPServerPool
     from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
     from mindroom.tool_system.spec import AgentToolEnvironment
 

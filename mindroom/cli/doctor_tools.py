@@ -18,9 +18,14 @@ from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.config.main import Config, ShellToolConfig
 from mindroom.constants import RuntimePaths
-from mindroom.tool_system.mcp_connection import RetryPolicy
-from mindroom.tool_system.mcp_servers import MCPServerPool, mcp_problems
-from mindroom.tool_system.sandbox import DEFAULT_PATH, WEAKER_HOST_NETWORK, WEAKER_WITHOUT_SANDBOX, choose_sandbox
+from mindroom.tool_system.mcp.connection import RetryPolicy
+from mindroom.tool_system.mcp.servers import MCPServerPool, mcp_problems
+from mindroom.tool_system.sandbox.launch import (
+    DEFAULT_PATH,
+    WEAKER_HOST_NETWORK,
+    WEAKER_WITHOUT_SANDBOX,
+    choose_sandbox,
+)
 from mindroom.tool_system.spec import ToolError
 from mindroom.tool_system.toolkits import named_toolkits
 

@@ -6,7 +6,7 @@ registered toolkits and their `file_access`) and skills. Errors stop the plugin 
 working; warnings are things a plugin author should know; `ok` lines say what was found.
 
 Importing a plugin runs its code. `check_plugin_sandboxed` does that in a child process under bubblewrap
-(`mindroom.tool_system.bubblewrap`): no network, an empty throw-away HOME and /tmp, the plugin folder
+(`mindroom.tool_system.sandbox.bubblewrap`): no network, an empty throw-away HOME and /tmp, the plugin folder
 read-only, no data directory, and of the host only the system folders, the Python installation and the
 `mindroom` package, read-only. `check_plugin` imports in this process, with the caller's rights
 (`--import`); `check_manifest` imports nothing. The first line of the report says which ran.
@@ -36,8 +36,8 @@ from mindroom.plugin_api.version import PLUGIN_API_VERSION
 from mindroom.plugins.loader import Plugin, load_plugin_dir
 from mindroom.plugins.manifest import check_api_version, read_manifest
 from mindroom.plugins.skills import SkillCatalog, SkillError
-from mindroom.tool_system.bubblewrap import bwrap_command, write_etc
 from mindroom.tool_system.catalog import ToolCatalogError, build_tool_catalog, registered_toolkits
+from mindroom.tool_system.sandbox.bubblewrap import bwrap_command, write_etc
 
 __all__ = [
     "SANDBOXED",

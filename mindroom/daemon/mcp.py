@@ -18,8 +18,8 @@ from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.reload import ApplyChanges, EntityChanges
 from mindroom.logging_config import get_logger, redact_text
-from mindroom.tool_system.mcp_connection import ServerStatus
-from mindroom.tool_system.mcp_servers import MCPServerPool
+from mindroom.tool_system.mcp.connection import ServerStatus
+from mindroom.tool_system.mcp.servers import MCPServerPool
 
 __all__ = ["MCPLifecycle", "notice_text"]
 

@@ -34,7 +34,7 @@ from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_to
 from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
 from mindroom.tool_system.isolation import function_reference, isolation_limits, shared_pool
 from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
-from mindroom.tool_system.mcp_servers import MCPServerPool, mcp_providers
+from mindroom.tool_system.mcp.servers import MCPServerPool, mcp_providers
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.registration import ToolRegistration, get_tool_registration, managed_init_kwargs
 from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools

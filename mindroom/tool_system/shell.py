@@ -4,7 +4,7 @@ The command line is split with `shlex` and executed directly (no shell: no pipes
 `;`). Only executables named in `tools.shell.allowed_commands` run; a bare name is looked up on the PATH
 commands get, an absolute path allows exactly that file. The allowlist confines which program starts,
 not what it does: many programs run anything they are told to (see docs/configuration.md), so the
-command runs in a sandbox (`mindroom.tool_system.sandbox`): a clean environment, a private empty HOME,
+command runs in a sandbox (`mindroom.tool_system.sandbox.launch`): a clean environment, a private empty HOME,
 and with bubblewrap no view of the data directory or the daemon's processes. When the timeout passes,
 the command and everything it started are killed.
 """
@@ -24,9 +24,16 @@ from typing import Any
 
 from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
-from mindroom.tool_system.containment import CommandHold
 from mindroom.tool_system.environment import current_tool_environment
-from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, Sandbox, choose_sandbox, prepare_launch, start_launch
+from mindroom.tool_system.sandbox.containment import CommandHold
+from mindroom.tool_system.sandbox.launch import (
+    DEFAULT_PATH,
+    Launch,
+    Sandbox,
+    choose_sandbox,
+    prepare_launch,
+    start_launch,
+)
 from mindroom.tool_system.spec import WORKSPACES_DIRNAME, AgentToolEnvironment, ToolError, ToolSpec
 
 __all__ = ["SHELL_TOOL_NAMES", "STOP_GRACE_S", "run_command", "shell_tools"]

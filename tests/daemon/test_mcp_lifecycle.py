@@ -14,8 +14,8 @@ from mindroom.constants import RuntimePaths
 from mindroom.daemon.mcp import MCPLifecycle, notice_text
 from mindroom.hooks.registry import HookRegistry
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
-from mindroom.tool_system.mcp_connection import RetryPolicy, ServerStatus
-from mindroom.tool_system.mcp_servers import MCPServerPool
+from mindroom.tool_system.mcp.connection import RetryPolicy, ServerStatus
+from mindroom.tool_system.mcp.servers import MCPServerPool
 from tests.integration.mcp_servers import time_server_command
 
 

@@ -9,8 +9,8 @@ import signal
 import pytest
 
 from mindroom.testing.model_server import Text, ToolCall
-from mindroom.tool_system.mcp_servers import MCPServerPool
-from mindroom.tool_system.reaper import descendants
+from mindroom.tool_system.mcp.servers import MCPServerPool
+from mindroom.tool_system.sandbox.reaper import descendants
 from tests.integration.conftest import E2E
 from tests.integration.mcp_servers import everything_server, time_server_command
 from tests.integration.support import thread_replies

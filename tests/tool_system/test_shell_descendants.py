@@ -1,6 +1,6 @@
 """Without bubblewrap, nothing a command starts outlives it, even when the command kills its own reaper.
 
-The reaper (`mindroom.tool_system.reaper`) kills what the command left when the command ends; a command
+The reaper (`mindroom.tool_system.sandbox.reaper`) kills what the command left when the command ends; a command
 can kill the reaper first. Then the daemon's side still finds every process of the command: through a
 cgroup made for the command where the machine lets the daemon make one, else as their subreaper.
 """
@@ -14,7 +14,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from mindroom.config.main import ShellToolConfig
-from mindroom.tool_system import containment
+from mindroom.tool_system.sandbox import containment
 from mindroom.tool_system.shell import run_command
 from mindroom.tool_system.spec import ToolError
 from tests.tool_system.test_shell_sandbox import gone_within, marker, needs_bwrap, running

@@ -17,7 +17,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from mindroom.config.main import ShellToolConfig, ToolsConfig
-from mindroom.tool_system import sandbox as sandbox_module
+from mindroom.tool_system.sandbox import launch as sandbox_module
 from mindroom.tool_system.shell import run_command, shell_tools
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, workspace_dir
 
@@ -298,7 +298,7 @@ async def test_shell_sandbox_has_no_network_unless_configured(data_dir):
         listener.close()
 
     assert not closed.startswith("exit code: 0")
-    # Only the operator's explicit `network: host` reaches the host's loopback (test_sandbox_network.py).
+    # Only the operator's explicit `network: host` reaches the host's loopback (sandbox/test_network.py).
     assert shared == "exit code: 0\n1\n"
 
 

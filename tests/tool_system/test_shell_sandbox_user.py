@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from mindroom.config.main import ShellToolConfig, ToolsConfig
-from mindroom.tool_system.bubblewrap import ETC_FILES, ETC_NETWORK_FILES, SANDBOX_UID
-from mindroom.tool_system.sandbox import DEFAULT_PATH, Sandbox, prepare_launch
+from mindroom.tool_system.sandbox.bubblewrap import ETC_FILES, ETC_NETWORK_FILES, SANDBOX_UID
+from mindroom.tool_system.sandbox.launch import DEFAULT_PATH, Sandbox, prepare_launch
 from mindroom.tool_system.shell import shell_tools
 from mindroom.tool_system.spec import AgentToolEnvironment
 from tests.tool_system.test_shell_sandbox import PYTHON_PATHS, data_dir, needs_bwrap, shell, workspace

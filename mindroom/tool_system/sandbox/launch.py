@@ -2,13 +2,13 @@
 
 bwrap: new user, pid, ipc, uts, cgroup and network namespaces (`--unshare-all`), `--die-with-parent`,
 `--new-session`, no capabilities, a clean environment (PATH, LANG, HOME), run as the unprivileged user
-`agent` (`mindroom.tool_system.bubblewrap` says how, and which files of `/etc` it sees). The system folders
+`agent` (`mindroom.tool_system.sandbox.bubblewrap` says how, and which files of `/etc` it sees). The system folders
 and `readonly_paths` are mounted read-only, the workspace read-write at its own path, and HOME, /tmp and
 /proc are the sandbox's own. Nothing else of the host is there: not the data directory (a tmpfs covers it
 even below a visible folder), not the daemon's process, its environment or its other children.
 
 The network (`network`): `false` none; `true` a namespace of its own linked to the outside by slirp4netns
-(`sandbox_network.py`), where the host's loopback services are out of reach; `host` the host's own network
+(`network.py`), where the host's loopback services are out of reach; `host` the host's own network
 (`--share-net`), loopback services included, said once as weaker. Without slirp4netns, `true` is refused.
 
 `sandbox: auto` and `bwrap` both refuse to run anything when bubblewrap is missing or fails its test run;
@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 from mindroom.config.main import ShellToolConfig
 from mindroom.logging_config import get_logger
-from mindroom.tool_system.bubblewrap import SYSTEM_DIRS, bwrap_command, write_etc
-from mindroom.tool_system.sandbox_network import INSTALL_SLIRP, SandboxNetwork, start_with_network
+from mindroom.tool_system.sandbox.bubblewrap import SYSTEM_DIRS, bwrap_command, write_etc
+from mindroom.tool_system.sandbox.network import INSTALL_SLIRP, SandboxNetwork, start_with_network
 from mindroom.tool_system.spec import ToolError
 
 __all__ = [

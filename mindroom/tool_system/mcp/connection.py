@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from mindroom.config.mcp import MCPServerConfig
 from mindroom.logging_config import get_logger, redact_text
-from mindroom.tool_system.mcp_wire import RemoteTool, list_remote_tools, result_output
+from mindroom.tool_system.mcp.wire import RemoteTool, list_remote_tools, result_output
 from mindroom.tool_system.spec import ToolError
 
 __all__ = ["MCPConnection", "RetryPolicy", "ServerState", "ServerStatus"]

@@ -24,11 +24,11 @@ import pytest_asyncio
 
 from mindroom.config.main import Config, ShellToolConfig
 from mindroom.constants import RuntimePaths
-from mindroom.tool_system import sandbox as sandbox_module
 from mindroom.tool_system.calls import call_tool
-from mindroom.tool_system.mcp_connection import RetryPolicy
-from mindroom.tool_system.mcp_servers import MCPServerPool
-from mindroom.tool_system.reaper import descendants
+from mindroom.tool_system.mcp.connection import RetryPolicy
+from mindroom.tool_system.mcp.servers import MCPServerPool
+from mindroom.tool_system.sandbox import launch as sandbox_module
+from mindroom.tool_system.sandbox.reaper import descendants
 from mindroom.tool_system.shell import run_command
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError
 

@@ -21,10 +21,10 @@ import pytest_asyncio
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.tool_system.calls import call_tool
-from mindroom.tool_system.mcp_connection import RetryPolicy
-from mindroom.tool_system.mcp_servers import MCPServerPool
-from mindroom.tool_system.mcp_wire import check_remote_url, result_output
-from mindroom.tool_system.reaper import descendants
+from mindroom.tool_system.mcp.connection import RetryPolicy
+from mindroom.tool_system.mcp.servers import MCPServerPool
+from mindroom.tool_system.mcp.wire import check_remote_url, result_output
+from mindroom.tool_system.sandbox.reaper import descendants
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolOutput
 from tests.integration.mcp_servers import NPM_PREFIX, everything_script, time_server_command
 

@@ -1,6 +1,6 @@
 """The HTTP client of a remote MCP server: its connections go only to the addresses its URL was checked with.
 
-`mcp_address.check_remote_url` resolves the host once and checks every address. The client made here
+`address.check_remote_url` resolves the host once and checks every address. The client made here
 connects to those addresses and to no other, so a name that answers differently when it is resolved
 again (public for the check, then 127.0.0.1 or a metadata address) is never followed. Requests keep the
 name: the Host header, TLS SNI and the certificate check are for the URL's host. Proxies from the
@@ -18,7 +18,7 @@ import httpcore2
 import httpx2
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
-from mindroom.tool_system.mcp_address import CheckedHost
+from mindroom.tool_system.mcp.address import CheckedHost
 
 __all__ = ["PinnedBackend", "PinnedTransport", "pinned_http_client"]
 
@@ -71,7 +71,7 @@ class PinnedTransport(httpx2.AsyncHTTPTransport):
         ssl_context = httpx2.create_ssl_context()
         super().__init__(verify=ssl_context)
         # httpx builds its pool in `__init__` with no way to pass a network backend; the pinning test
-        # (`tests/tool_system/test_mcp_addresses.py`) fails if a newer httpx stops sending through `_pool`.
+        # (`tests/tool_system/mcp/test_address.py`) fails if a newer httpx stops sending through `_pool`.
         self._pool = httpcore2.AsyncConnectionPool(ssl_context=ssl_context, network_backend=PinnedBackend(checked))
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mindroom.config.mcp import MCPServerConfig
-from mindroom.tool_system.mcp_wire import check_remote_url, connect_client
+from mindroom.tool_system.mcp.wire import check_remote_url, connect_client
 from mindroom.tool_system.spec import ToolError
 
 NAME = "mcp-pin.test"

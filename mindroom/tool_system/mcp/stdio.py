@@ -30,9 +30,9 @@ from pathlib import Path
 from mindroom.config.environment import process_environ
 from mindroom.config.main import ShellToolConfig
 from mindroom.config.mcp import MCPSandboxConfig
-from mindroom.tool_system.containment import CommandHold
-from mindroom.tool_system.sandbox import DEFAULT_PATH, Launch, choose_sandbox, prepare_launch, start_launch
-from mindroom.tool_system.sandbox_network import SandboxNetwork
+from mindroom.tool_system.sandbox.containment import CommandHold
+from mindroom.tool_system.sandbox.launch import DEFAULT_PATH, Launch, choose_sandbox, prepare_launch, start_launch
+from mindroom.tool_system.sandbox.network import SandboxNetwork
 from mindroom.tool_system.spec import ToolError
 
 __all__ = ["STDERR_KEPT", "StdioServerSpec", "StdioSession", "start_stdio_server"]
@@ -118,7 +118,7 @@ def _without_argv_environment(launch: Launch, env: Mapping[str, str]) -> Launch:
         else:
             kept.append(options[index])
             index += 1
-    from mindroom.tool_system.bubblewrap import SANDBOX_HOME
+    from mindroom.tool_system.sandbox.bubblewrap import SANDBOX_HOME
 
     return replace(launch, argv=(*kept, *rest), env={**launch.env, "HOME": SANDBOX_HOME, **env})
 

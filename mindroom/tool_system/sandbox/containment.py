@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from mindroom.logging_config import get_logger
-from mindroom.tool_system.reaper import GO, descendants, hard_msgqueue_limit, process_tree
+from mindroom.tool_system.sandbox.reaper import GO, descendants, hard_msgqueue_limit, process_tree
 
 __all__ = ["CommandHold", "command_cgroups", "is_marked"]
 

@@ -2,12 +2,12 @@
 
 The `mcp` package (the `mcp` extra) is imported here only, when a server is first connected.
 
-- stdio: the server started by `mcp_stdio` (sandboxed); its stdout lines are JSON-RPC messages in, and
+- stdio: the server started by `stdio` (sandboxed); its stdout lines are JSON-RPC messages in, and
   messages out are written to its stdin, one line each. Its exit ends the connection.
 - streamable HTTP and SSE: the SDK's clients, with the configured headers. The URL's host is resolved once
-  and each address checked (`mcp_address`: public addresses only, unless `allow_private_network` admits
+  and each address checked (`address`: public addresses only, unless `allow_private_network` admits
   private and loopback ones; link-local and cloud metadata addresses stay refused, also inside IPv6 forms);
-  the HTTP client connects to those addresses only (`mcp_http`).
+  the HTTP client connects to those addresses only (`http_client`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mindroom.config.mcp import MCPServerConfig
-from mindroom.tool_system.mcp_address import CheckedHost, check_remote_url
-from mindroom.tool_system.mcp_stdio import StdioServerSpec, StdioSession, start_stdio_server
+from mindroom.tool_system.mcp.address import CheckedHost, check_remote_url
+from mindroom.tool_system.mcp.stdio import StdioServerSpec, StdioSession, start_stdio_server
 from mindroom.tool_system.spec import OutboundFile, ToolError, ToolOutput
 
 __all__ = ["RemoteTool", "check_remote_url", "connect_client", "list_remote_tools", "result_output", "stdio_streams"]
@@ -134,7 +134,7 @@ async def _remote_transport(config: MCPServerConfig, checked: CheckedHost, stack
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
 
-    from mindroom.tool_system.mcp_http import pinned_http_client
+    from mindroom.tool_system.mcp.http_client import pinned_http_client
 
     def client(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None

@@ -14,7 +14,7 @@ need, not the folder (`/etc/shadow`, `/etc/ssh`, `/etc/ssl/private` stay out):
 - `nsswitch.conf`: in which order the names of users and hosts are looked up.
 - `hosts`: `localhost` resolves, for servers a command starts on the sandbox's own loopback.
 - `resolv.conf`: only with the network. A sandbox with a network of its own gets one written for it,
-  naming slirp's forwarder (`mindroom.tool_system.sandbox_network`); with the host's network, the host's.
+  naming slirp's forwarder (`mindroom.tool_system.sandbox.network`); with the host's network, the host's.
 - `gai.conf`, `host.conf`: resolver settings; only with the network.
 - `ld.so.cache`, `ld.so.conf`, `ld.so.conf.d`: where the dynamic linker finds shared libraries.
 - `alternatives`: the links behind commands such as `awk`, `editor` or `java` (Debian, Ubuntu).
@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from mindroom.tool_system.sandbox_network import RESOLVER
+from mindroom.tool_system.sandbox.network import RESOLVER
 
 __all__ = [
     "ETC_FILES",

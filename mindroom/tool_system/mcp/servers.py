@@ -25,9 +25,9 @@ from mindroom.config.main import Config
 from mindroom.config.mcp import MCPSandboxConfig, MCPServerConfig, check_mcp_agent_overrides, mcp_tool_name
 from mindroom.constants import RuntimePaths, resolve_config_relative_path
 from mindroom.logging_config import get_logger
-from mindroom.tool_system.mcp_connection import MCPConnection, RetryPolicy, ServerStatus
-from mindroom.tool_system.mcp_stdio import StdioServerSpec, StdioSession
-from mindroom.tool_system.mcp_wire import RemoteTool, connect_client
+from mindroom.tool_system.mcp.connection import MCPConnection, RetryPolicy, ServerStatus
+from mindroom.tool_system.mcp.stdio import StdioServerSpec, StdioSession
+from mindroom.tool_system.mcp.wire import RemoteTool, connect_client
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 

@@ -10,7 +10,7 @@ The local-use NAT64 prefix (`64:ff9b:1::/48`) leads to a translator on the opera
 address in it is private, and the IPv4 address in its last 32 bits is judged too.
 
 `check_remote_url` returns the addresses it checked; the server's HTTP client connects to those only
-(`mcp_http`), so a name that answers differently the next time it is resolved is never followed.
+(`http_client`), so a name that answers differently the next time it is resolved is never followed.
 """
 
 from __future__ import annotations
