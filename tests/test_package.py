@@ -363,10 +363,10 @@ def test_package_order_check_names_an_upward_import():
 
 def _daemon_capabilities() -> frozenset[type]:
     """What the composition root hands out; one object holding several of these is a service locator."""
-    from mindroom.bots.approvals import ApprovalDesk
-    from mindroom.bots.capabilities import RunClock, Traffic, TurnStores
+    from mindroom.bots.approvals.desk import ApprovalDesk
     from mindroom.bots.coordination import TurnCoordinator
     from mindroom.bots.directory import Directory
+    from mindroom.bots.pipeline_capabilities import RunClock, Traffic, TurnStores
     from mindroom.bots.recent import RecentMessages
     from mindroom.bots.runtime import LiveCell, LiveState
     from mindroom.bots.sharing import SharedWork

@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any
 
-from mindroom.bots.client import BotClient
+from mindroom.bots.bot_client import BotClient
 from mindroom.bots.runtime import BotMetrics, Entity, LiveState, StreamState
 from mindroom.hooks.context import HookBindings
 

@@ -14,9 +14,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mindroom import __version__
+from mindroom.api.app_context import ApiContext
 from mindroom.api.approval_routes import approval_router
 from mindroom.api.config_routes import config_router
-from mindroom.api.context import ApiContext
 from mindroom.api.docs_page import add_docs
 from mindroom.api.limits import BodyLimit
 from mindroom.api.openai_protocol import OpenAIError

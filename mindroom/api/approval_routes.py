@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel
 
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.api.operator import operator_dependency, redacted, running_or_503
-from mindroom.bots.approvals import ApprovalDesk
+from mindroom.bots.approvals.desk import ApprovalDesk
 from mindroom.logging_config import get_logger
 
 __all__ = ["Decision", "approval_router"]

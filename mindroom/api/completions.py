@@ -19,7 +19,8 @@ import structlog
 
 from mindroom import ai
 from mindroom.api.api_entity import ApiEntity
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
+from mindroom.api.http_answer import HttpAnswer
 from mindroom.api.openai_protocol import (
     ChatCompletionRequest,
     Conversation,
@@ -27,7 +28,6 @@ from mindroom.api.openai_protocol import (
     convert_messages,
     derive_session_id,
 )
-from mindroom.api.reply import HttpAnswer
 from mindroom.api.security import V1Principal
 from mindroom.bots.channel import Turn
 from mindroom.daemon.wiring import RunningDaemon

@@ -23,7 +23,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.api.operator import operator_dependency, redacted, running_or_503
 from mindroom.api.security import bearer_token, matches
 from mindroom.config.loading import MAX_CONFIG_BYTES, parse_config_text

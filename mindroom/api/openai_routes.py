@@ -15,8 +15,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from mindroom.api.app_context import ApiContext
 from mindroom.api.completions import TEAM_PREFIX, Completion, eligible_agents, eligible_teams, start_completion
-from mindroom.api.context import ApiContext
 from mindroom.api.openai_protocol import (
     ChatCompletionRequest,
     OpenAIError,

@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 from fastapi import HTTPException, Request
 
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.api.security import COOKIE_NAME, bearer_token, dashboard_principal
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.logging_config import redact_text, redact_value, secrets_generation

@@ -16,7 +16,7 @@ from collections.abc import Generator
 import uvicorn
 from fastapi import FastAPI
 
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.logging_config import get_logger
 
 __all__ = ["MAX_CONNECTIONS", "ApiServer", "finish_turns"]

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.api.operator import operator_dependency, redacted, running_or_503
 from mindroom.api.security import COOKIE_NAME, matches
 from mindroom.daemon.wiring import RunningDaemon

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mindroom.bots.client import BotClient
+from mindroom.bots.bot_client import BotClient
 from mindroom.bots.directory import Directory
 from mindroom.bots.room_policy import weakening_reason
 from mindroom.logging_config import get_logger

@@ -11,10 +11,10 @@ from collections import Counter
 from typing import Any
 
 from mindroom.bots.admin import RouterAdmin
-from mindroom.bots.capabilities import RunClock
-from mindroom.bots.client import BotClient
+from mindroom.bots.bot_client import BotClient
 from mindroom.bots.directory import Directory
 from mindroom.bots.limits import SlidingWindow
+from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.room_policy import weakening_reason
 from mindroom.bots.runtime import LiveState

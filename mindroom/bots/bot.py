@@ -16,10 +16,10 @@ from typing import Any, Generic, TypeVar
 
 from mindroom.bots.authorization import may_invite
 from mindroom.bots.bindings import BotBindings
-from mindroom.bots.capabilities import RunClock
-from mindroom.bots.client import BotClient
+from mindroom.bots.bot_client import BotClient
 from mindroom.bots.directory import Directory
 from mindroom.bots.fairness import FairSlots
+from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.runtime import (
     HANDLED,

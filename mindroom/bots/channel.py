@@ -4,7 +4,7 @@ The answer's stages (`mindroom.bots.respond`: enrich -> generate -> before_respo
 after_response) run the same for every channel; only the channel differs. `MatrixAnswer`
 (`mindroom.bots.matrix_answer`) answers in the message's Matrix thread: a typing notice, a streamed
 message edited as text arrives, the final edit. The OpenAI-compatible API's channel
-(`mindroom.api.reply`) answers in an HTTP response: one JSON body, or Server-Sent Events.
+(`mindroom.api.http_answer`) answers in an HTTP response: one JSON body, or Server-Sent Events.
 """
 
 from __future__ import annotations

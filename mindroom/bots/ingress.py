@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.capabilities import RunClock, TurnStores
+from mindroom.bots.approvals.desk import ApprovalDesk
 from mindroom.bots.directory import Directory
 from mindroom.bots.limits import SlidingWindow
+from mindroom.bots.pipeline_capabilities import RunClock, TurnStores
 from mindroom.bots.routing import mentioned_agents
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.bots.sharing import EventMemo

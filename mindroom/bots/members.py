@@ -15,10 +15,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mindroom.bots.capabilities import RunClock
 from mindroom.bots.directory import Directory
 from mindroom.bots.ingress import IngressDrop, older_than_run
 from mindroom.bots.lifecycle import claimed_turn
+from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.bots.runtime import Entity, LiveCell
 from mindroom.hooks.context import RoomMemberJoinedContext, RoomMemberLeftContext
 from mindroom.hooks.execution import emit

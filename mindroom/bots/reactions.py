@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mindroom.bots.approval_grants import timed_seconds
-from mindroom.bots.approvals import ALLOW_KEYS, DENY_KEYS
-from mindroom.bots.capabilities import TurnStores
+from mindroom.bots.approvals.desk import ALLOW_KEYS, DENY_KEYS
+from mindroom.bots.approvals.timed_approvals import timed_seconds
 from mindroom.bots.directory import Directory
 from mindroom.bots.ingress import InboundReaction, Ingress, IngressDrop
+from mindroom.bots.pipeline_capabilities import TurnStores
 from mindroom.bots.runtime import Entity, LiveCell
 from mindroom.hooks.context import ReactionReceivedContext
 from mindroom.hooks.execution import emit

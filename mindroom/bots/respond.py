@@ -21,19 +21,19 @@ from mindroom.bots.answer_events import (
     system_context,
 )
 from mindroom.bots.answerer import Answerer, ExtraTools, Roster, answerer_for
-from mindroom.bots.approvals import ApprovalSeat
-from mindroom.bots.capabilities import TurnStores
+from mindroom.bots.approvals.desk import ApprovalSeat
 from mindroom.bots.channel import AnswerChannel, GenerationSetup, Turn
 from mindroom.bots.edits import EditWatch
 from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.lifecycle import OpenAnswer, open_answer
 from mindroom.bots.matrix_answer import MatrixAnswer
 from mindroom.bots.media import images_for_model
-from mindroom.bots.mind import TurnMind
 from mindroom.bots.outbox import draft_listing, send_files, take_files
+from mindroom.bots.pipeline_capabilities import TurnStores
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
 from mindroom.bots.turn_log import TurnLog, noting_turn
+from mindroom.bots.turn_mind import TurnMind
 from mindroom.constants import RuntimePaths
 from mindroom.hooks.context import (
     AfterResponseContext,

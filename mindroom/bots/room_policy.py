@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mindroom.bots.client import BotClient
+from mindroom.bots.bot_client import BotClient
 
 __all__ = ["GUARDED_STATE_TYPES", "weakening_reason"]
 

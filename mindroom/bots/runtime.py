@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mindroom.bots.client import BotClient
+from mindroom.bots.bot_client import BotClient
 from mindroom.config.main import Config
 from mindroom.config.overrides import ChatSettings
 from mindroom.errors import PluginError

@@ -18,7 +18,7 @@ import structlog
 
 from mindroom import ai
 from mindroom.bots.channel import Turn
-from mindroom.bots.commands import CommandTable, handle_command, is_command
+from mindroom.bots.commands.table import CommandTable, handle_command, is_command
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.directory import Directory
 from mindroom.bots.edits import EditBursts, EditWatch

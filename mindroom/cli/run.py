@@ -18,7 +18,7 @@ from rich.text import Text
 
 from mindroom import ai
 from mindroom.api.app import create_app
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.api.keys import DashboardKey, with_api_key
 from mindroom.api.server import ApiServer, finish_turns
 from mindroom.api.settings import DEFAULT_API_HOST, DEFAULT_API_PORT, ApiSettings, api_settings

@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from mindroom.bots.commands import CommandTable
+from mindroom.bots.commands.settings import settings_commands
+from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.runtime import LiveState
-from mindroom.bots.settings_commands import settings_commands
 from mindroom.config.chat_settable import chat_refusal
 from mindroom.config.loading import load_config
 from mindroom.config.overrides import ChatSettings, Override, scoped_problems

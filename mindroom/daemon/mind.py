@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mindroom.bots.commands import CommandTable
-from mindroom.bots.memory_command import memory_command
-from mindroom.bots.mind import TurnMind
+from mindroom.bots.commands.memory import memory_command
+from mindroom.bots.commands.table import CommandTable
+from mindroom.bots.turn_mind import TurnMind
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 

@@ -15,13 +15,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 
 from mindroom import ai
-from mindroom.bots.approval_grants import TimedApprovals
-from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.auto_approve_command import auto_approve_command
+from mindroom.bots.approvals.auto_approve_command import auto_approve_command
+from mindroom.bots.approvals.desk import ApprovalDesk
+from mindroom.bots.approvals.timed_approvals import TimedApprovals
 from mindroom.bots.bot import EntityBot
-from mindroom.bots.capabilities import RunClock, TurnStores
-from mindroom.bots.commands import CommandTable
+from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.directory import Directory
+from mindroom.bots.pipeline_capabilities import RunClock, TurnStores
 from mindroom.bots.recovery import recover_interrupted
 from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings

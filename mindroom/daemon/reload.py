@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
-from mindroom.bots.commands import Command
+from mindroom.bots.commands.table import Command
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.bots.tasks import TaskOwner

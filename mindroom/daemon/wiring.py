@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mindroom.bots.capabilities import RunClock, Traffic, TurnStores
-from mindroom.bots.commands import CommandTable
+from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.directory import Directory
 from mindroom.bots.handoff import HandoffDesk
 from mindroom.bots.ingress import Ingress
 from mindroom.bots.media import MediaIntake
 from mindroom.bots.members import MemberHandler
-from mindroom.bots.mind import TurnMind
+from mindroom.bots.pipeline_capabilities import RunClock, Traffic, TurnStores
 from mindroom.bots.reactions import ReactionHandler
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.respond import Responder
@@ -36,6 +35,7 @@ from mindroom.bots.runtime import EventHandler, LiveCell, LiveState
 from mindroom.bots.sharing import EventMemo, SharedWork
 from mindroom.bots.turn import MessagePipeline
 from mindroom.bots.turn_log import TurnLog
+from mindroom.bots.turn_mind import TurnMind
 from mindroom.constants import RuntimePaths
 from mindroom.matrix import MatrixEventKind
 

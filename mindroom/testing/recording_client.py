@@ -3,7 +3,7 @@
 `RecordingHomeserver` is what the clients of one test share: the events they sent or the test fed, room
 state, media, and the counter behind deterministic event ids (`$ev1`, `$ev2`, ...). A send repeated with
 the same transaction id returns the first event id and records nothing, as a homeserver does. Each
-`RecordingClient` satisfies `mindroom.bots.client.BotClient`, so a real `EntityBot` runs on it:
+`RecordingClient` satisfies `mindroom.bots.bot_client.BotClient`, so a real `EntityBot` runs on it:
 
     server = RecordingHomeserver()
     client = server.client("helper")
@@ -48,7 +48,7 @@ from mindroom.testing.recorded import (
 )
 
 if TYPE_CHECKING:
-    from mindroom.bots.client import BotClient
+    from mindroom.bots.bot_client import BotClient
 
 __all__ = ["RecordingClient", "RecordingHomeserver"]
 

@@ -12,10 +12,10 @@ import httpx
 from openai import AsyncOpenAI
 
 from mindroom.api.app import create_app
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import ApiSettings, api_settings
-from mindroom.bots.capabilities import RunClock
+from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.daemon.reload import ReloadCoordinator
 from mindroom.daemon.wiring import RunningDaemon
 from tests.bots.bench import Bench

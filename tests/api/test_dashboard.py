@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mindroom.bots.approvals import ApprovalSeat
+from mindroom.bots.approvals.desk import ApprovalSeat
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
 from mindroom.testing.model_server import Text
 from tests.bots.bench import ALICE, LOBBY, registry_of, until

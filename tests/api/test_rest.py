@@ -12,7 +12,7 @@ import stat
 import pytest
 import yaml
 
-from mindroom.bots.approvals import ApprovalSeat
+from mindroom.bots.approvals.desk import ApprovalSeat
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
 from mindroom.testing.model_server import Text
 from tests.bots.bench import LOBBY, registry_of, until

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from mindroom.ai import close_caches
-from mindroom.bots.approval_grants import TimedApprovals
-from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.auto_approve_command import auto_approve_command
+from mindroom.bots.approvals.auto_approve_command import auto_approve_command
+from mindroom.bots.approvals.desk import ApprovalDesk
+from mindroom.bots.approvals.timed_approvals import TimedApprovals
 from mindroom.bots.bot import EntityBot
-from mindroom.bots.commands import CommandTable
+from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.config.plugin import PluginEntryConfig

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.capabilities import RunClock, TurnStores
+from mindroom.bots.approvals.desk import ApprovalDesk
 from mindroom.bots.directory import Directory
 from mindroom.bots.ingress import Ingress
+from mindroom.bots.pipeline_capabilities import RunClock, TurnStores
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.wiring import RunningDaemon

@@ -9,8 +9,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from mindroom.bots.bindings import HOOK_SEND_LIMIT, BotBindings
-from mindroom.bots.capabilities import RunClock
 from mindroom.bots.directory import Directory
+from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from mindroom.bots.capabilities import BOT_TURNS_PER_THREAD
 from mindroom.bots.ingress import (
     CLOCK_SKEW_MS,
     HELD_MESSAGE_MS,
@@ -19,6 +18,7 @@ from mindroom.bots.ingress import (
     IngressDrop,
     classify_message,
 )
+from mindroom.bots.pipeline_capabilities import BOT_TURNS_PER_THREAD
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.constants import (

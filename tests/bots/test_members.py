@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.capabilities import RunClock
 from mindroom.bots.ingress import CLOCK_SKEW_MS, IngressDrop
 from mindroom.bots.members import MemberChange, MemberHandler, classify_member_event
+from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.bots.recovery import recover_interrupted
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.approvals import ApprovalSeat
+from mindroom.bots.approvals.desk import ApprovalSeat
 from mindroom.hooks import EVENT_REACTION_RECEIVED, ApprovalRequest, hook
 from tests.bots.bench import ALICE, BOB, LOBBY, MALLORY, Bench, registry_of, until
 

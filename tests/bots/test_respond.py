@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.mind import TurnMind
+from mindroom.bots.turn_mind import TurnMind
 from mindroom.constants import HOPS_KEY, ORIGINAL_SENDER_KEY, SCHEDULE_ID_KEY
 from mindroom.hooks import EVENT_MESSAGE_BEFORE_RESPONSE, EVENT_MESSAGE_CANCELLED, hook
 from mindroom.matrix.delivery import STREAM_CURSOR

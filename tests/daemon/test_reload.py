@@ -16,8 +16,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from mindroom.bots.authorization import is_authorized
-from mindroom.bots.capabilities import RunClock, TurnStores
 from mindroom.bots.directory import Directory
+from mindroom.bots.pipeline_capabilities import RunClock, TurnStores
 from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.loading import parse_config_text
 from mindroom.constants import RuntimePaths

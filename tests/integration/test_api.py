@@ -17,7 +17,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from mindroom.api.app import create_app
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.api.keys import KEY_FILENAME
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings

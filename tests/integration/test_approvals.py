@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.approvals import APPROVAL_CONTENT_KEY
+from mindroom.bots.approvals.desk import APPROVAL_CONTENT_KEY
 from mindroom.testing.model_replies import content_text
 from mindroom.testing.model_server import Text, ToolCall, last_user_message
 from tests.integration.conftest import E2E

@@ -14,7 +14,7 @@ import structlog
 from typer.testing import CliRunner
 
 from mindroom.api.app import create_app
-from mindroom.api.context import ApiContext
+from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.cli import app

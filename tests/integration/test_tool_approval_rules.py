@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mindroom.bots.approvals import APPROVAL_CONTENT_KEY
+from mindroom.bots.approvals.desk import APPROVAL_CONTENT_KEY
 from mindroom.testing.model_server import Text, ToolCall, last_user_message
 from tests.integration.conftest import E2E
 from tests.integration.support import edits_of, thread_replies

@@ -4,7 +4,7 @@ import dataclasses
 from types import SimpleNamespace
 
 from mindroom.bots.bot import EntityBot
-from mindroom.bots.capabilities import RunClock
+from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.bots.recent import RecentMessages
 from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.main import Config

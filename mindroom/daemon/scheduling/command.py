@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from mindroom.bots.commands import Command
+from mindroom.bots.commands.table import Command
 from mindroom.bots.directory import Directory
 from mindroom.bots.routing import mentioned_agents
 from mindroom.bots.runtime import Entity, LiveState

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.approval_grants import TIMED_ALLOW_KEYS, TimedApprovals, timed_seconds
-from mindroom.bots.approvals import APPROVAL_CONTENT_KEY, ApprovalDesk, ApprovalSeat
+from mindroom.bots.approvals.desk import APPROVAL_CONTENT_KEY, ApprovalDesk, ApprovalSeat
+from mindroom.bots.approvals.timed_approvals import TIMED_ALLOW_KEYS, TimedApprovals, timed_seconds
 from mindroom.config.main import Config
 from mindroom.hooks import ApprovalRequest
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
 from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.tool_system.approval_grants import AUTO_APPROVE_OPTIONS
 from mindroom.tool_system.approval_rules import APPROVAL_RULES_PLUGIN
-from tests.bots.test_approvals import ALICE, ROOM, RecordingClient, until
+from tests.bots.approvals.test_desk import ALICE, ROOM, RecordingClient, until
 
 pytestmark = pytest.mark.asyncio
 

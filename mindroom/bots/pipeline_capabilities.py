@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from mindroom.bots.approvals import ApprovalDesk
+from mindroom.bots.approvals.desk import ApprovalDesk
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.limits import SlidingWindow
 from mindroom.state.answers import AnswerLog

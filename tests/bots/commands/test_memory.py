@@ -10,13 +10,13 @@ from agno.db.schemas import UserMemory
 
 from mindroom.ai.agents import close_caches
 from mindroom.ai.memory import memory_db, recall_memories
-from mindroom.bots.memory_command import memory_command
-from mindroom.bots.mind import TurnMind
+from mindroom.bots.commands.memory import memory_command
 from mindroom.bots.runtime import LiveState
+from mindroom.bots.turn_mind import TurnMind
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.hooks.registry import HookRegistry
-from tests.bots.test_commands import make_envelope
+from tests.bots.commands.test_table import make_envelope
 
 pytestmark = pytest.mark.asyncio
 

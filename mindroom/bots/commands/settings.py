@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from mindroom.bots.commands import Command
+from mindroom.bots.commands.table import Command
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.config.chat_settable import chat_leaves, chat_refusal
 from mindroom.config.loading import format_key_path

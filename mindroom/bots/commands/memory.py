@@ -10,9 +10,9 @@ Only the sender's memories are ever listed or deleted (an administrator's wipe n
 
 from __future__ import annotations
 
-from mindroom.bots.commands import Command
-from mindroom.bots.mind import TurnMind
+from mindroom.bots.commands.table import Command
 from mindroom.bots.runtime import Entity, LiveState
+from mindroom.bots.turn_mind import TurnMind
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
 

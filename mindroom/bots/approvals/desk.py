@@ -8,7 +8,7 @@ and waits on it instead of asking again; `expire_overdue` marks the cards whose 
 daemon was down. Which events count (authorized people, known cards) is for ingress and the reaction
 handler to decide; this module records and announces the outcome.
 
-Timed approvals (`mindroom.bots.approval_grants`, kept in the state's `GrantStore`): a call the person's
+Timed approvals (`mindroom.bots.approvals.timed_approvals`, kept in the state's `GrantStore`): a call the person's
 grant or `!auto_approve` window covers runs without a card.
 """
 
@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mindroom.bots.approval_grants import TimedApprovals, grant_note, grant_wire, offer_text
-from mindroom.bots.client import BotClient
+from mindroom.bots.approvals.timed_approvals import TimedApprovals, grant_note, grant_wire, offer_text
+from mindroom.bots.bot_client import BotClient
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.logging_config import get_logger

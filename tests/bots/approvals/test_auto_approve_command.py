@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mindroom.bots.approvals import APPROVAL_CONTENT_KEY
-from mindroom.bots.auto_approve_command import AUTO_APPROVE_EVENT_TYPE
+from mindroom.bots.approvals.auto_approve_command import AUTO_APPROVE_EVENT_TYPE
+from mindroom.bots.approvals.desk import APPROVAL_CONTENT_KEY
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.testing.model_server import Text, ToolCall
 from tests.bots.bench import ALICE, BOB, LOBBY, Bench, until

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.commands import Command, CommandTable, handle_command, is_command
+from mindroom.bots.commands.table import Command, CommandTable, handle_command, is_command
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.hooks.context import MessageEnvelope

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.approvals import (
+from mindroom.bots.approvals.desk import (
     APPROVAL_CONTENT_KEY,
     ApprovalDesk,
     ApprovalSeat,

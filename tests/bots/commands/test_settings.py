@@ -11,7 +11,7 @@ import pytest
 import yaml
 from structlog.testing import capture_logs
 
-from mindroom.bots.settings_commands import REFUSED
+from mindroom.bots.commands.settings import REFUSED
 from mindroom.config.overrides import Override
 from mindroom.daemon.chat_settings import register_settings_commands, with_chat_settings
 from mindroom.daemon.live import build_live_state

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from mindroom.bots.approval_grants import TimedApprovals, until_text
-from mindroom.bots.approvals import ApprovalDesk
-from mindroom.bots.commands import Command
+from mindroom.bots.approvals.desk import ApprovalDesk
+from mindroom.bots.approvals.timed_approvals import TimedApprovals, until_text
+from mindroom.bots.commands.table import Command
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
