@@ -243,8 +243,8 @@ def test_the_preload_brings_the_session_store_of_the_states_backend(postgres: bo
     assert loaded == [str(postgres), "True"]
 
 
-def _agno_imports(source: str) -> list[int]:
-    """Lines of `source` that import agno: statements anywhere (functions, `TYPE_CHECKING`) and `import_module`."""
+def _agno_imports(source: str, library: str = "agno") -> list[int]:
+    """Lines of `source` that import `library`: statements anywhere (functions, `TYPE_CHECKING`) and `import_module`."""
     lines = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -258,7 +258,7 @@ def _agno_imports(source: str) -> list[int]:
             names = [arg.value for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
         else:
             continue
-        if any(name.split(".")[0] == "agno" for name in names):
+        if any(name.split(".")[0] == library for name in names):
             lines.append(node.lineno)
     return lines
 
@@ -272,6 +272,18 @@ def test_package_only_ai_imports_agno():
     ]
 
     assert outside == [], f"agno imported outside mindroom.ai: {outside}"
+
+
+def test_package_only_matrix_imports_nio():
+    outside = [
+        f"{module}:{line}"
+        for module, path in MODULES.items()
+        if module != "mindroom.matrix" and not module.startswith("mindroom.matrix.")
+        for line in _agno_imports(path.read_text(encoding="utf-8"), "nio")
+    ]
+
+    assert outside == [], f"nio imported outside mindroom.matrix: {outside}"
+    assert _agno_imports("import nio\nfrom nio.crypto import Olm\nimport niota\n", "nio") == [1, 2]
 
 
 def test_package_agno_finder_sees_imports_in_functions_type_checking_and_import_module():
