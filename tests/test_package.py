@@ -243,7 +243,7 @@ def test_the_preload_brings_the_session_store_of_the_states_backend(postgres: bo
     assert loaded == [str(postgres), "True"]
 
 
-def _agno_imports(source: str, library: str = "agno") -> list[int]:
+def _library_imports(source: str, library: str = "agno") -> list[int]:
     """Lines of `source` that import `library`: statements anywhere (functions, `TYPE_CHECKING`) and `import_module`."""
     lines = []
     for node in ast.walk(ast.parse(source)):
@@ -268,7 +268,7 @@ def test_package_only_ai_imports_agno():
         f"{module}:{line}"
         for module, path in MODULES.items()
         if module != "mindroom.ai" and not module.startswith("mindroom.ai.")
-        for line in _agno_imports(path.read_text(encoding="utf-8"))
+        for line in _library_imports(path.read_text(encoding="utf-8"))
     ]
 
     assert outside == [], f"agno imported outside mindroom.ai: {outside}"
@@ -279,11 +279,11 @@ def test_package_only_matrix_imports_nio():
         f"{module}:{line}"
         for module, path in MODULES.items()
         if module != "mindroom.matrix" and not module.startswith("mindroom.matrix.")
-        for line in _agno_imports(path.read_text(encoding="utf-8"), "nio")
+        for line in _library_imports(path.read_text(encoding="utf-8"), "nio")
     ]
 
     assert outside == [], f"nio imported outside mindroom.matrix: {outside}"
-    assert _agno_imports("import nio\nfrom nio.crypto import Olm\nimport niota\n", "nio") == [1, 2]
+    assert _library_imports("import nio\nfrom nio.crypto import Olm\nimport niota\n", "nio") == [1, 2]
 
 
 def test_package_agno_finder_sees_imports_in_functions_type_checking_and_import_module():
@@ -298,7 +298,7 @@ def test_package_agno_finder_sees_imports_in_functions_type_checking_and_import_
         "from .agno import x\n"
     )
 
-    assert _agno_imports(source) == [4, 6, 7]
+    assert _library_imports(source) == [4, 6, 7]
 
 
 LAYERS = [
