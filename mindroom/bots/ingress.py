@@ -43,6 +43,7 @@ from mindroom.hooks.transport import SourceKind
 from mindroom.logging_config import debug_enabled, get_logger
 from mindroom.matrix import MatrixEvent
 from mindroom.matrix.crypto.undecrypted import KEEP_PARKED_S
+from mindroom.matrix.events import CLOCK_SKEW_MS
 from mindroom.state.answers import AnswerRecord
 from mindroom.state.approvals import ApprovalRecord
 
@@ -66,8 +67,6 @@ logger = get_logger(__name__)
 MAX_BODY_CHARS = 64_000
 MAX_BOT_HOPS = 2
 """A bot's answer that is already the second in a chain of bot answers starts no further turn."""
-CLOCK_SKEW_MS = 2000
-"""Events up to this much older than the daemon's start still count as new (homeserver clocks differ)."""
 _SOURCE_KINDS: dict[str, SourceKind] = {"m.audio": "voice", "m.image": "image", "m.file": "file", "m.video": "video"}
 
 

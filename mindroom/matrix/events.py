@@ -6,7 +6,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MatrixEvent", "MatrixEventKind", "event_from_raw"]
+__all__ = ["CLOCK_SKEW_MS", "MatrixEvent", "MatrixEventKind", "event_from_raw"]
+
+CLOCK_SKEW_MS = 2000
+"""Events up to this much older than the daemon's start still count as new (homeserver clocks differ)."""
 
 
 class MatrixEventKind(enum.StrEnum):

@@ -16,13 +16,11 @@ from mindroom.logging_config import get_logger
 from mindroom.matrix.credentials import bot_user_id
 from mindroom.matrix.crypto.undecrypted import UNDECRYPTABLE_NOTICE
 from mindroom.matrix.delivery import stable_txn_id
-from mindroom.matrix.events import MatrixEvent
+from mindroom.matrix.events import CLOCK_SKEW_MS, MatrixEvent
 
 __all__ = ["NoticeSender", "UnreadableNotices", "is_daemon_account", "notice_sender"]
 
 logger = get_logger(__name__)
-
-_CLOCK_SKEW_MS = 2000  # the pipeline's allowance for homeserver clocks (bots.ingress.CLOCK_SKEW_MS)
 
 
 class NoticeSender(Protocol):
@@ -91,7 +89,7 @@ class UnreadableNotices:
     async def answer(self, event: MatrixEvent) -> None:
         """Post the notice in the message's thread, unless another bot answers or no answer is due."""
         client = self._client
-        if event.origin_server_ts < client.started_ms - _CLOCK_SKEW_MS:
+        if event.origin_server_ts < client.started_ms - CLOCK_SKEW_MS:
             return
         if is_daemon_account(event.sender, client.server_name, self._prefix):
             return
