@@ -63,16 +63,21 @@ def memory_db_path(storage_root: Path) -> Path:
     return Path(storage_root).resolve() / "memory" / "memories.db"
 
 
-def _scoped(store_class: type[Any]) -> type[Any]:
-    """agno's store, bound to one agent: reads see that agent's memories only, writes are redacted and stay in it."""
+def _scoped(store_class: type[Any], *, makes_table: bool) -> type[Any]:
+    """agno's store, bound to one agent: reads see that agent's memories only, writes are redacted and stay in it.
+
+    Only public methods of agno's store are overridden (the ones `MemoryManager` reads and writes through).
+    With `makes_table`, the memory table is made before the first read or write, through agno's private
+    `_get_table`: `tests/ai/test_agno_contract.py` pins it (and why it is needed).
+    """
 
     class ScopedMemoryStore(store_class):  # type: ignore[misc,valid-type]
         scope_agent: str | None = None
-        _table_ready = False
+        _table_ready = not makes_table
 
         async def _ready(self) -> None:
             # agno's async SQLite store writes a memory only into an existing table (and says it did when
-            # there is none), so the table is made before the first read or write.
+            # there is none); its PostgreSQL store makes the table on the first write by itself.
             if not self._table_ready:
                 await self._get_table(table_type="memories", create_table_if_not_found=True)
                 self._table_ready = True
@@ -102,14 +107,14 @@ def _scoped(store_class: type[Any]) -> type[Any]:
 def _sqlite_class() -> type[Any]:
     from agno.db.sqlite import AsyncSqliteDb
 
-    return _scoped(AsyncSqliteDb)
+    return _scoped(AsyncSqliteDb, makes_table=True)
 
 
 @functools.cache
 def _postgres_class() -> type[Any]:
     from agno.db.postgres import AsyncPostgresDb
 
-    return _scoped(AsyncPostgresDb)
+    return _scoped(AsyncPostgresDb, makes_table=False)
 
 
 class _MemoryDbs:
