@@ -3,7 +3,10 @@
 Nothing here imports a toolkit. Availability is decided from what is installed (`importlib.util.find_spec`)
 and what the environment holds (each required credential, or its `<VAR>_FILE`). A toolkit's settings are
 the keyword arguments of its class's constructor, read from agno's source with `ast`, so a typo or a value
-of the wrong type is a config error at load, before anything is imported. Credentials are never settings:
+of the wrong type is a config error at load, before anything is imported (importing the class would cost the
+daemon's start agno's tool base, about 0.2 s, and the toolkit's own packages; the reading leans on the layout
+of agno's source instead, and `tests/tool_system/test_agno_contract.py` checks it gives what
+`inspect.signature` gives for every toolkit installed). Credentials are never settings:
 they come from the environment only, so no config edit and no chat message can set one.
 
 The provider a toolkit gets in the catalogue builds it for one agent (`ToolkitRef`, handed to the adapter
