@@ -29,7 +29,12 @@ _STOP_GRACE_S = 3
 
 
 class _InLoopServer(uvicorn.Server):
-    """uvicorn without its signal handlers (the daemon owns SIGTERM and SIGINT), ticking once a second."""
+    """uvicorn without its signal handlers (the daemon owns SIGTERM and SIGINT), ticking once a second.
+
+    It overrides and calls parts of `uvicorn.Server` that are not documented API (`capture_signals`,
+    `main_loop`, `on_tick`): `tests/api/test_uvicorn_contract.py` pins them, and `pyproject.toml` bounds
+    uvicorn to the releases it passed with.
+    """
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
