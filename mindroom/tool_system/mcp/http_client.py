@@ -7,6 +7,9 @@ name: the Host header, TLS SNI and the certificate check are for the URL's host.
 environment are not used: a proxy would resolve the name itself, after the check.
 
 Imported when a remote server is first connected (`httpx2` and `httpcore2` come with the `mcp` extra).
+Two parts are not public API, each pinned by a contract test and bounded in `pyproject.toml`: the
+transport's connection pool (`_pool`, `tests/tool_system/mcp/test_httpx2_contract.py`) and the SDK's
+default timeouts (`mcp.shared._httpx_utils`, `tests/tool_system/mcp/test_mcp_contract.py`).
 """
 
 from __future__ import annotations
@@ -70,8 +73,8 @@ class PinnedTransport(httpx2.AsyncHTTPTransport):
     def __init__(self, checked: CheckedHost) -> None:
         ssl_context = httpx2.create_ssl_context()
         super().__init__(verify=ssl_context)
-        # httpx builds its pool in `__init__` with no way to pass a network backend; the pinning test
-        # (`tests/tool_system/mcp/test_address.py`) fails if a newer httpx stops sending through `_pool`.
+        # httpx builds its pool in `__init__` with no way to pass a network backend; the contract test
+        # (`test_httpx2_contract.py`) fails if a newer httpx2 stops sending, entering or closing through `_pool`.
         self._pool = httpcore2.AsyncConnectionPool(ssl_context=ssl_context, network_backend=PinnedBackend(checked))
 
 
