@@ -19,7 +19,12 @@ import mindroom
 
 PACKAGE = Path(mindroom.__file__).resolve().parent
 MAX_MODULE_LINES = 400
-FOUNDATIONS = {"__init__.py", "__main__.py", "constants.py", "errors.py", "logging_config.py", "private_files.py"}
+FOUNDATIONS = {
+    *("__init__.py", "__main__.py", "constants.py", "errors.py", "logging_config.py", "private_files.py"),
+    "tasks.py",  # `TaskOwner`: the one way a task is owned, for packages on every layer (matrix, ai, bots, daemon)
+}
+"""The loose modules every package may import. One joins only when it holds a single mechanism that packages on
+several layers need, and that would otherwise be written again in each of them."""
 ENVIRONMENT_READERS = {
     "mindroom/config/environment.py",  # the daemon's one reader
     "mindroom/testing/homeserver.py",  # the plugin authors' kit, not the daemon: its own test-server variables

@@ -10,9 +10,9 @@ from typing import Protocol
 
 from mindroom.api.limits import RateLimiter
 from mindroom.api.settings import ApiSettings
-from mindroom.bots.tasks import TaskOwner
 from mindroom.daemon.reload import ReloadCoordinator
 from mindroom.daemon.wiring import RunningDaemon
+from mindroom.tasks import TaskOwner
 
 __all__ = ["ApiContext", "DaemonView"]
 

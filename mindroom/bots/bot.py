@@ -31,7 +31,6 @@ from mindroom.bots.runtime import (
     LiveState,
     StreamState,
 )
-from mindroom.bots.tasks import TaskOwner
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.hooks.context import AgentLifecycleContext, HookBindings
 from mindroom.hooks.execution import emit
@@ -39,6 +38,7 @@ from mindroom.hooks.types import EVENT_AGENT_STARTED, EVENT_AGENT_STOPPED, EVENT
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent, MatrixEventKind
 from mindroom.state.attachments import AttachmentStore
+from mindroom.tasks import TaskOwner
 from mindroom.tool_system.spec import AgentToolEnvironment, workspace_dir
 
 __all__ = ["INTERRUPTED_NOTE", "INTERRUPT_GRACE_S", "ROUTER_SYNC_SETTLE_S", "ClientT", "EntityBot"]

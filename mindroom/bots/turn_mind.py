@@ -11,12 +11,12 @@ start and on reload), `stop` lets running extractions finish (bounded), then clo
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from mindroom.config.main import Config, ModelConfig
 from mindroom.constants import RuntimePaths
 from mindroom.logging_config import get_logger
+from mindroom.tasks import TaskOwner
 
 __all__ = ["MEMORY_HEADING", "TurnMind", "memory_model"]
 
@@ -47,7 +47,7 @@ class TurnMind:
         self.paths = paths
         self.session_url = session_url
         self._knowledge: Any = None
-        self._extractions: set[asyncio.Task[None]] = set()
+        self._extractions = TaskOwner("memory")
         self._tools: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     @property
@@ -112,12 +112,11 @@ class TurnMind:
         model = memory_model(config, agent_name)
         if model is None:
             return
-        task = asyncio.create_task(
+        self._extractions.spawn(
             self._extract(model, agent_name, requester, [("user", question), ("assistant", answer)]),
+            "memory extraction",
             name=f"memory-{agent_name}",
         )
-        self._extractions.add(task)
-        task.add_done_callback(self._extractions.discard)
 
     async def _extract(self, model: ModelConfig, agent: str, requester: str, exchange: list[tuple[str, str]]) -> None:
         from mindroom.ai.agents import agent_cache
@@ -135,17 +134,11 @@ class TurnMind:
 
     async def settled(self) -> None:
         """Wait until the extractions running now have finished (tests and benchmarks use it)."""
-        while self._extractions:
-            await asyncio.gather(*list(self._extractions), return_exceptions=True)
+        await self._extractions.settled()
 
     async def stop(self, grace_s: float = _STOP_GRACE_S) -> None:
         """Give running extractions `grace_s` to finish, cancel the rest, close the knowledge bases."""
-        pending = list(self._extractions)
-        if pending:
-            _done, late = await asyncio.wait(pending, timeout=grace_s)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        await self._extractions.cancel_all(grace_s)
         if self._knowledge is not None:
             await self._knowledge.stop()
             self._knowledge = None

@@ -7,7 +7,6 @@ restart), stops every server with the daemon, and says in the admin room when a 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -18,6 +17,7 @@ from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.reload import ApplyChanges, EntityChanges
 from mindroom.logging_config import get_logger, redact_text
+from mindroom.tasks import TaskOwner
 from mindroom.tool_system.mcp.connection import ServerStatus
 from mindroom.tool_system.mcp.servers import MCPServerPool
 
@@ -53,7 +53,7 @@ class MCPLifecycle:
         self._directory = directory
         self._paths = paths
         self._ready: dict[str, bool] = {}
-        self._notices: set[asyncio.Task[None]] = set()
+        self._notices = TaskOwner("mcp notices")
         self.pool.on_change = self._changed
 
     async def apply(self, config: Config) -> tuple[str, ...]:
@@ -76,9 +76,7 @@ class MCPLifecycle:
         """Stop every server, then the notices still being sent."""
         self.pool.on_change = None
         await self.pool.close()
-        for task in list(self._notices):
-            task.cancel()
-        await asyncio.gather(*self._notices, return_exceptions=True)
+        await self._notices.cancel_all()
 
     def _changed(self, status: ServerStatus) -> None:
         # Per server: None until first seen, True while up, False once its failure was announced.
@@ -91,9 +89,7 @@ class MCPLifecycle:
             self._ready[status.server_id] = False
         else:
             return
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._notify(notice_text(status)))
-        self._notices.add(task)
-        task.add_done_callback(self._notices.discard)
+        self._notices.spawn(self._notify(notice_text(status)), "an MCP server notice")
 
     async def _admin_notice(self, text: str) -> None:
         key = self._cell.live.config.admin_room

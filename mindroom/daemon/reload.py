@@ -30,7 +30,6 @@ from dataclasses import dataclass, replace
 from mindroom.bots.commands.table import Command
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
-from mindroom.bots.tasks import TaskOwner
 from mindroom.config.main import Config
 from mindroom.config.overrides import ChatSettings
 from mindroom.constants import ROUTER_AGENT_NAME
@@ -42,6 +41,7 @@ from mindroom.hooks.execution import emit
 from mindroom.hooks.types import EVENT_CONFIG_RELOADED
 from mindroom.logging_config import get_logger, redact_text
 from mindroom.plugins.skills import SkillError
+from mindroom.tasks import TaskOwner
 from mindroom.tool_system.catalog import ToolCatalogError
 
 __all__ = [

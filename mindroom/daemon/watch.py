@@ -15,9 +15,9 @@ from pathlib import Path
 
 from watchfiles import Change, DefaultFilter, awatch
 
-from mindroom.bots.tasks import TaskOwner
 from mindroom.logging_config import get_logger
 from mindroom.plugins.discovery import DROP_IN_DIRNAME, WATCHED_SUFFIXES
+from mindroom.tasks import TaskOwner
 
 __all__ = ["ConfigWatcher", "EnvFile"]
 

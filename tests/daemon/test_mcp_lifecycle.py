@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import LiveCell, LiveState
@@ -59,3 +60,24 @@ async def until(condition, timeout: float = 30.0) -> None:
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "timed out"
         await asyncio.sleep(0.05)
+
+
+@pytest.mark.asyncio
+async def test_mcp_lifecycle_logs_a_notice_that_failed_to_go_out(tmp_path: Path):
+    async def notify(text: str) -> None:
+        raise RuntimeError("the admin room is gone")
+
+    cell = LiveCell(LiveState(config=Config(), registry=HookRegistry.empty()))
+    paths = RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {})
+    pool = MCPServerPool(retry=RetryPolicy(0.2, 0.5))
+    lifecycle = MCPLifecycle(
+        cell, Directory("localhost", SqliteRoomMemory(tmp_path / "rooms.db")), paths, pool, notify=notify
+    )
+    with capture_logs() as logs:
+        assert pool.on_change is not None
+        pool.on_change(ServerStatus("clock", "failed", "it crashed"))  # as the pool reports a server going down
+        await until(lambda: any(entry["event"] == "background task failed" for entry in logs))
+        await lifecycle.stop()
+
+    failed = next(entry for entry in logs if entry["event"] == "background task failed")
+    assert (failed["owner"], failed["what"]) == ("mcp notices", "an MCP server notice")

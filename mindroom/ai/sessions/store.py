@@ -53,6 +53,7 @@ from mindroom.ai.sessions.rows import (
 )
 from mindroom.logging_config import get_logger
 from mindroom.private_files import SQLITE_CACHE_PRAGMA
+from mindroom.tasks import TaskOwner
 
 __all__ = [
     "NewSessionsUnread",
@@ -145,7 +146,7 @@ class _TurnState:
     def __init__(self) -> None:
         self.pending: dict[str, tuple[Any, ...]] = {}
         self.writing: dict[str, asyncio.Future[None]] = {}
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.tasks = TaskOwner("session store")
         self.sql: tuple[str, str] | None = None
 
 
@@ -227,9 +228,7 @@ class _BatchedTurnWrites(NewSessionsUnread):
         state = self._turn_state()
         state.pending[session.session_id] = session_params(session, self._dialect)
         self._fresh_sessions().discard(session.session_id)
-        task = asyncio.get_running_loop().create_task(self._flush(session.session_id))
-        state.tasks.add(task)
-        task.add_done_callback(state.tasks.discard)
+        state.tasks.spawn(self._flush(session.session_id), "writing a session row")
         return session
 
     async def upsert_run(
@@ -259,7 +258,7 @@ class _BatchedTurnWrites(NewSessionsUnread):
 
     async def close(self) -> None:
         state = self._turn_state()
-        await asyncio.gather(*state.tasks, return_exceptions=True)
+        await state.tasks.settled()
         await self._flush()
         parent: Any = super()
         await parent.close()

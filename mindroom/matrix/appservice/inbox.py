@@ -37,6 +37,7 @@ from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
 from mindroom.matrix.inbound import EventHandler, InviteHandler, answer_invite, deliver_raw, inviter_of
 from mindroom.matrix.transport import JsonTransport, quote_path
 from mindroom.state.tokens import SyncTokens
+from mindroom.tasks import TaskOwner
 
 __all__ = ["TIDY_INTERVAL_S", "BotInbox"]
 
@@ -110,7 +111,7 @@ class BotInbox:
         self._join = join
         self._leave = leave
         self._lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskOwner(bot_name)
         self._notice_timer: asyncio.Task[None] | None = None
         self._recheck: asyncio.Task[None] | None = None
         self._answered: set[str] = set()
@@ -251,14 +252,7 @@ class BotInbox:
         return []  # the invite is further back than one page: history, not news
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work, name=f"invite-{self._bot}")
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.warning("answering an invite failed", agent=self._bot, error=str(task.exception()))
+        self._tasks.spawn(work, "answering an invite", name=f"invite-{self._bot}")
 
     async def catch_up(self, tokens: SyncTokens) -> None:
         """Once per run, before receiving: invites made meanwhile, the key count, the to-device messages kept,
@@ -328,8 +322,7 @@ class BotInbox:
 
     async def close(self) -> None:
         """Cancel the invite answers, the notice timer and the inbox read still due, and wait for them."""
-        timers = (self._notice_timer, self._recheck)
-        tasks = [*self._tasks, *(timer for timer in timers if timer is not None)]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        timers = [timer for timer in (self._notice_timer, self._recheck) if timer is not None]
+        for timer in timers:
+            timer.cancel()
+        await asyncio.gather(*timers, self._tasks.cancel_all(), return_exceptions=True)
