@@ -21,6 +21,7 @@ PACKAGE = Path(mindroom.__file__).resolve().parent
 MAX_MODULE_LINES = 400
 FOUNDATIONS = {
     *("__init__.py", "__main__.py", "constants.py", "errors.py", "logging_config.py", "private_files.py"),
+    "backoff.py",  # `Backoff`: the one way to wait between tries (matrix, state, tool_system, ai)
     "tasks.py",  # `TaskOwner`: the one way a task is owned, for packages on every layer (matrix, ai, bots, daemon)
 }
 """The loose modules every package may import. One joins only when it holds a single mechanism that packages on

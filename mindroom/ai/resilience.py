@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import httpx
 from agno.exceptions import AgnoError
 
 from mindroom.ai.errors import GenerationError
+from mindroom.backoff import Backoff
 from mindroom.logging_config import get_logger
 
 __all__ = [
@@ -42,8 +42,8 @@ _T = TypeVar("_T")
 
 TURN_RETRY_BUDGET_S = 60.0
 """The most time one turn spends waiting between retries, over all its model calls."""
-_FIRST_DELAY_S = 0.5
-_MAX_DELAY_S = 8.0
+_BACKOFF = Backoff(first_s=0.5, max_s=8.0, jitter=(0.8, 1.2))
+"""The wait before a retry the provider named no time for: from half a second, doubling, to 8 s, spread by a fifth."""
 _MAX_RETRY_AFTER_S = 30.0
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _AGNO_DEFAULT_STATUS = 502
@@ -133,8 +133,7 @@ def _backoff_s(error: BaseException, attempt: int) -> float:
     asked = retry_after_s(error)
     if asked is not None:
         return min(asked, _MAX_RETRY_AFTER_S)
-    delay: float = min(_FIRST_DELAY_S * 2**attempt, _MAX_DELAY_S) * random.uniform(0.8, 1.2)
-    return delay
+    return _BACKOFF.delay(attempt + 1)
 
 
 async def _wait_before_retry(error: BaseException, attempt: int, budget: RetryBudget, label: str) -> bool:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
+from mindroom.backoff import Backoff
 from mindroom.cli.doctor_result import CheckResult
 from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.config.main import Config, ShellToolConfig
 from mindroom.constants import RuntimePaths
-from mindroom.tool_system.mcp.connection import RetryPolicy
 from mindroom.tool_system.mcp.servers import MCPServerPool, mcp_problems
 from mindroom.tool_system.sandbox.launch import (
     DEFAULT_PATH,
@@ -87,7 +87,7 @@ async def check_mcp_servers(config: Config, paths: RuntimePaths) -> list[CheckRe
     enabled = {server_id: server for server_id, server in config.mcp_servers.items() if server.enabled}
     if not enabled:
         return []
-    pool = MCPServerPool(paths, retry=RetryPolicy(first_s=3600.0, max_s=3600.0))
+    pool = MCPServerPool(paths, retry=Backoff(first_s=3600.0, max_s=3600.0))
     try:
         await pool.apply(config)
         deadline = (

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mindroom.logging_config import get_logger
 from mindroom.matrix.crypto.undecrypted import SyncDecryption
-from mindroom.matrix.delivery import REFUSED_RETRY_S
+from mindroom.matrix.delivery import HOMESERVER_BACKOFF, HomeserverRetries
 from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
 from mindroom.matrix.inbound import EventHandler, InviteHandler, answer_invite, deliver_raw, inviter_of
 from mindroom.matrix.transport import JsonReply, JsonTransport, quote_path
@@ -31,8 +30,6 @@ _BACKFILL_PAGE = 100
 _BACKFILL_MAX_EVENTS = 2000
 _POLL_TIMEOUT_MS = 30_000
 _HTTP_MARGIN_S = 15.0
-_BACKOFF_START_S = 0.5
-_BACKOFF_CAP_S = 30.0
 _SESSION_GONE = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN", "M_USER_DEACTIVATED"})
 
 
@@ -109,7 +106,7 @@ class _Outage:
 
     def __init__(self, bot_name: str) -> None:
         self._bot = bot_name
-        self._failures = 0
+        self._retries = HomeserverRetries()
         self._attempts = 0
         self._since: float | None = None
 
@@ -118,17 +115,13 @@ class _Outage:
         if self._since is None:
             self._since = time.monotonic()
             logger.warning("sync connection lost", agent=self._bot, error=error)
-        if refused:
-            return REFUSED_RETRY_S * random.uniform(0.9, 1.0)
-        self._failures += 1
-        delay: float = min(_BACKOFF_CAP_S, _BACKOFF_START_S * 2.0 ** min(self._failures - 1, 16))
-        return delay + random.uniform(0, delay / 10)
+        return self._retries.wait(refused=refused)
 
     def recovered(self) -> None:
         if self._since is not None:
             downtime = round(time.monotonic() - self._since, 1)
             logger.info("sync connection restored", agent=self._bot, downtime_s=downtime, attempts=self._attempts)
-        self._failures = 0
+        self._retries.reset()
         self._attempts = 0
         self._since = None
 
@@ -265,7 +258,7 @@ class SyncLoop:
     def _retry_after(reply: JsonReply) -> float:
         retry_ms = _as_dict(reply.body).get("retry_after_ms")
         if isinstance(retry_ms, int | float) and retry_ms > 0:
-            return min(float(retry_ms) / 1000, _BACKOFF_CAP_S)
+            return min(float(retry_ms) / 1000, HOMESERVER_BACKOFF.max_s)
         return 1.0
 
     async def _handle_batch(

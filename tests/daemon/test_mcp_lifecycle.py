@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from mindroom.backoff import Backoff
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import LiveCell, LiveState
 from mindroom.config.main import Config
@@ -15,7 +16,7 @@ from mindroom.constants import RuntimePaths
 from mindroom.daemon.mcp import MCPLifecycle, notice_text
 from mindroom.hooks.registry import HookRegistry
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
-from mindroom.tool_system.mcp.connection import RetryPolicy, ServerStatus
+from mindroom.tool_system.mcp.connection import ServerStatus
 from mindroom.tool_system.mcp.servers import MCPServerPool
 from tests.integration.mcp_servers import time_server_command
 
@@ -36,7 +37,7 @@ async def test_mcp_lifecycle_announces_a_crash_and_the_recovery_once_each(tmp_pa
     config = Config.model_validate({"mcp_servers": {"clock": {"transport": "stdio", "command": time_server_command()}}})
     cell = LiveCell(LiveState(config=config, registry=HookRegistry.empty()))
     paths = RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {})
-    pool = MCPServerPool(retry=RetryPolicy(0.2, 0.5))
+    pool = MCPServerPool(retry=Backoff(0.2, 0.5))
     lifecycle = MCPLifecycle(
         cell, Directory("localhost", SqliteRoomMemory(tmp_path / "rooms.db")), paths, pool, notify=notify
     )
@@ -69,7 +70,7 @@ async def test_mcp_lifecycle_logs_a_notice_that_failed_to_go_out(tmp_path: Path)
 
     cell = LiveCell(LiveState(config=Config(), registry=HookRegistry.empty()))
     paths = RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {})
-    pool = MCPServerPool(retry=RetryPolicy(0.2, 0.5))
+    pool = MCPServerPool(retry=Backoff(0.2, 0.5))
     lifecycle = MCPLifecycle(
         cell, Directory("localhost", SqliteRoomMemory(tmp_path / "rooms.db")), paths, pool, notify=notify
     )

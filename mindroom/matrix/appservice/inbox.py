@@ -32,7 +32,7 @@ from typing import Any
 from mindroom.logging_config import get_logger
 from mindroom.matrix.appservice.transactions import InboxPart
 from mindroom.matrix.crypto.undecrypted import SyncDecryption, is_encrypted
-from mindroom.matrix.delivery import REFUSED_RETRY_S
+from mindroom.matrix.delivery import REFUSED_RETRY_S, HomeserverRetries
 from mindroom.matrix.errors import MatrixConnectionError, MatrixRequestError
 from mindroom.matrix.inbound import EventHandler, InviteHandler, answer_invite, deliver_raw, inviter_of
 from mindroom.matrix.transport import JsonTransport, quote_path
@@ -45,7 +45,6 @@ logger = get_logger(__name__)
 
 _SYNC_PATH = "/_matrix/client/v3/sync"
 _WINDOW_LIMIT = 100
-_CATCH_UP_BACKOFF_CAP_S = 30.0
 _CATCH_UP_PAGES = 20
 _INBOX_RECHECK_S = 2.0
 _DEVICE_KEYS = ("to_device", "device_lists", "device_one_time_keys_count")
@@ -297,7 +296,7 @@ class BotInbox:
 
     async def _catch_up_sync(self, since: str | None, *, patient: bool) -> dict[str, Any]:
         query = {"filter": _CATCH_UP_FILTER, "timeout": "0", **({"since": since} if since else {})}
-        delay = REFUSED_RETRY_S
+        retries = HomeserverRetries()
         while True:
             try:
                 reply = await self._transport.request("GET", _SYNC_PATH, query=query, timeout=60.0)
@@ -305,8 +304,7 @@ class BotInbox:
                 if not patient:
                     raise
                 logger.warning("catching up failed; retrying", agent=self._bot, error=str(exc))
-                await asyncio.sleep(delay)
-                delay = min(_CATCH_UP_BACKOFF_CAP_S, delay * 2)
+                await asyncio.sleep(retries.wait(refused=exc.refused))
                 continue
             if reply.ok:
                 return _as_dict(reply.body)
@@ -315,8 +313,7 @@ class BotInbox:
             if reply.status == 400 and "since" in query:
                 query.pop("since")  # a position the homeserver no longer knows: ask afresh
             elif reply.status == 429 or reply.status >= 500:
-                await asyncio.sleep(delay)
-                delay = min(_CATCH_UP_BACKOFF_CAP_S, delay * 2)
+                await asyncio.sleep(retries.wait(refused=False))
             else:
                 raise MatrixRequestError("sync", reply.errcode, reply.error, reply.status)
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from mindroom.logging_config import get_logger
-from mindroom.matrix.delivery import REFUSED_RETRY_S
+from mindroom.matrix.delivery import HomeserverRetries
 from mindroom.matrix.errors import MatrixConnectionError
 
 __all__ = ["QUIET_S", "HomeserverWatch"]
@@ -27,8 +27,6 @@ logger = get_logger(__name__)
 
 QUIET_S = 5.0
 """How long without a transaction before the watch asks whether the homeserver is still there."""
-_FIRST_RETRY_S = 0.5
-_MAX_RETRY_S = 30.0
 
 
 def _now_ms() -> int:
@@ -101,7 +99,7 @@ class HomeserverWatch:
         """Probe until the homeserver answers (and the catch-up due, if any, is done)."""
         went_away: float | None = None
         attempts = 0
-        delay = _FIRST_RETRY_S
+        retries = HomeserverRetries()
         while True:
             try:
                 await self._probe()
@@ -119,10 +117,7 @@ class HomeserverWatch:
                     logger.warning("homeserver unreachable; receiving resumes when it is back", error=str(exc))
                     if self._catch_up_since is None:
                         self._catch_up_since = self._heard_ms
-                wait = REFUSED_RETRY_S if exc.refused else delay
-                if not exc.refused:
-                    delay = min(delay * 2, _MAX_RETRY_S)
-                await asyncio.sleep(wait)
+                await asyncio.sleep(retries.wait(refused=exc.refused))
                 continue
             except Exception:
                 # A fault of the catch-up itself: logged loudly, and the watch goes on (it is the daemon's ears).

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from mindroom.backoff import Backoff
 from mindroom.logging_config import get_logger
 from mindroom.state.errors import StateError
 from mindroom.state.postgres.schema import read_generation, release_generation, take_generation
@@ -45,7 +46,8 @@ logger = get_logger(__name__)
 _T = TypeVar("_T")
 _MAX_BATCH = 500
 _CONNECT_TIMEOUT_S = 5
-_MAX_RETRY_S = 1.0
+_RECONNECT = Backoff(first_s=0.2, max_s=1.0)
+"""The waits between attempts to reach the state database again: short, since the lock's lease is running."""
 DEFAULT_LEASE_S = 3.0
 """How long a successful statement shows that this daemon still holds the lock."""
 # The server side notices a vanished client (a dead machine sends no FIN) after idle + interval * count
@@ -321,7 +323,7 @@ class StateConnection:
             call.future.set_result(result)
 
     def _with_reconnect(self, function: Callable[[psycopg.Connection[Any]], _T]) -> _T:
-        delay = 0.2
+        retries = _RECONNECT.retries()
         while True:
             conn = self._conn
             if conn is not None and not conn.closed:
@@ -350,9 +352,9 @@ class StateConnection:
                 logger.info("state database connection restored", locked=self._locked)
             except psycopg.OperationalError as exc:
                 self._locked = was_locked
+                delay = retries.next_wait()
                 logger.warning("state database unreachable; retrying", error=str(exc), retry_in_s=delay)
                 time.sleep(delay)
-                delay = min(delay * 2, _MAX_RETRY_S)
 
     def _relock(self, conn: psycopg.Connection[Any]) -> bool:
         """Take the lock again after a reconnect. The old session may still hold it (the server notices a dead

@@ -19,29 +19,20 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mindroom.backoff import Backoff
 from mindroom.config.mcp import MCPServerConfig
 from mindroom.logging_config import get_logger, redact_text
 from mindroom.tool_system.mcp.wire import RemoteTool, list_remote_tools, result_output
 from mindroom.tool_system.spec import ToolError
 
-__all__ = ["MCPConnection", "RetryPolicy", "ServerState", "ServerStatus"]
+__all__ = ["MCP_RETRY", "MCPConnection", "ServerState", "ServerStatus"]
 
 logger = get_logger(__name__)
 
 ServerState = Literal["starting", "ready", "failed", "stopped"]
 _REASON_CHARS = 500
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How long to wait before the next connection attempt: `first_s`, doubling up to `max_s`."""
-
-    first_s: float = 5.0
-    max_s: float = 60.0
-
-    def delay(self, failures: int) -> float:
-        """The wait after `failures` failed attempts in a row (at least one)."""
-        return float(min(self.max_s, self.first_s * 2.0 ** max(0, failures - 1)))
+MCP_RETRY = Backoff(first_s=5.0, max_s=60.0)
+"""The wait before the next attempt to start a server that failed to start: 5 s, doubling up to 60 s."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +56,14 @@ class MCPConnection:
         config: MCPServerConfig,
         transport: Callable[[AsyncExitStack], Awaitable[Any]],
         *,
-        retry: RetryPolicy | None = None,
+        retry: Backoff = MCP_RETRY,
         on_change: Callable[[MCPConnection], None] | None = None,
         diagnostics: Callable[[], str] | None = None,
     ) -> None:
         self.server_id = server_id
         self.config = config
         self._transport = transport
-        self._retry = retry or RetryPolicy()
+        self._retry = retry
         self._on_change = on_change
         self._diagnostics = diagnostics
         self._client: Any = None

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mindroom.backoff import Backoff
 from mindroom.config.main import Config
 from mindroom.config.mcp import MCPSandboxConfig, MCPServerConfig, check_mcp_agent_overrides, mcp_tool_name
 from mindroom.constants import RuntimePaths, resolve_config_relative_path
 from mindroom.logging_config import get_logger
-from mindroom.tool_system.mcp.connection import MCPConnection, RetryPolicy, ServerStatus
+from mindroom.tool_system.mcp.connection import MCP_RETRY, MCPConnection, ServerStatus
 from mindroom.tool_system.mcp.stdio import StdioServerSpec, StdioSession
 from mindroom.tool_system.mcp.wire import RemoteTool, connect_client
 from mindroom.tool_system.providers import ToolProvider
@@ -85,7 +86,7 @@ class MCPServerPool:
         self,
         runtime_paths: RuntimePaths | None = None,
         *,
-        retry: RetryPolicy | None = None,
+        retry: Backoff = MCP_RETRY,
         on_change: Callable[[ServerStatus], None] | None = None,
     ) -> None:
         self._paths = runtime_paths

@@ -13,6 +13,8 @@ from mindroom.matrix.appservice import inbox as inbox_module
 from mindroom.matrix.appservice.inbox import BotInbox
 from mindroom.matrix.appservice.transactions import InboxPart
 from mindroom.matrix.credentials import SyncTokenStore
+from mindroom.matrix.delivery import REFUSED_RETRY_S
+from mindroom.matrix.errors import MatrixConnectionError
 from mindroom.matrix.events import MatrixEvent
 from mindroom.matrix.transport import JsonReply
 
@@ -241,3 +243,36 @@ async def test_inbox_the_device_inbox_is_read_once_more_before_an_unreadable_mes
 
     assert [event.event_id for event in handled] == ["$q"]
     assert homeserver.since == [None, "s1", "s2", "s3"]
+
+
+class _Outage:
+    """Refuses the connection `refused` times, breaks it `broken` times, answers 503 once, then answers."""
+
+    def __init__(self, refused: int, broken: int) -> None:
+        self.failures = [True] * refused + [False] * broken
+        self.overloaded = True
+
+    async def request(self, method: str, path: str, **_: Any) -> JsonReply:
+        if self.failures:
+            refused = self.failures.pop(0)
+            raise MatrixConnectionError("refused" if refused else "reset", refused=refused)
+        if self.overloaded:
+            self.overloaded = False
+            return JsonReply(503, {"errcode": "M_UNKNOWN"})
+        return JsonReply(200, {"next_batch": "s1"})
+
+
+async def test_inbox_catch_up_waits_through_an_outage_as_the_sync_does(tmp_path: Path, monkeypatch):
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(inbox_module.asyncio, "sleep", record)
+
+    await _inbox(_Outage(refused=6, broken=2), _Decryption()).catch_up(SyncTokenStore(tmp_path))  # type: ignore[arg-type]
+
+    assert len(waits) == 9
+    assert all(0.9 * REFUSED_RETRY_S <= wait <= REFUSED_RETRY_S for wait in waits[:6])  # a refusal does not grow it
+    for wait, step in zip(waits[6:], [0.5, 1.0, 2.0], strict=True):  # failures that reached it back off, 503 too
+        assert step <= wait <= step * 1.1

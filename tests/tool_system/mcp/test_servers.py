@@ -18,17 +18,18 @@ from types import SimpleNamespace
 import pytest
 import pytest_asyncio
 
+from mindroom.backoff import Backoff
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.tool_system.calls import call_tool
-from mindroom.tool_system.mcp.connection import RetryPolicy
+from mindroom.tool_system.mcp.connection import MCP_RETRY
 from mindroom.tool_system.mcp.servers import MCPServerPool
 from mindroom.tool_system.mcp.wire import check_remote_url, result_output
 from mindroom.tool_system.sandbox.reaper import descendants
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolOutput
 from tests.integration.mcp_servers import NPM_PREFIX, everything_script, time_server_command
 
-FAST = RetryPolicy(first_s=0.2, max_s=0.5)
+FAST = Backoff(first_s=0.2, max_s=0.5)
 
 
 def content(**fields):
@@ -70,7 +71,7 @@ async def test_mcp_remote_urls_refuse_private_and_metadata_addresses():
 
 
 def test_mcp_retry_doubles_from_five_to_sixty_seconds():
-    assert [RetryPolicy().delay(n) for n in range(1, 7)] == [5, 10, 20, 40, 60, 60]
+    assert [MCP_RETRY.delay(n) for n in range(1, 7)] == [5, 10, 20, 40, 60, 60]
 
 
 def time_server(prefix: str, *args: str, **extra) -> dict:

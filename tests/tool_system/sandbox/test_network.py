@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from mindroom.backoff import Backoff
 from mindroom.config.main import Config, ShellToolConfig
 from mindroom.constants import RuntimePaths
 from mindroom.tool_system.calls import call_tool
-from mindroom.tool_system.mcp.connection import RetryPolicy
 from mindroom.tool_system.mcp.servers import MCPServerPool
 from mindroom.tool_system.sandbox import launch as sandbox_module
 from mindroom.tool_system.sandbox.reaper import descendants
@@ -290,7 +290,7 @@ def dialer(tmp_path) -> Path:
 @pytest_asyncio.fixture
 async def pool(tmp_path):
     made = MCPServerPool(
-        RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {}), retry=RetryPolicy(first_s=0.2, max_s=0.5)
+        RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {}), retry=Backoff(first_s=0.2, max_s=0.5)
     )
     yield made
     await made.close()
