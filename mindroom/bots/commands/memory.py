@@ -10,7 +10,7 @@ Only the sender's memories are ever listed or deleted (an administrator's wipe n
 
 from __future__ import annotations
 
-from mindroom.bots.commands.table import Command
+from mindroom.bots.commands.table import Command, is_administrator
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.bots.turn_mind import TurnMind
 from mindroom.hooks.context import MessageEnvelope
@@ -33,7 +33,7 @@ def memory_command(mind: TurnMind) -> Command:
         verb, _, rest = args.partition(" ")
         verb, rest = verb.lower(), rest.strip()
         if verb == "wipe":
-            if envelope.requester_id not in live.config.administrators:
+            if not is_administrator(live, envelope, "memory wipe"):
                 return "Only administrators can wipe a person's memories."
             if not rest.startswith("@") or ":" not in rest:
                 return _USAGE

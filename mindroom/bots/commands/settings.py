@@ -15,17 +15,16 @@ from typing import Any, Protocol
 
 import yaml
 
-from mindroom.bots.commands.table import Command
+from mindroom.bots.commands.table import Command, is_administrator
 from mindroom.bots.runtime import Entity, LiveState
 from mindroom.config.chat_settable import chat_leaves, chat_refusal
 from mindroom.config.loading import format_key_path
 from mindroom.config.overrides import Override, OverrideScope, parse_key_path
 from mindroom.hooks.context import MessageEnvelope
-from mindroom.logging_config import get_logger, redact_value
+from mindroom.logging_config import redact_value
 
 __all__ = ["REFUSED", "SettingsChanger", "settings_commands"]
 
-logger = get_logger(__name__)
 
 REFUSED = "❌ Only administrators may change settings."
 _RESETS = ("reset", "clear")
@@ -41,13 +40,6 @@ class SettingsChanger(Protocol):
 
     async def reset(self, slot: tuple[str, str, str, str], by: str) -> bool:
         """Drop the override of `slot`; False when there was none."""
-
-
-def _admin(live: LiveState, envelope: MessageEnvelope, what: str) -> bool:
-    allowed = envelope.sender_id in live.config.administrators
-    if not allowed:
-        logger.info("setting change refused: not an administrator", requester=envelope.sender_id, command=what)
-    return allowed
 
 
 def _models(live: LiveState) -> str:
@@ -74,7 +66,7 @@ class _Commands:
     async def _set(
         self, envelope: MessageEnvelope, scope: OverrideScope, key: str, value: Any, room: str, thread: str
     ) -> str | None:
-        override = Override(scope, key, value, envelope.sender_id, time.time(), room, thread)
+        override = Override(scope, key, value, envelope.requester_id, time.time(), room, thread)
         problems = await self.desk.change(override)
         return f"❌ Not changed: {'; '.join(problems)}" if problems else None
 
@@ -91,10 +83,10 @@ class _Commands:
                 f"This thread: {_shown(here, 'no model set')}. Room: "
                 f"{_shown(settings.get('room', 'model', room), 'no model set')}. Available models: {_models(live)}."
             )
-        if not _admin(live, envelope, "model"):
+        if not is_administrator(live, envelope, "model"):
             return REFUSED
         if name.lower() in _RESETS and name not in live.config.models:
-            found = await self.desk.reset(("thread", room, thread, "model"), envelope.sender_id)
+            found = await self.desk.reset(("thread", room, thread, "model"), envelope.requester_id)
             return "✅ This thread uses the room's model again." if found else "This thread had no model set."
         if name not in live.config.models:
             return f"❌ Unknown model `{name}`. Available models: {_models(live)}."
@@ -107,10 +99,10 @@ class _Commands:
         if name.lower() in _SHOWS and name not in live.config.models:
             here = live.settings.get("room", "model", room)
             return f"This room: {_shown(here, 'the configured models')}. Available models: {_models(live)}."
-        if not _admin(live, envelope, "room_model"):
+        if not is_administrator(live, envelope, "room_model"):
             return REFUSED
         if name.lower() in _RESETS and name not in live.config.models:
-            found = await self.desk.reset(("room", room, "", "model"), envelope.sender_id)
+            found = await self.desk.reset(("room", room, "", "model"), envelope.requester_id)
             return "✅ This room uses the configured models again." if found else "This room had no model set."
         if name not in live.config.models:
             return f"❌ Unknown model `{name}`. Available models: {_models(live)}."
@@ -126,10 +118,10 @@ class _Commands:
         if mode in _SHOWS:
             here = live.settings.get("room", "thread_mode", room)
             return f"This room: {_shown(here, 'as config.yaml says (`thread_mode`)')}."
-        if not _admin(live, envelope, "thread_mode"):
+        if not is_administrator(live, envelope, "thread_mode"):
             return REFUSED
         if mode in _RESETS:
-            found = await self.desk.reset(("room", room, "", "thread_mode"), envelope.sender_id)
+            found = await self.desk.reset(("room", room, "", "thread_mode"), envelope.requester_id)
             return "✅ This room follows config.yaml's thread mode again." if found else "This room had no mode set."
         refused = await self._set(envelope, "room", "thread_mode", mode, room, "")
         where = "in threads" if mode == "thread" else "in the main timeline"
@@ -145,11 +137,11 @@ class _Commands:
             here = [o for o in live.settings.overrides if o.key.startswith("instructions:") and o.room_id == room]
             lines = [f"- {o.key.partition(':')[2]} ({o.scope}): {' '.join(o.value)}" for o in here]
             return "\n".join(["Extra instructions here:", *lines]) if lines else "No extra instructions here."
-        if not _admin(live, envelope, "instructions"):
+        if not is_administrator(live, envelope, "instructions"):
             return REFUSED
         key = f"instructions:{target}"
         if text.lower() in _RESETS:
-            found = await self.desk.reset((scope, room, thread, key), envelope.sender_id)
+            found = await self.desk.reset((scope, room, thread, key), envelope.requester_id)
             return f"✅ {target} has no extra instructions in this {scope} now." if found else "None were set."
         if not text:
             return "Usage: `!instructions <agent> <text>` or `!instructions <agent> reset`."
@@ -160,7 +152,7 @@ class _Commands:
         """`!config [show] | get <path> | set <path> <value> | reset <path>`: config keys, from chat."""
         if not live.config.authorization.config_command_enabled:
             return "❌ `!config` is off (`authorization.config_command_enabled`)."
-        if not _admin(live, envelope, "config"):
+        if not is_administrator(live, envelope, "config"):
             return REFUSED
         verb, _, rest = args.strip().partition(" ")
         path_text, _, value_text = rest.strip().partition(" ")
@@ -175,7 +167,7 @@ class _Commands:
             note = f" (set from chat by {found.set_by}; `!config reset {path}` restores config.yaml's)" if found else ""
             return f"`{path}` = {_value_at(live, path)}{note}"
         if verb.lower() == "reset":
-            reset = await self.desk.reset(("config", "", "", path), envelope.sender_id)
+            reset = await self.desk.reset(("config", "", "", path), envelope.requester_id)
             return f"✅ `{path}` is config.yaml's again." if reset else f"Nothing was set for `{path}`."
         if verb.lower() != "set" or not value_text.strip():
             return "Usage: `!config show`, `!config get <path>`, `!config set <path> <value>`, `!config reset <path>`."

@@ -16,7 +16,15 @@ from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.telemetry import hooks_report_text
 from mindroom.logging_config import get_logger
 
-__all__ = ["LEAVE_DELAY_S", "Command", "CommandHandler", "CommandTable", "handle_command", "is_command"]
+__all__ = [
+    "LEAVE_DELAY_S",
+    "Command",
+    "CommandHandler",
+    "CommandTable",
+    "handle_command",
+    "is_administrator",
+    "is_command",
+]
 
 logger = get_logger(__name__)
 
@@ -38,6 +46,27 @@ class Command:
     description: str
     run: CommandHandler
     every_agent: bool = False
+
+
+def is_administrator(live: LiveState, envelope: MessageEnvelope, command: str) -> bool:
+    """Whether the person a message speaks for is one of `administrators` (every command that asks, asks here).
+
+    That person is the requester: the sender, or, for a message one of the daemon's own accounts posts for
+    someone (a schedule, a hook's message), the person it names in `com.mindroom.original_sender`; ingress
+    reads that key from the daemon's own accounts only, so no outside account (a bridge's relay bot) can
+    claim to speak for someone else. Relaying thus neither gives nor takes the right: the relaying account's
+    own listing counts for nothing, and an administrator relayed is still one. Access to the agents is
+    decided on the same person. A refusal is logged with both ids.
+    """
+    if envelope.requester_id in live.config.administrators:
+        return True
+    logger.info(
+        "command refused: not an administrator",
+        requester=envelope.requester_id,
+        sender=envelope.sender_id,
+        command=command,
+    )
+    return False
 
 
 def is_command(body: str) -> bool:

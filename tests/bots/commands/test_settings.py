@@ -4,6 +4,7 @@ lands in the override store and the live state, and the next turn runs with it."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from structlog.testing import capture_logs
 
 from mindroom.bots.commands.settings import REFUSED
 from mindroom.config.overrides import Override
+from mindroom.constants import HOOK_DISPATCH_KEY, ORIGINAL_SENDER_KEY, SYNTHETIC_DEPTH_KEY
 from mindroom.daemon.chat_settings import register_settings_commands, with_chat_settings
 from mindroom.daemon.live import build_live_state
 from mindroom.daemon.reload import ReloadCoordinator
@@ -102,6 +104,37 @@ async def test_a_non_administrator_is_refused_and_nothing_changes(make_bench, mo
     assert replies == [REFUSED] * 4
     assert bench.store.all() == [] and bench.daemon.live is live
     assert (await say(bench, "!room_model", sender=BOB)).startswith("This room: the configured models.")
+
+
+def relayed(bench: Any, text: str, person: str) -> Any:
+    """`text` as a plugin's hook posts it through the router for `person` (the message it reacted to was theirs)."""
+    content = {HOOK_DISPATCH_KEY: True, SYNTHETIC_DEPTH_KEY: 1, ORIGINAL_SENDER_KEY: person}
+    return bench.server.message(LOBBY, bench.user_id("router"), text, extra_content=content)
+
+
+async def test_a_relayed_administrator_keeps_the_right_and_the_change_names_them(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path)
+
+    await bench.deliver(relayed(bench, "!room_model fast", ALICE))
+    await bench.settle()
+
+    assert bench.client("router").messages[-1].body.startswith("✅ This room now uses `fast`")
+    assert [(o.key, o.value, o.set_by) for o in bench.store.all()] == [("model", "fast", ALICE)]
+
+
+async def test_a_relaying_account_listed_as_administrator_gives_no_right_to_the_person_relayed(
+    make_bench, model_server, tmp_path
+):
+    bench = await settings_bench(make_bench, model_server, tmp_path)
+    router = bench.user_id("router")
+    config = bench.daemon.live.config
+    bench.daemon.cell.swap(replace(bench.daemon.live, config=config.model_copy(update={"administrators": [router]})))
+
+    await bench.deliver(relayed(bench, "!room_model fast", BOB))
+    await bench.settle()
+
+    assert bench.client("router").messages[-1].body == REFUSED
+    assert bench.store.all() == []
 
 
 async def test_thread_mode_and_instructions_set_for_the_room_shape_the_next_answer(make_bench, model_server, tmp_path):

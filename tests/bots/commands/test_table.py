@@ -1,11 +1,12 @@
 """Chat commands: what counts as a command, the command table, `!help`, and answering in the thread."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
-from mindroom.bots.commands.table import Command, CommandTable, handle_command, is_command
+from mindroom.bots.commands.table import Command, CommandTable, handle_command, is_administrator, is_command
 from mindroom.bots.runtime import LiveState
 from mindroom.config.main import Config
 from mindroom.hooks.context import MessageEnvelope
@@ -255,3 +256,29 @@ async def test_handle_command_answers_in_the_thread(body: str, reply: str) -> No
     entity = CommandEntity()
     await handle_command(entity, make_live(), make_envelope(body), table)  # type: ignore[arg-type]
     assert entity.client.sent == [("!lobby:localhost", reply, "$cmd", "$cmd")]
+
+
+RELAY = "@mindroom_router:localhost"
+
+
+@pytest.mark.parametrize(
+    ("sender", "requester", "administrators", "allowed"),
+    [
+        pytest.param("@alice:localhost", "@alice:localhost", ["@alice:localhost"], True, id="an-administrator"),
+        pytest.param(RELAY, "@alice:localhost", ["@alice:localhost"], True, id="relayed-administrator-stays-one"),
+        pytest.param(RELAY, "@bob:localhost", ["@alice:localhost", RELAY], False, id="relay-gains-nothing"),
+        pytest.param("@bob:localhost", "@bob:localhost", ["@alice:localhost"], False, id="someone-else"),
+        pytest.param("@alice:localhost.evil", "@alice:localhost.evil", ["@alice:localhost"], False, id="server-suffix"),
+        pytest.param("@Alice:localhost", "@Alice:localhost", ["@alice:localhost"], False, id="other-case"),
+        pytest.param("@alice:localhost", "@alice:localhost", [], False, id="nobody-listed"),
+    ],
+)
+def test_is_administrator_asks_about_the_person_a_message_speaks_for(sender, requester, administrators, allowed):
+    live = LiveState(config=Config(administrators=administrators), registry=HookRegistry.from_plugins([]))
+    envelope = replace(make_envelope("!config show"), sender_id=sender, requester_id=requester)
+
+    with capture_logs() as logs:
+        assert is_administrator(live, envelope, "config") is allowed
+
+    refusals = [entry for entry in logs if entry["event"] == "command refused: not an administrator"]
+    assert [(entry["requester"], entry["sender"]) for entry in refusals] == ([] if allowed else [(requester, sender)])
