@@ -167,9 +167,7 @@ async def _turn(running: RunningDaemon, entity: ApiEntity, envelope: MessageEnve
     try:
         with structlog.contextvars.bound_contextvars(agent=entity.name, correlation_id=correlation_id):
             bindings = entity.bindings(live, turn=correlation_id)
-            received = MessageReceivedContext(
-                envelope=envelope, correlation_id=correlation_id, **bindings.context_fields()
-            )
+            received = MessageReceivedContext(envelope=envelope, correlation_id=correlation_id, **bindings.fields())
             with hook_trace():  # the turn's hooks from `message:received` on, as a Matrix turn notes them
                 await emit(live.registry, EVENT_MESSAGE_RECEIVED, received)
                 if received.suppress:

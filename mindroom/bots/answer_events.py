@@ -78,7 +78,7 @@ async def system_context(
         target_entity_name=entity.name,
         target_member_names=members,
         correlation_id=correlation_id,
-        **bindings.context_fields(),
+        **bindings.fields(),
     )
     return render_system_context(await emit_system_enrich(live.registry, ctx))
 
@@ -98,7 +98,7 @@ async def final_text(
         envelope=envelope,
         draft=FinalResponseDraft(text, kind, envelope),
         correlation_id=correlation_id,
-        **bindings.context_fields(),
+        **bindings.fields(),
     )
     return await emit_final_transform(live.registry, ctx)
 
@@ -116,7 +116,7 @@ async def report_cancelled(
     if not live.registry.has_hooks(EVENT_MESSAGE_CANCELLED):
         return
     info = CancelledResponseInfo(envelope, visible_response_event_id=visible_response_event_id, failure_reason=reason)
-    ctx = CancelledResponseContext(info=info, correlation_id=correlation_id, **bindings.context_fields())
+    ctx = CancelledResponseContext(info=info, correlation_id=correlation_id, **bindings.fields())
     await emit(live.registry, EVENT_MESSAGE_CANCELLED, ctx)
 
 

@@ -213,7 +213,7 @@ class EntityBot(Generic[ClientT]):
             joined_room_ids=tuple(sorted(self.joined_rooms)),
             matrix_user_id=self._directory.bot_user_ids.get(self.name),
             stop_reason=stop_reason,
-            **self.bindings(live).context_fields(),
+            **self.bindings(live).fields(),
         )
         await emit(live.registry, event_name, ctx)
 

@@ -161,7 +161,7 @@ class MessagePipeline:
             skipped = frozenset({envelope.hook_source.split(":", 1)[0]})
             registry = registry.without_plugin(next(iter(skipped)))
         ctx = MessageReceivedContext(
-            envelope=envelope, correlation_id=correlation_id, skip_plugin_names=skipped, **bindings.context_fields()
+            envelope=envelope, correlation_id=correlation_id, skip_plugin_names=skipped, **bindings.fields()
         )
         await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
         return ctx.suppress

@@ -11,9 +11,9 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, cast
 
-from mindroom.hooks.emission import InvalidHookResultError, bind_hook, emission_scope, end_emission, note_monitored
+from mindroom.hooks.emission import Emission, InvalidHookResultError, note_monitored, open_emission
 from mindroom.hooks.enrichment import EnrichmentItem, without_runtime_keys
-from mindroom.hooks.hook_context import HookContextBase, RegistryGeneration
+from mindroom.hooks.hook_context import HookContextBase
 from mindroom.hooks.invocation import OK, Outcome, call_hook, record_failure
 from mindroom.hooks.registry import HookRegistry, RegisteredHook
 from mindroom.hooks.response_contexts import SystemEnrichContext
@@ -64,22 +64,14 @@ class _Collection:
     still finish in 101 ms.
     """
 
-    __slots__ = ("ctx", "extra", "generation", "hooks", "next", "results", "take", "threshold_s", "workers")
+    __slots__ = ("ctx", "emission", "extra", "hooks", "next", "results", "take", "workers")
 
-    def __init__(
-        self,
-        hooks: tuple[RegisteredHook, ...],
-        ctx: CollectorContext,
-        take: Take,
-        threshold_s: float,
-        generation: RegistryGeneration,
-    ) -> None:
-        self.hooks = hooks
+    def __init__(self, emission: Emission, ctx: CollectorContext, take: Take) -> None:
+        self.emission = emission
+        self.hooks = emission.hooks
         self.ctx = ctx
         self.take = take
-        self.threshold_s = threshold_s
-        self.generation = generation
-        self.results: list[Any] = [None] * len(hooks)
+        self.results: list[Any] = [None] * len(self.hooks)
         self.next = 0
         self.extra = 0  # tasks started besides the caller's that are still running hooks
         self.workers: list[asyncio.Task[None]] = []
@@ -101,14 +93,14 @@ class _Collection:
         return self.results
 
     async def _work(self) -> None:
-        hooks = self.hooks
+        hooks, emission = self.hooks, self.emission
         while self.next < len(hooks):
             index = self.next
             self.next += 1
             hook = hooks[index]
             hook_ctx = self.ctx.collector_copy()
-            bind_hook(hook_ctx, hook, self.generation)
-            outcome, value = await call_hook(hook, hook_ctx, self.threshold_s, self._hook_waits)
+            emission.bind(hook_ctx, hook)
+            outcome, value = await call_hook(hook, hook_ctx, emission.threshold_s, self._hook_waits)
             self.results[index] = self.take(hook, hook_ctx, outcome, value)
 
     async def _extra_worker(self) -> None:
@@ -132,16 +124,11 @@ class _Collection:
 
 async def collect(registry: HookRegistry, event_name: str, ctx: HookContextBase, take: Take) -> list[Any] | None:
     """Run an event's hooks as a collector; each hook's contribution (`take`) in hook order, None if none ran."""
-    scope = emission_scope(registry, event_name, ctx)
-    if scope is None:
+    emission = open_emission(registry, event_name, ctx)
+    if emission is None:
         return None
-    hooks, token = scope
-    try:
-        threshold_s = registry.blocking_threshold_ms / 1000.0
-        collection = _Collection(hooks, cast(CollectorContext, ctx), take, threshold_s, registry.generation)
-        return await collection.run()
-    finally:
-        end_emission(token)
+    with emission:
+        return await _Collection(emission, cast(CollectorContext, ctx), take).run()
 
 
 def _items_from(result: Any) -> list[EnrichmentItem]:

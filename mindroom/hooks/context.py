@@ -135,9 +135,6 @@ class HookBindings:
             values["agent_message_snapshot_reader"] = self.agent_message_snapshot_reader
         return values
 
-    # The name the contexts around a message were first built with: the same keywords.
-    context_fields = fields
-
     def tool_runtime_fields(self) -> dict[str, Any]:
         """Keywords for a `ToolRuntimeContext`: the five, and the router's admin helper when bound."""
         values = {name: getattr(self, name) for name in _TOOL_RUNTIME_FIELDS}

@@ -1,4 +1,6 @@
-"""What every emission shares: finding the hooks that fire, the nesting guard, and binding a hook to its context."""
+"""What every emission shares: one prologue (`open_emission`) that finds the hooks that fire, enters a nesting
+level (left when its `with` block ends) and reads what each hook call needs of the registry, and the binding
+of a hook to its context."""
 
 from __future__ import annotations
 
@@ -12,11 +14,10 @@ from mindroom.logging_config import get_logger
 
 __all__ = [
     "MAX_EMIT_DEPTH",
+    "Emission",
     "InvalidHookResultError",
-    "bind_hook",
-    "emission_scope",
-    "end_emission",
     "note_monitored",
+    "open_emission",
 ]
 
 # Emission logs stay under the engine's name, which operators already filter on.
@@ -31,13 +32,45 @@ class InvalidHookResultError(MindroomError):
     """A hook returned something its mode cannot use."""
 
 
-def bind_hook(ctx: HookContextBase, hook: RegisteredHook, generation: RegistryGeneration) -> None:
-    """Give `ctx` the running hook's identity, settings, logger and registry generation."""
-    ctx.plugin_name = hook.plugin_name
-    ctx.hook_name = hook.hook_name
-    ctx.settings = hook.settings
-    ctx.logger = hook.logger
-    ctx.registry_generation = generation
+class Emission:
+    """One emission under way: the hooks that fire, in order, with the registry's blocking threshold and
+    generation; it holds one nesting level until its `with` block ends."""
+
+    __slots__ = ("_token", "generation", "hooks", "threshold_s")
+
+    def __init__(self, hooks: tuple[RegisteredHook, ...], registry: HookRegistry, token: Token[int]) -> None:
+        self.hooks = hooks
+        self.threshold_s = registry.blocking_threshold_ms / 1000.0
+        self.generation: RegistryGeneration = registry.generation
+        self._token = token
+
+    def __enter__(self) -> Emission:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _emit_depth.reset(self._token)
+
+    def bind(self, ctx: HookContextBase, hook: RegisteredHook) -> None:
+        """Give `ctx` the running hook's identity, settings, logger and this emission's registry generation."""
+        ctx.plugin_name = hook.plugin_name
+        ctx.hook_name = hook.hook_name
+        ctx.settings = hook.settings
+        ctx.logger = hook.logger
+        ctx.registry_generation = self.generation
+
+
+def open_emission(registry: HookRegistry, event_name: str, ctx: HookContextBase) -> Emission | None:
+    """The prologue of every emit: the hooks of `event_name` that fire for `ctx`, one nesting level deeper;
+    None when none run (no hook matches, or the emission would nest too deep)."""
+    agent_name, room_id = ctx.hook_scope()
+    hooks = registry.matching(event_name, agent_name, room_id)
+    if not hooks:
+        return None
+    depth = _emit_depth.get()
+    if depth >= MAX_EMIT_DEPTH:
+        logger.warning("nested hook emission dropped", hook_event=event_name, depth=depth + 1, limit=MAX_EMIT_DEPTH)
+        return None
+    return Emission(hooks, registry, _emit_depth.set(depth + 1))
 
 
 def note_monitored(hook: RegisteredHook, effect: str, **details: Any) -> None:
@@ -51,23 +84,3 @@ def note_monitored(hook: RegisteredHook, effect: str, **details: Any) -> None:
         effect=effect,
         **details,
     )
-
-
-def emission_scope(
-    registry: HookRegistry, event_name: str, ctx: HookContextBase
-) -> tuple[tuple[RegisteredHook, ...], Token[int]] | None:
-    """The prologue of every emit: the hooks that fire here, and the nesting token; None when none run."""
-    agent_name, room_id = ctx.hook_scope()
-    hooks = registry.matching(event_name, agent_name, room_id)
-    if not hooks:
-        return None
-    depth = _emit_depth.get()
-    if depth >= MAX_EMIT_DEPTH:
-        logger.warning("nested hook emission dropped", hook_event=event_name, depth=depth + 1, limit=MAX_EMIT_DEPTH)
-        return None
-    return hooks, _emit_depth.set(depth + 1)
-
-
-def end_emission(token: Token[int]) -> None:
-    """The epilogue of every emit: leave the nesting level `emission_scope` entered."""
-    _emit_depth.reset(token)

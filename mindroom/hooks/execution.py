@@ -23,13 +23,7 @@ from typing import Any
 from mindroom.hooks.breaker import BREAKER_COOLDOWN_S, BREAKER_THRESHOLD
 from mindroom.hooks.collector import COLLECTOR_CONCURRENCY, collect_items, emit_system_enrich, emit_tool_environment
 from mindroom.hooks.context import BeforeResponseContext, MessageEnrichContext, ResponseDraft, ToolBeforeCallContext
-from mindroom.hooks.emission import (
-    MAX_EMIT_DEPTH,
-    bind_hook,
-    emission_scope,
-    end_emission,
-    note_monitored,
-)
+from mindroom.hooks.emission import MAX_EMIT_DEPTH, note_monitored, open_emission
 from mindroom.hooks.enrichment import EnrichmentItem
 from mindroom.hooks.final_transform import emit_final_transform
 from mindroom.hooks.hook_context import HookContextBase
@@ -62,17 +56,15 @@ async def emit(registry: HookRegistry, event_name: str, ctx: HookContextBase) ->
     A failing `required=True` hook (only on `agent:started`) raises `RuntimeError` out of the emission,
     and the hooks after it do not run.
     """
-    scope = emission_scope(registry, event_name, ctx)
-    if scope is None:
+    emission = open_emission(registry, event_name, ctx)
+    if emission is None:
         return
-    hooks, token = scope
-    threshold_s = registry.blocking_threshold_ms / 1000.0
-    generation = registry.generation
+    threshold_s = emission.threshold_s
     frozen = type(ctx).FROZEN
     snapshot = type(ctx).SNAPSHOT
-    try:
-        for hook in hooks:
-            bind_hook(ctx, hook, generation)
+    with emission:
+        for hook in emission.hooks:
+            emission.bind(ctx, hook)
             if frozen:  # each hook reads its own copy, so nothing it writes reaches anyone else
                 view = ctx.hook_copy()
                 if view is None:
@@ -92,8 +84,6 @@ async def emit(registry: HookRegistry, event_name: str, ctx: HookContextBase) ->
                     ctx.restore_mutable(before)
             if outcome is not OK and hook.required and not hook.monitor:
                 raise RuntimeError(f"Required startup hook {hook.plugin_name}:{hook.hook_name} failed")
-    finally:
-        end_emission(token)
 
 
 async def emit_collect(registry: HookRegistry, event_name: str, ctx: MessageEnrichContext) -> list[EnrichmentItem]:
@@ -122,17 +112,14 @@ async def emit_gate(registry: HookRegistry, event_name: str, ctx: ToolBeforeCall
     A failing gate fails open, unless it is fail-closed: then the call is declined, and stays
     declined while that hook's circuit breaker is open.
     """
-    scope = emission_scope(registry, event_name, ctx)
-    if scope is None:
+    emission = open_emission(registry, event_name, ctx)
+    if emission is None:
         return ctx
-    hooks, token = scope
-    threshold_s = registry.blocking_threshold_ms / 1000.0
-    generation = registry.generation
-    try:
-        for hook in hooks:
-            bind_hook(ctx, hook, generation)
+    with emission:
+        for hook in emission.hooks:
+            emission.bind(ctx, hook)
             before = (ctx.declined, ctx.decline_reason)
-            outcome, _ = await call_hook(hook, ctx, threshold_s)
+            outcome, _ = await call_hook(hook, ctx, emission.threshold_s)
             if outcome is not OK:
                 ctx.declined, ctx.decline_reason = before
                 if hook.fail_closed and not hook.monitor:
@@ -148,6 +135,4 @@ async def emit_gate(registry: HookRegistry, event_name: str, ctx: ToolBeforeCall
                     continue
                 hook.stats.declines += 1
                 break
-    finally:
-        end_emission(token)
     return ctx

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mindroom.hooks.emission import InvalidHookResultError, bind_hook, emission_scope, end_emission, note_monitored
+from mindroom.hooks.emission import InvalidHookResultError, note_monitored, open_emission
 from mindroom.hooks.invocation import OK, call_hook, record_failure
 from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.response_contexts import FinalResponseDraft
@@ -28,34 +28,31 @@ async def transform_draft(
 ) -> _DraftT:
     """Run `event_name`'s hooks on `ctx.draft` in order; returns the final draft (also left in `ctx.draft`)."""
     draft: _DraftT = ctx.draft
-    scope = emission_scope(registry, event_name, ctx)
-    if scope is None:
+    emission = open_emission(registry, event_name, ctx)
+    if emission is None:
         return draft
-    hooks, token = scope
-    threshold_s = registry.blocking_threshold_ms / 1000.0
-    generation = registry.generation
     try:
-        for hook in hooks:
-            bind_hook(ctx, hook, generation)
-            ctx.draft = draft.copy()
-            outcome, value = await call_hook(hook, ctx, threshold_s)
-            if outcome is not OK:
-                continue
-            if value is not None and not isinstance(value, draft_type):
-                expected = draft_type.__name__
-                invalid = InvalidHookResultError(f"returned {type(value).__name__}, expected {expected} or None")
-                record_failure(hook, invalid, None)
-                continue
-            candidate = value if value is not None else ctx.draft
-            if not isinstance(candidate, draft_type):
-                continue  # the hook put something else in `ctx.draft`: nothing usable to pass on
-            if hook.monitor:
-                would = change(draft, candidate)
-                if would is not None:
-                    note_monitored(hook, would[0], **would[1])
-                continue
-            draft = candidate
+        with emission:
+            for hook in emission.hooks:
+                emission.bind(ctx, hook)
+                ctx.draft = draft.copy()
+                outcome, value = await call_hook(hook, ctx, emission.threshold_s)
+                if outcome is not OK:
+                    continue
+                if value is not None and not isinstance(value, draft_type):
+                    expected = draft_type.__name__
+                    invalid = InvalidHookResultError(f"returned {type(value).__name__}, expected {expected} or None")
+                    record_failure(hook, invalid, None)
+                    continue
+                candidate = value if value is not None else ctx.draft
+                if not isinstance(candidate, draft_type):
+                    continue  # the hook put something else in `ctx.draft`: nothing usable to pass on
+                if hook.monitor:
+                    would = change(draft, candidate)
+                    if would is not None:
+                        note_monitored(hook, would[0], **would[1])
+                    continue
+                draft = candidate
     finally:
         ctx.draft = draft
-        end_emission(token)
     return draft

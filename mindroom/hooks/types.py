@@ -1,46 +1,17 @@
-"""Event names, their execution modes and default timeouts, and event-name validation."""
+"""The built-in events (`EVENT_TABLE`: name, execution mode, default timeout, context class), the lists the
+public hook surface derives from it, and event-name validation.
+
+A new built-in event is its constant and one row of the table: the modes, the timeouts, the pipeline
+order, the newer events, and the names `mindroom.hooks` and `mindroom.plugin_api` export all come from it.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
-
-__all__ = [
-    "BUILTIN_EVENTS",
-    "CUSTOM_EVENT_TIMEOUT_MS",
-    "DEFAULT_TIMEOUTS_MS",
-    "EVENT_AGENT_STARTED",
-    "EVENT_AGENT_STOPPED",
-    "EVENT_BOT_READY",
-    "EVENT_COMPACTION_AFTER",
-    "EVENT_COMPACTION_BEFORE",
-    "EVENT_CONFIG_RELOADED",
-    "EVENT_MESSAGE_AFTER_RESPONSE",
-    "EVENT_MESSAGE_BEFORE_RESPONSE",
-    "EVENT_MESSAGE_CANCELLED",
-    "EVENT_MESSAGE_ENRICH",
-    "EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM",
-    "EVENT_MESSAGE_RECEIVED",
-    "EVENT_REACTION_RECEIVED",
-    "EVENT_ROOM_MEMBER_JOINED",
-    "EVENT_ROOM_MEMBER_LEFT",
-    "EVENT_SCHEDULE_FIRED",
-    "EVENT_SESSION_STARTED",
-    "EVENT_SYSTEM_ENRICH",
-    "EVENT_TOOL_AFTER_CALL",
-    "EVENT_TOOL_BEFORE_CALL",
-    "EVENT_TOOL_ENVIRONMENT",
-    "NEWER_EVENTS",
-    "PIPELINE_ORDER",
-    "REQUIRED_HOOK_EVENTS",
-    "RESERVED_NAMESPACES",
-    "HookExecutionMode",
-    "default_timeout_ms",
-    "execution_mode",
-    "is_custom_event",
-    "validate_event_name",
-]
 
 EVENT_MESSAGE_RECEIVED: Final = "message:received"
 EVENT_MESSAGE_ENRICH: Final = "message:enrich"
@@ -54,7 +25,7 @@ EVENT_REACTION_RECEIVED: Final = "reaction:received"
 EVENT_CONFIG_RELOADED: Final = "config:reloaded"
 EVENT_TOOL_BEFORE_CALL: Final = "tool:before_call"
 EVENT_TOOL_AFTER_CALL: Final = "tool:after_call"
-# The nine events of the 2026 plugin API.
+# The nine events the 2026 plugin API added.
 EVENT_SYSTEM_ENRICH: Final = "system:enrich"
 EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM: Final = "message:final_response_transform"
 EVENT_MESSAGE_CANCELLED: Final = "message:cancelled"
@@ -75,96 +46,67 @@ class HookExecutionMode(StrEnum):
     GATE = "gate"
 
 
-_MODES: Final[dict[str, HookExecutionMode]] = {
-    EVENT_MESSAGE_RECEIVED: HookExecutionMode.OBSERVER,
-    EVENT_MESSAGE_ENRICH: HookExecutionMode.COLLECTOR,
-    EVENT_MESSAGE_BEFORE_RESPONSE: HookExecutionMode.TRANSFORMER,
-    EVENT_MESSAGE_AFTER_RESPONSE: HookExecutionMode.OBSERVER,
-    EVENT_AGENT_STARTED: HookExecutionMode.OBSERVER,
-    EVENT_AGENT_STOPPED: HookExecutionMode.OBSERVER,
-    EVENT_BOT_READY: HookExecutionMode.OBSERVER,
-    EVENT_SCHEDULE_FIRED: HookExecutionMode.OBSERVER,
-    EVENT_REACTION_RECEIVED: HookExecutionMode.OBSERVER,
-    EVENT_CONFIG_RELOADED: HookExecutionMode.OBSERVER,
-    EVENT_TOOL_BEFORE_CALL: HookExecutionMode.GATE,
-    EVENT_TOOL_AFTER_CALL: HookExecutionMode.OBSERVER,
-    EVENT_SYSTEM_ENRICH: HookExecutionMode.COLLECTOR,
-    EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM: HookExecutionMode.TRANSFORMER,
-    EVENT_MESSAGE_CANCELLED: HookExecutionMode.OBSERVER,
-    EVENT_SESSION_STARTED: HookExecutionMode.OBSERVER,
-    EVENT_COMPACTION_BEFORE: HookExecutionMode.OBSERVER,
-    EVENT_COMPACTION_AFTER: HookExecutionMode.OBSERVER,
-    EVENT_ROOM_MEMBER_JOINED: HookExecutionMode.OBSERVER,
-    EVENT_ROOM_MEMBER_LEFT: HookExecutionMode.OBSERVER,
-    EVENT_TOOL_ENVIRONMENT: HookExecutionMode.COLLECTOR,
-}
+_OBSERVER, _COLLECTOR = HookExecutionMode.OBSERVER, HookExecutionMode.COLLECTOR
+_TRANSFORMER, _GATE = HookExecutionMode.TRANSFORMER, HookExecutionMode.GATE
 
-DEFAULT_TIMEOUTS_MS: Final[dict[str, int]] = {
-    EVENT_MESSAGE_RECEIVED: 15000,
-    EVENT_MESSAGE_ENRICH: 2000,
-    EVENT_MESSAGE_BEFORE_RESPONSE: 200,
-    EVENT_MESSAGE_AFTER_RESPONSE: 3000,
-    EVENT_REACTION_RECEIVED: 500,
-    EVENT_SCHEDULE_FIRED: 1000,
-    EVENT_AGENT_STARTED: 5000,
-    EVENT_AGENT_STOPPED: 5000,
-    EVENT_BOT_READY: 5000,
-    EVENT_CONFIG_RELOADED: 5000,
-    EVENT_TOOL_BEFORE_CALL: 200,
-    EVENT_TOOL_AFTER_CALL: 300,
-    EVENT_SYSTEM_ENRICH: 2000,
-    EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM: 200,
-    EVENT_MESSAGE_CANCELLED: 3000,
-    EVENT_SESSION_STARTED: 5000,
-    EVENT_COMPACTION_BEFORE: 15000,
-    EVENT_COMPACTION_AFTER: 5000,
-    EVENT_ROOM_MEMBER_JOINED: 3000,
-    EVENT_ROOM_MEMBER_LEFT: 3000,
-    EVENT_TOOL_ENVIRONMENT: 200,
-}
-CUSTOM_EVENT_TIMEOUT_MS: Final = 1000
 
-PIPELINE_ORDER: Final[tuple[str, ...]] = (
-    EVENT_MESSAGE_RECEIVED,
-    EVENT_MESSAGE_ENRICH,
-    EVENT_SYSTEM_ENRICH,
-    EVENT_COMPACTION_BEFORE,
-    EVENT_COMPACTION_AFTER,
-    EVENT_MESSAGE_BEFORE_RESPONSE,
-    EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
-    EVENT_MESSAGE_AFTER_RESPONSE,
-    EVENT_MESSAGE_CANCELLED,
-    EVENT_SESSION_STARTED,
-    EVENT_AGENT_STARTED,
-    EVENT_BOT_READY,
-    EVENT_AGENT_STOPPED,
-    EVENT_CONFIG_RELOADED,
-    EVENT_SCHEDULE_FIRED,
-    EVENT_REACTION_RECEIVED,
-    EVENT_ROOM_MEMBER_JOINED,
-    EVENT_ROOM_MEMBER_LEFT,
-    EVENT_TOOL_BEFORE_CALL,
-    EVENT_TOOL_ENVIRONMENT,
-    EVENT_TOOL_AFTER_CALL,
+@dataclass(frozen=True, slots=True)
+class BuiltinEvent:
+    """One built-in event: how its hooks run, their default timeout, the context class they receive, and
+    whether the 2026 plugin API added it (`newer`) to the hooks spec's twelve."""
+
+    name: str
+    mode: HookExecutionMode
+    timeout_ms: int
+    context: str
+    newer: bool = False
+
+    @property
+    def constant(self) -> str:
+        """The name of its constant: `EVENT_MESSAGE_RECEIVED` for `message:received`."""
+        return "EVENT_" + self.name.replace(":", "_").upper()
+
+
+EVENT_TABLE: Final[tuple[BuiltinEvent, ...]] = (
+    BuiltinEvent(EVENT_MESSAGE_RECEIVED, _OBSERVER, 15000, "MessageReceivedContext"),
+    BuiltinEvent(EVENT_MESSAGE_ENRICH, _COLLECTOR, 2000, "MessageEnrichContext"),
+    BuiltinEvent(EVENT_SYSTEM_ENRICH, _COLLECTOR, 2000, "SystemEnrichContext", newer=True),
+    BuiltinEvent(EVENT_COMPACTION_BEFORE, _OBSERVER, 15000, "CompactionHookContext", newer=True),
+    BuiltinEvent(EVENT_COMPACTION_AFTER, _OBSERVER, 5000, "CompactionHookContext", newer=True),
+    BuiltinEvent(EVENT_MESSAGE_BEFORE_RESPONSE, _TRANSFORMER, 200, "BeforeResponseContext"),
+    BuiltinEvent(
+        EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM, _TRANSFORMER, 200, "FinalResponseTransformContext", newer=True
+    ),
+    BuiltinEvent(EVENT_MESSAGE_AFTER_RESPONSE, _OBSERVER, 3000, "AfterResponseContext"),
+    BuiltinEvent(EVENT_MESSAGE_CANCELLED, _OBSERVER, 3000, "CancelledResponseContext", newer=True),
+    BuiltinEvent(EVENT_SESSION_STARTED, _OBSERVER, 5000, "SessionHookContext", newer=True),
+    BuiltinEvent(EVENT_AGENT_STARTED, _OBSERVER, 5000, "AgentLifecycleContext"),
+    BuiltinEvent(EVENT_BOT_READY, _OBSERVER, 5000, "AgentLifecycleContext"),
+    BuiltinEvent(EVENT_AGENT_STOPPED, _OBSERVER, 5000, "AgentLifecycleContext"),
+    BuiltinEvent(EVENT_CONFIG_RELOADED, _OBSERVER, 5000, "ConfigReloadedContext"),
+    BuiltinEvent(EVENT_SCHEDULE_FIRED, _OBSERVER, 1000, "ScheduleFiredContext"),
+    BuiltinEvent(EVENT_REACTION_RECEIVED, _OBSERVER, 500, "ReactionReceivedContext"),
+    BuiltinEvent(EVENT_ROOM_MEMBER_JOINED, _OBSERVER, 3000, "RoomMemberJoinedContext", newer=True),
+    BuiltinEvent(EVENT_ROOM_MEMBER_LEFT, _OBSERVER, 3000, "RoomMemberLeftContext", newer=True),
+    BuiltinEvent(EVENT_TOOL_BEFORE_CALL, _GATE, 200, "ToolBeforeCallContext"),
+    BuiltinEvent(EVENT_TOOL_ENVIRONMENT, _COLLECTOR, 200, "ToolEnvironmentContext", newer=True),
+    BuiltinEvent(EVENT_TOOL_AFTER_CALL, _OBSERVER, 300, "ToolAfterCallContext"),
 )
-"""Built-in events in the order a turn meets them (its end: answered, cancelled, session stored), then
+"""Every built-in event, in the order a turn meets them (its end: answered, cancelled, session stored), then
 lifecycle, schedule, reaction, room-membership and tool events (a tool call: gate, environment, result)."""
 
+_MODES: Final = {event.name: event.mode for event in EVENT_TABLE}
+DEFAULT_TIMEOUTS_MS: Final = {event.name: event.timeout_ms for event in EVENT_TABLE}
+CUSTOM_EVENT_TIMEOUT_MS: Final = 1000
+PIPELINE_ORDER: Final = tuple(event.name for event in EVENT_TABLE)
+"""Built-in events in the table's order (how operators' views sort them)."""
 BUILTIN_EVENTS: Final = frozenset(_MODES)
-NEWER_EVENTS: Final = frozenset(
-    {
-        EVENT_SYSTEM_ENRICH,
-        EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
-        EVENT_MESSAGE_CANCELLED,
-        EVENT_SESSION_STARTED,
-        EVENT_COMPACTION_BEFORE,
-        EVENT_COMPACTION_AFTER,
-        EVENT_ROOM_MEMBER_JOINED,
-        EVENT_ROOM_MEMBER_LEFT,
-        EVENT_TOOL_ENVIRONMENT,
-    }
-)
+NEWER_EVENTS: Final = frozenset(event.name for event in EVENT_TABLE if event.newer)
 """The events the 2026 plugin API added to the twelve of the hooks spec."""
+EVENT_CONSTANTS: Final = tuple(sorted(event.constant for event in EVENT_TABLE))
+"""The names of the events' constants, which `mindroom.hooks` and `mindroom.plugin_api` export."""
+HOOK_CONTEXTS: Final = tuple(dict.fromkeys([*(event.context for event in EVENT_TABLE), "CustomEventContext"]))
+"""The context class names hooks receive: each built-in event's, then custom events' (each name once)."""
 REQUIRED_HOOK_EVENTS: Final = frozenset({EVENT_AGENT_STARTED})
 """Events whose hooks may be declared `required=True`: a failure then fails the bot's start."""
 RESERVED_NAMESPACES: Final = frozenset(
@@ -200,3 +142,37 @@ def execution_mode(event_name: str) -> HookExecutionMode:
 def default_timeout_ms(event_name: str) -> int:
     """The default per-hook timeout of an event, from the spec's table."""
     return DEFAULT_TIMEOUTS_MS.get(event_name, CUSTOM_EVENT_TIMEOUT_MS)
+
+
+def _export_key(name: str) -> tuple[int, list[int | str]]:
+    category = 0 if name.upper() == name else 1 if name[0].isupper() else 2
+    return category, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def export_order(names: Iterable[str]) -> list[str]:
+    """`names` in the order an `__all__` keeps them: constants, then classes, then the rest (as ruff sorts)."""
+    return sorted(set(names), key=_export_key)
+
+
+__all__ = export_order(
+    [
+        *EVENT_CONSTANTS,
+        "BUILTIN_EVENTS",
+        "CUSTOM_EVENT_TIMEOUT_MS",
+        "DEFAULT_TIMEOUTS_MS",
+        "EVENT_TABLE",
+        "HOOK_CONTEXTS",
+        "NEWER_EVENTS",
+        "PIPELINE_ORDER",
+        "REQUIRED_HOOK_EVENTS",
+        "RESERVED_NAMESPACES",
+        "BuiltinEvent",
+        "EVENT_CONSTANTS",
+        "HookExecutionMode",
+        "default_timeout_ms",
+        "execution_mode",
+        "export_order",
+        "is_custom_event",
+        "validate_event_name",
+    ]
+)

@@ -31,52 +31,114 @@ from mindroom.hooks import (
     HookExecutionMode,
     default_timeout_ms,
     execution_mode,
+    types,
     validate_event_name,
 )
-from mindroom.hooks.types import is_custom_event
+from mindroom.hooks.types import (
+    EVENT_CONSTANTS,
+    EVENT_TABLE,
+    HOOK_CONTEXTS,
+    PIPELINE_ORDER,
+    export_order,
+    is_custom_event,
+)
 
 SPEC_EVENTS = {
-    # event: (constant, mode, default timeout ms)
-    "message:received": (EVENT_MESSAGE_RECEIVED, HookExecutionMode.OBSERVER, 15000),
-    "message:enrich": (EVENT_MESSAGE_ENRICH, HookExecutionMode.COLLECTOR, 2000),
-    "message:before_response": (EVENT_MESSAGE_BEFORE_RESPONSE, HookExecutionMode.TRANSFORMER, 200),
-    "message:after_response": (EVENT_MESSAGE_AFTER_RESPONSE, HookExecutionMode.OBSERVER, 3000),
-    "agent:started": (EVENT_AGENT_STARTED, HookExecutionMode.OBSERVER, 5000),
-    "agent:stopped": (EVENT_AGENT_STOPPED, HookExecutionMode.OBSERVER, 5000),
-    "bot:ready": (EVENT_BOT_READY, HookExecutionMode.OBSERVER, 5000),
-    "schedule:fired": (EVENT_SCHEDULE_FIRED, HookExecutionMode.OBSERVER, 1000),
-    "reaction:received": (EVENT_REACTION_RECEIVED, HookExecutionMode.OBSERVER, 500),
-    "config:reloaded": (EVENT_CONFIG_RELOADED, HookExecutionMode.OBSERVER, 5000),
-    "tool:before_call": (EVENT_TOOL_BEFORE_CALL, HookExecutionMode.GATE, 200),
-    "tool:after_call": (EVENT_TOOL_AFTER_CALL, HookExecutionMode.OBSERVER, 300),
+    # event: (constant, mode, default timeout ms, context class), from the hooks spec's two tables
+    "message:received": (EVENT_MESSAGE_RECEIVED, HookExecutionMode.OBSERVER, 15000, "MessageReceivedContext"),
+    "message:enrich": (EVENT_MESSAGE_ENRICH, HookExecutionMode.COLLECTOR, 2000, "MessageEnrichContext"),
+    "message:before_response": (
+        EVENT_MESSAGE_BEFORE_RESPONSE,
+        HookExecutionMode.TRANSFORMER,
+        200,
+        "BeforeResponseContext",
+    ),
+    "message:after_response": (EVENT_MESSAGE_AFTER_RESPONSE, HookExecutionMode.OBSERVER, 3000, "AfterResponseContext"),
+    "agent:started": (EVENT_AGENT_STARTED, HookExecutionMode.OBSERVER, 5000, "AgentLifecycleContext"),
+    "agent:stopped": (EVENT_AGENT_STOPPED, HookExecutionMode.OBSERVER, 5000, "AgentLifecycleContext"),
+    "bot:ready": (EVENT_BOT_READY, HookExecutionMode.OBSERVER, 5000, "AgentLifecycleContext"),
+    "schedule:fired": (EVENT_SCHEDULE_FIRED, HookExecutionMode.OBSERVER, 1000, "ScheduleFiredContext"),
+    "reaction:received": (EVENT_REACTION_RECEIVED, HookExecutionMode.OBSERVER, 500, "ReactionReceivedContext"),
+    "config:reloaded": (EVENT_CONFIG_RELOADED, HookExecutionMode.OBSERVER, 5000, "ConfigReloadedContext"),
+    "tool:before_call": (EVENT_TOOL_BEFORE_CALL, HookExecutionMode.GATE, 200, "ToolBeforeCallContext"),
+    "tool:after_call": (EVENT_TOOL_AFTER_CALL, HookExecutionMode.OBSERVER, 300, "ToolAfterCallContext"),
 }
 # The 2026 plugin API's nine events (its section 2 table).
 NEWER_SPEC_EVENTS = {
-    "system:enrich": (EVENT_SYSTEM_ENRICH, HookExecutionMode.COLLECTOR, 2000),
-    "message:cancelled": (EVENT_MESSAGE_CANCELLED, HookExecutionMode.OBSERVER, 3000),
-    "session:started": (EVENT_SESSION_STARTED, HookExecutionMode.OBSERVER, 5000),
-    "compaction:before": (EVENT_COMPACTION_BEFORE, HookExecutionMode.OBSERVER, 15000),
-    "compaction:after": (EVENT_COMPACTION_AFTER, HookExecutionMode.OBSERVER, 5000),
+    "system:enrich": (EVENT_SYSTEM_ENRICH, HookExecutionMode.COLLECTOR, 2000, "SystemEnrichContext"),
+    "message:cancelled": (EVENT_MESSAGE_CANCELLED, HookExecutionMode.OBSERVER, 3000, "CancelledResponseContext"),
+    "session:started": (EVENT_SESSION_STARTED, HookExecutionMode.OBSERVER, 5000, "SessionHookContext"),
+    "compaction:before": (EVENT_COMPACTION_BEFORE, HookExecutionMode.OBSERVER, 15000, "CompactionHookContext"),
+    "compaction:after": (EVENT_COMPACTION_AFTER, HookExecutionMode.OBSERVER, 5000, "CompactionHookContext"),
     "message:final_response_transform": (
         EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
         HookExecutionMode.TRANSFORMER,
         200,
+        "FinalResponseTransformContext",
     ),
-    "room:member_joined": (EVENT_ROOM_MEMBER_JOINED, HookExecutionMode.OBSERVER, 3000),
-    "room:member_left": (EVENT_ROOM_MEMBER_LEFT, HookExecutionMode.OBSERVER, 3000),
-    "tool:environment": (EVENT_TOOL_ENVIRONMENT, HookExecutionMode.COLLECTOR, 200),
+    "room:member_joined": (EVENT_ROOM_MEMBER_JOINED, HookExecutionMode.OBSERVER, 3000, "RoomMemberJoinedContext"),
+    "room:member_left": (EVENT_ROOM_MEMBER_LEFT, HookExecutionMode.OBSERVER, 3000, "RoomMemberLeftContext"),
+    "tool:environment": (EVENT_TOOL_ENVIRONMENT, HookExecutionMode.COLLECTOR, 200, "ToolEnvironmentContext"),
 }
 ALL_EVENTS = {**SPEC_EVENTS, **NEWER_SPEC_EVENTS}
 
 
 @pytest.mark.parametrize(("event", "expected"), ALL_EVENTS.items())
 def test_event_constant_mode_and_timeout_match_spec(event, expected):
-    constant, mode, timeout = expected
+    constant, mode, timeout, _ = expected
 
     assert constant == event
     assert execution_mode(event) is mode
     assert default_timeout_ms(event) == timeout
     assert DEFAULT_TIMEOUTS_MS[event] == timeout
+
+
+def test_event_table_rows_are_both_spec_tables():
+    rows = {row.name: (row.mode, row.timeout_ms, row.context, row.newer) for row in EVENT_TABLE}
+
+    expected = {
+        event: (mode, timeout, context, event in NEWER_SPEC_EVENTS)
+        for event, (_, mode, timeout, context) in ALL_EVENTS.items()
+    }
+    assert rows == expected
+    assert len(EVENT_TABLE) == len(rows) == 21
+
+
+def test_event_table_names_each_constant_the_module_defines():
+    defined = {
+        name: value for name, value in vars(types).items() if name.startswith("EVENT_") and isinstance(value, str)
+    }
+
+    assert defined == {row.constant: row.name for row in EVENT_TABLE}
+    assert tuple(sorted(defined)) == EVENT_CONSTANTS
+
+
+def test_event_table_gives_each_context_class_once_and_custom_events_last():
+    import mindroom.hooks as hooks
+
+    assert HOOK_CONTEXTS[-1] == "CustomEventContext"
+    assert len(HOOK_CONTEXTS) == len(set(HOOK_CONTEXTS)) == 19
+    assert {row.context for row in EVENT_TABLE} | {"CustomEventContext"} == set(HOOK_CONTEXTS)
+    for name in HOOK_CONTEXTS:
+        assert isinstance(getattr(hooks, name), type)
+
+
+def test_event_table_derives_what_the_hooks_package_exports():
+    import mindroom.hooks as hooks
+
+    assert set(EVENT_CONSTANTS) | set(HOOK_CONTEXTS) <= set(hooks.__all__)
+    assert tuple(row.name for row in EVENT_TABLE) == PIPELINE_ORDER
+
+
+@pytest.mark.parametrize(
+    ("names", "ordered"),
+    [
+        (["b", "Ab", "EVENT_X", "Bc", "a2", "a10"], ["EVENT_X", "Ab", "Bc", "a2", "a10", "b"]),
+        (["EVENT_TOOL_AFTER_CALL", "EVENT_TABLE", "EVENT_TOOL_AFTER_CALL"], ["EVENT_TABLE", "EVENT_TOOL_AFTER_CALL"]),
+    ],
+)
+def test_export_order_sorts_constants_classes_then_the_rest_naturally(names, ordered):
+    assert export_order(names) == ordered
 
 
 def test_builtin_events_are_exactly_both_spec_tables():

@@ -146,6 +146,15 @@ def test_plugin_api_event_constants_equal_their_event_strings():
         assert name == f"EVENT_{namespace.upper()}_{event.upper()}"
 
 
+def test_plugin_api_hook_surface_is_the_event_tables():
+    from mindroom.hooks.types import EVENT_CONSTANTS, HOOK_CONTEXTS
+
+    pinned_events = {name for name in PINNED if name.startswith("EVENT_")}
+    pinned_contexts = {name for name in PINNED if name.endswith("Context") and name != "ToolRuntimeContext"}
+    assert pinned_events == set(EVENT_CONSTANTS)
+    assert pinned_contexts == set(HOOK_CONTEXTS)
+
+
 def test_plugin_api_version_is_year_dot_month():
     assert plugin_api.PLUGIN_API_VERSION == "2026.10"
 
