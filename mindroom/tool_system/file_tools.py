@@ -2,8 +2,9 @@
 
 Every path is relative to `<storage_root>/workspaces/<agent>/`. `..` is resolved by name and may not climb
 out of the workspace. A path is then opened one folder at a time from a descriptor of the workspace
-(`openat` with `O_NOFOLLOW | O_DIRECTORY`), so checking and opening are one step: a link at any level is
-refused, and a folder swapped for a link between two calls (or during one) is never followed.
+(`openat` with `O_NOFOLLOW | O_DIRECTORY`: the walk of `confined_open`), so checking and opening are one
+step: a link at any level is refused, and a folder swapped for a link between two calls (or during one) is
+never followed.
 Files are opened with `O_NONBLOCK` and must be regular files with one link (`st_nlink == 1`), so a FIFO
 cannot hang a call and a hard link cannot reach a file elsewhere. Writes are held to a workspace quota.
 The tools are synchronous and run in a worker thread (`in_thread`), never on the event loop.
@@ -11,7 +12,6 @@ The tools are synchronous and run in a worker thread (`in_thread`), never on the
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
@@ -21,14 +21,14 @@ from pathlib import Path
 
 from mindroom.config.main import FileToolConfig
 from mindroom.private_files import private_dir
+from mindroom.tool_system.confined_open import open_file_in, open_folder_below, open_root
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
 __all__ = ["FILE_TOOL_NAMES", "MAX_LISTED_ENTRIES", "Workspace", "file_tools"]
 
 FILE_TOOL_NAMES = ("read_file", "write_file", "list_files")
 MAX_LISTED_ENTRIES = 500
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_FILE_FLAGS = os.O_NONBLOCK | os.O_NOCTTY
 
 
 @contextmanager
@@ -72,59 +72,39 @@ class Workspace:
     def _open_root(self) -> int:
         # The workspace folder itself is the operator's to place (it may be a link); only what is inside is walked.
         private_dir(self.root)
-        return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        return open_root(self.root, may_be_link=True)
 
     def _folder(self, raw_path: str, parts: tuple[str, ...], *, create: bool = False, missing: str = "file") -> int:
         """A descriptor of the folder `parts` names, reached without following any link (created if asked)."""
-        fd = self._open_root()
-        try:
-            for index, part in enumerate(parts):
-                try:
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        raise ToolError(f"no {missing} named {raw_path!r} in your workspace") from None
-                    # Made by someone else meanwhile: it is opened with the same checks either way.
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, 0o700, dir_fd=fd)
-                    child = self._open_child(raw_path, parts[: index + 1], fd)
-                except OSError as exc:
-                    raise self._refusal(raw_path, parts[: index + 1], exc, fd) from None
-                os.close(fd)
-                fd = child
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        with _closing(self._open_root()) as root:
+            try:
+                return open_folder_below(root, parts, create=create, mode=0o700)
+            except OSError as exc:
+                if isinstance(exc, FileNotFoundError) and not create:
+                    raise ToolError(f"no {missing} named {raw_path!r} in your workspace") from None
+                raise self._refusal(raw_path, exc) from None
 
-    def _open_child(self, raw_path: str, parts: tuple[str, ...], fd: int) -> int:
+    def _open_file(self, raw_path: str, parts: tuple[str, ...], folder: int, flags: int) -> int:
         try:
-            return os.open(parts[-1], _DIR_FLAGS, dir_fd=fd)
+            return open_file_in(folder, parts[-1], flags | _FILE_FLAGS, 0o600, walked=self.display(parts))
         except OSError as exc:
-            raise self._refusal(raw_path, parts, exc, fd) from None
-
-    def _refusal(self, raw_path: str, parts: tuple[str, ...], error: OSError, folder: int | None = None) -> ToolError:
-        where = self.display(parts)
-        if error.errno == errno.ENOTDIR and folder is not None and self._is_link(parts[-1], folder):
-            error = OSError(errno.ELOOP, os.strerror(errno.ELOOP))  # Linux says ENOTDIR for O_DIRECTORY on a link
-        if error.errno == errno.ELOOP:
-            return ToolError(f"{raw_path!r}: {where!r} is a link, and the file tools do not follow links")
-        if error.errno == errno.ENOTDIR:
-            return ToolError(f"{raw_path!r}: {where!r} is not a folder")
-        if error.errno == errno.ENOENT:
-            return ToolError(f"no file named {raw_path!r} in your workspace")
-        if error.errno == errno.EISDIR:
-            return ToolError(f"{raw_path!r} is a folder")
-        if error.errno == errno.ENXIO:  # a FIFO nobody reads: opening it to write would block
-            return ToolError(f"{raw_path!r} is not a regular file")
-        return ToolError(f"cannot use {raw_path!r}: {error.strerror}")
+            raise self._refusal(raw_path, exc) from None
 
     @staticmethod
-    def _is_link(name: str, folder: int) -> bool:
-        try:
-            return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
-        except OSError:
-            return False
+    def _refusal(raw_path: str, error: OSError) -> ToolError:
+        """The model's answer for a failed open; `error.filename` is the path walked up to the entry at fault."""
+        code, where = error.errno, error.filename
+        if code == errno.ELOOP:
+            return ToolError(f"{raw_path!r}: {where!r} is a link, and the file tools do not follow links")
+        if code == errno.ENOTDIR:
+            return ToolError(f"{raw_path!r}: {where!r} is not a folder")
+        if code == errno.ENOENT:
+            return ToolError(f"no file named {raw_path!r} in your workspace")
+        if code == errno.EISDIR:
+            return ToolError(f"{raw_path!r} is a folder")
+        if code == errno.ENXIO:  # a FIFO nobody reads: opening it to write would block
+            return ToolError(f"{raw_path!r} is not a regular file")
+        return ToolError(f"cannot use {raw_path!r}: {error.strerror}")
 
     def _check_file(self, raw_path: str, fd: int) -> os.stat_result:
         info = os.fstat(fd)
@@ -142,10 +122,7 @@ class Workspace:
         if not parts:
             raise ToolError(f"{raw_path!r} is a folder")
         with _closing(self._folder(raw_path, parts[:-1])) as folder:
-            try:
-                fd = os.open(parts[-1], os.O_RDONLY | _FILE_FLAGS, dir_fd=folder)
-            except OSError as exc:
-                raise self._refusal(raw_path, parts, exc) from None
+            fd = self._open_file(raw_path, parts, folder, os.O_RDONLY)
         limit = self.settings.max_read_bytes
         with os.fdopen(fd, "rb") as handle:
             info = self._check_file(raw_path, fd)
@@ -202,15 +179,12 @@ class Workspace:
 
     def _open_for_writing(self, raw_path: str, parts: tuple[str, ...], folder: int) -> tuple[int, bool]:
         try:
-            return os.open(parts[-1], os.O_WRONLY | _FILE_FLAGS, dir_fd=folder), False
+            return open_file_in(folder, parts[-1], os.O_WRONLY | _FILE_FLAGS, walked=self.display(parts)), False
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise self._refusal(raw_path, parts, exc) from None
-        try:
-            return os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE_FLAGS, 0o600, dir_fd=folder), True
-        except OSError as exc:
-            raise self._refusal(raw_path, parts, exc) from None
+            raise self._refusal(raw_path, exc) from None
+        return self._open_file(raw_path, parts, folder, os.O_WRONLY | os.O_CREAT | os.O_EXCL), True
 
     def _check_quota(self, raw_path: str, old_size: int, new_size: int) -> None:
         quota = self.settings.workspace_quota_bytes

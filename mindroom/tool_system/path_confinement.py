@@ -1,14 +1,15 @@
 """File access confined to a root folder, never following a symlink: the 2026 plugin API's path helpers.
 
 Every helper walks the relative path one component at a time from an open descriptor of the root, with
-`O_NOFOLLOW` on each step, so neither `..`, an absolute path, nor a symlink anywhere on the way (even one
+`O_NOFOLLOW` on each step (the walk of `mindroom.tool_system.confined_open`, which the file tools and
+knowledge bases share), so neither `..`, an absolute path, nor a symlink anywhere on the way (even one
 swapped in while the walk runs) leads outside the root. Refusals are `PathConfinementError` (a
 `ValueError`); operating-system failures (a missing file, no permission) stay `OSError`.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from mindroom.errors import MindroomError
+from mindroom.tool_system.confined_open import open_file_in, open_folder_below, open_root
 from mindroom.tool_system.declarations import ToolFileAccess
 
 __all__ = [
@@ -30,7 +32,6 @@ __all__ = [
 ]
 
 DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class PathConfinementError(MindroomError, ValueError):
@@ -53,51 +54,25 @@ def _parts(relative_path: str | os.PathLike[str]) -> list[str]:
     return parts
 
 
-def _open_dir(parent_fd: int, name: str, *, create: bool, mode: int) -> int:
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    except FileNotFoundError:
-        if not create:
-            raise
-        with contextlib.suppress(FileExistsError):  # made meanwhile: the open below still refuses a symlink
-            os.mkdir(name, mode, dir_fd=parent_fd)
-        return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    except OSError as exc:
-        if _is_link(parent_fd, name):
-            msg = f"{name!r} is a symlink; symlinks are not followed"
-            raise PathConfinementError(msg) from None
-        if not _is_dir(parent_fd, name):
-            msg = f"{name!r} is not a folder"
-            raise PathConfinementError(msg) from exc
-        raise
-
-
-def _is_link(parent_fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISLNK(os.lstat(name, dir_fd=parent_fd).st_mode)
-    except OSError:
-        return False
-
-
-def _is_dir(parent_fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(name, dir_fd=parent_fd).st_mode)
-    except OSError:
-        return False
+def _refusal(error: OSError) -> PathConfinementError | None:
+    """The refusal a failed step of the walk stands for (a link, a file where a folder should be), if any."""
+    name = os.fspath(error.filename or "").rsplit("/", 1)[-1]
+    if error.errno == errno.ELOOP:
+        return PathConfinementError(f"{name!r} is a symlink; symlinks are not followed")
+    if error.errno == errno.ENOTDIR:
+        return PathConfinementError(f"{name!r} is not a folder")
+    return None
 
 
 def _walk(root: Path, parts: list[str], *, create: bool, mode: int) -> int:
     """An open descriptor of the folder `parts` names under `root` (the caller closes it)."""
-    fd = os.open(root, _DIR_FLAGS)
+    root_fd = open_root(root, may_be_link=False)
     try:
-        for part in parts:
-            child = _open_dir(fd, part, create=create, mode=mode)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+        return open_folder_below(root_fd, parts, create=create, mode=mode)
+    except OSError as exc:
+        raise _refusal(exc) or exc from None
+    finally:
+        os.close(root_fd)
 
 
 @contextmanager
@@ -114,6 +89,18 @@ def open_directory_within_root(
         yield fd
     finally:
         os.close(fd)
+
+
+def _open_file(
+    dir_fd: int, name: str, flags: int, mode: int = 0o600, *, link: str = "symlinks are not followed"
+) -> int:
+    try:
+        return open_file_in(dir_fd, name, flags, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            msg = f"{name!r} is a symlink; {link}"
+            raise PathConfinementError(msg) from None
+        raise
 
 
 def _split(relative_path: str | os.PathLike[str]) -> tuple[list[str], str]:
@@ -134,13 +121,7 @@ def read_regular_file_within_root(
     """The bytes of a regular file under `root`; a larger file is an error, or cut at `max_bytes` with `truncate`."""
     folders, name = _split(relative_path)
     with open_directory_within_root(root, PurePosixPath(*folders) if folders else ".") as dir_fd:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-        except OSError:
-            if _is_link(dir_fd, name):
-                msg = f"{name!r} is a symlink; symlinks are not followed"
-                raise PathConfinementError(msg) from None
-            raise
+        fd = _open_file(dir_fd, name, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             msg = f"{os.fspath(relative_path)!r} is not a regular file"
@@ -169,17 +150,11 @@ def write_file_within_root(
     """
     data = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
     folders, name = _split(relative_path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_EXCL if exclusive else os.O_TRUNC)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
     with open_directory_within_root(
         root, PurePosixPath(*folders) if folders else ".", create=True, mode=dir_mode
     ) as dir_fd:
-        try:
-            fd = os.open(name, flags, file_mode, dir_fd=dir_fd)
-        except OSError:
-            if _is_link(dir_fd, name):
-                msg = f"{name!r} is a symlink; symlinks are not written through"
-                raise PathConfinementError(msg) from None
-            raise
+        fd = _open_file(dir_fd, name, flags, file_mode, link="symlinks are not written through")
     with os.fdopen(fd, "wb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             msg = f"{os.fspath(relative_path)!r} is not a regular file"

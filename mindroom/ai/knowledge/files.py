@@ -7,7 +7,8 @@ chunking; a reader whose package is missing, or that finds no text, skips the fi
 
 Symbolic links are never followed, neither when listing nor when reading: a linked file or folder is not
 part of the base, wherever it points (inside the base or not), and a file replaced by a link, or a folder
-on its path replaced by one, after the listing is skipped rather than read.
+on its path replaced by one, after the listing is skipped rather than read (the reading walk is the one the
+file tools use, `mindroom.tool_system.confined_open`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from agno.knowledge.document.base import Document
 
 from mindroom.config.knowledge import KnowledgeBaseConfig
 from mindroom.errors import MindroomError
+from mindroom.tool_system.confined_open import open_file_in, open_folder_below, open_root
 
 __all__ = ["MAX_FILE_BYTES", "BaseFile", "UnreadableFileError", "base_files", "file_chunks", "matches_glob"]
 
@@ -114,21 +116,20 @@ def base_files(root: Path, base: KnowledgeBaseConfig) -> dict[str, BaseFile]:
 def _read_inside(root: Path, relative: str) -> bytes:
     """A regular file's bytes, each folder below `root` and the file itself opened without following a link."""
     *folders, name = relative.split("/")
-    no_follow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-    folder_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    root_fd = open_root(root, may_be_link=True)  # the base's own folder is the operator's to place
     try:
-        for folder in folders:
-            inner = os.open(folder, no_follow | os.O_DIRECTORY, dir_fd=folder_fd)
+        folder_fd = open_folder_below(root_fd, folders)
+        try:
+            # Non-blocking, so that a FIFO put in the file's place does not hang the refresh.
+            file_fd = open_file_in(folder_fd, name, os.O_RDONLY | os.O_NONBLOCK)
+        finally:
             os.close(folder_fd)
-            folder_fd = inner
-        # Non-blocking, so that a FIFO put in the file's place does not hang the refresh.
-        file_fd = os.open(name, no_follow | os.O_NONBLOCK, dir_fd=folder_fd)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        if exc.errno == errno.ELOOP:
             raise UnreadableFileError("a symbolic link (not followed)") from exc
         raise
     finally:
-        os.close(folder_fd)
+        os.close(root_fd)
     with os.fdopen(file_fd, "rb") as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             raise UnreadableFileError("not a regular file")

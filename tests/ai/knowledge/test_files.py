@@ -90,3 +90,15 @@ async def test_knowledge_reads_pdfs_through_agnos_reader(tmp_path: Path):
     chunks = file_chunks(docs, base_files(docs, config)["sub/guide.pdf"], config)
 
     assert chunks == ["Ospreys nest on poles"]
+
+
+async def test_knowledge_a_folder_replaced_by_a_file_after_listing_is_not_called_a_link(tmp_path: Path):
+    docs, _outside = _folders(tmp_path)
+    (docs / "sub" / "notes.md").write_text("Nothing here.")
+    config = KnowledgeBaseConfig(path=str(docs))
+    listed = base_files(docs, config)
+    (docs / "sub").rename(tmp_path / "old-sub")
+    (docs / "sub").write_text("a file now")
+
+    with pytest.raises(UnreadableFileError, match="Not a directory"):
+        file_chunks(docs, listed["sub/notes.md"], config)
