@@ -1,4 +1,4 @@
-"""`/api/config/*` and `/api/reload`: read, validate and save `config.yaml`, and reload it.
+"""`/api/config/*` and `/api/reload`: read, validate and save `config.yaml`, reload it, and show the config in force.
 
 A save goes the way an edit of the file goes: the text is validated (422 with each problem and its line),
 written to the file atomically, and reloaded by the same coordinator as a file change (the live state is
@@ -6,11 +6,16 @@ swapped only when the new config and its plugins build). Reads carry `x-mindroom
 digest of the file; a write naming an older generation is refused with 409, so two editors cannot
 overwrite each other unnoticed.
 
+`GET /api/config/effective` is the config in force, value by value, each with its source: config.yaml, a
+change from chat (who, when) or a default (`mindroom.config.effective`), beside the room and thread settings
+from chat and the kept changes not in effect; 409 while config.yaml does not load as it is now.
+
 The dashboard reads the file redacted (`?redacted=true`): a line whose secret was hidden comes back
 unchanged on save, and is then written as it stands in the file; a hidden secret cannot be edited there.
 """
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 import re
@@ -26,8 +31,10 @@ from pydantic import BaseModel
 from mindroom.api.app_context import ApiContext
 from mindroom.api.operator import operator_dependency, redacted, running_or_503
 from mindroom.api.security import bearer_token, matches
+from mindroom.config.effective import EffectiveConfig, hidden, read_effective_config
 from mindroom.config.loading import MAX_CONFIG_BYTES, parse_config_text
 from mindroom.config.main import Config
+from mindroom.config.overrides import Override
 from mindroom.daemon.reload import ReloadOutcome
 from mindroom.errors import ConfigError
 from mindroom.logging_config import get_logger, redact_text
@@ -115,6 +122,21 @@ def _outcome(outcome: ReloadOutcome | None) -> dict[str, Any] | None:
         "at": outcome.started_at,
         "error": outcome.error,
         "failed": list(outcome.failed),
+    }
+
+
+def _override(override: Override) -> dict[str, Any]:
+    value = hidden(override.value, override.key.rsplit(".", 1)[-1])
+    where = {"scope": override.scope, "room_id": override.room_id or None, "thread_id": override.thread_id or None}
+    # `path`, not `key`: the answer is redacted, and a field named `key` would be blanked as a secret.
+    return {**where, "path": override.key, "value": value, "set_by": override.set_by, "set_at": override.set_at}
+
+
+def _effective_body(found: EffectiveConfig) -> dict[str, Any]:
+    return {
+        "values": [dataclasses.asdict(value) for value in found.values],
+        "scoped": [_override(override) for override in found.scoped],
+        "not_in_effect": [{**_override(override), "why": why} for override, why in found.not_in_effect],
     }
 
 
@@ -208,6 +230,16 @@ def config_router(ctx: ApiContext) -> APIRouter:
         except ValueError as exc:
             return {"valid": False, "errors": [{"line": None, "message": str(exc)}]}
         return {"valid": True, "errors": []}
+
+    @router.get("/config/effective", summary="The config in force, value by value, with where each comes from")
+    async def effective(who: operator) -> JSONResponse:
+        live = running_or_503(ctx).live
+        try:
+            found = await asyncio.to_thread(read_effective_config, live.config, live.settings, path, env())
+        except ConfigError as exc:
+            body = {"message": "config.yaml does not load as it is now", "errors": config_errors(exc)}
+            raise HTTPException(409, body) from None
+        return JSONResponse(redacted(_effective_body(found)), headers=headers(read()))
 
     @router.get("/config/schema", summary="The JSON schema of config.yaml")
     async def schema(who: operator) -> dict[str, Any]:

@@ -33,6 +33,7 @@ __all__ = [
     "format_key_path",
     "load_config",
     "parse_config_text",
+    "read_config_text",
     "substitute_env",
 ]
 
@@ -278,6 +279,11 @@ def load_config(
 ) -> Config:
     """Load and validate `path` (with `overrides`, as `parse_config_text` applies them); raises `ConfigError`
     naming the file, key path and problem."""
+    return parse_config_text(read_config_text(path), path, env, overrides, strict=strict)
+
+
+def read_config_text(path: Path) -> str:
+    """The text of the config file at `path` (within `MAX_CONFIG_BYTES`, UTF-8); `ConfigError` naming the file."""
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
@@ -291,4 +297,4 @@ def load_config(
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(path, [f"not UTF-8 text (invalid byte at offset {exc.start})"]) from None
-    return parse_config_text(text, path, env, overrides, strict=strict)
+    return text

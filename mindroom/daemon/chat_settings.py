@@ -17,6 +17,7 @@ from mindroom.bots.commands.settings import settings_commands
 from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.runtime import LiveState
 from mindroom.config.chat_settable import chat_refusal
+from mindroom.config.effective import EffectiveConfig, read_effective_config
 from mindroom.config.loading import load_config
 from mindroom.config.overrides import ChatSettings, Override, scoped_problems
 from mindroom.constants import RuntimePaths
@@ -110,6 +111,12 @@ class SettingsDesk:
         )
         logger.info("chat setting reset", key=slot[3], scope=slot[0], room_id=slot[1] or None, by=by)
         return True
+
+    async def effective(self, live: LiveState) -> EffectiveConfig:
+        """The config in force in `live`, value by value with its source, against config.yaml as it is now."""
+        return await asyncio.to_thread(
+            read_effective_config, live.config, live.settings, self.paths.config_path, self.paths.env_values
+        )
 
     async def _problems(self, override: Override) -> list[str]:
         live = self.coordinator.cell.live

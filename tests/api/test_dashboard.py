@@ -1,6 +1,7 @@
 """The dashboard in a real headless Chromium (the distribution's, driven by Playwright; no browser download):
 it loads, shows the configured agents, a hook's counter rising after a message, approves a pending approval,
-and shows a config error at its line. It also writes the README's screenshot (`docs/dashboard.png`)."""
+shows a config error at its line, and shows the config in force with each value's source. It also writes the
+README's screenshot (`docs/dashboard.png`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from mindroom.bots.approvals.desk import ApprovalSeat
+from mindroom.config.overrides import Override
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
 from mindroom.testing.model_server import Text
+from tests.api.test_rest import with_chat_changes
 from tests.bots.bench import ALICE, LOBBY, registry_of, until
 
 pytestmark = pytest.mark.asyncio
@@ -121,5 +124,43 @@ async def test_dashboard_in_chromium_shows_agents_hooks_approvals_and_config_err
 
             if os.environ.get("MINDROOM_WRITE_SCREENSHOT") == "1":
                 await page.screenshot(path=str(SCREENSHOT), full_page=True)
+        finally:
+            await browser.close()
+
+
+@needs_chromium
+async def test_dashboard_in_chromium_shows_the_config_in_force_and_where_each_value_comes_from(make_api):
+    secret = {"provider": "openai", "id": "x", "api_key": "sk-operator-secret-0123456789"}
+    api = await make_api(
+        {"helper": {"display_name": "Helper", "role": "Helps"}}, env={"MINDROOM_API_KEY": KEY}, models={"paid": secret}
+    )
+    with_chat_changes(
+        api,
+        Override("config", "defaults.markdown", False, ALICE, 1_700_000_000.0),
+        Override("room", "thread_mode", "room", ALICE, 1_700_000_100.0, room_id=LOBBY),
+    )
+
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 1600})
+            await page.goto(f"{api.url}/#key={KEY}")
+            await page.wait_for_selector("#effective tbody tr")
+
+            chat = page.locator('#effective tbody tr[data-path="defaults.markdown"]')
+            assert await chat.get_attribute("data-source") == "chat"
+            assert ALICE in await chat.inner_text() and "false" in await chat.inner_text()
+            role = page.locator('#effective tbody tr[data-path="agents.helper.role"]')
+            assert await role.get_attribute("data-source") == "config.yaml"
+            assert await page.locator('#effective tbody tr[data-source="default"]').count() == 0  # hidden at first
+            assert "thread_mode" in await page.inner_text("#effective-chat")
+            assert "0123456789" not in await page.inner_text("#effective")
+
+            await page.check("#effective-defaults")
+            await page.fill("#effective-filter", "agents.helper.")
+            await page.wait_for_selector('#effective tbody tr[data-source="default"]')
+            paths = await page.eval_on_selector_all("#effective tbody tr", "rows => rows.map(r => r.dataset.path)")
+            assert paths and all(path.startswith("agents.helper.") for path in paths)
+            assert "agents.helper.num_history_runs" in paths
         finally:
             await browser.close()

@@ -5,6 +5,7 @@ document and the docs page behind the key, `/metrics`."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import re
 import stat
@@ -13,9 +14,11 @@ import pytest
 import yaml
 
 from mindroom.bots.approvals.desk import ApprovalSeat
+from mindroom.config.loading import parse_config_text
+from mindroom.config.overrides import ChatSettings, Override
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
 from mindroom.testing.model_server import Text
-from tests.bots.bench import LOBBY, registry_of, until
+from tests.bots.bench import ALICE, LOBBY, registry_of, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -252,6 +255,7 @@ async def test_api_openapi_document_describes_every_route_to_the_key_only(make_a
         "/api/config/schema",
         "/api/config/validate",
         "/api/config/reload-status",
+        "/api/config/effective",
         "/api/reload",
         "/metrics",
     ):
@@ -321,3 +325,51 @@ async def test_api_reload_status_needs_the_operator_key(make_api):
     assert status.status_code == 200 and len(status.json()["generation"]) == 16
     assert status.json()["generation"] == raw.headers["x-mindroom-config-generation"]  # the file's, as read now
     assert status.json()["applied"] is True and status.json()["last_reload"] is None
+
+
+def with_chat_changes(api, *overrides: Override) -> None:
+    """The running daemon as it is once `overrides` were made from chat (config keys applied, as a reload does)."""
+    live, path = api.bench.daemon.live, api.view.config_path
+    settings = ChatSettings(overrides)
+    config = parse_config_text(path.read_text(), path, {}, settings.config_overrides())
+    api.bench.daemon.cell.swap(dataclasses.replace(live, config=config, settings=settings))
+
+
+async def test_api_config_effective_names_where_each_value_comes_from_behind_the_key(make_api):
+    secret = {"provider": "openai", "id": "x", "api_key": "sk-operator-secret-0123456789"}
+    api = await make_api({"helper": HELPER}, env=ENV, models={"paid": secret})
+    markdown = Override("config", "defaults.markdown", False, ALICE, 1_700_000_000.0)
+    room = Override("room", "thread_mode", "room", ALICE, 1_700_000_100.0, room_id=LOBBY)
+    host = Override("config", "models.paid.host", "http://10.0.0.7/v1", "@old:localhost", 1.0)  # chat may not
+    with_chat_changes(api, markdown, room, host)
+
+    refused = await api.client().get("/api/config/effective")
+    near = await api.client(KEY + "x").get("/api/config/effective")
+    found = await api.client(KEY).get("/api/config/effective")
+
+    assert (refused.status_code, near.status_code, found.status_code) == (401, 401, 200)
+    body = found.json()
+    values = {value["path"]: value for value in body["values"]}
+    assert values["defaults.markdown"] == {
+        "path": "defaults.markdown", "value": False, "source": "chat", "set_by": ALICE, "set_at": 1_700_000_000.0
+    }  # fmt: skip
+    assert (values["agents.helper.role"]["value"], values["agents.helper.role"]["source"]) == ("Helps", "config.yaml")
+    assert values["defaults.enable_streaming"]["source"] == "config.yaml"  # the bench's file writes it
+    assert values["agents.helper.num_history_runs"]["source"] == "default"
+    assert values["models.paid.host"]["source"] == "default"
+    assert "0123456789" not in found.text and values["models.paid.api_key"]["source"] == "config.yaml"
+    scoped = [(item["scope"], item["room_id"], item["path"], item["value"]) for item in body["scoped"]]
+    assert scoped == [("room", LOBBY, "thread_mode", "room")]
+    assert [(item["path"], item["why"].split(":")[0]) for item in body["not_in_effect"]] == [
+        ("models.paid.host", "passed over")
+    ]
+
+
+async def test_api_config_effective_is_409_while_the_file_does_not_load(make_api):
+    api = await make_api({"helper": HELPER}, env=ENV)
+    api.view.config_path.write_text(api.view.config_path.read_text() + "favourite_colour: blue\n")
+
+    found = await api.client(KEY).get("/api/config/effective")
+
+    assert found.status_code == 409
+    assert "favourite_colour" in found.json()["detail"]["errors"][0]["message"]

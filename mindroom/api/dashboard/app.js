@@ -3,8 +3,11 @@
 "use strict";
 
 const REFRESH_MS = 2000;
+const EFFECTIVE_EVERY = 5;  // the config in force is read again every fifth refresh (a change from chat shows within 10 s)
 let generation = null;
 let timer = null;
+let effective = null;
+let refreshes = 0;
 
 const $ = (id) => document.getElementById(id);
 
@@ -76,6 +79,10 @@ function duration(seconds) {
 
 function clock(unix) {
   return new Date(unix * 1000).toLocaleTimeString();
+}
+
+function when(unix) {
+  return unix === null || unix === undefined ? "unknown" : new Date(unix * 1000).toLocaleString();
 }
 
 function renderBots(bots) {
@@ -162,6 +169,7 @@ async function refresh() {
     renderTurns(data.turns);
     renderPlugins(data.plugins);
     if (generation === null) await loadConfig();
+    if (refreshes++ % EFFECTIVE_EVERY === 0) await loadEffective();
   } catch (error) {
     if (error.message !== "signed out") {
       $("state").textContent = "unreachable";
@@ -202,6 +210,56 @@ async function loadConfig() {
   showErrors([]);
 }
 
+function origin(value) {
+  if (value.source === "chat") return el("span", `chat: ${value.set_by}, ${when(value.set_at)}`, "pill warn");
+  return el("span", value.source, value.source === "config.yaml" ? "pill ok" : "pill");
+}
+
+function override(item) {
+  const where = item.scope === "config" ? "config" : item.thread_id ? `thread ${item.thread_id}` : `room ${item.room_id}`;
+  const line = `${item.path} = ${JSON.stringify(item.value)} (${where}; set by ${item.set_by}, ${when(item.set_at)})`;
+  return el("li", item.why ? `${line}: ${item.why}` : line, item.why ? "bad" : "");
+}
+
+function renderEffective() {
+  if (!effective) return;
+  const filter = $("effective-filter").value.trim();
+  const defaults = $("effective-defaults").checked;
+  const shown = effective.values.filter((value) => (defaults || value.source !== "default") && value.path.includes(filter));
+  fill("effective", shown.map((value) => {
+    const tr = row([el("code", value.path), JSON.stringify(value.value), origin(value)]);
+    tr.dataset.path = value.path;
+    tr.dataset.source = value.source;
+    return tr;
+  }));
+  const hidden = effective.values.filter((value) => value.source === "default").length;
+  $("effective-state").textContent = `${shown.length} of ${effective.values.length} values shown` + (defaults ? "" : ` (${hidden} defaults hidden)`);
+  $("effective-state").className = "muted";
+  const parts = [];
+  if (effective.scoped.length) parts.push(el("h3", "Room and thread settings from chat"), listOf(effective.scoped));
+  if (effective.not_in_effect.length) parts.push(el("h3", "Kept from chat, not in effect"), listOf(effective.not_in_effect));
+  $("effective-chat").replaceChildren(...parts);
+}
+
+function listOf(items) {
+  const list = document.createElement("ul");
+  list.replaceChildren(...items.map(override));
+  return list;
+}
+
+async function loadEffective() {
+  const response = await api("GET", "/api/config/effective");
+  const body = await response.json();
+  if (!response.ok) {
+    const problems = response.status === 409 ? body.detail.errors.map((e) => e.message).join("; ") : body.detail;
+    $("effective-state").textContent = `Not shown: config.yaml does not load as it is now (${problems}).`;
+    $("effective-state").className = "bad";
+    return;
+  }
+  effective = body;
+  renderEffective();
+}
+
 async function validate() {
   const response = await api("POST", "/api/config/validate", { source: $("config").value });
   const body = await response.json();
@@ -230,6 +288,7 @@ async function save() {
   }
   generation = body.generation;
   showErrors([]);
+  refreshes = 0;  // the config in force is read again with the next refresh
   const reload = body.reload;
   $("config-state").textContent = reload ? reload.summary : "Saved.";
   $("config-state").className = reload && !reload.ok ? "bad" : "ok";
@@ -241,6 +300,7 @@ async function reloadNow() {
   const body = await response.json();
   notice(response.ok ? body.summary : body.detail, !response.ok || !body.ok);
   generation = null;
+  refreshes = 0;
   await refresh();
 }
 
@@ -264,6 +324,8 @@ function start() {
   $("validate").addEventListener("click", validate);
   $("save").addEventListener("click", save);
   $("config").addEventListener("input", () => showLines(new Set()));
+  $("effective-filter").addEventListener("input", renderEffective);
+  $("effective-defaults").addEventListener("change", renderEffective);
   $("config").addEventListener("scroll", () => { $("gutter").scrollTop = $("config").scrollTop; });
   $("signin-form").addEventListener("submit", (event) => {
     event.preventDefault();

@@ -17,11 +17,11 @@ import yaml
 
 from mindroom.bots.commands.table import Command, is_administrator
 from mindroom.bots.runtime import Entity, LiveState
-from mindroom.config.chat_settable import chat_leaves, chat_refusal
+from mindroom.config.effective import EffectiveConfig, EffectiveValue, hidden
 from mindroom.config.loading import format_key_path
 from mindroom.config.overrides import Override, OverrideScope, parse_key_path
+from mindroom.errors import ConfigError
 from mindroom.hooks.context import MessageEnvelope
-from mindroom.logging_config import redact_value
 
 __all__ = ["REFUSED", "SettingsChanger", "settings_commands"]
 
@@ -30,6 +30,8 @@ REFUSED = "❌ Only administrators may change settings."
 _RESETS = ("reset", "clear")
 _SHOWS = ("", "list", "show", "status")
 _REDACTION_MARKERS = ("***",)
+_SOURCES = (("config.yaml", "from config.yaml"), ("chat", "from chat"), ("default", "defaults"))
+_MAX_LINES = 150
 
 
 class SettingsChanger(Protocol):
@@ -40,6 +42,9 @@ class SettingsChanger(Protocol):
 
     async def reset(self, slot: tuple[str, str, str, str], by: str) -> bool:
         """Drop the override of `slot`; False when there was none."""
+
+    async def effective(self, live: LiveState) -> EffectiveConfig:
+        """The config in force in `live`, value by value with its source (`ConfigError` if config.yaml is broken)."""
 
 
 def _models(live: LiveState) -> str:
@@ -157,7 +162,13 @@ class _Commands:
         verb, _, rest = args.strip().partition(" ")
         path_text, _, value_text = rest.strip().partition(" ")
         if verb.lower() in ("", "show"):
-            return _listing(live)
+            try:
+                effective = await self.desk.effective(live)
+            except ConfigError as error:
+                return (
+                    f"❌ config.yaml does not load as it is now, so where each value comes from cannot be told: {error}"
+                )
+            return _listing(effective, rest.strip())
         try:
             path = format_key_path(parse_key_path(path_text))
         except ValueError as error:
@@ -187,7 +198,7 @@ class _Commands:
 
 def _render(value: Any, name: str = "") -> str:
     # Under its key's name, so a value kept under `api_key` or `password` is blanked whatever it looks like.
-    return json.dumps(redact_value({name: value})[name], ensure_ascii=False, default=str)
+    return json.dumps(hidden(value, name), ensure_ascii=False, default=str)
 
 
 def _value_at(live: LiveState, path: str) -> str:
@@ -202,23 +213,34 @@ def _value_at(live: LiveState, path: str) -> str:
     return _render(node, str(parts[-1]))
 
 
-def _note(live: LiveState, override: Override) -> str:
-    if override.scope != "config":
-        return ""
-    if chat_refusal(override.key, override.value) is not None:
-        return f" — passed over: chat may not change this key (`!config reset {override.key}` removes it)"
-    leaves = chat_leaves(override.key, override.value)
-    if any(_value_at(live, format_key_path(path)) != _render(value, str(path[-1])) for path, value in leaves):
-        return " — not in effect: it no longer fits config.yaml"
-    return ""
+def _when(at: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at)) if at is not None else "unknown"
 
 
-def _listing(live: LiveState) -> str:
-    overrides = live.settings.overrides
-    if not overrides:
-        return "No settings are changed from chat: config.yaml holds everything."
-    lines = ["Settings changed from chat (config.yaml holds the rest):"]
-    lines += [f"- {override.describe()}{_note(live, override)}" for override in overrides]
+def _line(value: EffectiveValue) -> str:
+    shown = json.dumps(value.value, ensure_ascii=False, default=str)
+    where = f"chat, by {value.set_by} at {_when(value.set_at)}" if value.source == "chat" else value.source
+    return f"- {value.path} = {shown} ({where})"
+
+
+def _listing(effective: EffectiveConfig, prefix: str) -> str:
+    """`!config show [path]`: the values in force and where each comes from (below a path: defaults too)."""
+    values = effective.under(prefix)
+    if not values:
+        return f"No config key at or below `{prefix}`."
+    shown = values if prefix else tuple(value for value in values if value.source != "default")
+    counts = ", ".join(f"{sum(v.source == source for v in values)} {name}" for source, name in _SOURCES)
+    lines = [f"Config in force{f' at `{prefix}`' if prefix else ''} ({counts}):", *map(_line, shown[:_MAX_LINES])]
+    if len(shown) > _MAX_LINES:
+        lines.append(f"… and {len(shown) - _MAX_LINES} more: `!config show <path>` narrows the list.")
+    if prefix:
+        return "\n".join(lines)
+    lines.append("Defaults are left out; `!config show <path>` lists every value at or below a path.")
+    if effective.scoped:
+        lines += ["Room and thread settings from chat:", *(f"- {item.describe()}" for item in effective.scoped)]
+    if effective.not_in_effect:
+        lines.append("Kept from chat, not in effect:")
+        lines += [f"- {item.describe()} — {why}" for item, why in effective.not_in_effect]
     return "\n".join(lines)
 
 

@@ -166,7 +166,7 @@ async def test_config_command_sets_validates_lists_and_resets_a_key(make_bench, 
         " undoes it)."
     )
     assert bench.daemon.live.config.agents["helper"].model == "fast"
-    assert "agents.helper.model = 'fast' (config.yaml; set by @alice:localhost)" in shown
+    assert '- agents.helper.model = "fast" (chat, by @alice:localhost at ' in shown
     assert refused.startswith("❌ Not changed: defaults.num_history_runs: Input should be greater than or equal to 0")
     assert "unknown model 'huge'" in unknown
     assert bench.daemon.live.config.defaults.num_history_runs == 10
@@ -239,6 +239,7 @@ async def test_config_set_of_a_parent_changes_only_its_allowed_leaves(make_bench
     assert reply.startswith("✅ `agents.helper`:")
     assert (helper.instructions, helper.model, helper.rooms) == (["Be brief."], "fast", ["lobby"])
     assert "not in effect" not in shown and "passed over" not in shown
+    assert '- agents.helper.instructions = ["Be brief."] (chat, by @alice:localhost at ' in shown
 
 
 async def test_a_stored_override_chat_may_not_make_is_passed_over_at_start(make_bench, model_server, tmp_path):
@@ -258,7 +259,7 @@ async def test_a_stored_override_chat_may_not_make_is_passed_over_at_start(make_
         "- models.default.host = 'http://127.0.0.1:9/v1' (config.yaml; set by @old:hs) — passed over: chat may not"
         " change this key (`!config reset models.default.host` removes it)"
     ) in shown
-    assert "- defaults.num_history_runs = 4 (config.yaml; set by @old:hs)\n" in shown + "\n"
+    assert "- defaults.num_history_runs = 4 (chat, by @old:hs at 1970-01-01 00:00 UTC)\n" in shown
     assert await say(bench, "!config reset models.default.host") == "✅ `models.default.host` is config.yaml's again."
     assert [o.key for o in bench.store.all()] == ["defaults.num_history_runs"]
 
@@ -274,3 +275,19 @@ async def test_config_get_blanks_a_value_kept_under_a_secret_name(make_bench, mo
 
     assert replies[0] == '`models.default.api_key` = "[redacted]"'
     assert all("operator-key" not in reply for reply in replies)
+
+
+async def test_config_show_under_a_path_lists_defaults_too_and_names_each_source(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path, authorization={"config_command_enabled": True})
+
+    await say(bench, "!config set agents.helper.instructions Be brief.")  # text: the config keeps it as a list
+    shown = await say(bench, "!config show agents.helper")
+    near = await say(bench, "!config show agents.help")
+
+    lines = shown.splitlines()
+    assert lines[0].startswith("Config in force at `agents.helper` (") and "defaults)" in lines[0]
+    assert '- agents.helper.instructions = ["Be brief."] (chat, by @alice:localhost at ' in shown
+    assert '- agents.helper.display_name = "Helper" (config.yaml)' in lines
+    assert any(line.startswith("- agents.helper.num_history_runs = ") and line.endswith("(default)") for line in lines)
+    assert all(line.startswith("- agents.helper.") for line in lines[1:])
+    assert near == "No config key at or below `agents.help`."
