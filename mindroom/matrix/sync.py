@@ -190,7 +190,7 @@ class SyncLoop:
                 await asyncio.sleep(outage.failed(str(exc), refused=exc.refused))
                 continue
             if reply.status == 429:
-                await asyncio.sleep(self._retry_after(reply))
+                await asyncio.sleep(min(reply.retry_after_s, HOMESERVER_BACKOFF.max_s))
                 continue
             if not reply.ok:
                 if self._token_rejected(reply, token):
@@ -253,13 +253,6 @@ class SyncLoop:
         )
         self._tokens.clear(self._bot)
         return True
-
-    @staticmethod
-    def _retry_after(reply: JsonReply) -> float:
-        retry_ms = _as_dict(reply.body).get("retry_after_ms")
-        if isinstance(retry_ms, int | float) and retry_ms > 0:
-            return min(float(retry_ms) / 1000, HOMESERVER_BACKOFF.max_s)
-        return 1.0
 
     async def _handle_batch(
         self, batch: dict[str, Any], handler: EventHandler, on_invite: InviteHandler, *, since: str | None

@@ -68,6 +68,14 @@ class JsonReply:
         value = self.body.get("error") if isinstance(self.body, dict) else None
         return value if isinstance(value, str) else f"HTTP {self.status}"
 
+    @property
+    def retry_after_s(self) -> float:
+        """The wait a rate-limited reply asks for (`retry_after_ms`), or 1 s when it names none."""
+        retry_ms = self.body.get("retry_after_ms") if isinstance(self.body, dict) else None
+        if isinstance(retry_ms, bool) or not isinstance(retry_ms, int | float) or retry_ms <= 0:
+            return 1.0
+        return float(retry_ms) / 1000
+
     def raise_for_error(self, action: str) -> None:
         """Raise `MatrixRequestError` unless the status is 2xx."""
         if not self.ok:
@@ -124,9 +132,7 @@ async def send_room_event(
     for _ in range(_RATE_LIMITED_ATTEMPTS - 1):
         if reply.status != 429:
             break
-        retry_ms = reply.body.get("retry_after_ms") if isinstance(reply.body, dict) else None
-        wait_s = float(retry_ms) / 1000 if isinstance(retry_ms, int | float) and retry_ms > 0 else 1.0
-        await asyncio.sleep(min(wait_s, _RATE_LIMIT_WAIT_CAP_S))
+        await asyncio.sleep(min(reply.retry_after_s, _RATE_LIMIT_WAIT_CAP_S))
         reply = await transport.request("PUT", path, body=dict(content))
     reply.raise_for_error("send " + event_type)
     event_id = reply.body.get("event_id") if isinstance(reply.body, dict) else None

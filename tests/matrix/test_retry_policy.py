@@ -12,7 +12,7 @@ from mindroom.matrix import delivery
 from mindroom.matrix.delivery import REFUSED_RETRY_S, send_until_accepted
 from mindroom.matrix.errors import MatrixConnectionError
 from mindroom.matrix.sync import _Outage
-from mindroom.matrix.transport import guard_transport
+from mindroom.matrix.transport import JsonReply, guard_transport
 
 
 def _closed_port() -> int:
@@ -80,3 +80,20 @@ def test_sync_outage_probes_every_second_while_refused_then_backs_off_from_the_s
     assert outage.failed("HTTP 502") >= 1.0
     outage.recovered()
     assert outage.failed("HTTP 502") <= 0.55
+
+
+@pytest.mark.parametrize(
+    ("body", "seconds"),
+    [
+        pytest.param({"errcode": "M_LIMIT_EXCEEDED", "retry_after_ms": 2500}, 2.5, id="asked"),
+        pytest.param({"retry_after_ms": 0.5}, 0.0005, id="fraction"),
+        pytest.param({"errcode": "M_LIMIT_EXCEEDED"}, 1.0, id="not-named"),
+        pytest.param({"retry_after_ms": 0}, 1.0, id="zero"),
+        pytest.param({"retry_after_ms": -300}, 1.0, id="negative"),
+        pytest.param({"retry_after_ms": "2500"}, 1.0, id="text"),
+        pytest.param({"retry_after_ms": True}, 1.0, id="bool"),
+        pytest.param(None, 1.0, id="not-json"),
+    ],
+)
+def test_a_rate_limited_reply_says_how_long_to_wait(body, seconds) -> None:
+    assert JsonReply(429, body).retry_after_s == seconds
