@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from mindroom.cli.doctor_result import CheckResult, check_ok, check_warn
-from mindroom.config.chat_settable import chat_refusal
+from mindroom.config.effective import passed_over
 from mindroom.config.environment import DaemonEnvironment
-from mindroom.config.loading import load_config
+from mindroom.config.loading import read_config_text
 from mindroom.config.main import Config
 from mindroom.config.overrides import Override
 from mindroom.daemon.standby import database_url
@@ -61,24 +61,6 @@ def read_overrides(storage_root: Path, url: str | None) -> list[Override]:
         return _rows(conn.execute(f"SELECT {_COLUMNS} FROM mindroom.overrides ORDER BY set_at").fetchall())  # noqa: S608
 
 
-def _passed_over(override: Override, config: Config, config_path: Path, env: Mapping[str, str]) -> str | None:
-    """Why the daemon passes `override` over, or None when it applies."""
-    if override.scope == "config":
-        if chat_refusal(override.key, override.value) is not None:
-            return "chat may not change this key; edit config.yaml"
-        try:
-            load_config(config_path, env, [override], strict=True)
-        except ConfigError:
-            return "no longer fits config.yaml"
-        return None
-    if override.key == "model":
-        stale = override.value not in config.models
-    else:
-        entity = override.key.partition(":")[2]
-        stale = override.key.startswith("instructions:") and entity not in config.responders()
-    return "no longer fits config.yaml" if stale else None
-
-
 async def check_overrides(
     config: Config, config_path: Path, storage_root: Path, env: Mapping[str, str]
 ) -> list[CheckResult]:
@@ -90,9 +72,13 @@ async def check_overrides(
         return [check_warn(_NAME, f"cannot read them ({type(exc).__name__})")]
     if not overrides:
         return [check_ok(_NAME, "none: config.yaml holds every setting")]
+    try:
+        text = read_config_text(config_path)
+    except ConfigError as exc:  # the config check already says what is wrong with the file
+        return [check_warn(_NAME, f"cannot check them against config.yaml: {exc.problems[0]}")]
     results = []
     for override in overrides:
-        why = await asyncio.to_thread(_passed_over, override, config, config_path, env)
+        why = await asyncio.to_thread(passed_over, override, config, text, config_path, env)
         if why is not None:
             fix = f"`!config reset {override.key}`" if override.scope == "config" else "reset it from chat"
             results.append(check_warn(_NAME, f"{override.describe()}: {why}; passed over", fix))

@@ -4,11 +4,11 @@ Config is changed three ways (editing the file, the REST API writing the file, `
 override in the state), and the running config is all of them at once. `effective_config` lays it out for
 `!config show`, `GET /api/config/effective` and the dashboard: each leaf of the running config (a value that
 is not a mapping; a list is one value, as chat sets it whole) with its source. A leaf comes from chat when a
-`config`-scope override sets it and the running config holds the override's value; from `config.yaml` when
-the file sets it (written out, or through a short form: `memory: mem0` sets `memory.backend`); else it is a
-default.
-The room and thread settings from chat are listed beside it, and so are the config overrides not in effect,
-with why. Values are shown with secrets hidden, by the leaf's name as the logs hide them.
+`config`-scope override the daemon applies sets it; from `config.yaml` when the file sets it (written out,
+or through a short form: `memory: mem0` sets `memory.backend`); else it is a default. The room and thread
+settings from chat are listed beside it, and so are the kept changes the daemon passes over, with why
+(`passed_over`, which `mindroom doctor` asks too). Values are shown with secrets hidden, by the leaf's name
+as the logs hide them.
 """
 
 from __future__ import annotations
@@ -27,12 +27,15 @@ from mindroom.errors import ConfigError
 from mindroom.logging_config import redact_value
 
 __all__ = [
+    "NOT_SETTABLE",
+    "NO_LONGER_FITS",
     "EffectiveConfig",
     "EffectiveValue",
     "Source",
     "effective_config",
     "format_leaf_path",
     "hidden",
+    "passed_over",
     "read_effective_config",
 ]
 
@@ -94,6 +97,8 @@ def _leaves(node: Any, path: _Path = ()) -> Iterator[tuple[_Path, Any]]:
         yield path, node
 
 
+NOT_SETTABLE = "chat may not change this key; edit config.yaml"
+NO_LONGER_FITS = "no longer fits config.yaml"
 _ABSENT = object()
 
 
@@ -105,23 +110,28 @@ def _at(node: Any, path: _Path) -> Any:
     return node
 
 
-def _why_not_in_effect(
-    override: Override, running: dict[str, Any], text: str, source: Path, env: _Env | None
+def passed_over(
+    override: Override, config: Config, text: str, source: Path | str, env: _Env | None = None
 ) -> str | None:
-    """Why a kept `config` override does not apply (None when it does).
+    """Why the daemon passes a kept `override` over (`NOT_SETTABLE`, `NO_LONGER_FITS`), or None when it applies.
 
-    Its leaves are compared as config.yaml with this override alone validates them (so a value the config
-    normalises, such as one instruction given as text, still counts as in effect).
+    A `config` key must be one chat may set, and config.yaml (`text`) with it must still validate; a room or
+    thread setting must name a model or an agent `config` still has.
     """
-    if chat_refusal(override.key, override.value) is not None:
-        return f"passed over: chat may not change this key (`!config reset {override.key}` removes it)"
-    try:
-        alone = parse_config_text(text, source, env, [override], strict=True).model_dump(mode="json")
-    except ConfigError:
-        return "not in effect: it no longer fits config.yaml"
-    if any(_at(alone, path) != _at(running, path) for path, _value in chat_leaves(override.key, override.value)):
-        return "not in effect: a later change sets the same key"
-    return None
+    if override.scope == "config":
+        if chat_refusal(override.key, override.value) is not None:
+            return NOT_SETTABLE
+        try:
+            parse_config_text(text, source, env, [override], strict=True)
+        except ConfigError:
+            return NO_LONGER_FITS
+        return None
+    if override.key == "model":
+        stale = override.value not in config.models
+    else:
+        entity = override.key.partition(":")[2]
+        stale = override.key.startswith("instructions:") and entity not in config.responders()
+    return NO_LONGER_FITS if stale else None
 
 
 def effective_config(
@@ -131,23 +141,21 @@ def effective_config(
 
     `ConfigError` when the text does not load (the sources cannot be told until it is fixed).
     """
-    source = Path(source)
     # What the file sets, short forms expanded (`memory: mem0` sets `memory.backend`): pydantic's unset fields.
     written = parse_config_text(text, source, env).model_dump(mode="json", exclude_unset=True)
-    running = config.model_dump(mode="json")
-    from_chat: dict[_Path, Override] = {}
+    from_chat: dict[_Path, Override] = {}  # applied in order: a later override of the same key wins
+    scoped: list[Override] = []
     not_in_effect: list[tuple[Override, str]] = []
     for override in settings.overrides:
-        if override.scope != "config":
-            continue
-        why = _why_not_in_effect(override, running, text, source, env)
+        why = passed_over(override, config, text, source, env)
         if why is not None:
             not_in_effect.append((override, why))
-            continue
-        for path, _value in chat_leaves(override.key, override.value):
-            from_chat[path] = override
+        elif override.scope != "config":
+            scoped.append(override)
+        else:
+            from_chat.update(dict.fromkeys((path for path, _ in chat_leaves(override.key, override.value)), override))
     values = []
-    for path, value in _leaves(running):
+    for path, value in _leaves(config.model_dump(mode="json")):
         shown = hidden(value, str(path[-1]))
         chat = from_chat.get(path)
         if chat is not None:
@@ -155,8 +163,7 @@ def effective_config(
         else:
             where: Source = "default" if _at(written, path) is _ABSENT else "config.yaml"
             values.append(EffectiveValue(format_leaf_path(path), shown, where))
-    scoped = tuple(override for override in settings.overrides if override.scope != "config")
-    return EffectiveConfig(tuple(values), scoped, tuple(not_in_effect))
+    return EffectiveConfig(tuple(values), tuple(scoped), tuple(not_in_effect))
 
 
 def read_effective_config(

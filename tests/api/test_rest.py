@@ -360,8 +360,8 @@ async def test_api_config_effective_names_where_each_value_comes_from_behind_the
     assert "0123456789" not in found.text and values["models.paid.api_key"]["source"] == "config.yaml"
     scoped = [(item["scope"], item["room_id"], item["path"], item["value"]) for item in body["scoped"]]
     assert scoped == [("room", LOBBY, "thread_mode", "room")]
-    assert [(item["path"], item["why"].split(":")[0]) for item in body["not_in_effect"]] == [
-        ("models.paid.host", "passed over")
+    assert [(item["path"], item["why"]) for item in body["not_in_effect"]] == [
+        ("models.paid.host", "chat may not change this key; edit config.yaml")
     ]
 
 

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from mindroom.config.effective import EffectiveValue, effective_config, read_effective_config
+from mindroom.config.effective import (
+    NO_LONGER_FITS,
+    NOT_SETTABLE,
+    EffectiveValue,
+    effective_config,
+    read_effective_config,
+)
 from mindroom.config.loading import parse_config_text
 from mindroom.config.overrides import ChatSettings, Override
 from mindroom.errors import ConfigError
@@ -76,20 +82,34 @@ def test_effective_config_counts_a_value_the_config_normalises_as_in_effect():
     assert effective.not_in_effect == ()
 
 
-def test_effective_config_lists_overrides_not_in_effect_with_why():
+def test_effective_config_lists_the_changes_passed_over_with_why():
     host = Override("config", "models.default.host", "http://10.0.0.7/v1", "@old:hs", 1.0)  # chat may not
     gone = Override("config", "agents.writer.model", "fast", "@old:hs", 2.0)  # no such agent in the file
-    config, settings = _running(TEXT, (host, gone))
+    stale = Override("room", "model", "huge", "@old:hs", 3.0, room_id="!lobby:localhost")  # no such model
+    kept = Override("thread", "instructions:helper", ["Shout."], ALICE, 4.0, "!lobby:localhost", "$root")
+    config, settings = _running(TEXT, (host, gone, stale, kept))
 
     effective = effective_config(config, settings, TEXT, "config.yaml", ENV)  # type: ignore[arg-type]
     values = _by_path(effective.values)
 
-    assert [(item.key, why.split(":")[0]) for item, why in effective.not_in_effect] == [
-        ("models.default.host", "passed over"),
-        ("agents.writer.model", "not in effect"),
+    assert [(item.key, why) for item, why in effective.not_in_effect] == [
+        ("models.default.host", NOT_SETTABLE),
+        ("agents.writer.model", NO_LONGER_FITS),
+        ("model", NO_LONGER_FITS),
     ]
+    assert effective.scoped == (kept,)
     assert values["models.default.host"].source == "default"
     assert all(value.source != "chat" for value in values.values())
+
+
+def test_effective_config_a_later_change_of_the_same_key_is_the_one_named():
+    first = Override("config", "defaults", {"markdown": True}, "@old:hs", 1.0)
+    later = Override("config", "defaults.markdown", False, ALICE, 2.0)
+    config, settings = _running(TEXT, (first, later))
+
+    values = _by_path(effective_config(config, settings, TEXT, "config.yaml", ENV).values)  # type: ignore[arg-type]
+
+    assert (values["defaults.markdown"].value, values["defaults.markdown"].set_by) == (False, ALICE)
 
 
 @pytest.mark.parametrize("prefix", ["agents.helper", "agents.helper."])

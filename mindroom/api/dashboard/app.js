@@ -237,7 +237,7 @@ function renderEffective() {
   $("effective-state").className = "muted";
   const parts = [];
   if (effective.scoped.length) parts.push(el("h3", "Room and thread settings from chat"), listOf(effective.scoped));
-  if (effective.not_in_effect.length) parts.push(el("h3", "Kept from chat, not in effect"), listOf(effective.not_in_effect));
+  if (effective.not_in_effect.length) parts.push(el("h3", "Kept from chat, passed over"), listOf(effective.not_in_effect));
   $("effective-chat").replaceChildren(...parts);
 }
 

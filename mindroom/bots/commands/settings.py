@@ -239,8 +239,8 @@ def _listing(effective: EffectiveConfig, prefix: str) -> str:
     if effective.scoped:
         lines += ["Room and thread settings from chat:", *(f"- {item.describe()}" for item in effective.scoped)]
     if effective.not_in_effect:
-        lines.append("Kept from chat, not in effect:")
-        lines += [f"- {item.describe()} — {why}" for item, why in effective.not_in_effect]
+        lines.append("Kept from chat, passed over (`!config reset <path>`, or a reset from chat, removes one):")
+        lines += [f"- {item.describe()} — passed over: {why}" for item, why in effective.not_in_effect]
     return "\n".join(lines)
 
 

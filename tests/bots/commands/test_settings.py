@@ -257,7 +257,7 @@ async def test_a_stored_override_chat_may_not_make_is_passed_over_at_start(make_
     assert [(entry["log_level"], entry["key"]) for entry in passed] == [("warning", "models.default.host")]
     assert (
         "- models.default.host = 'http://127.0.0.1:9/v1' (config.yaml; set by @old:hs) — passed over: chat may not"
-        " change this key (`!config reset models.default.host` removes it)"
+        " change this key; edit config.yaml"
     ) in shown
     assert "- defaults.num_history_runs = 4 (chat, by @old:hs at 1970-01-01 00:00 UTC)\n" in shown
     assert await say(bench, "!config reset models.default.host") == "✅ `models.default.host` is config.yaml's again."
