@@ -376,6 +376,37 @@ def test_package_order_check_names_an_upward_import():
     assert _upward_imports(graph, LAYERS) == ["mindroom.hooks.x -> mindroom.bots.turn"]
 
 
+def _importers_of(name: str, defined_in: str) -> set[str]:
+    """The package's modules whose source imports `name` from the module `defined_in` (anywhere in it)."""
+    found = set()
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == defined_in:
+                if any(alias.name in (name, "*") for alias in node.names):
+                    found.add(module)
+            elif isinstance(node, ast.Import) and any(alias.name == defined_in for alias in node.names):
+                found.add(module)  # `import mindroom.daemon.wiring` reaches every name in it
+    return found
+
+
+def test_package_running_daemon_stays_with_the_daemon_and_the_cli():
+    """The whole run is the composition root's (and the CLI's): other packages get declared capabilities."""
+    importers = _importers_of("RunningDaemon", "mindroom.daemon.wiring")
+
+    outside = sorted(module for module in importers if _layer(module) not in {"daemon", "cli"})
+
+    assert importers, "the finder sees the composition root's own imports"
+    assert outside == [], f"RunningDaemon imported outside daemon/ and cli/: {outside}"
+
+
+def test_package_importer_finder_names_a_star_import_and_a_module_import(tmp_path, monkeypatch):
+    module = tmp_path / "probe.py"
+    module.write_text("from mindroom.daemon.wiring import *\nimport mindroom.daemon.wiring\n", encoding="utf-8")
+    monkeypatch.setitem(MODULES, "mindroom.api.probe", module)
+
+    assert "mindroom.api.probe" in _importers_of("RunningDaemon", "mindroom.daemon.wiring")
+
+
 # -- the pipeline's entities hold no bag of the daemon's services ------------------------------------------
 
 

@@ -24,6 +24,7 @@ from mindroom.api.openai_routes import v1_router
 from mindroom.api.operator import operator_dependency
 from mindroom.api.status_routes import status_router
 from mindroom.daemon.metrics import CONTENT_TYPE, MetricsCollector
+from mindroom.daemon.reload import ReloadOutcome
 
 __all__ = ["DASHBOARD_DIR", "SecurityHeaders", "create_app"]
 
@@ -88,11 +89,11 @@ def create_app(ctx: ApiContext, collector: MetricsCollector | None = None) -> Fa
     app.include_router(approval_router(ctx))
     add_docs(app, ctx)
 
-    def reloads() -> tuple[object, ...]:
+    def reloads() -> tuple[ReloadOutcome, ...]:
         reloader = ctx.daemon.reloader
         return tuple(reloader.history) if reloader is not None else ()
 
-    metrics = collector or MetricsCollector(lambda: ctx.daemon.running, reloads)  # type: ignore[arg-type]
+    metrics = collector or MetricsCollector(lambda: ctx.daemon.running, reloads)
     scraper = Annotated[str, Depends(operator_dependency(ctx, metrics=True))]
 
     @app.get("/metrics", tags=["metrics"], summary="Prometheus metrics of the daemon")

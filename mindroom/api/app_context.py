@@ -1,4 +1,5 @@
-"""What the HTTP app reads of the daemon (`DaemonView`, which the orchestrator is), and what it keeps itself."""
+"""What the HTTP app reads of the daemon (`DaemonView`: the current run's declared `ApiCapabilities`, never the
+whole run), and what it keeps itself."""
 
 from __future__ import annotations
 
@@ -11,18 +12,18 @@ from typing import Protocol
 from mindroom.api.limits import RateLimiter
 from mindroom.api.settings import ApiSettings
 from mindroom.daemon.reload import ReloadCoordinator
-from mindroom.daemon.wiring import RunningDaemon
+from mindroom.daemon.wiring import ApiCapabilities
 from mindroom.tasks import TaskOwner
 
 __all__ = ["ApiContext", "DaemonView"]
 
 
 class DaemonView(Protocol):
-    """The daemon as the HTTP app sees it (`mindroom.daemon.orchestrator.Orchestrator` is one)."""
+    """The daemon as the HTTP app sees it (`mindroom.daemon.wiring.DaemonApiView` over the orchestrator)."""
 
     @property
-    def running(self) -> RunningDaemon | None:
-        """What the current run is made of (None while starting or stopped)."""
+    def running(self) -> ApiCapabilities | None:
+        """What the app may use of the current run (None while it starts or is stopped)."""
 
     @property
     def reloader(self) -> ReloadCoordinator | None:

@@ -1,21 +1,22 @@
-"""One `/v1` completion as a turn of the daemon's pipeline: the model name resolved to an agent, the
-request's messages turned into a message envelope (`source_kind` `api`, no Matrix room), and the answer
-stages run on the agent's bot with an `HttpAnswer` channel.
+"""The `/v1` door: one chat completion as a turn of the daemon's one turn (`mindroom.bots.turn.TurnRunner`).
+
+The model name is resolved to an agent (`auto`: the router's model chooses, as it does in a room), the
+request's messages become a message envelope (`source_kind` `api`, the room `api`, the session as its
+conversation), and the turn runs on the agent's bot with an `HttpAnswer` channel: claimed in the journal,
+`message:received`, then the answer stages. Its models are chosen as a Matrix turn's are: `room_models` for
+the room `api`, else the agent's (or the router's) own; there is no Matrix room or thread whose chat settings
+(`!room_model`, `!model`) could apply.
 
 The turn runs in a task the HTTP app owns, so a reply is sent as soon as it is final while the turn is
 stored behind it; the next request of the same session waits for that (the agent's per-session slot).
-The journal records the turn (claimed at its start, completed however it ends), without its content: a
-client that is gone cannot be answered after a restart.
+The journal records the turn without its content: a client that is gone cannot be answered after a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import structlog
 
 from mindroom import ai
 from mindroom.api.api_entity import ApiEntity
@@ -29,15 +30,13 @@ from mindroom.api.openai_protocol import (
     derive_session_id,
 )
 from mindroom.api.security import V1Principal
-from mindroom.bots.channel import Turn
-from mindroom.daemon.wiring import RunningDaemon
-from mindroom.hooks.context import MessageReceivedContext
-from mindroom.hooks.execution import emit
+from mindroom.bots.doors import Arrival, Door
+from mindroom.bots.ingress import InboundMessage
+from mindroom.bots.turn import router_choice
+from mindroom.daemon.wiring import ApiCapabilities
 from mindroom.hooks.origin import TurnOrigin
 from mindroom.hooks.target import MessageTarget
-from mindroom.hooks.trace import hook_trace
 from mindroom.hooks.transport import MessageEnvelope
-from mindroom.hooks.types import EVENT_MESSAGE_RECEIVED
 from mindroom.logging_config import get_logger
 
 __all__ = [
@@ -70,42 +69,38 @@ class Completion:
     task: asyncio.Task[None]
 
 
-def eligible_agents(running: RunningDaemon) -> list[str]:
+def eligible_agents(running: ApiCapabilities) -> list[str]:
     """The agents `/v1` offers: configured and running, in config order."""
     entities = running.directory.entities
     return [name for name in running.live.config.agents if name in entities]
 
 
-def eligible_teams(running: RunningDaemon) -> list[str]:
+def eligible_teams(running: ApiCapabilities) -> list[str]:
     """The teams `/v1` offers (as `team/<team>`): configured and running, every member too, in config order."""
     entities = running.directory.entities
     teams = running.live.config.teams
     return [name for name, team in teams.items() if name in entities and all(m in entities for m in team.agents)]
 
 
-def _running(ctx: ApiContext) -> RunningDaemon:
+def _running(ctx: ApiContext) -> ApiCapabilities:
     running = ctx.daemon.running
     if running is None:
         raise OpenAIError(503, "The daemon is not running yet", type_="server_error")
     return running
 
 
-async def _resolve_model(running: RunningDaemon, model: str, prompt: str) -> str:
-    """The agent a model name means; `auto` asks the router's model (the first agent if it cannot say)."""
+async def _resolve_model(running: ApiCapabilities, model: str, prompt: str) -> str:
+    """The agent a model name means; `auto` asks the router's model, chosen as in a room (the first agent if
+    it cannot say, or the only one)."""
     agents = eligible_agents(running)
     if model == "auto":
         if not agents:
             raise OpenAIError(500, "No OpenAI-compatible agents configured for auto-routing", type_="server_error")
-        config = running.live.config
-        router_model = config.models.get(config.router.model)
-        chosen = None
-        if router_model is not None and len(agents) > 1:
-            roles = [(name, config.agents[name].role or config.agents[name].display_name) for name in agents]
-            try:
-                chosen = await ai.choose_agent(router_model, roles, prompt, env=running.paths.env_values)
-            except Exception as exc:  # routing must always end in a choice
-                logger.warning("router model failed; using the first agent", error=str(exc) or type(exc).__name__)
-        return chosen if chosen in agents else agents[0]
+        if len(agents) == 1:
+            return agents[0]
+        keys = running.directory.room_keys(API_ROOM_ID)
+        env = running.paths.env_values
+        return await router_choice(running.live, env, tuple(agents), prompt, API_ROOM_ID, None, keys)
     if model.startswith(TEAM_PREFIX):
         team = model.removeprefix(TEAM_PREFIX)
         if team not in eligible_teams(running):
@@ -116,7 +111,7 @@ async def _resolve_model(running: RunningDaemon, model: str, prompt: str) -> str
     return model
 
 
-async def _with_history(running: RunningDaemon, agent: str, session: str, new: bool, talk: Conversation) -> str:
+async def _with_history(running: ApiCapabilities, agent: str, session: str, new: bool, talk: Conversation) -> str:
     """The prompt, preceded by the client's earlier messages when the session has no stored history to give."""
     if not talk.history:
         return talk.prompt
@@ -159,24 +154,13 @@ async def start_completion(
     return Completion(request.model if request.model.startswith(TEAM_PREFIX) else agent, channel, session, task)
 
 
-async def _turn(running: RunningDaemon, entity: ApiEntity, envelope: MessageEnvelope, channel: HttpAnswer) -> None:
-    live = running.cell.live  # the one generation this turn runs on
-    journal = running.stores.journal
-    correlation_id = uuid.uuid4().hex
-    journal.claim(entity.name, envelope.source_event_id)
+async def _turn(running: ApiCapabilities, entity: ApiEntity, envelope: MessageEnvelope, channel: HttpAnswer) -> None:
+    """The request's turn; a client gone before its answer leaves nothing of it stored."""
+    question = InboundMessage(envelope, False, 0, False, None)
     try:
-        with structlog.contextvars.bound_contextvars(agent=entity.name, correlation_id=correlation_id):
-            bindings = entity.bindings(live, turn=correlation_id)
-            received = MessageReceivedContext(envelope=envelope, correlation_id=correlation_id, **bindings.fields())
-            with hook_trace():  # the turn's hooks from `message:received` on, as a Matrix turn notes them
-                await emit(live.registry, EVENT_MESSAGE_RECEIVED, received)
-                if received.suppress:
-                    logger.debug("message suppressed by a hook", event_id=envelope.source_event_id)
-                    return
-                turn = Turn(correlation_id, bindings, channel=channel)
-                await running.responder().respond(entity, live, envelope, turn)
+        await running.runner.run(Arrival(Door.API, entity, running.live, question, channel=channel))
     except asyncio.CancelledError:
-        if not channel.delivered:  # the client left before its answer: nothing of the turn is kept
+        if not channel.delivered:
             await ai.forget_turn(
                 entity.name,
                 envelope.target.session_id,
@@ -186,5 +170,4 @@ async def _turn(running: RunningDaemon, entity: ApiEntity, envelope: MessageEnve
             )
         raise
     finally:
-        journal.complete(entity.name, envelope.source_event_id)
         channel.finish()

@@ -13,7 +13,7 @@ from fastapi import HTTPException, Request
 
 from mindroom.api.app_context import ApiContext
 from mindroom.api.security import COOKIE_NAME, bearer_token, dashboard_principal
-from mindroom.daemon.wiring import RunningDaemon
+from mindroom.daemon.wiring import ApiCapabilities
 from mindroom.logging_config import redact_text, redact_value, secrets_generation
 
 __all__ = ["operator_dependency", "redacted", "running_or_503"]
@@ -90,8 +90,8 @@ def redacted(value: _T) -> _T:
     return cast(_T, _walk(value, _memo.fresh(), 0))
 
 
-def running_or_503(ctx: ApiContext) -> RunningDaemon:
-    """The running daemon, or HTTP 503 while it starts."""
+def running_or_503(ctx: ApiContext) -> ApiCapabilities:
+    """What the app may use of the running daemon, or HTTP 503 while it starts."""
     running = ctx.daemon.running
     if running is None:
         raise HTTPException(503, "The daemon is not running yet")

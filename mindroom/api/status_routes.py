@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from mindroom.api.app_context import ApiContext
 from mindroom.api.operator import operator_dependency, redacted, running_or_503
 from mindroom.api.security import COOKIE_NAME, matches
-from mindroom.daemon.wiring import RunningDaemon
+from mindroom.daemon.wiring import ApiCapabilities
 from mindroom.hooks.telemetry import hook_telemetry, ordered_telemetry
 
 __all__ = ["SessionRequest", "status_router"]
@@ -25,7 +25,7 @@ class SessionRequest(BaseModel):
     api_key: str
 
 
-def _bots(running: RunningDaemon) -> list[dict[str, Any]]:
+def _bots(running: ApiCapabilities) -> list[dict[str, Any]]:
     directory = running.directory
     config = running.live.config
     names = {room_id: key for key, room_id in directory.room_ids.items()}
@@ -50,7 +50,7 @@ def _bots(running: RunningDaemon) -> list[dict[str, Any]]:
     return bots
 
 
-def _agents(running: RunningDaemon) -> list[dict[str, Any]]:
+def _agents(running: ApiCapabilities) -> list[dict[str, Any]]:
     config = running.live.config
     return [
         {
@@ -67,7 +67,7 @@ def _agents(running: RunningDaemon) -> list[dict[str, Any]]:
     ]
 
 
-def _plugins(ctx: ApiContext, running: RunningDaemon) -> dict[str, Any]:
+def _plugins(ctx: ApiContext, running: ApiCapabilities) -> dict[str, Any]:
     live = running.live
     counts: dict[str, int] = {}
     for hook in live.registry.all_hooks():
@@ -86,11 +86,11 @@ def _plugins(ctx: ApiContext, running: RunningDaemon) -> dict[str, Any]:
     }
 
 
-def _hooks(running: RunningDaemon) -> list[dict[str, Any]]:
+def _hooks(running: ApiCapabilities) -> list[dict[str, Any]]:
     return [dataclasses.asdict(row) for row in ordered_telemetry(hook_telemetry(running.live.registry))]
 
 
-def _ready(running: RunningDaemon | None) -> bool:
+def _ready(running: ApiCapabilities | None) -> bool:
     return running is not None and all(entity.client.has_synced for entity in running.directory.entities.values())
 
 

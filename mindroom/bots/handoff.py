@@ -1,9 +1,10 @@
 """Hand-offs: an agent asks another agent of the same room for help within its turn (`delegate_to`).
 
 An agent whose config names `delegate_to` gets the `delegate_task` tool. A call posts the question in the
-conversation under the asking agent's account, and the other agent answers it there as itself, through
-the same answer stages as any turn (its hooks, tools and approvals are its own); the first agent's model
-then reads that answer as the tool's result and goes on.
+conversation under the asking agent's account, and the other agent answers it there as itself, in a turn of
+its own at the hand-off's door (`Door.HANDOFF`: claimed in the journal, `message:received`, then the same
+answer stages as any turn; its hooks, tools and approvals are its own); the first agent's model then reads
+that answer as the tool's result and goes on.
 
 A hand-off is refused, with a message the model reads, when the other agent is not one the asking agent
 may hand to, is not in the room, would close a circle (an agent already waiting on this chain), or when
@@ -14,13 +15,14 @@ of bot turns per thread (the same `SlidingWindow` ingress counts bot messages in
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mindroom.bots.channel import GenerationSetup, Turn
+from mindroom.bots.channel import GenerationSetup
 from mindroom.bots.directory import Directory
-from mindroom.bots.ingress import MAX_BOT_HOPS
+from mindroom.bots.doors import Arrival, Door, TurnEntry
+from mindroom.bots.ingress import MAX_BOT_HOPS, InboundMessage, inbound_origin
 from mindroom.bots.lifecycle import stable_correlation_id
 from mindroom.bots.limits import SlidingWindow
 from mindroom.bots.matrix_answer import MatrixAnswer
@@ -29,13 +31,11 @@ from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.bots.streaming import Streamed
 from mindroom.config.main import Config
 from mindroom.constants import HANDOFF_KEY, ORIGINAL_SENDER_KEY
-from mindroom.hooks.context import MessageEnvelope
+from mindroom.hooks.target import MessageTarget
+from mindroom.hooks.transport import MessageEnvelope
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.runtime_context import get_runtime_context
 from mindroom.tool_system.spec import ToolSpec
-
-if TYPE_CHECKING:
-    from mindroom.bots.respond import Responder
 
 __all__ = ["HANDOFF_TOOL", "HandoffDesk"]
 
@@ -97,12 +97,12 @@ class HandoffDesk:
     """The run's hand-offs: the tool of each agent that may hand off, and the turns running now (their chains)."""
 
     def __init__(
-        self, cell: LiveCell, directory: Directory, bot_turns: SlidingWindow, responder: Callable[[], Responder]
+        self, cell: LiveCell, directory: Directory, bot_turns: SlidingWindow, turns: Callable[[], TurnEntry]
     ) -> None:
         self._cell = cell
         self._directory = directory
         self._bot_turns = bot_turns
-        self._responder = responder
+        self._turns = turns
         self._chains: dict[str, _Chain] = {}
         self._tools: dict[str, tuple[tuple[str, ...], tuple[Any, ...]]] = {}
 
@@ -192,36 +192,32 @@ class HandoffDesk:
         question_id = await asker.client.send_message(
             bound.room_id, f"➡️ {display}: {task}", thread_root=thread, extra_content=extra
         )
+        sender = self._directory.bot_user_ids.get(asking, asking)
         envelope = MessageEnvelope(
             source_event_id=question_id,
-            room_id=bound.room_id,
-            thread_id=thread,
-            resolved_thread_id=thread,
-            requester_id=bound.requester_id or "",
-            sender_id=self._directory.bot_user_ids.get(asking, asking),
+            target=MessageTarget(bound.room_id, thread, thread, question_id),
             body=task,
             attachment_ids=(),
             mentioned_agents=(name,),
             agent_name=name,
-            source_kind="message",
+            origin=inbound_origin(sender, bound.requester_id or "", "message"),
         )
         logger.info("hand-off", agent=asking, target=name, room_id=bound.room_id, question_event_id=question_id)
         return await self._run(live, helper, envelope, chain, asking)
 
     async def _run(self, live: LiveState, helper: Entity, envelope: MessageEnvelope, chain: _Chain, asking: str) -> str:
-        correlation_id = stable_correlation_id(envelope.source_event_id)
+        """The helper's turn at the hand-off's door: its question, answered in the thread and heard back."""
         markdown = live.config.agents[helper.name].resolved(live.config.defaults).markdown
         hops = chain.hops + 1
         heard = _HeardAnswer(MatrixAnswer(ReplyChannel(helper, envelope, hops=hops, markdown=markdown)))
-        turn = Turn(correlation_id, helper.bindings(live, turn=correlation_id), hops=hops, channel=heard)
+        # The answer ends a chain one bot answer longer than the asking turn's; the asker waits on it.
+        correlation_id = stable_correlation_id(envelope.source_event_id)
         self._chains[correlation_id] = _Chain(hops, (*chain.waiting, asking))
+        question = InboundMessage(envelope, True, 0, False, None, hops=chain.hops)
         try:
-            await self._respond(helper, live, envelope, turn)
+            await self._turns().run(Arrival(Door.HANDOFF, helper, live, question, channel=heard))
         finally:
             self._chains.pop(correlation_id, None)
         if heard.text is not None:
             return f"{helper.name} answered: {heard.text}"
         return f"{helper.name} did not answer ({heard.failure or 'no answer was given'})."
-
-    def _respond(self, helper: Entity, live: LiveState, envelope: MessageEnvelope, turn: Turn) -> Awaitable[None]:
-        return self._responder().respond(helper, live, envelope, turn)

@@ -16,6 +16,7 @@ counts as new for `HELD_MESSAGE_MS` more, as long as a message waits for a late 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,8 +39,9 @@ from mindroom.constants import (
     SYNTHETIC_DEPTH_KEY,
     VOICE_PREFIX,
 )
-from mindroom.hooks.context import MessageEnvelope
-from mindroom.hooks.transport import SourceKind
+from mindroom.hooks.origin import TurnOrigin
+from mindroom.hooks.target import MessageTarget
+from mindroom.hooks.transport import MessageEnvelope, SourceKind
 from mindroom.logging_config import debug_enabled, get_logger
 from mindroom.matrix import MatrixEvent
 from mindroom.matrix.crypto.undecrypted import KEEP_PARKED_S
@@ -59,6 +61,7 @@ __all__ = [
     "IngressDrop",
     "classify_edit",
     "classify_message",
+    "inbound_origin",
     "older_than_run",
 ]
 
@@ -83,6 +86,16 @@ def older_than_run(origin_server_ts: int, started_at_ms: int, *, after_restore: 
     """
     allowance = CLOCK_SKEW_MS + (HELD_MESSAGE_MS if after_restore else 0)
     return origin_server_ts < started_at_ms - allowance
+
+
+# The same few people and kinds recur message after message, and an origin is an immutable value.
+_origins = functools.lru_cache(maxsize=256)(TurnOrigin.from_envelope_fields)
+
+
+def inbound_origin(sender_id: str, requester_id: str, source_kind: str) -> TurnOrigin:
+    """The origin of a message known by its Matrix sender, the person it acts for and its kind (no entity
+    named): a bot relaying for a person, or a kind only the daemon's accounts send, marks a managed sender."""
+    return _origins(sender_id, requester_id, source_kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,18 +190,14 @@ def classify_message(
     origin_event = content.get(HOOK_ORIGIN_EVENT_KEY) if isinstance(content.get(HOOK_ORIGIN_EVENT_KEY), str) else None
     envelope = MessageEnvelope(
         source_event_id=event_id,
-        room_id=room_id,
-        thread_id=thread_root,
-        resolved_thread_id=thread_root if room_mode else thread_root or event_id,
-        requester_id=requester,
-        sender_id=sender,
+        target=MessageTarget(room_id, thread_root, thread_root if room_mode else thread_root or event_id, event_id),
         body=body,
         attachment_ids=(),
         mentioned_agents=mentioned,
         agent_name=entity,
-        source_kind=source_kind,
         hook_source=hook_source,
         message_received_depth=depth,
+        origin=inbound_origin(sender, requester, source_kind),
     )
     return InboundMessage(envelope, from_bot, depth, hook_dispatch, origin_event, hops)
 
@@ -255,7 +264,7 @@ class Ingress:
         `replay` re-runs a turn a crash cut short: it is older than this run.
         """
         directory = self.directory
-        thread_root = event.thread_root
+        thread_root = event.thread_root or None  # a thread relation with an empty id names no thread
         from_person = event.sender not in directory.bot_user_ids.values()
         card = self._replied_card(event) if from_person else None
         if card is not None and self._authorized(entity, live, event, event.sender):
@@ -306,16 +315,12 @@ class Ingress:
             )
         envelope = MessageEnvelope(
             source_event_id=event.event_id,
-            room_id=event.room_id,
-            thread_id=answer.thread_root,
-            resolved_thread_id=answer.thread_root,
-            requester_id=event.sender,
-            sender_id=event.sender,
+            target=MessageTarget(event.room_id, answer.thread_root, answer.thread_root, event.event_id),
             body=edit.body,
             attachment_ids=(),
             mentioned_agents=(),
             agent_name=entity.name,
-            source_kind="edit",
+            origin=inbound_origin(event.sender, event.sender, "edit"),
         )
         return InboundMessage(envelope, False, 0, False, None, replaces=answer)
 

@@ -1,8 +1,9 @@
 """The two records a turn keeps in the journal, each owned by a context manager so no path can forget one.
 
-- `claimed_turn`: the event is claimed as a pending turn on entry and completed on exit, however the
-  turn ends, unless shutdown cancelled it, or its answer was refused because this daemon could not show it
-  still holds the state (`StateFencedError`): then it stays pending for the daemon that does.
+- `claimed`: the question is claimed on entry; a Matrix event is kept with its claim as a pending turn and
+  completed on exit, however the turn ends, unless shutdown cancelled it, or its answer was refused because
+  this daemon could not show it still holds the state (`StateFencedError`): then it stays pending for the
+  daemon that does. A question with nothing to keep (an API request, a hand-off) is only recorded as taken.
 - `open_answer`: a streamed answer's record, begun just before its first message is sent and ended when
   the answer is final. Every way out of the answer that is not an exception ends it; an exception (the
   stand-in for a crash, or shutdown cutting the answer short) leaves it, so the next start marks the
@@ -16,13 +17,14 @@ import contextlib
 import dataclasses
 import hashlib
 from collections.abc import Iterator
+from typing import Any
 
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent
 from mindroom.state.errors import StateFencedError
 from mindroom.state.journal import TurnJournal
 
-__all__ = ["OpenAnswer", "claimed_turn", "open_answer", "stable_correlation_id"]
+__all__ = ["OpenAnswer", "claimed", "claimed_turn", "open_answer", "stable_correlation_id"]
 
 
 def stable_correlation_id(event_id: str) -> str:
@@ -34,14 +36,21 @@ logger = get_logger(__name__)
 
 
 @contextlib.contextmanager
-def claimed_turn(journal: TurnJournal, entity: str, event: MatrixEvent, *, replay: bool = False) -> Iterator[bool]:
-    """Claim `event` as `entity`'s pending turn; yields False (and keeps nothing) when it was claimed before.
+def claimed(
+    journal: TurnJournal, entity: str, event_id: str, kept: dict[str, Any] | None = None, *, replay: bool = False
+) -> Iterator[bool]:
+    """Claim `event_id` as `entity`'s turn; yields False (and keeps nothing) when it was claimed before.
 
-    The event's content is kept with the claim until the turn completes, so a crash mid-turn leaves it for
-    the next start. `replay` is that next start's run of it: claimed already, it is only completed.
+    `kept` (a Matrix event) stays with the claim until the turn completes, so a crash mid-turn leaves it for
+    the next start; `replay` is that next start's run of it: claimed already, it is only completed. Without
+    `kept` the claim is a record that the turn was taken (an API request, a hand-off, an entity observing a
+    message): nothing is pending, so there is nothing to complete.
     """
-    if not replay and not journal.claim(entity, event.event_id, dataclasses.asdict(event)):
+    if not replay and not journal.claim(entity, event_id, kept):
         yield False
+        return
+    if kept is None and not replay:
+        yield True
         return
     try:
         yield True
@@ -50,12 +59,19 @@ def claimed_turn(journal: TurnJournal, entity: str, event: MatrixEvent, *, repla
     except StateFencedError:
         # Left pending too: the daemon holding the state now (a standby, or this one once it shows the lock
         # again and restarts) finishes the turn; this one sent nothing of it.
-        logger.warning("turn left unanswered: the state lock could not be shown", agent=entity, event_id=event.event_id)
+        logger.warning("turn left unanswered: the state lock could not be shown", agent=entity, event_id=event_id)
         return
     except BaseException:
-        journal.complete(entity, event.event_id)
+        journal.complete(entity, event_id)
         raise
-    journal.complete(entity, event.event_id)
+    journal.complete(entity, event_id)
+
+
+def claimed_turn(
+    journal: TurnJournal, entity: str, event: MatrixEvent, *, replay: bool = False
+) -> contextlib.AbstractContextManager[bool]:
+    """`claimed` for a Matrix event, kept with its claim until the turn completes."""
+    return claimed(journal, entity, event.event_id, dataclasses.asdict(event), replay=replay)
 
 
 class OpenAnswer:

@@ -30,7 +30,7 @@ from mindroom.constants import DEFAULT_STORAGE_DIRNAME
 from mindroom.daemon.hooks_snapshot import write_snapshots_until_cancelled
 from mindroom.daemon.orchestrator import Orchestrator, prepare_live_state
 from mindroom.daemon.standby import Takeover, daemon_state, wait_for_lock
-from mindroom.daemon.wiring import RunningDaemon
+from mindroom.daemon.wiring import DaemonApiView, RunningDaemon
 from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
@@ -236,7 +236,7 @@ def _non_default(storage_root: Path) -> bool:
 
 async def start_api(stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, settings: ApiSettings) -> ApiServer:
     """Serve the HTTP app on the orchestrator until the stack closes (it answers 503 until the daemon runs)."""
-    ctx = ApiContext(orchestrator, settings)
+    ctx = ApiContext(DaemonApiView(orchestrator), settings)
     server = ApiServer(ctx, create_app(ctx))
     await stack.enter_async_context(server)
     return server

@@ -26,7 +26,7 @@ from mindroom.logging_config import get_logger
 if TYPE_CHECKING:
     from mindroom.bots.runtime import BotMetrics
     from mindroom.daemon.reload import ReloadOutcome
-    from mindroom.daemon.wiring import RunningDaemon
+    from mindroom.daemon.wiring import ApiCapabilities, RunningDaemon
 
 __all__ = [
     "AGENT_LATENCY_BUCKETS_S",
@@ -122,7 +122,7 @@ class MetricsCollector(Collector):
 
     def __init__(
         self,
-        running: Callable[[], RunningDaemon | None],
+        running: Callable[[], RunningDaemon | ApiCapabilities | None],
         reloads: Callable[[], Iterable[ReloadOutcome]] = tuple,
     ) -> None:
         self._running = running
@@ -158,7 +158,7 @@ class MetricsCollector(Collector):
         )
         yield from _process_families()
 
-    def _hook_families(self, running: RunningDaemon) -> Iterator[Metric]:
+    def _hook_families(self, running: RunningDaemon | ApiCapabilities) -> Iterator[Metric]:
         registry = running.live.registry
         rows = hook_telemetry(registry)
         hooks = {hook.key: hook for hook in registry.all_hooks()}
@@ -200,7 +200,7 @@ class MetricsCollector(Collector):
             cursor.histogram.add_to(durations, labels)
         yield durations
 
-    def _agent_families(self, running: RunningDaemon) -> Iterator[Metric]:
+    def _agent_families(self, running: RunningDaemon | ApiCapabilities) -> Iterator[Metric]:
         bots = sorted(running.directory.entities.items())
         labelled = [((("agent", name),), bot) for name, bot in bots]
         yield _counter(

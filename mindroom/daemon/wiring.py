@@ -15,11 +15,18 @@ only what it declares:
 - `TurnLog` — the last answers given, for operators (the dashboard)
 - `TurnMind` — memories recalled before an answer and written after it, the knowledge bases' search tool
 - `HandoffDesk` — agents asking each other for help within a turn (its tool, and the chains running now)
+- `TurnRunner` — the one turn every door calls (the Matrix door per bot, with the chat commands; the HTTP
+  app's `/v1` door and the hand-offs share the run's)
+
+The HTTP app gets `ApiCapabilities`, through `DaemonApiView`: the run's live cell, who is where, the turn's
+stores, the paths, the clock, the last turns and the one turn; never the whole `RunningDaemon`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
 from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.directory import Directory
@@ -33,13 +40,33 @@ from mindroom.bots.recent import RecentMessages
 from mindroom.bots.respond import Responder
 from mindroom.bots.runtime import EventHandler, LiveCell, LiveState
 from mindroom.bots.sharing import EventMemo, SharedWork
-from mindroom.bots.turn import MessagePipeline
+from mindroom.bots.turn import MessagePipeline, TurnRunner
 from mindroom.bots.turn_log import TurnLog
 from mindroom.bots.turn_mind import TurnMind
 from mindroom.constants import RuntimePaths
+from mindroom.daemon.reload import ReloadCoordinator
 from mindroom.matrix import MatrixEventKind
 
-__all__ = ["RunningDaemon", "event_handlers"]
+__all__ = ["ApiCapabilities", "DaemonApiView", "RunningDaemon", "event_handlers"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCapabilities:
+    """What the HTTP app may use of one run: the live cell, who is where, the turn's stores (approvals, where
+    sessions are kept), the paths, when the run started, the last turns, and the one turn its `/v1` door calls."""
+
+    cell: LiveCell
+    directory: Directory
+    stores: TurnStores
+    paths: RuntimePaths
+    clock: RunClock
+    turns: TurnLog
+    runner: TurnRunner
+
+    @property
+    def live(self) -> LiveState:
+        """The live state now (a turn reads it once, at its start)."""
+        return self.cell.live
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +89,40 @@ class RunningDaemon:
     turns: TurnLog = field(default_factory=TurnLog)
     """The last answers given (Matrix and API alike), for operators."""
     handoffs: HandoffDesk = field(init=False)
-    """Agents handing questions to each other within their turns (answered through `responder()`)."""
+    """Agents handing questions to each other within their turns (each answered in a turn of `runner`)."""
+    runner: TurnRunner = field(init=False)
+    """The one turn of the doors that run no chat command: the HTTP app's `/v1` and the hand-offs."""
+    api: ApiCapabilities = field(init=False)
+    """What the HTTP app may use of this run."""
 
     def __post_init__(self) -> None:
-        desk = HandoffDesk(self.cell, self.directory, self.traffic.bot_turns, self.responder)
-        object.__setattr__(self, "handoffs", desk)  # frozen: set once, as the run is put together
+        # Frozen: each is set once, as the run is put together (the desk reaches the runner made after it).
+        desk = HandoffDesk(self.cell, self.directory, self.traffic.bot_turns, self._runner)
+        object.__setattr__(self, "handoffs", desk)
+        object.__setattr__(self, "runner", self.turn_runner())
+        api = ApiCapabilities(self.cell, self.directory, self.stores, self.paths, self.clock, self.turns, self.runner)
+        object.__setattr__(self, "api", api)
+
+    def _runner(self) -> TurnRunner:
+        return self.runner
 
     def responder(self) -> Responder:
         """The answer stages on this run's stores and paths (a Matrix turn's and an API turn's alike)."""
         return Responder(self.stores, self.paths, self.turns, self.mind, self.directory, self.handoffs)
+
+    def turn_runner(self, commands: CommandTable | None = None) -> TurnRunner:
+        """The one turn on this run's capabilities; `commands`: the chat commands a Matrix door runs."""
+        return TurnRunner(
+            journal=self.stores.journal,
+            media=MediaIntake(self.media, self.stores.attachments, self.paths.env_values),
+            responder=self.responder(),
+            directory=self.directory,
+            coordinator=self.traffic.coordinator,
+            env=self.paths.env_values,
+            readings=self.readings,
+            commands=commands,
+            handoffs=self.handoffs,
+        )
 
     @property
     def live(self) -> LiveState:
@@ -84,18 +136,7 @@ def event_handlers(
     """The pipeline's handler per event kind for one bot, each given the capabilities it declares."""
     stores, directory = daemon.stores, daemon.directory
     ingress = Ingress(directory, stores, daemon.clock, daemon.traffic.bot_turns, daemon.readings)
-    messages = MessagePipeline(
-        cell=daemon.cell,
-        ingress=ingress,
-        media=MediaIntake(daemon.media, stores.attachments, daemon.paths.env_values),
-        responder=daemon.responder(),
-        journal=stores.journal,
-        directory=directory,
-        coordinator=daemon.traffic.coordinator,
-        commands=commands,
-        env=daemon.paths.env_values,
-        handoffs=daemon.handoffs,
-    )
+    messages = MessagePipeline(daemon.cell, ingress, daemon.turn_runner(commands))
     handlers: dict[MatrixEventKind, EventHandler] = {
         MatrixEventKind.MESSAGE: messages,
         MatrixEventKind.REACTION: ReactionHandler(daemon.cell, ingress, directory, stores),
@@ -103,3 +144,45 @@ def event_handlers(
     if router:  # people joining and leaving are announced by the router alone
         handlers[MatrixEventKind.MEMBER] = MemberHandler(daemon.cell, daemon.clock, directory, stores.journal)
     return handlers
+
+
+class _Daemon(Protocol):
+    """The daemon as its composition root holds it (`mindroom.daemon.orchestrator.Orchestrator` is one)."""
+
+    @property
+    def running(self) -> RunningDaemon | None:
+        """What the current run is made of (None while starting or stopped)."""
+
+    @property
+    def reloader(self) -> ReloadCoordinator | None:
+        """The reload coordinator of the current run."""
+
+    @property
+    def config_path(self) -> Path:
+        """The config file the daemon runs."""
+
+
+class DaemonApiView:
+    """The daemon as the HTTP app sees it (`mindroom.api.app_context.DaemonView`): the current run's
+    `ApiCapabilities` (None while it starts or is stopped), its reload coordinator, and its config file."""
+
+    __slots__ = ("_daemon",)
+
+    def __init__(self, daemon: _Daemon) -> None:
+        self._daemon = daemon
+
+    @property
+    def running(self) -> ApiCapabilities | None:
+        """What the HTTP app may use of the current run."""
+        running = self._daemon.running
+        return running.api if running is not None else None
+
+    @property
+    def reloader(self) -> ReloadCoordinator | None:
+        """The reload coordinator of the current run."""
+        return self._daemon.reloader
+
+    @property
+    def config_path(self) -> Path:
+        """The config file the daemon runs."""
+        return self._daemon.config_path

@@ -6,6 +6,10 @@ source_kind, hook_source=None, message_received_depth=0)`. The 2026 API holds th
 `MessageTarget` and a `TurnOrigin`, and only those are stored. `accepts_older_shape` lets the envelope's
 constructor take the flat names too: it turns them into `target=` and `origin=` and hands every other
 keyword on unchanged, so a field added to the envelope needs nothing here.
+
+The daemon builds every envelope in the 2026 shape (each door of `mindroom.bots.turn`): a call in that shape
+only passes the check of which shape it is. The conversion serves plugins written for the hooks spec (and
+the testing kit that builds contexts from flat keywords).
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ def _canonical_keywords(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[s
     if args:
         kwargs = _with_positional(args, kwargs)
     if "target" not in kwargs and "origin" not in kwargs:
-        # The flat shape in full: how the daemon itself builds every inbound message.
+        # The flat shape in full: how a plugin of the hooks spec builds a message.
         pop = kwargs.pop
         try:
             room_id, thread_id, resolved_thread_id = pop("room_id"), pop("thread_id"), pop("resolved_thread_id")

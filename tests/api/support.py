@@ -17,7 +17,7 @@ from mindroom.api.server import ApiServer
 from mindroom.api.settings import ApiSettings, api_settings
 from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.daemon.reload import ReloadCoordinator
-from mindroom.daemon.wiring import RunningDaemon
+from mindroom.daemon.wiring import ApiCapabilities
 from tests.bots.bench import Bench
 
 __all__ = ["ApiBench", "BenchView"]
@@ -25,9 +25,9 @@ __all__ = ["ApiBench", "BenchView"]
 
 @dataclass
 class BenchView:
-    """The daemon as the app reads it: the bench's run, no reloader unless a test gives one."""
+    """The daemon as the app reads it: what it may use of the bench's run, no reloader unless a test gives one."""
 
-    running: RunningDaemon | None
+    running: ApiCapabilities | None
     config_path: Path
     reloader: ReloadCoordinator | None = None
 
@@ -67,7 +67,7 @@ class ApiBench:
 async def serve(bench: Bench, config_path: Path, settings: ApiSettings | None = None, **env: str) -> ApiBench:
     """The app over `bench` on a free port (`env`: the environment's API variables)."""
     # The bench's run started at 0 (every event is news); the operator's view shows a run started now.
-    view = BenchView(dataclasses.replace(bench.daemon, clock=RunClock.starting()), config_path)
+    view = BenchView(dataclasses.replace(bench.daemon, clock=RunClock.starting()).api, config_path)
     base = settings or api_settings(env, port=0)
     ctx = ApiContext(view, base)
     server = ApiServer(ctx, create_app(ctx))

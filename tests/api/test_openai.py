@@ -304,6 +304,40 @@ async def test_v1_auto_routes_to_an_agent_and_names_it(make_api, model_server):
     assert answer.choices[0].message.content == "written"
 
 
+@pytest.mark.parametrize(
+    ("room_key", "chosen"),
+    [
+        pytest.param("api", "writer", id="the-api-room"),
+        pytest.param("apis", "helper", id="a-key-with-a-suffix"),
+        pytest.param("lobby", "helper", id="a-matrix-room"),
+    ],
+)
+async def test_v1_auto_routes_with_the_router_model_room_models_give_the_api_room(
+    make_api, model_server, room_key, chosen
+):
+    def router_model(name: str) -> dict[str, Any]:
+        return {"provider": "openai", "id": name, "extra_kwargs": {"base_url": model_server.base_url, "max_retries": 0}}
+
+    model_server.when(lambda request: request.get("model") == "router-model", Text("helper"))
+    model_server.when(lambda request: request.get("model") == "api-model", Text("writer"))
+    model_server.set_default(Text("written"))
+    api = await make_api(
+        {"helper": HELPER, "writer": {"display_name": "Writer", "role": "Writes"}},
+        env=KEYED,
+        models={"router-model": router_model("router-model"), "api-model": router_model("api-model")},
+        router={"model": "router-model"},
+        room_models={room_key: "api-model"},
+    )
+
+    answer = await openai_client(api).chat.completions.create(
+        model="auto", messages=[{"role": "user", "content": "write me a poem"}]
+    )
+
+    assert answer.model == chosen
+    expected = "api-model" if room_key == "api" else "router-model"
+    assert model_server.requests[0]["model"] == expected  # the router's choice, as a room's router makes it
+
+
 async def _status(call) -> tuple[int, dict[str, Any]]:
     try:
         await call

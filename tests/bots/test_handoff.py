@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mindroom.constants import HOPS_KEY
-from mindroom.hooks import EVENT_MESSAGE_AFTER_RESPONSE, hook
+from mindroom.hooks import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_RECEIVED, hook
 from mindroom.testing.model_server import ScriptedModelServer, Text, ToolCall
 from tests.bots.bench import ALICE, LOBBY, registry_of
 
@@ -69,6 +69,56 @@ async def test_handoff_answer_appears_in_the_thread_and_the_asker_continues_with
     assert handed.thread_root == expert.thread_root == final.thread_root == question.event_id
     assert tool_result(model_server, "m-helper") == "expert answered: It is 42."
     assert answered == ["expert", "helper"]  # each answer fires the message hooks as its own agent's
+
+
+async def test_handoff_turn_is_claimed_in_the_journal_and_passes_message_received(make_bench, model_server):
+    received: list[tuple[str, str, str]] = []
+
+    @hook(EVENT_MESSAGE_RECEIVED)
+    async def seen(ctx: Any) -> None:
+        envelope = ctx.envelope
+        received.append((envelope.agent_name, envelope.source_event_id, envelope.origin.requester_id))
+
+    model_server.script(
+        ToolCall("delegate_task", {"agent_name": "expert", "task": "what is the answer?"}),
+        Text("The expert says 42."),
+        model="m-helper",
+    )
+    model_server.script(Text("It is 42."), model="m-expert")
+    agents = world(model_server, helper={"delegate_to": ["expert"]}, expert={})
+    bench = await make_bench(agents.pop("agents"), registry=registry_of(seen), **agents)
+    question = ask(bench, "helper", "hard question")
+
+    await bench.deliver(question)
+    await bench.settle()
+
+    handed, _ = bench.client("helper").messages
+    journal = bench.daemon.stores.journal
+    assert journal.seen("expert", handed.event_id)  # the hand-off's turn, claimed like every door's
+    assert not journal.seen("helper", handed.event_id)  # the asker's own question is no turn of its own
+    assert journal.pending("expert") == [] and journal.pending("helper") == []
+    assert ("expert", handed.event_id, ALICE) in received
+    assert tool_result(model_server, "m-helper") == "expert answered: It is 42."
+
+
+async def test_handoff_question_already_claimed_is_not_answered_twice(make_bench, model_server):
+    model_server.script(
+        ToolCall("delegate_task", {"agent_name": "expert", "task": "x"}), Text("done"), model="m-helper"
+    )
+    model_server.script(Text("should not be asked"), model="m-expert")
+    agents = world(model_server, helper={"delegate_to": ["expert"]}, expert={})
+    bench = await make_bench(agents.pop("agents"), **agents)
+    question = ask(bench, "helper", "question")
+    # The event after the question is the helper's first message, the hand-off's: already the expert's turn.
+    handed_id = f"$ev{int(question.event_id.removeprefix('$ev')) + 1}"
+    bench.daemon.stores.journal.claim("expert", handed_id)
+
+    await bench.deliver(question)
+    await bench.settle()
+
+    assert bench.client("helper").messages[0].event_id == handed_id
+    assert tool_result(model_server, "m-helper") == "expert did not answer (no answer was given)."
+    assert bench.client("expert").messages == []
 
 
 async def test_handoff_in_a_circle_is_refused_and_the_second_agent_answers_itself(make_bench, model_server):

@@ -548,6 +548,29 @@ def test_message_ingress_thread_from_relation(daemon: RunningDaemon) -> None:
     assert result.envelope.thread_id == "$root"
 
 
+@pytest.mark.parametrize("root", ["", 7, None])
+def test_message_ingress_thread_relation_without_a_usable_root_starts_one(daemon: RunningDaemon, root: Any) -> None:
+    event = message(**{"m.relates_to": {"rel_type": "m.thread", "event_id": root}})
+    result = ingress_of(daemon).message(entity(daemon), daemon.live, event)
+    assert isinstance(result, InboundMessage)
+    assert result.envelope.thread_id is None
+    assert result.envelope.target.resolved_thread_id == event.event_id
+
+
+def test_message_ingress_builds_the_canonical_envelope(daemon: RunningDaemon) -> None:
+    event = message("@helper look", sender=CODER, **{ORIGINAL_SENDER_KEY: ALICE})
+    result = ingress_of(daemon).message(entity(daemon), daemon.live, event)
+    assert isinstance(result, InboundMessage)
+    target, origin = result.envelope.target, result.envelope.origin
+    assert (target.room_id, target.reply_to_event_id, target.session_id) == (
+        event.room_id,
+        event.event_id,
+        f"{event.room_id}:{event.event_id}",
+    )
+    assert (origin.transport_sender_id, origin.requester_id, origin.source_kind) == (CODER, ALICE, "message")
+    assert origin.sender_kind == "managed_entity" and origin.requester_kind == "user"
+
+
 @pytest.mark.parametrize(
     ("name", "router_running", "level"),
     [

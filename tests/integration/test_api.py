@@ -21,6 +21,7 @@ from mindroom.api.app_context import ApiContext
 from mindroom.api.keys import KEY_FILENAME
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
+from mindroom.daemon.wiring import DaemonApiView
 from mindroom.testing.model_server import Echo, Stream
 from tests.integration.conftest import E2E
 from tests.integration.support import thread_replies
@@ -56,7 +57,9 @@ async def test_api_v1_and_matrix_turns_share_the_agent_and_the_rest_api_sees_the
     daemon = await e2e.start(config)
     room_id = e2e.room_id(room)
     await e2e.joined(human, room_id)
-    ctx = ApiContext(daemon, api_settings({"OPENAI_COMPAT_API_KEYS": KEY, "MINDROOM_API_KEY": DASHBOARD}, port=0))
+    ctx = ApiContext(
+        DaemonApiView(daemon), api_settings({"OPENAI_COMPAT_API_KEYS": KEY, "MINDROOM_API_KEY": DASHBOARD}, port=0)
+    )
     e2e.model_server.set_default(Echo(prefix="echo: "))
 
     async with ApiServer(ctx, create_app(ctx)) as server:

@@ -20,6 +20,7 @@ from mindroom.api.settings import api_settings
 from mindroom.cli import app
 from mindroom.daemon.hooks_snapshot import snapshot_path, write_hooks_snapshot
 from mindroom.daemon.metrics import MetricsCollector
+from mindroom.daemon.wiring import DaemonApiView
 from mindroom.testing.model_api import word_count
 from mindroom.testing.model_api_openai import ChatCompletionsApi
 from mindroom.testing.model_server import Stream, Text
@@ -131,7 +132,7 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
 
     running = daemon.running
     assert running is not None
-    ctx = ApiContext(daemon, api_settings(SCRAPER, port=0))
+    ctx = ApiContext(DaemonApiView(daemon), api_settings(SCRAPER, port=0))
     collector = MetricsCollector(lambda: daemon.running, lambda: e2e.reloads.outcomes)
     async with ApiServer(ctx, create_app(ctx, collector)) as server:
         assert server.url.startswith("http://127.0.0.1:")
@@ -210,7 +211,7 @@ async def test_operator_token_usage_reaches_after_response_and_metrics(e2e: E2E,
 
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert rows == [[whole, "agent-model", spent[whole], 3, 2], [streamed, "agent-model", spent[streamed], 4, 2]]
-    ctx = ApiContext(daemon, api_settings(SCRAPER, port=0))
+    ctx = ApiContext(DaemonApiView(daemon), api_settings(SCRAPER, port=0))
     async with ApiServer(ctx, create_app(ctx, MetricsCollector(lambda: daemon.running))) as server:
         url = server.url + "/metrics"
         body = await asyncio.to_thread(_scrape, url)
