@@ -127,8 +127,10 @@ async def collect(registry: HookRegistry, event_name: str, ctx: HookContextBase,
     emission = open_emission(registry, event_name, ctx)
     if emission is None:
         return None
-    with emission:
+    try:
         return await _Collection(emission, cast(CollectorContext, ctx), take).run()
+    finally:
+        emission.close()
 
 
 def _items_from(result: Any) -> list[EnrichmentItem]:

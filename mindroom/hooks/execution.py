@@ -62,7 +62,7 @@ async def emit(registry: HookRegistry, event_name: str, ctx: HookContextBase) ->
     threshold_s = emission.threshold_s
     frozen = type(ctx).FROZEN
     snapshot = type(ctx).SNAPSHOT
-    with emission:
+    try:
         for hook in emission.hooks:
             emission.bind(ctx, hook)
             if frozen:  # each hook reads its own copy, so nothing it writes reaches anyone else
@@ -84,6 +84,8 @@ async def emit(registry: HookRegistry, event_name: str, ctx: HookContextBase) ->
                     ctx.restore_mutable(before)
             if outcome is not OK and hook.required and not hook.monitor:
                 raise RuntimeError(f"Required startup hook {hook.plugin_name}:{hook.hook_name} failed")
+    finally:
+        emission.close()
 
 
 async def emit_collect(registry: HookRegistry, event_name: str, ctx: MessageEnrichContext) -> list[EnrichmentItem]:
@@ -115,7 +117,7 @@ async def emit_gate(registry: HookRegistry, event_name: str, ctx: ToolBeforeCall
     emission = open_emission(registry, event_name, ctx)
     if emission is None:
         return ctx
-    with emission:
+    try:
         for hook in emission.hooks:
             emission.bind(ctx, hook)
             before = (ctx.declined, ctx.decline_reason)
@@ -135,4 +137,6 @@ async def emit_gate(registry: HookRegistry, event_name: str, ctx: ToolBeforeCall
                     continue
                 hook.stats.declines += 1
                 break
+    finally:
+        emission.close()
     return ctx

@@ -32,27 +32,27 @@ async def transform_draft(
     if emission is None:
         return draft
     try:
-        with emission:
-            for hook in emission.hooks:
-                emission.bind(ctx, hook)
-                ctx.draft = draft.copy()
-                outcome, value = await call_hook(hook, ctx, emission.threshold_s)
-                if outcome is not OK:
-                    continue
-                if value is not None and not isinstance(value, draft_type):
-                    expected = draft_type.__name__
-                    invalid = InvalidHookResultError(f"returned {type(value).__name__}, expected {expected} or None")
-                    record_failure(hook, invalid, None)
-                    continue
-                candidate = value if value is not None else ctx.draft
-                if not isinstance(candidate, draft_type):
-                    continue  # the hook put something else in `ctx.draft`: nothing usable to pass on
-                if hook.monitor:
-                    would = change(draft, candidate)
-                    if would is not None:
-                        note_monitored(hook, would[0], **would[1])
-                    continue
-                draft = candidate
+        for hook in emission.hooks:
+            emission.bind(ctx, hook)
+            ctx.draft = draft.copy()
+            outcome, value = await call_hook(hook, ctx, emission.threshold_s)
+            if outcome is not OK:
+                continue
+            if value is not None and not isinstance(value, draft_type):
+                expected = draft_type.__name__
+                invalid = InvalidHookResultError(f"returned {type(value).__name__}, expected {expected} or None")
+                record_failure(hook, invalid, None)
+                continue
+            candidate = value if value is not None else ctx.draft
+            if not isinstance(candidate, draft_type):
+                continue  # the hook put something else in `ctx.draft`: nothing usable to pass on
+            if hook.monitor:
+                would = change(draft, candidate)
+                if would is not None:
+                    note_monitored(hook, would[0], **would[1])
+                continue
+            draft = candidate
     finally:
         ctx.draft = draft
+        emission.close()
     return draft
