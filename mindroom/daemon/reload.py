@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
-from mindroom.bots.commands.table import Command
+from mindroom.bots.commands.table import Command, is_administrator
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.config.main import Config
@@ -380,6 +380,9 @@ def reload_command(coordinator: ReloadCoordinator) -> Command:
     """`!reload-plugins`, for the orchestrator to register into the command table."""
 
     async def run(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
+        # Reloading runs the plugins' code again and restarts agents: an administrator's call, as in MindRoom.
+        if not is_administrator(live, envelope, "reload-plugins"):
+            return "Only administrators can reload the config and plugins."
         logger.info("reload requested in chat", requester=envelope.requester_id, room_id=envelope.room_id)
         # Answered once the swap is decided: restarting an agent waits for in-flight turns, this one included.
         outcome = await asyncio.shield(coordinator.request("!reload-plugins"))

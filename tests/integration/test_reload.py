@@ -44,7 +44,9 @@ async def _ask(human: HumanClient, room_id: str, agent_user: str, text: str, **s
     return str(reply["content"]["body"])
 
 
-async def _world(e2e: E2E, tmp_path: Path, **options: Any) -> tuple[HumanClient, str, str, dict[str, Any], Path]:
+async def _world(
+    e2e: E2E, tmp_path: Path, *, administrators: tuple[str, ...] = (), **options: Any
+) -> tuple[HumanClient, str, str, dict[str, Any], Path]:
     log = tmp_path / "reloaded.jsonl"
     e2e.plugin("stamp", _stamp("v1"))
     human = await e2e.human()
@@ -54,6 +56,7 @@ async def _world(e2e: E2E, tmp_path: Path, **options: Any) -> tuple[HumanClient,
         {agent: {"display_name": "Helper", "role": "Helps.", "rooms": [room]}},
         plugins=[{"path": "plugins/stamp", "settings": {"log": str(log)}}],
         admin_room=e2e.name("admin"),
+        administrators=[human.user_id if name == "human" else name for name in administrators],
     )
     await e2e.start(config, **options)
     room_id = e2e.room_id(room)
@@ -108,7 +111,7 @@ async def test_reload_hook_edit_applies_to_next_message_and_syntax_error_keeps_l
 
 
 async def test_reload_plugins_command_answers_with_what_changed(e2e: E2E, tmp_path: Path):
-    human, agent, room_id, _, _ = await _world(e2e, tmp_path, watch=False)
+    human, agent, room_id, _, _ = await _world(e2e, tmp_path, administrators=("human",), watch=False)
     e2e.model_server.set_default(Text("answer"), model="agent-model")
     agent_user = e2e.user_id(agent)
     (e2e.config_dir / "plugins" / "stamp" / "hooks.py").write_text(_stamp("cmd"))
@@ -117,6 +120,18 @@ async def test_reload_plugins_command_answers_with_what_changed(e2e: E2E, tmp_pa
     reply = await human.wait_for(thread_replies(event_id, e2e.user_id("router")))
     assert "Reloaded" in reply["content"]["body"] and "updated stamp" in reply["content"]["body"]
     assert await _ask(human, room_id, agent_user, "after") == "answer [cmd]"
+
+
+async def test_reload_plugins_command_is_for_administrators_only(e2e: E2E, tmp_path: Path):
+    human, agent, room_id, _, _ = await _world(e2e, tmp_path, administrators=("@someone-else:localhost",), watch=False)
+    e2e.model_server.set_default(Text("answer"), model="agent-model")
+    (e2e.config_dir / "plugins" / "stamp" / "hooks.py").write_text(_stamp("cmd"))
+
+    event_id = await human.send(room_id, "!reload-plugins")
+    reply = await human.wait_for(thread_replies(event_id, e2e.user_id("router")))
+    assert reply["content"]["body"] == "Only administrators can reload the config and plugins."
+    # The plugin on disk changed, but nothing reloaded it: the agent still answers with the first version.
+    assert await _ask(human, room_id, e2e.user_id(agent), "after") == "answer [v1]"
 
 
 async def _member_state(human: HumanClient, room_id: str, user_id: str) -> str | None:
