@@ -66,7 +66,8 @@ def memory_db_path(storage_root: Path) -> Path:
 def _scoped(store_class: type[Any], *, makes_table: bool) -> type[Any]:
     """agno's store, bound to one agent: reads see that agent's memories only, writes are redacted and stay in it.
 
-    Only public methods of agno's store are overridden (the ones `MemoryManager` reads and writes through).
+    Only public methods of agno's store are overridden (the ones `MemoryManager` reads, writes and deletes
+    through); a memory of another agent is neither rewritten nor deleted by id.
     With `makes_table`, the memory table is made before the first read or write, through agno's private
     `_get_table`: `tests/ai/test_agno_contract.py` pins it (and why it is needed).
     """
@@ -86,18 +87,28 @@ def _scoped(store_class: type[Any], *, makes_table: bool) -> type[Any]:
             await self._ready()
             return await super().get_user_memories(user_id=user_id, agent_id=agent_id or self.scope_agent, **kw)
 
+        async def _check_own_memory(self, memory_id: str, user_id: str | None) -> None:
+            """`PermissionError` when the memory with this id is another agent's."""
+            existing = await super().get_user_memory(memory_id, deserialize=True, user_id=user_id)
+            if existing is not None and existing.agent_id not in (None, self.scope_agent):
+                raise PermissionError("that memory belongs to another agent")
+
         async def upsert_user_memory(self, memory: UserMemory, deserialize: bool | None = True) -> Any:
             await self._ready()
             if self.scope_agent is not None:
                 if memory.memory_id is not None:
-                    existing = await super().get_user_memory(memory.memory_id, deserialize=True, user_id=memory.user_id)
-                    if existing is not None and existing.agent_id not in (None, self.scope_agent):
-                        raise PermissionError("that memory belongs to another agent")
+                    await self._check_own_memory(memory.memory_id, memory.user_id)
                 memory.agent_id = self.scope_agent
             memory.memory = redact_text(memory.memory)
             memory.input = redact_text(memory.input) if memory.input else None
             memory.created_at = memory.created_at or int(time.time())
             return await super().upsert_user_memory(memory, deserialize=deserialize)
+
+        async def delete_user_memory(self, memory_id: str, user_id: str | None = None) -> Any:
+            await self._ready()
+            if self.scope_agent is not None:
+                await self._check_own_memory(memory_id, user_id)
+            return await super().delete_user_memory(memory_id, user_id=user_id)
 
     ScopedMemoryStore.__qualname__ = ScopedMemoryStore.__name__ = f"Scoped{store_class.__name__}"
     return ScopedMemoryStore

@@ -172,6 +172,7 @@ def _agno_subclasses() -> list[type[Any]]:
 OWN_HELPERS = {
     "_answer",
     "_call_policy",
+    "_check_own_memory",
     "_chunks",
     "_flush",
     "_fresh_sessions",

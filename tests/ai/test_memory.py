@@ -121,3 +121,21 @@ async def test_memory_store_of_one_agent_cannot_rewrite_another_agents_memory(st
     [kept] = await recall_memories(ALICE, agent=None, storage_root=storage_root, database_url=None)
     assert (kept.agent, kept.text) == ("helper", "likes teal")
     assert await coder.get_user_memories(user_id=ALICE) == []
+
+
+async def test_memory_store_of_one_agent_cannot_delete_another_agents_memory(storage_root: Path):
+    from agno.db.schemas import UserMemory
+
+    from mindroom.ai.memory import memory_db
+
+    helper, coder = memory_db(storage_root, None, "helper"), memory_db(storage_root, None, "coder")
+    await helper.upsert_user_memory(UserMemory(memory="likes teal", user_id=ALICE, memory_id="m-1"))
+    await coder.upsert_user_memory(UserMemory(memory="writes rust", user_id=ALICE, memory_id="m-2"))
+
+    # The memory tool deletes by id: an id of another agent's memory (guessed or leaked) deletes nothing.
+    with pytest.raises(PermissionError):
+        await coder.delete_user_memory(memory_id="m-1", user_id=ALICE)
+    await coder.delete_user_memory(memory_id="m-2", user_id=ALICE)
+
+    kept = await recall_memories(ALICE, agent=None, storage_root=storage_root, database_url=None)
+    assert [(item.agent, item.text) for item in kept] == [("helper", "likes teal")]
