@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mindroom.bots.lifecycle import claimed_turn, open_answer
+from mindroom.bots.lifecycle import claimed, claimed_turn, open_answer
 from mindroom.matrix import MatrixEvent
 from mindroom.state.errors import StateFencedError
 from mindroom.state.journal import TurnJournal
@@ -87,6 +87,30 @@ def test_claimed_turn_replayed_after_a_restart_is_completed_without_a_new_claim(
         assert pending_ids(journal) == ["$question"]
 
     assert pending_ids(journal) == []
+
+
+@pytest.mark.parametrize("ending", ["returns", "raises", "is cancelled"])
+@pytest.mark.asyncio
+async def test_claimed_without_content_records_the_turn_and_leaves_nothing_pending(journal, ending):
+    async def turn() -> None:
+        with claimed(journal, "helper", "api:chatcmpl-1") as ours:
+            assert ours is True
+            assert journal.seen("helper", "api:chatcmpl-1") and pending_ids(journal) == []
+            if ending == "raises":
+                raise RuntimeError("the model failed")
+            if ending == "is cancelled":
+                await asyncio.sleep(30)
+
+    task = asyncio.ensure_future(turn())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+    assert journal.seen("helper", "api:chatcmpl-1") and pending_ids(journal) == []
+    with claimed(journal, "helper", "api:chatcmpl-1") as again:  # taken once, whichever way it ended
+        assert again is False
+    with claimed(journal, "helper", "api:chatcmpl-10") as near:  # an id with a suffix is another question
+        assert near is True
 
 
 # -- open_answer ----------------------------------------------------------------------------------------------
