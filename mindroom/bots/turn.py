@@ -295,6 +295,9 @@ class MessagePipeline:
         live = self.cell.live  # the one generation this whole turn runs on
         inbound = self.ingress.message(entity, live, event, replay=replay)
         if isinstance(inbound, IngressDrop):
+            if replay:  # its claim from before the crash is done with: not replayed again at every start
+                logger.info("replayed turn dropped at ingress", agent=entity.name, event_id=event.event_id)
+                self.turns.journal.complete(entity.name, event.event_id)
             return HANDLED
         turns = self.turns
         route = turns.route(entity, live, inbound)

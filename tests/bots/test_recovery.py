@@ -77,3 +77,18 @@ async def test_recovery_completes_a_pending_event_the_bot_no_longer_handles(make
     await recover_interrupted(bench.bots["helper"], journal, bench.bots["helper"].handlers)
 
     assert journal.pending("helper") == []
+
+
+async def test_recovery_completes_a_replayed_turn_that_ingress_now_drops(make_bench, model_server):
+    model_server.set_default(Echo(prefix="echo: "))
+    bench = await make_bench(HELPER)
+    journal = bench.daemon.stores.journal
+    # Asked before the crash by someone the config no longer lets in: ingress drops the replay.
+    question = bench.server.message(LOBBY, "@mallory:localhost", "are you back?", at_ms=1)
+    journal.claim("helper", question.event_id, dataclasses.asdict(question))
+
+    await recover_interrupted(bench.bots["helper"], journal, bench.bots["helper"].handlers)
+    await bench.settle()
+
+    assert bench.client("helper").messages == []
+    assert journal.pending("helper") == []  # not replayed again at every start
