@@ -10,12 +10,11 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
+from mindroom.cli.common import ConfigOption, StorageOption, fail, locate, new_console, read_cli_environment
 from mindroom.cli.knowledge_command import knowledge_app
 from mindroom.cli.plugins_command import load_registry, plugins_app
 from mindroom.cli.state_command import state_app
 from mindroom.cli.tools_command import tools_app
-from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.daemon.event_loop import run_on_fast_loop
 from mindroom.errors import ConfigError, MindroomError
 from mindroom.logging_config import configure_logging, get_logger, redact_value
@@ -50,7 +49,7 @@ logger = get_logger(__name__)
 
 @app.command()
 def run(
-    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    config: ConfigOption = None,
     storage_path: StorageOption = None,
     log_level: Annotated[str, typer.Option(envvar="MINDROOM_LOG_LEVEL", help="DEBUG, INFO, WARNING, ERROR.")] = "INFO",
     json_logs: Annotated[
@@ -164,17 +163,17 @@ def config_init(
 
 
 @config_app.command("validate")
-def config_validate(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME)) -> None:
+def config_validate(config: ConfigOption = None) -> None:
     """Check a config file; errors name the file, key path and line."""
-    from mindroom.config.environment import daemon_environment
     from mindroom.config.loading import load_config
 
+    found = read_cli_environment(config, None)
     try:
-        loaded = load_config(config, daemon_environment(config).values)
+        loaded = load_config(found.config_path, found.values)
     except ConfigError as exc:
         fail(str(exc))
         return
-    typer.echo(f"{config}: valid ({len(loaded.agents)} agents, {len(loaded.plugins)} plugin entries)")
+    typer.echo(f"{found.config_path}: valid ({len(loaded.agents)} agents, {len(loaded.plugins)} plugin entries)")
 
 
 # -- doctor -----------------------------------------------------------------------------------------------
@@ -182,19 +181,26 @@ def config_validate(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME)) -> Non
 
 @app.command()
 def doctor(
-    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    config: ConfigOption = None,
     storage_path: StorageOption = None,
     no_model_call: Annotated[bool, typer.Option("--no-model-call", help="Check keys but do not call models.")] = False,
 ) -> None:
     """Check the data dir, state and its lock, homeserver, accounts, models, plugins: one line each, pass or the fix."""
     import mindroom.ai  # noqa: F401 - imported before logging is set up, so its library loggers are adopted
     from mindroom.cli.doctor import CheckStatus, run_checks
+    from mindroom.cli.doctor_result import check_fail
 
     configure_logging("CRITICAL")
-    environment = read_cli_environment(config, storage_path)
-    results = asyncio.run(
-        run_checks(config, environment.storage_root, environment.values, call_models=not no_model_call)
-    )
+    paths = locate(config, storage_path)
+    environment = paths.environment
+    if paths.config_found:
+        results = asyncio.run(
+            run_checks(
+                environment.config_path, environment.storage_root, environment.values, call_models=not no_model_call
+            )
+        )
+    else:  # nothing else is checked: the data dir would be made beside a config that is not there
+        results = [check_fail("config", paths.config_missing(), paths.config_fix())]
     console = new_console()
     marks = {
         CheckStatus.PASS: ("ok  ", "green"),
@@ -218,7 +224,7 @@ def doctor(
 
 @hooks_app.command("list")
 def hooks_list(
-    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    config: ConfigOption = None,
     storage_path: StorageOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON.")] = False,
 ) -> None:
@@ -230,13 +236,16 @@ def hooks_list(
     from mindroom.hooks.telemetry import hook_telemetry, ordered_telemetry
 
     configure_logging("CRITICAL")
-    snapshot = read_state_hooks_snapshot(read_cli_environment(config, storage_path))
+    paths = locate(config, storage_path)
+    snapshot = read_state_hooks_snapshot(paths.environment)
     if snapshot is not None and snapshot.is_live:
         rows = list(snapshot.rows)
         source = f"Counters from the running daemon (pid {snapshot.pid}, {snapshot.age_s:.0f} s ago)."
     else:
+        if not paths.config_found:
+            fail(f"no daemon runs with the data dir {paths.data_dir()}; {paths.data_dir_fix()}")
         try:
-            _, registry = load_registry(config, storage_path)
+            _, registry = load_registry(paths.environment)
         except ConfigError as exc:
             fail(str(exc))
             return
@@ -255,7 +264,7 @@ def hooks_list(
 
 @app.command()
 def chat(
-    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    config: ConfigOption = None,
     storage_path: StorageOption = None,
     room: Annotated[
         str | None, typer.Option(help="Room key, #alias or !id (default: the config's first room).")
@@ -278,16 +287,17 @@ def chat(
     from mindroom.matrix import MatrixError
 
     configure_logging("CRITICAL")
-    environment = read_cli_environment(config, storage_path)
+    paths = locate(config, storage_path)
+    environment = paths.environment
     env, storage = environment.values, environment.storage_root
     try:
-        login = resolve_login(env, storage, homeserver=homeserver, user=user, password=password)
+        login = resolve_login(env, storage, homeserver=homeserver, user=user, password=password, searched=paths)
     except ChatError as exc:
         fail(str(exc))
         return
     if room is None:
         try:
-            keys = load_config(config, env).all_room_keys()
+            keys = load_config(environment.config_path, env).all_room_keys()
         except ConfigError:
             keys = []
         room = keys[0] if keys else "lobby"

@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -22,6 +23,9 @@ from mindroom.errors import MindroomError
 from mindroom.homeserver.embedded import embedded_connection
 from mindroom.matrix import MatrixEvent, MatrixEventKind, MatrixUserClient
 from mindroom.matrix.delivery import STREAM_CURSOR
+
+if TYPE_CHECKING:
+    from mindroom.cli.common import CliPaths
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -61,12 +65,19 @@ def resolve_login(
     homeserver: str | None = None,
     user: str | None = None,
     password: str | None = None,
+    searched: CliPaths | None = None,
 ) -> ChatLogin:
-    """Options first, then `MATRIX_HOMESERVER`/`MINDROOM_USER`/`MINDROOM_USER_PASSWORD`, then the embedded account."""
+    """Options first, then `MATRIX_HOMESERVER`/`MINDROOM_USER`/`MINDROOM_USER_PASSWORD`, then the embedded account
+    (of the daemon whose data directory is `storage_root`; `searched` says how it was found, for the error)."""
     embedded = embedded_connection(storage_root)
     url = homeserver or env.get("MATRIX_HOMESERVER") or (embedded.url if embedded else None)
     if not url:
-        msg = "no homeserver: start `mindroom run` (embedded homeserver) or set MATRIX_HOMESERVER"
+        where = searched.data_dir() if searched is not None else str(storage_root)
+        fix = f", or {searched.data_dir_fix()}" if searched is not None else ""
+        msg = (
+            f"no homeserver: no embedded homeserver has run with the data dir {where}; start `mindroom run`{fix},"
+            " or set MATRIX_HOMESERVER"
+        )
         raise ChatError(msg)
     user_id = user or env.get("MINDROOM_USER") or (embedded.user_id if embedded else None)
     secret = password or env.get("MINDROOM_USER_PASSWORD")

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mindroom.cli.common import ConfigOption, StorageOption, fail, read_cli_environment
-from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.logging_config import configure_logging
 
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ __all__ = ["knowledge_app", "knowledge_reindex", "knowledge_status"]
 knowledge_app = typer.Typer(no_args_is_help=True, help="Show and rebuild the knowledge bases' indexes.")
 
 
-def _setup(config: Path, storage_path: Path | None) -> tuple[DaemonEnvironment, Config, str | None]:
+def _setup(config: Path | None, storage_path: Path | None) -> tuple[DaemonEnvironment, Config, str | None]:
     from mindroom.config.loading import load_config
     from mindroom.errors import ConfigError
 
@@ -77,7 +76,7 @@ async def _status(found: DaemonEnvironment, loaded: Config, url: str | None) -> 
 
 
 @knowledge_app.command("status")
-def knowledge_status(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_path: StorageOption = None) -> None:
+def knowledge_status(config: ConfigOption = None, storage_path: StorageOption = None) -> None:
     """Each base: whether its index is built, how many files, chunks and vectors, and the files skipped (why)."""
     found, loaded, url = _setup(config, storage_path)
     for line in asyncio.run(_status(found, loaded, url)):
@@ -101,7 +100,7 @@ async def _reindex(found: DaemonEnvironment, loaded: Config, url: str | None, ba
 @knowledge_app.command("reindex")
 def knowledge_reindex(
     name: Annotated[str, typer.Argument(help="The knowledge base's id under knowledge_bases:.")],
-    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    config: ConfigOption = None,
     storage_path: StorageOption = None,
 ) -> None:
     """Rebuild one base's index from its folder, from nothing."""

@@ -12,11 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
-from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.errors import ConfigError
 from mindroom.logging_config import configure_logging, redact_text
 
 if TYPE_CHECKING:
+    from mindroom.config.environment import DaemonEnvironment
     from mindroom.hooks.registry import HookRegistry
     from mindroom.plugins.discovery import LoadedPlugins
 
@@ -25,23 +25,24 @@ __all__ = ["load_registry", "plugins_app", "plugins_check", "plugins_list"]
 plugins_app = typer.Typer(no_args_is_help=True, help="Inspect plugins.")
 
 
-def load_registry(config: Path, storage_path: Path | None) -> tuple[LoadedPlugins, HookRegistry]:
+def load_registry(environment: DaemonEnvironment) -> tuple[LoadedPlugins, HookRegistry]:
     """The config's plugins loaded, and their hook registry (no daemon needed)."""
     from mindroom.config.loading import load_config
     from mindroom.plugins.discovery import build_registry, load_plugins
 
-    paths = read_cli_environment(config, storage_path).runtime_paths
-    loaded_config = load_config(config, paths.env_values)
+    paths = environment.runtime_paths
+    loaded_config = load_config(paths.config_path, paths.env_values)
     loaded = load_plugins(loaded_config, paths)
     return loaded, build_registry(loaded_config, loaded.plugins)
 
 
 @plugins_app.command("list")
-def plugins_list(config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME), storage_path: StorageOption = None) -> None:
+def plugins_list(config: ConfigOption = None, storage_path: StorageOption = None) -> None:
     """List plugins: name, folder, hooks, and any load error."""
     configure_logging("CRITICAL")
+    environment = read_cli_environment(config, storage_path)
     try:
-        loaded, registry = load_registry(config, storage_path)
+        loaded, registry = load_registry(environment)
     except ConfigError as exc:
         fail(str(exc))
         return

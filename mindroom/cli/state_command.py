@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mindroom.cli.common import ConfigOption, StorageOption, fail, read_cli_environment
-from mindroom.constants import DEFAULT_CONFIG_FILENAME
+from mindroom.cli.common import ConfigOption, StorageOption, fail, locate
 from mindroom.logging_config import configure_logging
 
 __all__ = ["state_app", "state_migrate"]
@@ -22,7 +20,7 @@ def state_migrate(
     to: Annotated[
         str, typer.Option("--to", envvar="MINDROOM_DATABASE_URL", help="Target: postgresql://user:pw@host/db.")
     ],
-    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    config: ConfigOption = None,
     storage_path: StorageOption = None,
 ) -> None:
     """Copy the data directory's SQLite state into PostgreSQL and print the counts verified on both sides."""
@@ -30,7 +28,10 @@ def state_migrate(
     from mindroom.state.errors import StateError, StateLockedError
 
     configure_logging("WARNING")
-    found = read_cli_environment(config, storage_path)
+    paths = locate(config, storage_path)  # only the data dir is needed: the config may be elsewhere or gone
+    found = paths.environment
+    if not (found.storage_root / "state").is_dir():
+        fail(f"mindroom state migrate: no daemon state in the data dir {paths.data_dir()}; {paths.data_dir_fix()}")
     try:
         counts = asyncio.run(migrate_state(found.storage_root, to))
     except StateError as exc:

@@ -12,7 +12,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
-from mindroom.constants import DEFAULT_CONFIG_FILENAME
 from mindroom.errors import ConfigError
 
 __all__ = ["ToolRow", "tool_rows", "tools_app", "tools_list"]
@@ -31,18 +30,18 @@ class ToolRow:
     used_by: tuple[str, ...] = ()
 
 
-def tool_rows(config_path: Path, storage_path: Path | None) -> list[ToolRow]:
+def tool_rows(config_path: Path | None, storage_path: Path | None) -> list[ToolRow]:
     """Built-in groups, agno toolkits (available, missing package or missing credential) and configured MCP servers."""
     from mindroom.config.loading import load_config
     from mindroom.tool_system.catalog import BUILTIN_PROVIDERS
     from mindroom.tool_system.toolkit_table import AGNO_TOOLKITS, NOT_OFFERED
     from mindroom.tool_system.toolkits import toolkit_status
 
-    environment = read_cli_environment(config_path, storage_path)
+    environment = read_cli_environment(config_path, storage_path, config_required=False)
     users: dict[str, list[str]] = {}
     servers: dict[str, str] = {}
-    if config_path.is_file():
-        config = load_config(config_path, environment.values)
+    if environment.config_path.is_file():
+        config = load_config(environment.config_path, environment.values)
         for agent_name, agent in config.agents.items():
             for name in agent.tools:
                 users.setdefault(name, []).append(agent_name)
@@ -66,7 +65,7 @@ def tool_rows(config_path: Path, storage_path: Path | None) -> list[ToolRow]:
 
 @tools_app.command("list")
 def tools_list(
-    config: ConfigOption = Path(DEFAULT_CONFIG_FILENAME),
+    config: ConfigOption = None,
     storage_path: StorageOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array instead of a table.")] = False,
 ) -> None:

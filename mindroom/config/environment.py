@@ -110,11 +110,16 @@ def process_environ() -> dict[str, str]:
 
 
 def read_environment(config_path: Path) -> dict[str, str]:
-    """The process environment, completed by a `.env` file beside the config (the environment wins)."""
+    """The process environment, completed by a `.env` file beside the config (the environment wins; a relative
+    `MINDROOM_STORAGE_PATH` there is taken from the config's folder)."""
     env: dict[str, str] = {}
     dotenv = config_path.parent / ".env"
     if dotenv.is_file():
         env.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
+        if storage := env.get("MINDROOM_STORAGE_PATH"):
+            # The file sits beside the config, so its relative path is the config folder's, whatever the
+            # command's folder (as MindRoom reads it); an absolute one is kept as it is.
+            env["MINDROOM_STORAGE_PATH"] = str(config_path.parent / Path(storage).expanduser())
     env.update(process_environ())
     return env
 

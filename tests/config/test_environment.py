@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from mindroom.config.environment import (
@@ -30,7 +28,7 @@ def test_daemon_environment_reads_dotenv_and_picks_the_provider(tmp_path, monkey
 
     env = environment.values
     assert env["MINDROOM_MODEL_PROVIDER"] == "openai" and env["MINDROOM_MODEL_ID"] == "gpt-4o-mini"
-    assert environment.storage_root == (Path.cwd() / "state-here").resolve()
+    assert environment.storage_root == (tmp_path / "state-here").resolve()  # the config's folder, not the cwd
     assert environment.runtime_paths.storage_root == environment.storage_root
     assert environment.runtime_paths.env_values["OPENAI_API_KEY"] == "sk-from-dotenv"
     assert resolve_storage_root(config, tmp_path / "x", env) == tmp_path / "x"
