@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import pkgutil
 import re
 import subprocess
@@ -234,6 +235,29 @@ def test_the_daemon_starts_without_agno_the_model_sdk_or_sqlalchemy() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]", f"imported at start: {loaded}"
+
+
+_START = "import json, sys, mindroom.daemon.orchestrator, mindroom.cli.app, mindroom.cli.run; "
+
+
+def _loaded_at_start(packages: set[str]) -> list[str]:
+    """The modules of `packages` (each a package or a module, with what is under it) the daemon's start imports."""
+    code = _START + f"print(json.dumps(sorted(m for m in sys.modules if m.startswith(tuple({sorted(packages)!r})))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return [m for m in json.loads(out) if m in packages or any(m.startswith(p + ".") for p in packages)]
+
+
+def test_the_daemon_starts_without_the_http_app() -> None:
+    """FastAPI, Starlette, uvicorn and prometheus_client load when the HTTP app starts (`--no-api`: never)."""
+    assert _loaded_at_start({"fastapi", "starlette", "uvicorn", "prometheus_client", "mindroom.api.app"}) == []
+
+
+def test_the_daemon_starts_without_the_postgresql_driver_which_still_imports() -> None:
+    """nio's store (peewee) would import psycopg; state in PostgreSQL imports it when it opens, and can."""
+    code = "import psycopg, peewee; print(psycopg.__name__, 'nio' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", _START + code], capture_output=True, text=True, check=True).stdout
+    assert _loaded_at_start({"psycopg"}) == []
+    assert out.split() == ["psycopg", "True"]
 
 
 @pytest.mark.parametrize("postgres", [True, False])

@@ -12,15 +12,13 @@ import signal
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
 from mindroom import ai
-from mindroom.api.app import create_app
-from mindroom.api.app_context import ApiContext
 from mindroom.api.keys import DashboardKey, with_api_key
-from mindroom.api.server import ApiServer, finish_turns
 from mindroom.api.settings import DEFAULT_API_HOST, DEFAULT_API_PORT, ApiSettings, api_settings
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings, embedded_appservice
 from mindroom.config.loading import load_config
@@ -38,6 +36,9 @@ from mindroom.matrix.crypto.recovery_key import RECOVERY_KEY_FILE_ENV, take_unsh
 from mindroom.state.backend import StateBackend
 from mindroom.state.errors import StateLockedError, StateLostError
 from mindroom.state.snapshots import SnapshotStore
+
+if TYPE_CHECKING:
+    from mindroom.api.server import ApiServer
 
 __all__ = [
     "DEFAULT_HUMAN_USER",
@@ -236,6 +237,11 @@ def _non_default(storage_root: Path) -> bool:
 
 async def start_api(stack: contextlib.AsyncExitStack, orchestrator: Orchestrator, settings: ApiSettings) -> ApiServer:
     """Serve the HTTP app on the orchestrator until the stack closes (it answers 503 until the daemon runs)."""
+    # Imported here: FastAPI, Starlette and uvicorn cost a daemon run with `--no-api` nothing.
+    from mindroom.api.app import create_app
+    from mindroom.api.app_context import ApiContext
+    from mindroom.api.server import ApiServer
+
     ctx = ApiContext(DaemonApiView(orchestrator), settings)
     server = ApiServer(ctx, create_app(ctx))
     await stack.enter_async_context(server)
@@ -380,6 +386,8 @@ async def run_daemon(
             return
         assert orchestrator.running is not None
         if banner is not None:
+            from mindroom.api.server import finish_turns
+
             # API turns end before the bots stop, with the bots' grace to finish.
             stack.push_async_callback(finish_turns, server.ctx, environment.shutdown_grace_s)
         await start_snapshots(stack, orchestrator, (await state.open_stores()).snapshots)

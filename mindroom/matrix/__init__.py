@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mindroom.matrix.nio_loading  # noqa: F401  # first: peewee loads before nio does
 from mindroom.matrix.client import MatrixBotClient
 from mindroom.matrix.credentials import (
     DEFAULT_ACCOUNT_PREFIX,
