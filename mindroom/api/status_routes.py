@@ -52,6 +52,9 @@ def _bots(running: ApiCapabilities) -> list[dict[str, Any]]:
 
 def _agents(running: ApiCapabilities) -> list[dict[str, Any]]:
     config = running.live.config
+    unavailable: dict[str, list[dict[str, str]]] = {}
+    for tool in running.live.tools.unavailable:
+        unavailable.setdefault(tool.agent, []).append({"tool": tool.tool, "reason": tool.reason, "fix": tool.fix})
     return [
         {
             "name": name,
@@ -60,6 +63,7 @@ def _agents(running: ApiCapabilities) -> list[dict[str, Any]]:
             "model": agent.model,
             "rooms": list(agent.rooms),
             "tools": list(agent.tools),
+            "unavailable_tools": unavailable.get(name, []),
             "skills": list(agent.skills),
             "running": name in running.directory.entities,
         }

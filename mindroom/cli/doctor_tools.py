@@ -1,5 +1,5 @@
-"""`mindroom doctor` on tools: the sandbox they need works, each agno toolkit an agent names can run here,
-and each MCP server starts.
+"""`mindroom doctor` on tools: the sandbox they need works, each tool an agent names can run here (or the
+agent runs without it: a warning with the fix), and each MCP server starts.
 
 The sandbox check runs where the shell tool is named or a stdio MCP server is enabled: it tests bubblewrap
 (and slirp4netns, for a sandbox with a network of its own) as the daemon would before the first command.
@@ -19,7 +19,9 @@ from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.config.main import Config, ShellToolConfig
 from mindroom.constants import RuntimePaths
+from mindroom.tool_system.builtin_groups import BUILTIN_PROVIDERS
 from mindroom.tool_system.mcp.servers import MCPServerPool, mcp_problems
+from mindroom.tool_system.named_tools import named_tools
 from mindroom.tool_system.sandbox.launch import (
     DEFAULT_PATH,
     WEAKER_HOST_NETWORK,
@@ -27,7 +29,6 @@ from mindroom.tool_system.sandbox.launch import (
     choose_sandbox,
 )
 from mindroom.tool_system.spec import ToolError
-from mindroom.tool_system.toolkits import named_toolkits
 
 __all__ = ["check_mcp_servers", "check_sandbox", "check_toolkits"]
 
@@ -71,14 +72,18 @@ async def check_sandbox(config: Config, env: Mapping[str, str]) -> list[CheckRes
 
 
 def check_toolkits(config: Config, env: Mapping[str, str]) -> list[CheckResult]:
-    """One line per problem with an agent's agno toolkit (a package or credential missing, a bad setting)."""
-    named, problems = named_toolkits(config, env, ())
-    problems.extend(mcp_problems(config))
+    """One line per tool an agent names that cannot run here (the agent runs without it: the fix), and one per
+    name or setting `mindroom run` refuses."""
+    named = named_tools(config, env, {provider.name for provider in BUILTIN_PROVIDERS})
+    problems = [*named.problems, *mcp_problems(config)]
     results = [
-        _fail("tools", problem, "install what it names, set the variable, or fix the setting") for problem in problems
+        _fail("tools", problem, "name a tool this daemon offers, or fix the setting the line names")
+        for problem in problems
     ]
-    if not results and named:
-        results.append(_ok("tools", f"{len(named)} agno toolkits named by agents can run: {', '.join(sorted(named))}"))
+    results.extend(_warn("tools", tool.describe(), tool.fix) for tool in named.unavailable)
+    if not results and named.toolkits:
+        ready = ", ".join(sorted(named.toolkits))
+        results.append(_ok("tools", f"{len(named.toolkits)} agno toolkits named by agents can run: {ready}"))
     return results
 
 

@@ -8,7 +8,13 @@ Naming and per-agent filtering (an agent's `tools:` list):
 - a toolkit a plugin registered with `register_tool_with_metadata` gives its functions under the
   registered name (`thread_goal`); one registered under its plugin's own name joins the plugin's tools;
 - one of MindRoom's catalogue names for an agno toolkit (`duckduckgo`, `tavily`: `toolkit_table.py`) gives
-  that toolkit's functions, built with the agent's settings when its tools are first built.
+  that toolkit's functions, built with the agent's settings when its tools are first built;
+- every other name of MindRoom's catalogue is known (`tool_names.py`): one that comes later, or a toolkit
+  whose package or credential is missing, gives nothing (the agent runs without it, and the catalogue's
+  `unavailable` says why and the fix); one this daemon does not offer is an error giving the reason.
+
+Built-in groups are registered in one place, `BUILTIN_PROVIDERS` (`builtin_groups.py`, exported here too);
+one named like a tool that comes later (`tool_names.LATER`) takes that name over.
 
 An agent gets exactly the tools its list names, in list order, nothing else. Tool names are the names the
 model calls; they are unique across the built-ins and every plugin, and a tool may not be named like a
@@ -29,15 +35,12 @@ from mindroom.constants import RuntimePaths
 from mindroom.errors import MindroomError
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.logging_config import get_logger
-from mindroom.tool_system.attachment_tools import ATTACHMENT_TOOL_NAMES, attachment_tools
-from mindroom.tool_system.calculator import CALCULATOR_TOOL_NAMES, calculator_tools
-from mindroom.tool_system.file_tools import FILE_TOOL_NAMES, file_tools
+from mindroom.tool_system.builtin_groups import BUILTIN_PROVIDERS
 from mindroom.tool_system.isolation import function_reference, isolation_limits, shared_pool
-from mindroom.tool_system.matrix_tools import MATRIX_TOOL_NAMES, matrix_tools
 from mindroom.tool_system.mcp.servers import MCPServerPool, mcp_providers
+from mindroom.tool_system.named_tools import UnavailableTool, named_tools
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.registration import ToolRegistration, get_tool_registration, managed_init_kwargs
-from mindroom.tool_system.shell import SHELL_TOOL_NAMES, shell_tools
 from mindroom.tool_system.spec import RESERVED_PARAMETERS, AgentToolEnvironment, ToolSpec
 from mindroom.tool_system.toolkits import toolkit_providers
 
@@ -68,15 +71,6 @@ class ToolCatalogError(MindroomError):
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
         super().__init__("tool catalogue problems:\n" + "\n".join(f"  {problem}" for problem in self.problems))
-
-
-BUILTIN_PROVIDERS: tuple[ToolProvider, ...] = (
-    ToolProvider("calculator", "built-in group", CALCULATOR_TOOL_NAMES, calculator_tools),
-    ToolProvider("file", "built-in group", FILE_TOOL_NAMES, file_tools),
-    ToolProvider("shell", "built-in group", SHELL_TOOL_NAMES, shell_tools),
-    ToolProvider("matrix", "built-in group", MATRIX_TOOL_NAMES, matrix_tools),
-    ToolProvider("attachments", "built-in group", ATTACHMENT_TOOL_NAMES, attachment_tools),
-)
 
 
 def _public_values(module: ModuleType) -> list[tuple[str, Any]]:
@@ -181,12 +175,14 @@ class ToolCatalog:
     """Every tool provider by name, and the owner of every tool name.
 
     `revision()` changes when a dynamic provider's tools may have (an MCP server listed new ones):
-    tools built from the catalogue before are stale then.
+    tools built from the catalogue before are stale then. `unavailable`: the tools agents name that
+    cannot run here, each with the agent, the reason and the fix.
     """
 
     providers: Mapping[str, ToolProvider]
     owners: Mapping[str, str]
     mcp: MCPServerPool | None = None
+    unavailable: tuple[UnavailableTool, ...] = ()
 
     def revision(self) -> int:
         """A number that changes whenever the MCP servers' tool lists do."""
@@ -349,11 +345,13 @@ def build_tool_catalog(
     for plugin in plugins:
         providers.extend(_plugin_providers(plugin, adapt, problems, shared))
     env = runtime_paths.env_values if runtime_paths is not None else {}
-    taken = {provider.name for provider in providers}
-    providers.extend(toolkit_providers(config, env, adapt, taken, problems))
+    named = named_tools(config, env, {provider.name for provider in providers})
+    problems.extend(named.problems)
+    providers.extend(toolkit_providers(named.toolkits, config, env, adapt))
+    providers.extend(ToolProvider(name, "tool not available here", (), _no_tools) for name in named.absent)
     providers.extend(mcp_providers(config, mcp, {provider.name for provider in providers}, problems))
     by_name, owners = _catalog(providers, problems)
-    catalog = ToolCatalog(by_name, owners, mcp)
+    catalog = ToolCatalog(by_name, owners, mcp, named.unavailable)
     missing = [
         f"agents.{agent_name}.tools: unknown tool {name!r}"
         for agent_name, agent in config.agents.items()
@@ -366,4 +364,11 @@ def build_tool_catalog(
             logger.warning("agent names a tool that is not available", problem=problem)
     if problems:
         raise ToolCatalogError(problems)
+    for tool in catalog.unavailable:
+        logger.warning("agent runs without a tool that cannot run here", **dataclasses.asdict(tool))
     return catalog
+
+
+def _no_tools(_env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
+    """A name known here whose tool cannot run: it gives nothing."""
+    return ()

@@ -1,13 +1,14 @@
 """MindRoom's catalogue names for agno toolkits: which agno class each is, what it needs, and which extra brings it.
 
-One row per tool: the catalogue name, `module:Class` below `agno.tools`, the category, the installable
-extra (`pip install 'mindroom[<extra>]'`; empty: a plain `pip install` of the packages), the Python modules
-it imports (`import_name:pip_name`), its credentials (`kwarg=ENV_VAR`, `?` marks one the toolkit works
-without), the constructor arguments the daemon sets to the agent's workspace, and how it reaches files
-(`agent`: only the workspace; `unconfined`: any path the model names; empty: none). Nothing here imports agno or a toolkit's packages: `mindroom.ai.toolkit_specs` does, once an
-agent that uses the tool is built.
+One row per tool: the catalogue name, `module:Class` below `agno.tools`, the category, the project's
+installable extra that brings its packages (empty: none, the packages alone), the Python modules it imports
+(`import_name:pip_name`), its credentials (`kwarg=ENV_VAR`, `?` marks one the toolkit works without), the
+constructor arguments the daemon sets to the agent's workspace, and how it reaches files (`agent`: only the
+workspace; `unconfined`: any path the model names; empty: none). A cell `@name` stands for `SHARED[name]`'s
+value for that column (the Google toolkits share their packages and their account). Nothing here imports
+agno or a toolkit's packages: `mindroom.ai.toolkit_specs` does, once an agent that uses the tool is built.
 
-Catalogue names that agno supports but this daemon leaves out, with the reason, are in `NOT_OFFERED`.
+MindRoom's catalogue names that are not agno toolkits here are in `tool_names.py`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["AGNO_TOOLKITS", "EXTRAS", "NOT_OFFERED", "AgnoToolkit", "Credential", "Package"]
+__all__ = ["AGNO_TOOLKITS", "EXTRAS", "SHARED", "AgnoToolkit", "Credential", "Package"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,16 +56,25 @@ class AgnoToolkit:
         """`agno.tools.<module>:<Class>`."""
         return f"agno.tools.{self.module}:{self.class_name}"
 
-    @property
-    def install_hint(self) -> str:
-        """The command that installs what it imports."""
-        if self.extra is not None:
-            return f"pip install 'mindroom[{self.extra}]'"
-        return "pip install " + " ".join(package.pip for package in self.packages)
+
+SHARED: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "google": {
+            # A service account for now: an account per person comes with OAuth connections.
+            "packages": "googleapiclient:google-api-python-client,google_auth_httplib2:google-auth-httplib2,"
+            "google_auth_oauthlib:google-auth-oauthlib",
+            "credentials": "service_account_path=GOOGLE_SERVICE_ACCOUNT_FILE,delegated_user=GOOGLE_DELEGATED_USER?,"
+            "credentials_path=GOOGLE_CREDENTIALS_FILE?,token_path=GOOGLE_TOKEN_FILE?",
+        }
+    }
+)
+"""Cells several rows share, by name and column (`@google` in a row's packages or credentials column)."""
 
 
-def _items(column: str) -> list[str]:
-    return [item for item in column.split(",") if item]
+def _items(cell: str, column: str) -> list[str]:
+    if cell.startswith("@"):
+        cell = SHARED[cell[1:]][column]
+    return [item for item in cell.split(",") if item]
 
 
 def _row(line: str) -> AgnoToolkit:
@@ -76,12 +86,12 @@ def _row(line: str) -> AgnoToolkit:
         class_name=class_name,
         category=category,
         extra=extra or None,
-        packages=tuple(Package(*(item.split(":") * 2)[:2]) for item in _items(packages)),
+        packages=tuple(Package(*(item.split(":") * 2)[:2]) for item in _items(packages, "packages")),
         credentials=tuple(
             Credential(kwarg, env.rstrip("?"), required=not env.endswith("?"))
-            for kwarg, _, env in (item.partition("=") for item in _items(creds))
+            for kwarg, _, env in (item.partition("=") for item in _items(creds, "credentials"))
         ),
-        workspace_args=tuple(_items(workspace)),
+        workspace_args=tuple(_items(workspace, "workspace")),
         file_access=files or "none",
     )
 
@@ -118,16 +128,22 @@ reasoning              | reasoning:ReasoningTools                  | productivit
 sleep                  | sleep:SleepTools                          | development   |                    |                                           |                                                                                                                   |                  |
 file_generation        | file_generation:FileGenerationTools       | development   |                    |                                           |                                                                                                                   | output_directory | agent
 visualization          | visualization:VisualizationTools          | development   | tools-files        | matplotlib                                |                                                                                                                   | output_dir       | agent
+moviepy_video_tools    | moviepy_video:MoviePyVideoTools           | development   |                    | moviepy                                   |                                                                                                                   |                  |
 csv                    | csv_toolkit:CsvTools                      | productivity  | tools-data         | duckdb                                    |                                                                                                                   |                  | unconfined
 duckdb                 | duckdb:DuckDbTools                        | productivity  | tools-data         | duckdb                                    |                                                                                                                   |                  | unconfined
 pandas                 | pandas:PandasTools                        | productivity  | tools-data         | pandas                                    |                                                                                                                   |                  | unconfined
 yfinance               | yfinance:YFinanceTools                    | productivity  | tools-data         | yfinance                                  |                                                                                                                   |                  |
 sql                    | sql:SQLTools                              | productivity  |                    |                                           | db_url=SQL_TOOL_DB_URL?                                                                                           |                  |
 postgres               | postgres:PostgresTools                    | productivity  | postgres           | psycopg:psycopg[binary]                   | password=POSTGRES_TOOL_PASSWORD?                                                                                  |                  |
+redshift               | redshift:RedshiftTools                    | development   |                    | redshift_connector:redshift-connector     | password=REDSHIFT_PASSWORD?,secret_access_key=AWS_SECRET_ACCESS_KEY?,session_token=AWS_SESSION_TOKEN?              |                  |
+google_bigquery        | google.bigquery:GoogleBigQueryTools       | development   | tools-google       | google.cloud.bigquery:google-cloud-bigquery |                                                                                                               |                  |
 financial_datasets_api | financial_datasets:FinancialDatasetsTools | productivity  |                    |                                           | api_key=FINANCIAL_DATASETS_API_KEY                                                                                |                  |
 openbb                 | openbb:OpenBBTools                        | productivity  |                    | openbb                                    | openbb_pat=OPENBB_PAT?                                                                                            |                  |
 notion                 | notion:NotionTools                        | productivity  | tools-productivity | notion_client:notion-client               | api_key=NOTION_API_KEY,database_id=NOTION_DATABASE_ID                                                             |                  |
 todoist                | todoist:TodoistTools                      | productivity  | tools-productivity | todoist_api_python:todoist-api-python     | api_token=TODOIST_API_TOKEN                                                                                       |                  |
+google_calendar        | google.calendar:GoogleCalendarTools       | productivity  | tools-google       | @google                                   | @google                                                                                                           |                  |
+google_drive           | google.drive:GoogleDriveTools             | productivity  | tools-google       | @google                                   | @google                                                                                                           |                  |
+google_sheets          | google.sheets:GoogleSheetsTools           | development   | tools-google       | @google                                   | @google                                                                                                           |                  |
 clickup                | clickup:ClickUpTools                      | productivity  |                    |                                           | api_key=CLICKUP_API_KEY,master_space_id=MASTER_SPACE_ID                                                           |                  |
 mem0                   | mem0:Mem0Tools                            | productivity  |                    | mem0:mem0ai                               | api_key=MEM0_API_KEY?                                                                                             |                  |
 zep                    | zep:ZepTools                              | productivity  |                    | zep_cloud:zep-cloud                       | api_key=ZEP_API_KEY                                                                                               |                  |
@@ -158,6 +174,7 @@ fal                    | fal:FalTools                              | development
 groq                   | models.groq:GroqTools                     | development   |                    | groq                                      | api_key=GROQ_API_KEY                                                                                              |                  |
 gemini                 | models.gemini:GeminiTools                 | development   |                    | google.genai:google-genai                 | api_key=GOOGLE_API_KEY                                                                                            |                  |
 youtube                | youtube:YouTubeTools                      | entertainment | tools-web          | youtube_transcript_api                    |                                                                                                                   |                  |
+spotify                | spotify:SpotifyTools                      | entertainment |                    |                                           | access_token=SPOTIFY_ACCESS_TOKEN                                                                                 |                  |
 slack                  | slack:SlackTools                          | communication | tools-comm         | slack_sdk:slack-sdk                       | token=SLACK_TOKEN                                                                                                 |                  |
 discord                | discord:DiscordTools                      | communication |                    |                                           | bot_token=DISCORD_BOT_TOKEN                                                                                       |                  |
 telegram               | telegram:TelegramTools                    | communication | tools-comm         | telebot:pyTelegramBotAPI                  | token=TELEGRAM_TOKEN,chat_id=TELEGRAM_CHAT_ID                                                                     |                  |
@@ -166,6 +183,7 @@ webex                  | webex:WebexTools                          | communicati
 whatsapp               | whatsapp:WhatsAppTools                    | communication |                    |                                           | access_token=WHATSAPP_ACCESS_TOKEN,phone_number_id=WHATSAPP_PHONE_NUMBER_ID                                       |                  |
 resend                 | resend:ResendTools                        | email         | tools-comm         | resend                                    | api_key=RESEND_API_KEY                                                                                            |                  |
 email                  | email:EmailTools                          | email         |                    |                                           | sender_passkey=EMAIL_SENDER_PASSKEY                                                                               |                  |
+gmail                  | google.gmail:GmailTools                   | email         | tools-google       | @google                                   | @google                                                                                                           |                  |
 aws_ses                | aws_ses:AWSSESTool                        | email         | tools-dev          | boto3                                     |                                                                                                                   |                  |
 shopify                | shopify:ShopifyTools                      | integrations  |                    |                                           | shop_name=SHOPIFY_SHOP_NAME,access_token=SHOPIFY_ACCESS_TOKEN                                                     |                  |
 reddit                 | reddit:RedditTools                        | social        | tools-productivity | praw                                      | client_id=REDDIT_CLIENT_ID,client_secret=REDDIT_CLIENT_SECRET,username=REDDIT_USERNAME?,password=REDDIT_PASSWORD? |                  |
@@ -183,14 +201,4 @@ EXTRAS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         for extra in sorted({row.extra for row in _ROWS if row.extra is not None})
     }
 )
-"""The pip packages of each installable extra, as `pyproject.toml` must list them (a test compares)."""
-
-NOT_OFFERED: Mapping[str, str] = MappingProxyType(
-    {
-        "python": "it runs the model's code inside the daemon's process; use `shell` with python allowed instead",
-        "web_browser_tools": "it opens a browser on the daemon's machine, where nobody is looking",
-        "airflow": "it writes DAG files anywhere the daemon can; no confined variant exists here yet",
-        "custom_api": "it sends requests with credentials to any URL the model names",
-    }
-)
-"""Catalogue names agno supports that this daemon leaves out, and why."""
+"""The pip packages of each of the project's extras, as `pyproject.toml` must list them (a test compares)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +28,8 @@ from mindroom.config.main import Config
 from mindroom.logging_config import get_logger, register_secret_values
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
-from mindroom.tool_system.toolkit_table import AGNO_TOOLKITS, AgnoToolkit
+from mindroom.tool_system.tool_packages import install_fix
+from mindroom.tool_system.toolkit_table import AgnoToolkit
 
 __all__ = [
     "DEFAULT_TOOLKIT_TIMEOUT_S",
@@ -37,7 +38,7 @@ __all__ = [
     "ToolkitState",
     "ToolkitStatus",
     "check_toolkit_settings",
-    "named_toolkits",
+    "credential_fix",
     "toolkit_build",
     "toolkit_parameters",
     "toolkit_providers",
@@ -66,6 +67,11 @@ class ToolkitStatus:
         """True when every package is installed and every required credential set."""
         return self.state == "available"
 
+    @property
+    def reason(self) -> str:
+        """What is missing, e.g. `missing package wikipedia` (empty when available)."""
+        return f"{self.state.replace('_', ' ')} {', '.join(self.missing)}" if self.missing else ""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolkitRef:
@@ -91,16 +97,21 @@ def toolkit_status(toolkit: AgnoToolkit, env: Mapping[str, str]) -> ToolkitStatu
     """Whether `toolkit` can run with what is installed and what `env` holds."""
     absent = tuple(package.pip for package in toolkit.packages if not _installed(package.module))
     if absent or not _installed("agno"):
-        return ToolkitStatus(toolkit.name, "missing_package", absent or ("agno",), toolkit.install_hint)
+        return ToolkitStatus(toolkit.name, "missing_package", absent or ("agno",), install_fix(toolkit))
     unset = tuple(
         credential.env
         for credential in toolkit.credentials
         if credential.required and secret_value(env, credential.env) is None
     )
     if unset:
-        fix = "set " + " and ".join(f"{name} (or {name}_FILE)" for name in unset) + " in the daemon's environment"
-        return ToolkitStatus(toolkit.name, "missing_credential", unset, fix)
+        return ToolkitStatus(toolkit.name, "missing_credential", unset, credential_fix(unset))
     return ToolkitStatus(toolkit.name, "available")
+
+
+def credential_fix(names: Sequence[str]) -> str:
+    """Set each variable (or the file its `<VAR>_FILE` names) in the daemon's environment."""
+    ways = (name if name.endswith("_FILE") else f"{name} (or {name}_FILE)" for name in names)
+    return "set " + " and ".join(ways) + " in the daemon's environment"
 
 
 # -- settings: the constructor's keyword arguments, from agno's source --------------------------------------------
@@ -195,7 +206,7 @@ def check_toolkit_settings(toolkit: AgnoToolkit, overrides: Mapping[str, Any]) -
         if key in FILTER_KEYS:
             problem = _kind_problem("string[]", value)
         elif key in secrets:
-            problem = f"is a credential: set {secrets[key]} (or {secrets[key]}_FILE) in the environment instead"
+            problem = f"is a credential: {credential_fix([secrets[key]])} instead"
         elif key in toolkit.workspace_args:
             problem = "is set by the daemon (the agent's workspace)"
         elif key not in parameters:
@@ -247,42 +258,14 @@ def toolkit_build(
     return build
 
 
-def named_toolkits(
-    config: Config, env: Mapping[str, str], taken: Collection[str]
-) -> tuple[dict[str, AgnoToolkit], list[str]]:
-    """The agno toolkits the agents name (other than names in `taken`), and what is wrong with their use.
-
-    A toolkit that cannot run here (a package or credential missing) or an agent's setting it does not take
-    is a problem naming the agent, the tool and the fix.
-    """
-    named: dict[str, AgnoToolkit] = {}
-    problems: list[str] = []
-    for agent_name, agent in config.agents.items():
-        for entry in agent.tool_entries():
-            toolkit = AGNO_TOOLKITS.get(entry.name)
-            if toolkit is None or entry.name in taken:
-                continue
-            where = f"agents.{agent_name}.tools: {entry.name!r}"
-            status = toolkit_status(toolkit, env)
-            if not status.available:
-                what = "package" if status.state == "missing_package" else "credential"
-                problems.append(f"{where} is not available: missing {what} {', '.join(status.missing)}; {status.fix}")
-            problems.extend(f"{where}: {problem}" for problem in check_toolkit_settings(toolkit, entry.overrides))
-            named[entry.name] = toolkit
-    return named, problems
-
-
 def toolkit_providers(
+    toolkits: Mapping[str, AgnoToolkit],
     config: Config,
     env: Mapping[str, str],
     adapt: Callable[[Any], Sequence[ToolSpec] | None] | None,
-    taken: Collection[str],
-    problems: list[str],
 ) -> list[ToolProvider]:
-    """A catalogue provider for each agno toolkit an agent names (unless a plugin or group owns the name)."""
-    named, found = named_toolkits(config, env, taken)
-    problems.extend(found)
+    """A catalogue provider for each agno toolkit that agents name and that can run here."""
     return [
         ToolProvider(name, "agno toolkit", (), toolkit_build(toolkit, config, env, adapt), dynamic=True)
-        for name, toolkit in named.items()
+        for name, toolkit in toolkits.items()
     ]

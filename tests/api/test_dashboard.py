@@ -1,11 +1,13 @@
 """The dashboard in a real headless Chromium (the distribution's, driven by Playwright; no browser download):
 it loads, shows the configured agents, a hook's counter rising after a message, approves a pending approval,
-shows a config error at its line, and shows the config in force with each value's source. It also writes the
+shows a config error at its line, the config in force with each value's source, and each tool an agent runs
+without, with the fix. It also writes the
 README's screenshot (`docs/dashboard.png`)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import shutil
@@ -13,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from mindroom.ai.tools import foreign_tool_specs
 from mindroom.bots.approvals.desk import ApprovalSeat
 from mindroom.config.overrides import Override
+from mindroom.constants import RuntimePaths
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
 from mindroom.testing.model_server import Text
+from mindroom.tool_system.catalog import build_tool_catalog
 from tests.api.test_rest import with_chat_changes
 from tests.bots.bench import ALICE, LOBBY, registry_of, until
 
@@ -34,7 +39,8 @@ FLAGS = [
     "--disable-sync",
 ]
 KEY = "dashboard-key-abcdef"
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOT = ROOT / "docs" / "dashboard.png"
 
 playwright_api = pytest.importorskip("playwright.async_api")
 needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason="the distribution's chromium is not installed")
@@ -162,5 +168,38 @@ async def test_dashboard_in_chromium_shows_the_config_in_force_and_where_each_va
             paths = await page.eval_on_selector_all("#effective tbody tr", "rows => rows.map(r => r.dataset.path)")
             assert paths and all(path.startswith("agents.helper.") for path in paths)
             assert "agents.helper.num_history_runs" in paths
+        finally:
+            await browser.close()
+
+
+@needs_chromium
+async def test_dashboard_in_chromium_names_each_tool_an_agent_runs_without_and_the_fix(make_api, tmp_path: Path):
+    api = await make_api(
+        {
+            "helper": {"display_name": "Helper", "tools": ["tavily", "calculator"]},
+            "writer": {"display_name": "Writer", "tools": ["calculator"]},
+        },
+        env={"MINDROOM_API_KEY": KEY},
+    )
+    live = api.bench.daemon.live
+    paths = RuntimePaths(api.view.config_path, tmp_path / "data", {})
+    catalog = build_tool_catalog(live.config, [], adapt=foreign_tool_specs, runtime_paths=paths)
+    api.bench.daemon.cell.swap(dataclasses.replace(live, tools=catalog))
+    fix = f"mindroom tools install tavily (or: pip install -e '{ROOT}[tools-search]')"
+
+    agents = {agent["name"]: agent for agent in (await api.client(KEY).get("/api/agents")).json()}
+    assert agents["helper"]["unavailable_tools"] == [
+        {"tool": "tavily", "reason": "missing package tavily-python", "fix": fix}
+    ]
+    assert agents["writer"]["unavailable_tools"] == []
+
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 1600})
+            await page.goto(f"{api.url}/#key={KEY}")
+            await page.wait_for_selector("#tool-problems p")
+            lines = await page.eval_on_selector_all("#tool-problems p", "ps => ps.map(p => p.textContent)")
+            assert lines == [f"helper runs without tavily: missing package tavily-python — fix: {fix}"]
         finally:
             await browser.close()

@@ -14,12 +14,15 @@ from mindroom.cli.doctor_tools import check_mcp_servers, check_toolkits
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from tests.integration.mcp_servers import time_server_command
+from tests.tool_system.test_tool_names import mindroom_catalogue
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CONFIG = """
 agents:
   a:
     display_name: A
-    tools: [reasoning, tavily, mcp_clock]
+    tools: [reasoning, tavily, mcp_clock, thread_summary]
 mcp_servers:
   clock: {transport: stdio, command: mcp-server-time}
 """
@@ -36,7 +39,9 @@ def test_tools_list_says_available_missing_package_or_credential(tmp_path: Path,
     rows = {row["name"]: row for row in json.loads(result.output)}
     assert rows["reasoning"]["status"] == "available" and rows["reasoning"]["used_by"] == ["a"]
     assert rows["tavily"]["status"] == "missing package"
-    assert "pip install 'mindroom[tools-search]'" in rows["tavily"]["detail"]
+    assert rows["tavily"]["detail"] == (
+        f"tavily-python: mindroom tools install tavily (or: pip install -e '{ROOT}[tools-search]')"
+    )
     assert (
         rows["openweather"]["status"] == "missing credential" and "OPENWEATHER_API_KEY" in rows["openweather"]["detail"]
     )
@@ -45,6 +50,22 @@ def test_tools_list_says_available_missing_package_or_credential(tmp_path: Path,
     }  # fmt: skip
     assert rows["python"]["status"] == "not offered"
     assert rows["shell"]["kind"] == "built-in group"
+    assert (rows["thread_summary"]["status"], rows["thread_summary"]["used_by"]) == ("comes with threads", ["a"])
+    assert rows["desktop"]["status"] == "not offered" and "hosted service" in rows["desktop"]["detail"]
+    assert rows["gmail"]["status"] == "missing package" and "tools-google" in rows["gmail"]["detail"]
+
+
+def test_tools_list_names_every_tool_of_mindroom_catalogue(tmp_path: Path):
+    result = CliRunner().invoke(app, ["tools", "list", "-c", str(tmp_path / "none.yaml"), "--json"])
+
+    assert result.exit_code == 0, result.output
+    statuses = {row["name"]: row["status"] for row in json.loads(result.output)}
+    known = ("available", "missing package", "missing credential", "not offered")
+    assert {
+        name: statuses.get(name)
+        for name in mindroom_catalogue()
+        if not (statuses.get(name) in known or str(statuses.get(name)).startswith("comes with "))
+    } == {}
 
 
 def test_tools_list_table_shows_the_install_command(tmp_path: Path):
@@ -54,15 +75,28 @@ def test_tools_list_table_shows_the_install_command(tmp_path: Path):
     result = CliRunner().invoke(app, ["tools", "list", "-c", str(config)])
 
     assert result.exit_code == 0
-    assert "pip install 'mindroom[tools-web]'" in result.output  # not eaten as markup
+    assert "mindroom tools install wikipedia (or: pip install -e" in result.output
+    assert "mindroom[" not in result.output  # MindRoom's own distribution on the package index is never named
 
 
-def test_doctor_names_each_unavailable_toolkit_and_its_fix():
-    config = Config.model_validate({"agents": {"a": {"display_name": "A", "tools": ["tavily", "reasoning"]}}})
+def test_doctor_warns_of_each_tool_that_cannot_run_and_fails_what_run_refuses():
+    config = Config.model_validate(
+        {"agents": {"a": {"display_name": "A", "tools": ["tavily", "reasoning", "thread_tags"]}}}
+    )
 
-    (line,) = check_toolkits(config, {})
+    tavily, tags = check_toolkits(config, {})
 
-    assert line.status is CheckStatus.FAIL and "'tavily' is not available" in line.detail
+    assert (tavily.status, tavily.detail) == (
+        CheckStatus.WARN,
+        "agents.a.tools: 'tavily' cannot run here (missing package tavily-python); the agent runs without it",
+    )
+    assert tavily.fix == f"mindroom tools install tavily (or: pip install -e '{ROOT}[tools-search]')"
+    assert (tags.status, tags.fix) == (CheckStatus.WARN, "nothing meanwhile")
+    (refused,) = check_toolkits(
+        Config.model_validate({"agents": {"a": {"display_name": "A", "tools": ["reasoning", "agent_vault_access"]}}}),
+        {},
+    )
+    assert refused.status is CheckStatus.FAIL and "'agent_vault_access' is not offered here" in refused.detail
     ok = check_toolkits(Config.model_validate({"agents": {"a": {"display_name": "A", "tools": ["reasoning"]}}}), {})
     assert [(r.status, r.detail) for r in ok] == [
         (CheckStatus.PASS, "1 agno toolkits named by agents can run: reasoning")

@@ -1,22 +1,30 @@
-"""agno toolkits by catalogue name and MCP servers from the package registries, end to end on a real Synapse."""
+"""agno toolkits by catalogue name (one whose package is missing too) and MCP servers from the package registries,
+end to end on a real Synapse."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+from pathlib import Path
 
+import httpx
 import pytest
 
+from mindroom.homeserver.synapse import free_port
 from mindroom.testing.model_server import Text, ToolCall
 from mindroom.tool_system.mcp.servers import MCPServerPool
 from mindroom.tool_system.sandbox.reaper import descendants
+from mindroom.tool_system.toolkit_table import AGNO_TOOLKITS
+from mindroom.tool_system.toolkits import toolkit_status
 from tests.integration.conftest import E2E
 from tests.integration.mcp_servers import everything_server, time_server_command
 from tests.integration.support import thread_replies
 from tests.integration.test_tools import last_tool_message, tool_names
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def one_agent(e2e: E2E, agent_config: dict, *, extra: dict | None = None):
@@ -116,3 +124,44 @@ async def test_tools_a_remote_mcp_server_answers_through_a_tool_call(e2e: E2E, m
         first, second = agent_requests(e2e)
         assert tool_names(first) == ["ev_echo", "ev_get-sum"]
         assert last_tool_message(second) == "Echo: over HTTP"
+
+
+async def test_tools_a_toolkit_missing_its_package_leaves_the_daemon_up_and_the_agent_on_its_other_tools(e2e: E2E):
+    missing = next(
+        name for name in ("wikipedia", "arxiv", "youtube", "newspaper")
+        if toolkit_status(AGNO_TOOLKITS[name], {}).state == "missing_package"
+    )  # fmt: skip
+    human = await e2e.human()
+    agent, room = e2e.name("helper"), e2e.name("room")
+    tools = [missing, {"reasoning": {"enable_analyze": False}}]
+    config = e2e.basic_config([human.user_id], {agent: {"display_name": "Helper", "rooms": [room], "tools": tools}})
+    port, key = free_port(), "tools-integration-key"
+    daemon = e2e.spawn(config, MINDROOM_API_PORT=str(port), MINDROOM_API_KEY=key)
+    daemon.start()
+    await daemon.wait_for_line("daemon ready")
+
+    fix = f"mindroom tools install {missing} (or: pip install -e '{ROOT}[tools-web]')"
+    warned = [
+        json.loads(line) for line in daemon.output().splitlines() if "agent runs without a tool that cannot run" in line
+    ]
+    assert [(w["agent"], w["tool"], w["fix"], w["level"]) for w in warned] == [(agent, missing, fix, "warning")]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key}"}) as c:
+        agents = {entry["name"]: entry for entry in (await c.get("/api/agents")).json()}
+    assert [problem["tool"] for problem in agents[agent]["unavailable_tools"]] == [missing]
+
+    room_id = (await human.client.room_resolve_alias(f"#{room}:{e2e.homeserver.server_name}")).room_id
+    await e2e.joined(human, room_id)
+    e2e.model_server.script(
+        ToolCall("think", {"title": "Plan", "thought": "No encyclopedia here."}), Text("Answered without it."),
+        model="agent-model",
+    )  # fmt: skip
+
+    event_id = await human.send(room_id, "look it up")
+    agent_id = f"@{e2e.account_prefix}{agent}:{e2e.homeserver.server_name}"
+    reply = await human.wait_for(thread_replies(event_id, agent_id))
+
+    assert reply["content"]["body"] == "Answered without it."
+    first, second = agent_requests(e2e)
+    assert tool_names(first) == ["think"]  # the agent has its other tools, and nothing of the missing one
+    assert "Reasoning: No encyclopedia here." in last_tool_message(second)
+    assert await daemon.terminate() == 0

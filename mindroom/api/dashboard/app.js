@@ -138,6 +138,12 @@ function renderTurns(turns) {
   ])));
 }
 
+function renderToolProblems(agents) {
+  const lines = agents.flatMap((agent) => agent.unavailable_tools.map(
+    (tool) => `${agent.name} runs without ${tool.tool}: ${tool.reason} — fix: ${tool.fix}`));
+  $("tool-problems").replaceChildren(...lines.map((text) => el("p", text, "warn")));
+}
+
 function renderPlugins(plugins) {
   $("plugins").replaceChildren(...plugins.plugins.map((plugin) => el("li", `${plugin.name} — ${plugin.hooks} hook(s), ${plugin.path}`)));
   const errors = [...plugins.errors.map((e) => `${e.plugin} did not load: ${e.error}`)];
@@ -168,6 +174,7 @@ async function refresh() {
     renderHooks(data.hooks);
     renderTurns(data.turns);
     renderPlugins(data.plugins);
+    renderToolProblems(data.agents);
     if (generation === null) await loadConfig();
     if (refreshes++ % EFFECTIVE_EVERY === 0) await loadEffective();
   } catch (error) {
