@@ -14,7 +14,7 @@ from mindroom.daemon.scheduling.scheduler import Scheduler
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.state.schedules import ScheduledTask
 
-__all__ = ["SCHEDULE_HELP", "schedule_command"]
+__all__ = ["SCHEDULE_HELP", "describe_task", "schedule_command"]
 
 SCHEDULE_HELP = "post a message later: `in 10 minutes ...`, `every day at 9:00 ...`, a cron line; `list`, `cancel ID`"
 
@@ -25,7 +25,8 @@ _USAGE = (
 )
 
 
-def _describe(task: ScheduledTask, zone: ZoneInfo) -> str:
+def describe_task(task: ScheduledTask, zone: ZoneInfo) -> str:
+    """One line for a schedule: its id, rhythm, next run in `zone`, addressee and message."""
     when = (
         "done" if task.next_run is None else datetime.fromtimestamp(task.next_run, zone).strftime("%Y-%m-%d %H:%M:%S")
     )
@@ -65,7 +66,7 @@ async def _schedule(
         tasks = scheduler.store.in_room(envelope.room_id)
         if not tasks:
             return "No schedules in this room."
-        return "Schedules here:\n" + "\n".join(f"- {_describe(task, zone)}" for task in tasks)
+        return "Schedules here:\n" + "\n".join(f"- {describe_task(task, zone)}" for task in tasks)
     if verb.lower() == "cancel":
         task_id = rest.strip().strip("`")
         if scheduler.cancel(task_id, envelope.room_id):
@@ -86,4 +87,4 @@ async def _schedule(
     if task.next_run is None:
         scheduler.cancel(task.task_id, envelope.room_id)
         return "That time has already passed."
-    return f"Scheduled {_describe(task, zone)}"
+    return f"Scheduled {describe_task(task, zone)}"

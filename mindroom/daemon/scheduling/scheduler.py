@@ -91,12 +91,13 @@ class Scheduler:
         created_by: str,
         poster: str,
         agent: str | None,
+        task_id: str | None = None,
     ) -> ScheduledTask:
-        """Store a new schedule and wake the loop; returns it with its first run."""
+        """Store a new schedule and wake the loop; returns it with its first run (`task_id`: keep an edited one's)."""
         now = self.now()
         first = next_run_after(spec.kind, spec.expression, now, now)
         task = ScheduledTask(
-            task_id=secrets.token_hex(3),
+            task_id=task_id or secrets.token_hex(3),
             room_id=room_id,
             thread_id=thread_id,
             agent_name=agent,
