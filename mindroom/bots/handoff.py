@@ -34,6 +34,7 @@ from mindroom.constants import HANDOFF_KEY, ORIGINAL_SENDER_KEY
 from mindroom.hooks.target import MessageTarget
 from mindroom.hooks.transport import MessageEnvelope
 from mindroom.logging_config import get_logger
+from mindroom.tool_system.builtin.parts import HandoffAnswer
 from mindroom.tool_system.runtime_context import get_runtime_context
 from mindroom.tool_system.spec import ToolSpec
 
@@ -143,20 +144,29 @@ class HandoffDesk:
 
     async def hand_off(self, asking: str, target: str, task: str) -> str:
         """Have `target` answer `task` in the conversation of the turn running this tool; its answer, or why not."""
+        answer = await self.ask(asking, target, task)
+        if answer.refusal is not None:
+            return f"Hand-off refused: {answer.refusal}"
+        if answer.text is not None:
+            return f"{answer.agent_name} answered: {answer.text}"
+        return f"{answer.agent_name} did not answer ({answer.failure or 'no answer was given'})."
+
+    async def ask(self, asking: str, target: str, task: str) -> HandoffAnswer:
+        """`hand_off`, told apart: the agent that answered and its answer, or the refusal (MindRoom's `delegate`)."""
         bound = get_runtime_context()
         if bound is None or bound.room_id is None:
-            return "Hand-off refused: there is no conversation to hand the question to."
+            return HandoffAnswer(None, None, "there is no conversation to hand the question to.")
         live = self._cell.live
         name = self._agent_named(live.config, target)
         refusal = self._refusal(live.config, asking, name, bound.room_id, bound.correlation_id or "")
         if refusal is not None:
             logger.info("hand-off refused", agent=asking, target=target, reason=refusal)
-            return f"Hand-off refused: {refusal}"
+            return HandoffAnswer(name, None, refusal)
         assert name is not None
         chain = self._chains.get(bound.correlation_id or "", _Chain(1))
         thread = bound.resolved_thread_id
         if not self._bot_turns.allow((name, bound.room_id, thread)):
-            return "Hand-off refused: too many bot messages in this conversation just now; answer without it."
+            return HandoffAnswer(name, None, "too many bot messages in this conversation just now; answer without it.")
         return await self._answer(live, asking, name, task, bound, chain, thread)
 
     def _agent_named(self, config: Config, target: str) -> str | None:
@@ -182,11 +192,11 @@ class HandoffDesk:
 
     async def _answer(
         self, live: LiveState, asking: str, name: str, task: str, bound: Any, chain: _Chain, thread: str | None
-    ) -> str:
+    ) -> HandoffAnswer:
         entities = self._directory.entities
         asker, helper = entities.get(asking), entities.get(name)
         if asker is None or helper is None:
-            return f"Hand-off refused: {name} is not running."
+            return HandoffAnswer(name, None, f"{name} is not running.")
         display = live.config.agents[name].display_name
         extra = {HANDOFF_KEY: name, ORIGINAL_SENDER_KEY: bound.requester_id}
         question_id = await asker.client.send_message(
@@ -205,7 +215,9 @@ class HandoffDesk:
         logger.info("hand-off", agent=asking, target=name, room_id=bound.room_id, question_event_id=question_id)
         return await self._run(live, helper, envelope, chain, asking)
 
-    async def _run(self, live: LiveState, helper: Entity, envelope: MessageEnvelope, chain: _Chain, asking: str) -> str:
+    async def _run(
+        self, live: LiveState, helper: Entity, envelope: MessageEnvelope, chain: _Chain, asking: str
+    ) -> HandoffAnswer:
         """The helper's turn at the hand-off's door: its question, answered in the thread and heard back."""
         markdown = live.config.agents[helper.name].resolved(live.config.defaults).markdown
         hops = chain.hops + 1
@@ -219,5 +231,5 @@ class HandoffDesk:
         finally:
             self._chains.pop(correlation_id, None)
         if heard.text is not None:
-            return f"{helper.name} answered: {heard.text}"
-        return f"{helper.name} did not answer ({heard.failure or 'no answer was given'})."
+            return HandoffAnswer(helper.name, heard.text)
+        return HandoffAnswer(helper.name, None, None, heard.failure or "no answer was given")
