@@ -47,9 +47,10 @@ def test_tool_names_every_name_of_mindroom_catalogue_is_known():
 
     assert len(catalogue) == 155
     assert sorted(catalogue - set().union(*kinds.values())) == []
-    for kind, names in kinds.items():  # each name is one thing here
+    for kind, names in kinds.items():  # each name is one thing here (a group takes over a name that comes later)
         for other, others in kinds.items():
-            assert kind == other or not names & others, (kind, other, names & others)
+            overlap = names & others if {kind, other} != {"later", "group"} else set()
+            assert kind == other or not overlap, (kind, other, overlap)
 
 
 def test_tool_names_the_hosted_services_names_are_refused_with_the_reason():
