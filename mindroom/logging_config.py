@@ -15,7 +15,10 @@ import threading
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any, TextIO
 
-import structlog
+from mindroom.hidden_imports import hidden_while_importing
+
+with hidden_while_importing("twisted"):  # structlog's Twisted support: the embedded homeserver installs Twisted
+    import structlog
 
 __all__ = [
     "configure_logging",

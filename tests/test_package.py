@@ -24,6 +24,7 @@ FOUNDATIONS = {
     *("__init__.py", "__main__.py", "constants.py", "errors.py", "logging_config.py", "private_files.py"),
     "backoff.py",  # `Backoff`: the one way to wait between tries (matrix, state, tool_system, ai)
     "tasks.py",  # `TaskOwner`: the one way a task is owned, for packages on every layer (matrix, ai, bots, daemon)
+    "hidden_imports.py",  # a library imported without an unused optional package (logging_config, matrix)
 }
 """The loose modules every package may import. One joins only when it holds a single mechanism that packages on
 several layers need, and that would otherwise be written again in each of them."""
@@ -250,6 +251,14 @@ def _loaded_at_start(packages: set[str]) -> list[str]:
 def test_the_daemon_starts_without_the_http_app() -> None:
     """FastAPI, Starlette, uvicorn and prometheus_client load when the HTTP app starts (`--no-api`: never)."""
     assert _loaded_at_start({"fastapi", "starlette", "uvicorn", "prometheus_client", "mindroom.api.app"}) == []
+
+
+def test_the_daemon_starts_without_twisted_which_still_imports() -> None:
+    """structlog would import Twisted (installed with the embedded homeserver) for nothing; Twisted still imports."""
+    code = "import twisted.python.log, structlog; print(twisted.__name__, structlog.twisted)"
+    out = subprocess.run([sys.executable, "-c", _START + code], capture_output=True, text=True, check=True).stdout
+    assert _loaded_at_start({"twisted"}) == []
+    assert out.split() == ["twisted", "None"]
 
 
 def test_the_daemon_starts_without_the_postgresql_driver_which_still_imports() -> None:
