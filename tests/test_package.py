@@ -253,6 +253,12 @@ def test_the_daemon_starts_without_the_http_app() -> None:
     assert _loaded_at_start({"fastapi", "starlette", "uvicorn", "prometheus_client", "mindroom.api.app"}) == []
 
 
+def test_the_daemon_starts_without_the_appservice() -> None:
+    """The appservice's server (aiohttp's web server), inbox and transactions load in appservice mode only."""
+    appservice = {"aiohttp.web", "mindroom.matrix.appservice.server", "mindroom.matrix.appservice.inbox"}
+    assert _loaded_at_start(appservice | {"mindroom.matrix.appservice.transactions"}) == []
+
+
 def test_the_daemon_starts_without_twisted_which_still_imports() -> None:
     """structlog would import Twisted (installed with the embedded homeserver) for nothing; Twisted still imports."""
     code = "import twisted.python.log, structlog; print(twisted.__name__, structlog.twisted)"

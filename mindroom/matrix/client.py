@@ -8,13 +8,11 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nio
 
 from mindroom.logging_config import get_logger
-from mindroom.matrix.appservice.inbox import BotInbox
-from mindroom.matrix.appservice.server import Appservice
 from mindroom.matrix.content import edit_content, message_content, reaction_content
 from mindroom.matrix.credentials import DEFAULT_ACCOUNT_PREFIX, SyncTokenStore, bot_localpart
 from mindroom.matrix.crypto.account_keys import KeyStatus
@@ -34,6 +32,9 @@ from mindroom.matrix.sync import SyncLoop
 from mindroom.matrix.transport import JsonTransport, guard_transport, quote_path, send_room_event
 from mindroom.state.crypto import CryptoVault
 from mindroom.state.tokens import SyncTokens
+
+if TYPE_CHECKING:
+    from mindroom.matrix.appservice.server import Appservice
 
 __all__ = ["MatrixBotClient"]
 
@@ -335,6 +336,8 @@ class MatrixBotClient(RoomMethods, MediaMethods):
         logger.info("receiving", agent=self._bot, delivery="sync" if self._appservice is None else "appservice")
         try:
             if self._appservice is not None:
+                from mindroom.matrix.appservice.inbox import BotInbox  # appservice mode only
+
                 inbox = BotInbox(
                     bot_name=self._bot,
                     user_id=self.user_id,

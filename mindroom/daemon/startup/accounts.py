@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mindroom.bots.bot import EntityBot
 from mindroom.bots.commands.table import CommandTable
@@ -21,8 +22,10 @@ from mindroom.daemon.startup.state import StateHolder
 from mindroom.daemon.wiring import RunningDaemon, event_handlers
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient
-from mindroom.matrix.appservice.server import Appservice, listening_appservice
 from mindroom.matrix.crypto.recovery_key import RecoveryKeys
+
+if TYPE_CHECKING:
+    from mindroom.matrix.appservice.server import Appservice
 
 __all__ = ["Accounts", "Bot", "BotFactory", "Devices", "sign_in"]
 
@@ -116,8 +119,12 @@ async def sign_in(
 ) -> Accounts:
     """Listen for the appservice's transactions, make the router and every agent and team into `bots`, and sign
     them in at once; a bot whose device cannot go on is left out of `bots` (its reason in `Accounts.down`)."""
-    # Listening before the bots sign in: what the homeserver sends meanwhile is queued, not refused.
-    appservice = await listening_appservice(homeserver.appservice_registration, homeserver.url)
+    appservice: Appservice | None = None
+    if homeserver.appservice_registration is not None:  # appservice mode: its server (aiohttp's) only then
+        from mindroom.matrix.appservice.server import listening_appservice
+
+        # Listening before the bots sign in: what the homeserver sends meanwhile is queued, not refused.
+        appservice = await listening_appservice(homeserver.appservice_registration, homeserver.url)
     if appservice is not None:
         # The first of what receives to stop: what arrives from then on waits in the homeserver for the next run.
         stops.add("appservice", lambda _: appservice.stop())

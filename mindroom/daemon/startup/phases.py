@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mindroom import ai
 from mindroom.bots.approvals.auto_approve_command import auto_approve_command
@@ -34,7 +35,6 @@ from mindroom.daemon.startup.plan import PhaseStops
 from mindroom.daemon.watch import ConfigWatcher, EnvFile
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.logging_config import get_logger
-from mindroom.matrix.appservice.server import Appservice
 from mindroom.plugins.discovery import plugin_watch_paths
 from mindroom.state.attachments import AttachmentStore
 from mindroom.state.backend import StateStores
@@ -42,6 +42,9 @@ from mindroom.state.journal import TurnJournal
 from mindroom.state.schedules import ScheduleStore
 from mindroom.tool_system.isolation import close_tool_runtime
 from mindroom.tool_system.runtime_context import set_registry_provider
+
+if TYPE_CHECKING:
+    from mindroom.matrix.appservice.server import Appservice
 
 __all__ = [
     "ReloadOptions",
