@@ -39,6 +39,7 @@ from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent, MatrixEventKind
 from mindroom.state.attachments import AttachmentStore
 from mindroom.tasks import TaskOwner
+from mindroom.tool_system.builtin.deferral import visible_tool_names
 from mindroom.tool_system.spec import AgentToolEnvironment, workspace_dir
 
 __all__ = ["INTERRUPTED_NOTE", "INTERRUPT_GRACE_S", "ROUTER_SYNC_SETTLE_S", "ClientT", "EntityBot"]
@@ -339,8 +340,9 @@ class EntityBot(Generic[ClientT]):
         agent = live.config.agents.get(self.name)
         if agent is None or not agent.tools:
             return ()
+        wanted = visible_tool_names(agent)  # a deferred tool is reached through `dynamic_tools` only
         # The revision moves when an MCP server lists new tools: the agent then gets them.
-        key = (live.tools, tuple(agent.tools), live.config.tools, live.tools.revision())
+        key = (live.tools, wanted, live.config.tools, live.tools.revision())
         cached = self._tools
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -360,7 +362,7 @@ class EntityBot(Generic[ClientT]):
         )
         from mindroom.ai.tools import agno_tools  # agno loads with the first turn, not with the daemon
 
-        functions: tuple[Any, ...] = agno_tools(live.tools.tools_for(agent.tools, env), self.name)
+        functions: tuple[Any, ...] = agno_tools(live.tools.tools_for(wanted, env), self.name)
         self._tools = (key, functions)
         return functions
 

@@ -41,6 +41,7 @@ from mindroom.daemon.startup.phases import (
 )
 from mindroom.daemon.startup.plan import RunProgress, Stopping
 from mindroom.daemon.startup.state import StateHolder
+from mindroom.daemon.tool_parts import provide_tool_parts
 from mindroom.daemon.watch import EnvFile
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.errors import ConfigError, MindroomError
@@ -213,14 +214,11 @@ class Orchestrator:
         progress.enter("recovery")
         await recover(accounts, running.stores.journal)
         run.scheduler = start_schedules(running, stores.schedules, commands, progress.enter("schedules"))
+        reload_stops = progress.enter("reload")
         run.reloading = start_reloading(
-            running,
-            mcp.before(self.apply_entity_changes),
-            self._options.reload,
-            stores,
-            commands,
-            progress.enter("reload"),
+            running, mcp.before(self.apply_entity_changes), self._options.reload, stores, commands, reload_stops
         )
+        provide_tool_parts(running, run.scheduler, run.reloading.reloader, stores.overrides, reload_stops)
         progress.enter("ready")
         announce_ready(live, running.directory, accounts.down, postgres=self._state.postgresql)
         return running
