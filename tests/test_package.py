@@ -259,6 +259,12 @@ def test_the_daemon_starts_without_the_appservice() -> None:
     assert _loaded_at_start(appservice | {"mindroom.matrix.appservice.transactions"}) == []
 
 
+def test_the_daemon_starts_without_the_mcp_connections() -> None:
+    """An MCP server's connection, its wire and its stdio process load when the first server starts."""
+    connections = {"mindroom.tool_system.mcp.connection", "mindroom.tool_system.mcp.wire"}
+    assert _loaded_at_start(connections | {"mindroom.tool_system.mcp.stdio", "mcp"}) == []
+
+
 def test_the_daemon_starts_without_twisted_which_still_imports() -> None:
     """structlog would import Twisted (installed with the embedded homeserver) for nothing; Twisted still imports."""
     code = "import twisted.python.log, structlog; print(twisted.__name__, structlog.twisted)"

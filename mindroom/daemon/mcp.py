@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import LiveCell, LiveState
@@ -18,8 +18,10 @@ from mindroom.constants import RuntimePaths
 from mindroom.daemon.reload import ApplyChanges, EntityChanges
 from mindroom.logging_config import get_logger, redact_text
 from mindroom.tasks import TaskOwner
-from mindroom.tool_system.mcp.connection import ServerStatus
 from mindroom.tool_system.mcp.servers import MCPServerPool
+
+if TYPE_CHECKING:
+    from mindroom.tool_system.mcp.connection import ServerStatus
 
 __all__ = ["MCPLifecycle", "notice_text"]
 

@@ -19,18 +19,21 @@ from collections.abc import Callable, Collection, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mindroom.backoff import Backoff
 from mindroom.config.main import Config
 from mindroom.config.mcp import MCPSandboxConfig, MCPServerConfig, check_mcp_agent_overrides, mcp_tool_name
 from mindroom.constants import RuntimePaths, resolve_config_relative_path
 from mindroom.logging_config import get_logger
-from mindroom.tool_system.mcp.connection import MCP_RETRY, MCPConnection, ServerStatus
-from mindroom.tool_system.mcp.stdio import StdioServerSpec, StdioSession
-from mindroom.tool_system.mcp.wire import RemoteTool, connect_client
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
+
+if TYPE_CHECKING:
+    # The connections, their transports and the sandbox load when the first server starts (`apply`).
+    from mindroom.tool_system.mcp.connection import MCPConnection, ServerStatus
+    from mindroom.tool_system.mcp.stdio import StdioSession
+    from mindroom.tool_system.mcp.wire import RemoteTool
 
 __all__ = ["MCPServerPool", "function_name", "mcp_problems", "mcp_providers"]
 
@@ -86,9 +89,10 @@ class MCPServerPool:
         self,
         runtime_paths: RuntimePaths | None = None,
         *,
-        retry: Backoff = MCP_RETRY,
+        retry: Backoff | None = None,
         on_change: Callable[[ServerStatus], None] | None = None,
     ) -> None:
+        """`retry`: how a failed server is restarted (default `MCP_RETRY`)."""
         self._paths = runtime_paths
         self._retry = retry
         self.on_change = on_change
@@ -137,11 +141,13 @@ class MCPServerPool:
         for server_id, server in wanted.items():
             if server_id in self._running:
                 continue
+            from mindroom.tool_system.mcp.connection import MCP_RETRY, MCPConnection
+
             connection = MCPConnection(
                 server_id,
                 server,
                 self._transport(server_id, server, config.tools.mcp),
-                retry=self._retry,
+                retry=self._retry if self._retry is not None else MCP_RETRY,
                 on_change=self._changed,
                 diagnostics=functools.partial(self.stderr_tail, server_id),
             )
@@ -166,6 +172,9 @@ class MCPServerPool:
     def _transport(
         self, server_id: str, server: MCPServerConfig, sandbox: MCPSandboxConfig
     ) -> Callable[[AsyncExitStack], Any]:
+        from mindroom.tool_system.mcp.stdio import StdioServerSpec
+        from mindroom.tool_system.mcp.wire import connect_client
+
         stdio = None
         if server.transport == "stdio":
             if self._paths is None:
