@@ -10,6 +10,7 @@ from mindroom.config.main import Config
 from mindroom.plugins.loader import load_plugin_dir
 from mindroom.plugins.skills import SkillError, build_skill_catalog
 from mindroom.tool_system import isolation
+from mindroom.tool_system.builtin.groups import GROUP_FUNCTIONS
 from mindroom.tool_system.calls import call_tool
 from mindroom.tool_system.catalog import ToolCatalog, ToolCatalogError, build_tool_catalog, plugin_tool_specs
 from mindroom.tool_system.spec import AgentToolEnvironment
@@ -152,7 +153,7 @@ def test_catalog_filters_each_agent_to_exactly_its_list(tmp_path):
 def test_catalog_builtin_has_every_builtin_group():
     catalog = ToolCatalog.builtin()
 
-    assert list(catalog.providers) == ["calculator", "file", "shell", "matrix", "attachments"]
+    assert list(catalog.providers) == ["calculator", "file", "shell", "matrix", "attachments", *GROUP_FUNCTIONS]
     assert catalog.unknown(["file", "nope", "calculate"]) == ["nope"]
 
 
