@@ -273,6 +273,13 @@ def test_the_daemon_starts_without_twisted_which_still_imports() -> None:
     assert out.split() == ["twisted", "None"]
 
 
+def test_the_http_app_starts_without_prometheus() -> None:
+    """prometheus_client loads at the first scrape of `/metrics`: a daemon nobody scrapes never imports it."""
+    code = "import mindroom.api.app, mindroom.api.server; print(json.dumps('prometheus_client' in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", _START + code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) is False
+
+
 def test_the_daemon_starts_without_the_postgresql_driver_which_still_imports() -> None:
     """nio's store (peewee) would import psycopg; state in PostgreSQL imports it when it opens, and can."""
     code = "import psycopg, peewee; print(psycopg.__name__, 'nio' in sys.modules)"

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agno.agent import Agent
 from agno.models.base import Model
-from agno.team import Team
 
 from mindroom.ai.models import build_model, close_model, model_env_fingerprint
 from mindroom.ai.sessions.history import close_session_dbs
 from mindroom.config.main import ModelConfig
 from mindroom.logging_config import get_logger
+
+if TYPE_CHECKING:
+    from agno.team import Team
 
 __all__ = ["AgentCache", "agent_cache", "close_caches"]
 
@@ -82,11 +86,11 @@ async def close_caches() -> None:
     Each is closed even if one before it fails (a database gone away while stopping): a failure is logged, and
     the daemon's shutdown goes on to release its state.
     """
-    from mindroom.ai.memory import close_memory_dbs  # memory's stores: only when agno is loaded anyway
-
+    # Memory stores exist once memory was used, which imported their module; a daemon without memory never does.
+    memory = sys.modules.get("mindroom.ai.memory")
     closers: list[tuple[str, Callable[[], Awaitable[None]]]] = [
         *((f"model {model.id}", functools.partial(close_model, model)) for model in agent_cache.take_all()),
-        ("memory stores", close_memory_dbs),
+        *((("memory stores", memory.close_memory_dbs),) if memory is not None else ()),
         ("session stores", close_session_dbs),
     ]
     for what, close in closers:

@@ -6,7 +6,7 @@ codes and validation errors come out as its clients expect.
 """
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -23,8 +23,10 @@ from mindroom.api.openai_protocol import OpenAIError
 from mindroom.api.openai_routes import v1_router
 from mindroom.api.operator import operator_dependency
 from mindroom.api.status_routes import status_router
-from mindroom.daemon.metrics import CONTENT_TYPE, MetricsCollector
 from mindroom.daemon.reload import ReloadOutcome
+
+if TYPE_CHECKING:
+    from mindroom.daemon.metrics import MetricsCollector
 
 __all__ = ["DASHBOARD_DIR", "SecurityHeaders", "create_app"]
 
@@ -65,7 +67,7 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-def create_app(ctx: ApiContext, collector: MetricsCollector | None = None) -> FastAPI:
+def create_app(ctx: ApiContext, collector: "MetricsCollector | None" = None) -> FastAPI:
     """The app on `ctx`; `collector` renders `/metrics` (one is made over the daemon when None)."""
     settings = ctx.settings
     app = FastAPI(
@@ -93,12 +95,17 @@ def create_app(ctx: ApiContext, collector: MetricsCollector | None = None) -> Fa
         reloader = ctx.daemon.reloader
         return tuple(reloader.history) if reloader is not None else ()
 
-    metrics = collector or MetricsCollector(lambda: ctx.daemon.running, reloads)
+    made: list[MetricsCollector] = [collector] if collector is not None else []
     scraper = Annotated[str, Depends(operator_dependency(ctx, metrics=True))]
 
     @app.get("/metrics", tags=["metrics"], summary="Prometheus metrics of the daemon")
     async def scrape(who: scraper) -> Response:
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        # prometheus_client loads at the first scrape: a daemon nobody scrapes never imports it.
+        from mindroom.daemon.metrics import CONTENT_TYPE, MetricsCollector
+
+        if not made:
+            made.append(MetricsCollector(lambda: ctx.daemon.running, reloads))
+        return Response(made[0].render(), media_type=CONTENT_TYPE)
 
     @app.get("/", include_in_schema=False)
     async def dashboard() -> FileResponse:
