@@ -265,6 +265,11 @@ def test_the_daemon_starts_without_the_mcp_connections() -> None:
     assert _loaded_at_start(connections | {"mindroom.tool_system.mcp.stdio", "mcp"}) == []
 
 
+def test_the_daemon_starts_without_key_serialization() -> None:
+    """A cross-signing key's public bytes come raw: cryptography's serialization (SSH keys, bcrypt) stays unloaded."""
+    assert _loaded_at_start({"cryptography.hazmat.primitives.serialization", "bcrypt"}) == []
+
+
 def test_the_daemon_starts_without_twisted_which_still_imports() -> None:
     """structlog would import Twisted (installed with the embedded homeserver) for nothing; Twisted still imports."""
     code = "import twisted.python.log, structlog; print(twisted.__name__, structlog.twisted)"

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
         GenerationResult,
         generate,
         generate_early,
-        stream_generate,
     )
     from mindroom.ai.media import ImageInput, TranscriptionError, supports_vision, transcribe
     from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
@@ -37,6 +36,8 @@ if TYPE_CHECKING:
         session_exists,
         strip_session_enrichment,
     )
+    from mindroom.ai.streamed import stream_generate
+    from mindroom.ai.turn_options import TurnOptions
     from mindroom.ai.usage import TokenUsage
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "OfflineModel",
     "TokenUsage",
     "TranscriptionError",
+    "TurnOptions",
     "build_model",
     "choose_agent",
     "close_caches",
@@ -83,8 +85,9 @@ _HOME = {
     "GenerationResult": "generation",
     "generate": "generation",
     "generate_early": "generation",
-    "stream_generate": "generation",
+    "stream_generate": "streamed",
     "TokenUsage": "usage",
+    "TurnOptions": "turn_options",
     "ModelProbe": "probe",
     "probe_model": "probe",
     "ImageInput": "media",
@@ -102,7 +105,7 @@ _HOME = {
     "strip_session_enrichment": "sessions.history",
 }
 """Where each public name lives; the module is imported when the name is first read."""
-_TURN_MODULES = ("generation", "agents", "compaction", "routing_model", "media", "tools")
+_TURN_MODULES = ("generation", "streamed", "agents", "compaction", "routing_model", "media", "tools")
 
 
 def __getattr__(name: str) -> Any:

@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from uuid import uuid4
 
 from agno.agent import Agent
 from agno.db.base import AsyncBaseDb
 from agno.media import Image
 from agno.run.agent import (
-    RunCancelledEvent,
-    RunCompletedEvent,
-    RunContentCompletedEvent,
-    RunContentEvent,
-    RunErrorEvent,
     RunOutput,
 )
 from agno.run.base import RunStatus
@@ -36,7 +30,8 @@ from mindroom.ai.sessions.history import RUN_EVENT_KEY, session_db, strip_run_en
 from mindroom.ai.sessions.store import expecting_new_session
 from mindroom.ai.teams.plan import TeamPlan
 from mindroom.ai.teams.team import build_team, team_fingerprint
-from mindroom.ai.turn_agent import TurnAgent, run_system_context, set_run_system_context
+from mindroom.ai.turn_agent import TurnAgent, run_system_context
+from mindroom.ai.turn_options import TurnOptions, history_options, tool_markers
 from mindroom.ai.usage import TokenUsage, turn_usage
 from mindroom.config.main import ModelConfig
 from mindroom.logging_config import get_logger, redact_message
@@ -46,9 +41,13 @@ __all__ = [
     "GenerationRequest",
     "GenerationResult",
     "UsageListener",
+    "agent_for",
     "generate",
     "generate_early",
-    "stream_generate",
+    "generation_failed",
+    "run_images",
+    "run_metadata",
+    "strip_failed_run",
 ]
 
 logger = get_logger(__name__)
@@ -82,6 +81,7 @@ class GenerationRequest:
     the model refuses the turn as too long; unset: generation folds it itself (see `mindroom.ai.overflow`)."""
     team: TeamPlan | None = None
     """Set for a team's turn: `model` is the leader's, and these members answer with it (`mindroom.ai.teams.team`)."""
+    options: TurnOptions = field(default_factory=TurnOptions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +107,7 @@ def _fingerprint(request: GenerationRequest, env: Mapping[str, str]) -> tuple[An
         request.instructions,
         request.num_history_runs,
         request.markdown,
+        request.options,
         tuple(id(tool) for tool in request.tools),
         team_fingerprint(request.team, env) if request.team is not None else None,
     )
@@ -124,7 +125,6 @@ def _announce_content(run_output: RunOutput) -> None:
 
 
 def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, str]) -> Agent:
-    with_history = request.num_history_runs > 0
     return TurnAgent(
         id=request.agent_name,
         name=request.display_name,
@@ -134,17 +134,17 @@ def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, 
         instructions=list(request.instructions) or None,
         markdown=request.markdown,
         add_name_to_context=True,
-        add_history_to_context=with_history,
-        num_history_runs=request.num_history_runs if with_history else None,
+        **history_options(request.num_history_runs, request.options),
         tools=list(request.tools) or None,
         post_hooks=[strip_run_output_enrichment, _announce_content],
         telemetry=False,
     )
 
 
-def _agent_for(
+def agent_for(
     request: GenerationRequest, storage_root: Path, env: Mapping[str, str], database_url: str | None = None
 ) -> tuple[Agent | Team, AsyncBaseDb]:
+    """The (cached) agent or team for `request`, and its session store; `GenerationError` for a bad model."""
     try:
         db = session_db(storage_root, request.agent_name, database_url)
         team = request.team is not None
@@ -161,16 +161,19 @@ def _agent_for(
     return agent, db
 
 
-def _images(request: GenerationRequest) -> list[Image] | None:
+def run_images(request: GenerationRequest) -> list[Image] | None:
+    """The request's images as agno takes them (None: none)."""
     return [Image(content=image.data, mime_type=image.mimetype) for image in request.images] or None
 
 
-def _run_metadata(request: GenerationRequest) -> dict[str, Any] | None:
+def run_metadata(request: GenerationRequest) -> dict[str, Any] | None:
+    """What is stored with the run: who asked, and the Matrix message it answers."""
     metadata = {"sender": request.user_id, RUN_EVENT_KEY: request.source_event_id}
     return {key: value for key, value in metadata.items() if value} or None
 
 
-async def _strip_enrichment(db: AsyncBaseDb, run_id: str, request: GenerationRequest) -> None:
+async def strip_failed_run(db: AsyncBaseDb, run_id: str, request: GenerationRequest) -> None:
+    """Take the run's enrichment out of storage (a failure is logged: the answer, if any, stands)."""
     try:
         await strip_run_enrichment(db, run_id)
     except Exception as error:
@@ -183,7 +186,8 @@ async def _strip_enrichment(db: AsyncBaseDb, run_id: str, request: GenerationReq
         )
 
 
-def _failed(request: GenerationRequest, error: BaseException | None, status: str | None) -> GenerationError:
+def generation_failed(request: GenerationRequest, error: BaseException | None, status: str | None) -> GenerationError:
+    """The `GenerationError` for a failed run (logged with the agent and model)."""
     failure = generation_error(error)
     logger.warning(
         "generation failed",
@@ -216,7 +220,7 @@ async def generate(
 async def _generate_once(
     request: GenerationRequest, storage_root: Path, env: Mapping[str, str], database_url: str | None
 ) -> GenerationResult:
-    agent, db = _agent_for(request, storage_root, env, database_url)
+    agent, db = agent_for(request, storage_root, env, database_url)
     run_id = str(uuid4())
     failure_log.watch(run_id)
     output: RunOutput | TeamRunOutput | None = None
@@ -231,112 +235,27 @@ async def _generate_once(
                 stream=False,
                 session_id=request.session_id,
                 run_id=run_id,
-                metadata=_run_metadata(request),
-                images=_images(request),
+                metadata=run_metadata(request),
+                images=run_images(request),
             )
     except Exception as caught:
         error = caught
     finally:
         failure = failure_log.pop(run_id)
     if output is None or output.status != RunStatus.completed:
-        await _strip_enrichment(db, run_id, request)
+        await strip_failed_run(db, run_id, request)
         status = output.status.value if output is not None and output.status is not None else None
-        raise _failed(request, failure or error, status) from (failure or error)
+        raise generation_failed(request, failure or error, status) from (failure or error)
     usage = turn_usage(output.metrics, request.model.provider)
-    return GenerationResult(text=_text_of(output), model_id=output.model or request.model.id, usage=usage)
+    text = _text_of(output)
+    if request.options.show_tool_calls and output.tools:
+        text = tool_markers(tool.tool_name or "tool" for tool in output.tools) + text
+    return GenerationResult(text=text, model_id=output.model or request.model.id, usage=usage)
 
 
 def _text_of(output: RunOutput | TeamRunOutput) -> str:
     content = output.content
     return content if isinstance(content, str) else ("" if content is None else str(content))
-
-
-async def stream_generate(
-    request: GenerationRequest,
-    *,
-    storage_root: Path,
-    env: Mapping[str, str],
-    database_url: str | None = None,
-    on_usage: UsageListener | None = None,
-) -> AsyncGenerator[str, None]:
-    """Answer one turn as text deltas; the turn is persisted once the stream ends. Raises `GenerationError`.
-
-    A turn refused as too long before it showed anything is tried once more after its history was folded;
-    `on_usage` is told the turn's token usage when the model has finished it.
-    """
-    shown = False
-    for retry in (False, True):
-        try:
-            async for delta in _turn_events(
-                request, storage_root=storage_root, env=env, database_url=database_url, on_usage=on_usage
-            ):
-                if delta is not None:
-                    shown = True
-                    yield delta
-            return
-        except GenerationError as error:
-            if retry or shown or error.kind != "context_overflow":
-                raise
-            if not await shorten_history(request, storage_root, env, database_url):
-                raise
-
-
-async def _turn_events(
-    request: GenerationRequest,
-    *,
-    storage_root: Path,
-    env: Mapping[str, str],
-    database_url: str | None,
-    on_usage: UsageListener | None = None,
-) -> AsyncGenerator[str | None, None]:
-    """Text deltas, then None when agno marks the content complete; ends once the turn is stored.
-
-    Raises `GenerationError` when the model fails.
-    """
-    agent, db = _agent_for(request, storage_root, env, database_url)
-    # Set, not reset: this generator is driven by a task of its own (the stream reader, or the early-answer
-    # driver), whose context ends with it; a reset could run in another context when the generator is closed.
-    set_run_system_context(request.system_context)
-    run_id = str(uuid4())
-    failure_log.watch(run_id)
-    failed = False
-    completed = False
-    error: BaseException | None = None
-    failure: BaseException | None = None
-    try:
-        events = cast(
-            "AsyncGenerator[Any, None]",
-            agent.arun(
-                redact_message(request.user_message),
-                stream=True,
-                stream_events=True,
-                session_id=request.session_id,
-                run_id=run_id,
-                metadata=_run_metadata(request),
-                images=_images(request),
-            ),
-        )
-        async with contextlib.aclosing(events):
-            with expecting_new_session(db, request.session_id, request.opens_session):
-                async for event in events:
-                    if isinstance(event, RunErrorEvent | RunCancelledEvent):
-                        failed = True
-                    elif isinstance(event, RunContentEvent) and isinstance(event.content, str) and event.content:
-                        yield event.content
-                    elif isinstance(event, RunContentCompletedEvent) and not failed:
-                        yield None
-                    elif isinstance(event, RunCompletedEvent) and on_usage is not None:
-                        on_usage(turn_usage(event.metrics, request.model.provider))
-        completed = not failed
-    except Exception as caught:
-        failed, error = True, caught
-    finally:
-        failure = failure_log.pop(run_id)
-        if not completed:
-            # Finished runs were stripped by the post-hook; failed or abandoned ones are stripped in storage.
-            await _strip_enrichment(db, run_id, request)
-    if failed:
-        raise _failed(request, failure or error, RunStatus.error.value) from (failure or error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mindroom import ai
 from mindroom.bots.runtime import Entity, LiveState
-from mindroom.config.main import ModelConfig
+from mindroom.config.main import AgentSettings, ModelConfig
 from mindroom.hooks.context import HookBindings, MessageEnrichContext, MessageEnvelope
 from mindroom.hooks.enrichment import EnrichmentItem, render_system_context
 from mindroom.hooks.execution import emit, emit_collect, emit_final_transform, emit_system_enrich
@@ -171,7 +171,7 @@ async def compact_before_answer(
     bindings: HookBindings,
     correlation_id: str,
     model: ModelConfig,
-    num_history_runs: int,
+    settings: AgentSettings,
     budget: int | None = None,
     *,
     storage_root: Path,
@@ -179,12 +179,17 @@ async def compact_before_answer(
     database_url: str | None = None,
 ) -> bool:
     """Fold the conversation's oldest turns into a summary when its history is over `budget` tokens (None:
-    the config's `history_token_budget`); True when something was folded.
+    the budget `settings.compaction` gives for an answer by `model`; none: never); True when something was
+    folded. The summary is written by `settings.compaction.model`, else by `model`.
 
     Runs before an answer, and again with a smaller budget when the model refused the turn as too long
     (the request's `shorten_history`). `compaction:before` fires for each chunk before it is stored,
     `compaction:after` once everything is.
     """
+    budget = settings.compaction.budget(model) if budget is None else budget
+    if budget is None:
+        return False
+    summarizer = live.config.models.get(settings.compaction.model or "", model)
     registry = live.registry
     session_id = envelope.target.session_id
     base = {
@@ -205,9 +210,9 @@ async def compact_before_answer(
     result = await ai.compact_history(
         entity.name,
         session_id,
-        model=model,
-        budget=live.config.defaults.history_token_budget if budget is None else budget,
-        num_history_runs=num_history_runs,
+        model=summarizer,
+        budget=budget,
+        num_history_runs=settings.num_history_runs,
         storage_root=storage_root,
         env=env,
         database_url=database_url,

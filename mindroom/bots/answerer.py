@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mindroom.ai.teams.plan import TeamMember, TeamPlan
+from mindroom.ai.turn_options import TurnOptions
 from mindroom.bots.runtime import Entity, LiveState
+from mindroom.bots.turn_context import DEFAULT_HIDDEN_TOOL_CALLS
 from mindroom.config.main import AgentConfig, AgentSettings, Config
 from mindroom.hooks.transport import ResponseKind
 
@@ -60,6 +62,17 @@ class Answerer:
         return "team" if self.team is not None else "ai"
 
     @property
+    def options(self) -> TurnOptions:
+        """The turn's history and tool-call limits, and whether its tool calls are marked in the answer."""
+        settings = self.settings
+        return TurnOptions(
+            num_history_messages=settings.num_history_messages,
+            max_tool_calls_from_history=settings.max_tool_calls_from_history,
+            tool_call_limit=settings.max_tool_calls_per_turn,
+            show_tool_calls=settings.show_tool_calls is True,
+        )
+
+    @property
     def member_names(self) -> tuple[str, ...] | None:
         """A team's members (the hooks' `target_member_names`); None for an agent."""
         return tuple(member.name for member in self.team.members) if self.team is not None else None
@@ -69,7 +82,12 @@ def _agent_instructions(
     live: LiveState, name: str, agent: AgentConfig, room_id: str, thread_id: str | None
 ) -> tuple[str, ...]:
     extra = live.settings.instructions(name, room_id, thread_id)
-    return (*agent.instructions, *live.skills.instructions(agent.skills), *extra)
+    # `show_tool_calls: false` (MindRoom's setting): the model is told its calls are not seen.
+    hidden = agent.show_tool_calls is False or (
+        agent.show_tool_calls is None and live.config.defaults.show_tool_calls is False
+    )
+    told = (live.config.prompt("HIDDEN_TOOL_CALLS_PROMPT", DEFAULT_HIDDEN_TOOL_CALLS),) if hidden else ()
+    return (*agent.instructions, *live.skills.instructions(agent.skills), *extra, *told)
 
 
 def answerer_for(
@@ -102,7 +120,7 @@ def answerer_for(
             agent.role,
             _agent_instructions(live, name, agent, room_id, thread_id),
             model_of(agent.model),
-            agent.resolved(config.defaults),
+            config.settings_for(name),
             None,
             extra_tools(name),
         )
@@ -129,12 +147,7 @@ def answerer_for(
                 member.resolved(config.defaults).markdown,
             )
         )
-    defaults = config.defaults
-    settings = AgentSettings(
-        enable_streaming=defaults.enable_streaming if team.enable_streaming is None else team.enable_streaming,
-        markdown=defaults.markdown if team.markdown is None else team.markdown,
-        num_history_runs=defaults.num_history_runs if team.num_history_runs is None else team.num_history_runs,
-    )
+    settings = config.settings_for(name)
     return Answerer(
         name,
         team.display_name,

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from mindroom.bots.access import invite_accepted, membership_in_use, responder_admits
 from mindroom.bots.authorization import may_invite
 from mindroom.bots.bindings import BotBindings
 from mindroom.bots.bot_client import BotClient
@@ -128,6 +129,10 @@ class EntityBot(Generic[ClientT]):
         self._directory.signed_in(self.name, user_id)
         # The homeserver knows every room this account is in, DMs and rooms it was invited into included.
         self.joined_rooms |= set(await self.client.joined_rooms())
+        if membership_in_use(live.config):  # access by membership: who is in this bot's rooms, read once
+            for room_id in sorted(self.joined_rooms):
+                if not self._directory.members.known(room_id):
+                    await self._directory.members.read(self.client, room_id)
         await self.client.ensure_display_name(self.display_name(live))
         try:
             await self._lifecycle(live, EVENT_AGENT_STARTED)
@@ -234,14 +239,18 @@ class EntityBot(Generic[ClientT]):
     async def _on_invite(self, room_id: str, inviter: str) -> bool:
         directory = self._directory
         config = self._cell.live.config
-        agent = config.responders().get(self.name)
-        allowed = (agent is None or agent.accept_invites == "authorized") and may_invite(
+        person = config.authorization.person(inviter)
+        authorized = may_invite(
             config,
-            inviter,
+            person,
             directory.room_keys(room_id),
             bot_user_ids=directory.bot_user_ids.values(),
             home_keys=directory.home_keys(self.name, config),
         )
+        admitted = not authorized and responder_admits(
+            config, self.name, person, "", members=directory.members, room_ids=directory.room_ids
+        )
+        allowed = invite_accepted(config, self.name, inviter, authorized=authorized, admitted=admitted)
         if allowed:
             self.joined_rooms.add(room_id)
             directory.keep_room(self.name, room_id, "invited")
@@ -255,9 +264,13 @@ class EntityBot(Generic[ClientT]):
         if not self._accepting:
             return
         kind = event.kind
+        if kind is MatrixEventKind.MEMBER:
+            self._directory.members.note(event)
         if kind is MatrixEventKind.MEMBER and event.state_key == self._directory.bot_user_ids.get(self.name):
             if event.membership == "join":
                 self.joined_rooms.add(event.room_id)
+                if membership_in_use(self._cell.live.config) and not self._directory.members.known(event.room_id):
+                    self.tasks.spawn(self._directory.members.read(self.client, event.room_id), "room members")
             elif event.membership in ("leave", "ban"):
                 if event.room_id in self.joined_rooms and event.sender != event.state_key:
                     logger.info(

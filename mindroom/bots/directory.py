@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from mindroom.bots.access import responder_admits
 from mindroom.bots.authorization import is_authorized, room_keys_for
+from mindroom.bots.room_members import RoomMembers
 from mindroom.bots.runtime import Entity
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME
@@ -39,6 +41,8 @@ class Directory:
         self._room_ids = dict(room_ids or {})
         self._keys: dict[str, frozenset[str]] = {}
         """`room_keys` per room id (every message asks, once per entity; cleared when a room is set up)."""
+        self.members = RoomMembers()
+        """Who has joined which room, for access by membership (filled only when a config uses it)."""
 
     # -- accounts --------------------------------------------------------------------------------------
     @property
@@ -124,17 +128,23 @@ class Directory:
         return keys
 
     def may_reach(self, config: Config, user_id: str, room_id: str, entity: str | None = None) -> bool:
-        """True if `user_id` may reach the daemon's bots in `room_id` (the `authorization:` rules); in a room
-        config does not name, a user of one of `entity`'s own rooms may reach that entity too."""
+        """True if `user_id` may reach the daemon's bots in `room_id` (the `authorization:` rules, and
+        `entity`'s `access`); in a room config does not name, a user of one of `entity`'s own rooms may reach
+        that entity too. A bridged account (`authorization.aliases`) is judged as its person."""
+        person = user_id if user_id in config.bot_accounts else config.authorization.person(user_id)
         managed = self.is_managed(room_id)
-        return is_authorized(
+        if is_authorized(
             config,
-            user_id,
+            person,
             self.room_keys(room_id),
             bot_user_ids=self._user_ids.values(),
             managed=managed,
             home_keys=() if managed or entity is None else self.home_keys(entity, config),
-        )
+        ):
+            return True
+        if entity is None or user_id in self._user_ids.values():
+            return False
+        return responder_admits(config, entity, person, room_id, members=self.members, room_ids=self._room_ids)
 
     def router_in_room(self, room_id: str) -> bool:
         """True when the router manages this room (it joins every configured room)."""

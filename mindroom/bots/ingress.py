@@ -145,10 +145,12 @@ def classify_message(
     bot_user_ids: Mapping[str, str],
     mentioned: tuple[str, ...],
     room_mode: bool = False,
+    person: str | None = None,
 ) -> InboundMessage | IngressDrop:
     """Accept or drop one message for `entity` (authorization and dedup are the caller's next steps).
 
     In `room_mode` a message of the main timeline is answered there (no thread); one in a thread still is.
+    `person`: whom a bridged sender speaks for (`authorization.aliases`), the requester of its messages.
     """
     own_user_id = bot_user_ids.get(entity)
     from_bot = sender in bot_user_ids.values()
@@ -176,7 +178,7 @@ def classify_message(
         if not (hook_dispatch and depth == 1) and entity not in mentioned:
             return IngressDrop("other bot, not mentioning this entity")
     original = content.get(ORIGINAL_SENDER_KEY)
-    requester = original if from_bot and isinstance(original, str) and original.startswith("@") else sender
+    requester = original if from_bot and isinstance(original, str) and original.startswith("@") else person or sender
     msgtype = content.get("msgtype")
     if depth >= 1:
         source_kind: SourceKind = "hook_dispatch" if hook_dispatch else "hook"
@@ -209,6 +211,15 @@ class InboundReaction:
     event: MatrixEvent
     key: str
     target_event_id: str
+
+
+def _person(live: LiveState, sender: str) -> str | None:
+    """The person a bridged account speaks for (`authorization.aliases`); None for everyone else."""
+    config = live.config
+    if not config.authorization.aliases or sender in config.bot_accounts:
+        return None
+    person = config.authorization.person(sender)
+    return person if person != sender else None
 
 
 def _drop(entity: Entity, event: MatrixEvent, reason: str, *, notable: bool = False) -> IngressDrop:
@@ -290,6 +301,7 @@ class Ingress:
             # Only a message of the main timeline is answered differently in a room in `room` mode.
             room_mode=thread_root is None
             and live.thread_mode(entity.name, event.room_id, directory.room_keys(event.room_id)) == "room",
+            person=_person(live, event.sender),
         )
         if isinstance(accepted, IngressDrop):
             return _drop(entity, event, accepted.reason)

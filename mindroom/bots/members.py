@@ -1,4 +1,5 @@
-"""Room members: `room:member_joined` and `room:member_left`, fired by the router for people, never for bots.
+"""Room members: `room:member_joined` and `room:member_left`, fired by the router for people, never for bots
+(the daemon's accounts, and the other bots config lists in `bot_accounts`).
 
 Only the router fires them (it is in every room the daemon manages), once per membership event, and only
 for events newer than this run: members present at startup are not announced. `classify_member_event` is
@@ -90,7 +91,7 @@ class MemberHandler:
         change = classify_member_event(
             event,
             started_at_ms=self.clock.started_at_ms,
-            bot_user_ids=set(self.directory.bot_user_ids.values()),
+            bot_user_ids={*self.directory.bot_user_ids.values(), *live.config.bot_accounts},
             server_name=entity.client.server_name,
             account_prefix=entity.client.account_prefix,
             replay=replay,

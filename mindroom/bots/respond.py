@@ -32,6 +32,7 @@ from mindroom.bots.outbox import draft_listing, send_files, take_files
 from mindroom.bots.pipeline_capabilities import TurnStores
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
+from mindroom.bots.turn_context import turn_context
 from mindroom.bots.turn_log import TurnLog, noting_turn
 from mindroom.bots.turn_mind import TurnMind
 from mindroom.constants import RuntimePaths
@@ -179,9 +180,10 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> str:
     members = turn.answerer.member_names
     items = await enrich(entity, live, envelope, turn.bindings, turn.correlation_id, members)
     system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id, members)
-    if turn.mind is not None:  # what the agent remembers of the sender joins the run's system prompt, never stored
-        remembered = await turn.mind.recall(live.config, entity.name, envelope.requester_id)
-        system = "\n\n".join(part for part in (system, remembered) if part)
+    # What the agent remembers of the sender joins the run's system prompt, never stored.
+    remembered = await turn.mind.recall(live.config, entity.name, envelope.requester_id) if turn.mind else ""
+    settings, storage = turn.answerer.settings, turn.paths.storage_root
+    system = await turn_context(live.config, entity.name, settings, storage, system, remembered)
     probe = SessionProbe(entity, live, session_id(envelope), turn.paths.storage_root, turn.stores.session_url)
     await probe.before()
     # Pushed first, so it runs last: after the run is stored (an early answer stores after its reply).
@@ -261,13 +263,13 @@ async def _generate(
     async def compact(budget: int | None = None) -> bool:
         """Fold the history with the compaction hooks: before the answer, and when the model refuses it as too long."""
         return await compact_before_answer(
-            *(entity, live, envelope, turn.bindings, turn.correlation_id, model, settings.num_history_runs, budget),
+            *(entity, live, envelope, turn.bindings, turn.correlation_id, model, settings, budget),
             storage_root=storage_root,
             env=env,
             database_url=database_url,
         )
 
-    if settings.num_history_runs > 0 and not _opens_conversation(turn) and who.team is None:
+    if settings.with_history and not _opens_conversation(turn) and who.team is None:
         await compact()
     images, image_notes = await images_for_model(turn.stores.attachments, turn.image_ids, model)
     request = ai.GenerationRequest(
@@ -288,6 +290,7 @@ async def _generate(
         opens_session=_opens_conversation(turn),
         shorten_history=compact if who.team is None else None,
         team=who.team,
+        options=who.options,
     )
     tool_context = ToolRuntimeContext(
         registry=live.registry,

@@ -60,7 +60,7 @@ async def stream_to_matrix(
     """
     entity = channel.entity
     envelope = channel.envelope
-    interval = live.config.defaults.streaming_edit_interval_ms / 1000.0
+    interval = live.config.defaults.edit_interval_s
     text = ""
     event_id: str | None = None
     shown = ""

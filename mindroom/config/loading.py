@@ -20,7 +20,9 @@ from pydantic import ValidationError
 
 from mindroom.config.environment import process_environ
 from mindroom.config.main import Config
+from mindroom.config.notices import ConfigNotice, collecting
 from mindroom.config.overrides import Override, apply_config_overrides, parse_key_path
+from mindroom.config.unused_keys import SetAside, model_key_paths, set_aside
 from mindroom.errors import ConfigError
 from mindroom.logging_config import get_logger
 
@@ -224,21 +226,33 @@ def parse_config_text(
     substituted, problems = substitute_env(raw, environment)
     if problems:
         raise ConfigError(source, problems)
+    aside = set_aside(substituted, _declared(), lambda path: _line_for(lines, path))
+    document = aside.document
     if strict or not overrides:
-        return _validated(_overridden(substituted, overrides, source), source, lines, overrides)
+        return _validated(_overridden(document, overrides, source), source, lines, overrides, aside)
     try:
-        return _validated(_overridden(substituted, overrides, source), source, lines, overrides)
+        return _validated(_overridden(document, overrides, source), source, lines, overrides, aside)
     except ConfigError:
         pass
     fitting: list[Override] = []
     for override in overrides:  # one by one: only those that no longer fit are passed over
         try:
-            _validated(_overridden(substituted, [*fitting, override], source), source, lines, [*fitting, override])
+            _validated(_overridden(document, [*fitting, override], source), source, lines, [*fitting, override], aside)
         except ConfigError as error:
             logger.warning("config override no longer fits; ignored", key=override.key, problems=error.problems)
             continue
         fitting.append(override)
-    return _validated(_overridden(substituted, fitting, source), source, lines, fitting)
+    return _validated(_overridden(document, fitting, source), source, lines, fitting, aside)
+
+
+_DECLARED: list[frozenset[str]] = []
+
+
+def _declared() -> frozenset[str]:
+    """The key paths `Config` declares (a MindRoom key not used here but declared keeps its value)."""
+    if not _DECLARED:
+        _DECLARED.append(model_key_paths(Config))
+    return _DECLARED[0]
 
 
 def _overridden(document: dict[str, Any], overrides: Sequence[Override], source: Path) -> dict[str, Any]:
@@ -250,18 +264,31 @@ def _overridden(document: dict[str, Any], overrides: Sequence[Override], source:
         raise ConfigError(source, [str(exc)]) from None
 
 
+def _line_of_key(lines: dict[KeyPath, int], key: str) -> int | None:
+    try:
+        return _line_for(lines, parse_key_path(key))
+    except ValueError:  # a key with characters a key path cannot spell (a room id): no line
+        return None
+
+
 def _set_from_chat(loc: KeyPath, overrides: Sequence[Override]) -> bool:
     paths = [parse_key_path(override.key) for override in overrides if override.scope == "config"]
     return any(loc[: len(path)] == path for path in paths)
 
 
 def _validated(
-    document: dict[str, Any], source: Path, lines: dict[KeyPath, int], overrides: Sequence[Override] = ()
+    document: dict[str, Any],
+    source: Path,
+    lines: dict[KeyPath, int],
+    overrides: Sequence[Override] = (),
+    aside: SetAside | None = None,
 ) -> Config:
+    set_aside_problems = aside.problems if aside is not None else []
     try:
-        return Config.model_validate(document)
+        with collecting() as found:
+            config = Config.model_validate(document)
     except ValidationError as exc:
-        messages = []
+        messages = list(set_aside_problems)
         for error in exc.errors():
             if "str" in error["loc"] and isinstance(error.get("input"), dict):
                 continue  # the object form was meant; the plain-string alternative's complaint is noise
@@ -272,6 +299,11 @@ def _validated(
             message = str(error["msg"]).removeprefix("Value error, ")
             messages.append(f"{format_key_path(loc)}{at}: {message}")
         raise ConfigError(source, list(dict.fromkeys(messages))) from None
+    if set_aside_problems:
+        raise ConfigError(source, list(set_aside_problems))
+    keyed = [ConfigNotice(item.key, item.message, _line_of_key(lines, item.key)) for item in found]
+    config.attach_notices((*(aside.notices if aside is not None else ()), *keyed))
+    return config
 
 
 def load_config(

@@ -1,26 +1,35 @@
-"""The pydantic models of `config.yaml` (unknown keys are errors, so typos never pass silently)."""
+"""The pydantic models of `config.yaml` (unknown keys are errors, so typos never pass silently).
+
+MindRoom's keys that this daemon accepts without acting on them never reach these models: they are set
+aside with a notice each (`mindroom.config.unused_keys`); `Config.notices` lists them.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
-from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from mindroom.config.access import AuthorizationConfig, InvitePolicy, concrete_user_ids
+from mindroom.config.agent import AgentConfig, timezone_name
 from mindroom.config.approval import ToolApprovalConfig
+from mindroom.config.defaults import DefaultsConfig
+from mindroom.config.key_notes import MINDROOM_PROMPT_NAMES, PROMPTS_USED
 from mindroom.config.knowledge import KnowledgeBaseConfig, check_knowledge_references
 from mindroom.config.mcp import MCPServerConfig
-from mindroom.config.memory import AgentMemorySearchConfig, MemoryBackend, MemoryConfig, refuse_file_backend
+from mindroom.config.memory import MemoryConfig
 from mindroom.config.models import ModelConfig
+from mindroom.config.notices import ConfigNotice, notice
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.config.providers import PROVIDERS, missing_packages
-from mindroom.config.sections import StorageConfig, VoiceConfig, reference_problems
+from mindroom.config.rooms import MatrixSpaceConfig, RoomConfig, RoomDefaultsConfig, RouterConfig, ThreadMode
+from mindroom.config.sections import KnowledgeRerankerConfig, StorageConfig, VoiceConfig, reference_problems
+from mindroom.config.settings import AgentSettings, entity_settings
 from mindroom.config.strict import StrictModel
 from mindroom.config.teams import TeamConfig
-from mindroom.config.tool_entries import ToolEntry, merged_entries, parse_tool_entries
+from mindroom.config.tool_entries import merged_entries, parse_tool_entries
 from mindroom.config.tool_settings import FileToolConfig, ShellToolConfig, ToolsConfig
 from mindroom.constants import ROUTER_AGENT_NAME
 
@@ -44,152 +53,9 @@ __all__ = [
     "VoiceConfig",
 ]
 
-_OWNER_PLACEHOLDER = "__MINDROOM_OWNER_USER_ID_FROM_PAIRING__"
-_CONCRETE_USER = re.compile(r"^@[^:*?\[\]\s]+:[^*?\[\]\s]+$")
-_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
-
-ThreadMode = Literal["thread", "room"]
-"""`thread`: answers go into a thread under the message; `room`: into the main timeline as replies."""
-InvitePolicy = Literal["authorized", "never"]
-"""Whose invites an agent accepts: authorized users' (the default), or nobody's."""
-
-
-@dataclass(frozen=True, slots=True)
-class AgentSettings:
-    """An agent's effective turn settings: its own where it sets them, else the config's defaults."""
-
-    enable_streaming: bool
-    markdown: bool
-    num_history_runs: int
-
-
-class AgentConfig(StrictModel):
-    """One AI agent: its Matrix identity, model, instructions, rooms, tools, skills and plugins."""
-
-    display_name: str
-    role: str = ""
-    instructions: list[str] = Field(default_factory=list)
-    model: str = "default"
-    tools: list[str] = Field(default_factory=list)
-    skills: list[str] = Field(default_factory=list)
-    rooms: list[str] = Field(default_factory=list)
-    plugins: list[str] | None = None
-    enable_streaming: bool | None = None
-    num_history_runs: int | None = Field(default=None, ge=0)
-    markdown: bool | None = None
-    password: str | None = None
-    thread_mode: ThreadMode | None = None
-    accept_invites: InvitePolicy = "authorized"
-    include_default_tools: bool = True
-    """Whether `defaults.tools` are added to this agent's `tools:`."""
-    delegate_to: list[str] = Field(default_factory=list)
-    """Agents this one may hand a question to within its turn (it gets the `delegate_task` tool)."""
-    _tool_entries: tuple[ToolEntry, ...] = PrivateAttr(default=())
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _tool_settings(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> AgentConfig:
-        # `tools` holds the names (what most code needs); the MindRoom-shaped entries with settings sit beside.
-        entries: tuple[ToolEntry, ...] | None = None
-        if isinstance(data, dict) and "tools" in data:
-            entries = parse_tool_entries(data["tools"])
-            data = {**data, "tools": [entry.name for entry in entries]}
-        agent: AgentConfig = handler(data)
-        if entries is not None:
-            agent._tool_entries = entries
-        elif not agent._tool_entries:
-            agent._tool_entries = tuple(ToolEntry(name) for name in agent.tools)
-        return agent
-
-    def tool_entries(self) -> tuple[ToolEntry, ...]:
-        """This agent's `tools:` entries with their settings, in list order."""
-        return self._tool_entries or tuple(ToolEntry(name) for name in self.tools)
-
-    memory_backend: MemoryBackend | None = None
-    """Unset: `memory.backend`; `none`: this agent neither recalls nor writes memories."""
-    memory_search: AgentMemorySearchConfig | None = None
-    knowledge_bases: list[str] = Field(default_factory=list)
-    """The `knowledge_bases:` this agent searches (it gets the `search_knowledge_base` tool)."""
-
-    @field_validator("instructions", mode="before")
-    @classmethod
-    def _single_instruction(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("memory_backend")
-    @classmethod
-    def _offered_backend(cls, value: str | None) -> Any:
-        return refuse_file_backend(value)
-
-    def resolved(self, defaults: DefaultsConfig) -> AgentSettings:
-        """This agent's settings with `defaults` filled in where it leaves them unset."""
-        return AgentSettings(
-            enable_streaming=defaults.enable_streaming if self.enable_streaming is None else self.enable_streaming,
-            markdown=defaults.markdown if self.markdown is None else self.markdown,
-            num_history_runs=defaults.num_history_runs if self.num_history_runs is None else self.num_history_runs,
-        )
-
-
-class RouterConfig(StrictModel):
-    """The router picks which agent answers in rooms with several agents."""
-
-    model: str = "default"
-    display_name: str = "Router"
-    password: str | None = None
-    plugins: list[str] | None = None
-
-
-class RoomConfig(StrictModel):
-    """A room the daemon creates or joins; `encrypted` makes it end-to-end encrypted (which cannot be undone)."""
-
-    name: str | None = None
-    description: str = ""
-    topic: str | None = None
-    thread_mode: ThreadMode | None = None
-    encrypted: bool = False
-
-
-class AuthorizationConfig(StrictModel):
-    """Who may reach agents: global users, per-room users, and whether anyone in a room may."""
-
-    global_users: list[str] = Field(default_factory=list)
-    room_permissions: dict[str, list[str]] = Field(default_factory=dict)
-    default_room_access: bool = False
-    config_command_enabled: bool = False
-    """Whether `!config` (for `administrators` only) reads and changes config keys from chat."""
-
-
-class RoomDefaultsConfig(StrictModel):
-    """Applied to every room the daemon manages."""
-
-    invite_users: list[str] = Field(default_factory=list)
-
-
-class DefaultsConfig(StrictModel):
-    """Defaults for every agent unless the agent overrides them."""
-
-    tools: list[Any] = Field(default_factory=list)
-    """Tool entries every agent gets (unless `include_default_tools: false`), in MindRoom's shapes."""
-
-    @field_validator("tools")
-    @classmethod
-    def _tool_entries(cls, value: list[Any]) -> list[Any]:
-        parse_tool_entries(value, "defaults.tools")
-        return value
-
-    enable_streaming: bool = True
-    markdown: bool = True
-    num_history_runs: int = Field(default=10, ge=0)
-    streaming_edit_interval_ms: int = Field(default=500, ge=50)
-    max_concurrent_turns_per_agent: int = Field(default=4, ge=1)
-    thread_mode: ThreadMode = "thread"
-    max_attachment_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
-    # A hook step that holds the event loop longer than this is logged and counted (`blocked_loop`); it
-    # fails the hook only if the hook also runs past its timeout.
-    hooks_blocking_threshold_ms: int = Field(default=100, ge=1)
-    history_token_budget: int | None = Field(default=12000, ge=0)
-    """Past this many tokens (characters / 4) of stored history, older turns are folded into a summary the
-    agent's model writes, before the next answer. 0 or null: never."""
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+_RESERVED_NAMES = frozenset({ROUTER_AGENT_NAME, "user", "_shared"})
+_PROMPT_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class Config(StrictModel):
@@ -211,55 +77,96 @@ class Config(StrictModel):
     plugins: list[str | PluginEntryConfig] = Field(default_factory=list)
     admin_room: str | None = None
     timezone: str = "UTC"
+    """The zone `!schedule` times are read in and, when set, the one agents are told the date in."""
     voice: VoiceConfig = Field(default_factory=VoiceConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     tool_approval: ToolApprovalConfig = Field(default_factory=ToolApprovalConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    knowledge_bases: dict[str, KnowledgeBaseConfig] = Field(default_factory=dict)
+    knowledge_reranker: KnowledgeRerankerConfig | None = None
+    administrators: list[str] = Field(default_factory=list)
+    """Platform administrators, as concrete Matrix user ids (they may wipe a person's memories)."""
+    bot_accounts: list[str] = Field(default_factory=list)
+    """Other bots (bridges, assistants of other systems): treated as the daemon's own for whom answers go to."""
+    matrix_space: MatrixSpaceConfig | None = None
+    """A space holding the managed rooms (unset: none)."""
+    prompts: dict[str, str] = Field(default_factory=dict)
+    """Built-in prompt texts replaced by MindRoom's names for them."""
+    _notices: tuple[ConfigNotice, ...] = PrivateAttr(default=())
 
-    @field_validator("mcp_servers", "tool_approval", "teams", "room_models", mode="before")
+    @property
+    def notices(self) -> tuple[ConfigNotice, ...]:
+        """What this config asks for that the daemon accepts and does not do, each with its key and why."""
+        return self._notices
+
+    def attach_notices(self, notices: Iterable[ConfigNotice]) -> None:
+        """Record the notices found while this config was read (by `mindroom.config.loading`)."""
+        self._notices = tuple(notices)
+
+    @field_validator(
+        "mcp_servers", "tool_approval", "teams", "room_models", "knowledge_bases", "prompts", mode="before"
+    )
     @classmethod
     def _null_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("matrix_space", mode="before")
+    @classmethod
+    def _null_space_is_default(cls, value: Any) -> Any:
         return {} if value is None else value
 
     @field_validator("mcp_servers")
     @classmethod
     def _server_ids(cls, servers: dict[str, MCPServerConfig]) -> dict[str, MCPServerConfig]:
-        import re
-
         bad = [server_id for server_id in servers if not re.match(r"^[A-Za-z0-9_]+$", server_id)]
         if bad:
             msg = f"MCP server ids must be letters, digits and underscores, not {bad}"
             raise ValueError(msg)
         return servers
 
-    memory: MemoryConfig = Field(default_factory=MemoryConfig)
-    knowledge_bases: dict[str, KnowledgeBaseConfig] = Field(default_factory=dict)
-    administrators: list[str] = Field(default_factory=list)
-    """Platform administrators, as concrete Matrix user ids (they may wipe a person's memories)."""
-
     @field_validator("administrators")
     @classmethod
     def _concrete_users(cls, users: list[str]) -> list[str]:
-        odd = [user for user in users if user != _OWNER_PLACEHOLDER and not _CONCRETE_USER.match(user)]
-        if odd or len(set(users)) != len(users):
-            msg = f"administrators must be distinct, concrete Matrix user ids (not {odd or 'repeated'})"
-            raise ValueError(msg)
-        return users
+        return concrete_user_ids(users, "administrators")
 
-    @field_validator("knowledge_bases", mode="before")
+    @field_validator("timezone")
     @classmethod
-    def _null_bases(cls, value: Any) -> Any:
-        return {} if value is None else value
+    def _zone(cls, value: str) -> str:
+        return timezone_name(value)
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompt_names(cls, prompts: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(prompts) - MINDROOM_PROMPT_NAMES)
+        if unknown:
+            msg = f"unknown prompt names {unknown} (allowed: {', '.join(sorted(MINDROOM_PROMPT_NAMES))})"
+            raise ValueError(msg)
+        for name, text in prompts.items():
+            if name not in PROMPTS_USED:
+                notice(f"prompts.{name}", "accepted, not used here: this daemon never sends that prompt")
+                continue
+            odd = sorted(set(_PROMPT_FIELD.findall(text)) - set(PROMPTS_USED[name]))
+            if odd:
+                msg = f"prompts.{name} names unknown fields {odd} (it may use: {', '.join(PROMPTS_USED[name])})"
+                raise ValueError(msg)
+        return prompts
 
     @field_validator("agents", "teams")
     @classmethod
     def _entity_names(cls, entities: dict[str, Any]) -> dict[str, Any]:
+        lowered: dict[str, str] = {}
         for name in entities:
-            if not re.match(_NAME_PATTERN, name):
-                msg = f"name {name!r} must be lowercase letters, digits, '_', '.', '-' (max 64)"
+            if not _NAME_PATTERN.match(name):
+                msg = f"name {name!r} must be letters, digits, '_', '.', '-' (max 64)"
                 raise ValueError(msg)
-            if name == ROUTER_AGENT_NAME:
-                msg = f"name {name!r} is reserved for the router"
+            if name.lower() in _RESERVED_NAMES:
+                owner = "the router" if name.lower() == ROUTER_AGENT_NAME else "MindRoom"
+                msg = f"name {name!r} is reserved for {owner}"
                 raise ValueError(msg)
+            if name.lower() in lowered:  # one Matrix account each: its id is the name in lowercase
+                msg = f"names {lowered[name.lower()]!r} and {name!r} differ only in case (their accounts would be one)"
+                raise ValueError(msg)
+            lowered[name.lower()] = name
         return entities
 
     @field_validator("models")
@@ -302,9 +209,29 @@ class Config(StrictModel):
             room_models=self.room_models,
             reserved=ROUTER_AGENT_NAME,
         )
+        problems += [
+            f"{where}.compaction.model: unknown model {entity.compaction.model!r}"
+            for where, entity in self._compaction_owners()
+            if entity.compaction is not None
+            and entity.compaction.model is not None
+            and entity.compaction.model not in self.models
+        ]
         if problems:
             raise ValueError("; ".join(problems))
+        if self.knowledge_reranker is not None and self.knowledge_reranker.provider != "cohere":
+            notice(
+                "knowledge_reranker.provider",
+                f"accepted, not used here: only a Cohere-format endpoint reranks ({self.knowledge_reranker.provider}"
+                " is not called); hits keep the hybrid order",
+            )
         return self
+
+    def _compaction_owners(self) -> list[tuple[str, Any]]:
+        return [
+            ("defaults", self.defaults),
+            *((f"agents.{name}", agent) for name, agent in self.agents.items()),
+            *((f"teams.{name}", team) for name, team in self.teams.items()),
+        ]
 
     @model_validator(mode="after")
     def _knowledge_references(self) -> Config:
@@ -312,14 +239,38 @@ class Config(StrictModel):
         check_knowledge_references(self.knowledge_bases, named, list(self.models))
         return self
 
-    def memory_enabled(self, agent_name: str) -> bool:
-        """Whether agent `agent_name` recalls and writes memories (its `memory_backend`, else `memory.backend`);
-        a team does not (its answers are its members' work)."""
+    def memory_backend(self, agent_name: str) -> str:
+        """Agent `agent_name`'s memory: `mem0`, `file` or `none` (its own, else `memory.backend`); a team
+        keeps none (its answers are its members' work)."""
         if agent_name in self.teams:
-            return False
+            return "none"
         agent = self.agents.get(agent_name)
-        backend = agent.memory_backend if agent is not None and agent.memory_backend is not None else None
-        return (backend or self.memory.backend) == "mem0"
+        own = agent.memory_backend if agent is not None else None
+        return own or self.memory.backend
+
+    def memory_enabled(self, agent_name: str) -> bool:
+        """Whether agent `agent_name` recalls and writes memories in the state (`mem0`)."""
+        return self.memory_backend(agent_name) == "mem0"
+
+    def settings_for(self, name: str) -> AgentSettings:
+        """Agent or team `name`'s turn settings: its own where it sets them, else `defaults`' (`KeyError` if
+        it is neither)."""
+        explicit_zone = "timezone" in self.model_fields_set
+        agent = self.agents.get(name)
+        if agent is not None:
+            return agent.resolved(self.defaults, self.timezone if explicit_zone else None)
+        team = self.teams[name]
+        return entity_settings(
+            self.defaults,
+            enable_streaming=team.enable_streaming,
+            markdown=team.markdown,
+            num_history_runs=team.num_history_runs,
+            num_history_messages=team.num_history_messages,
+            max_tool_calls_from_history=team.max_tool_calls_from_history,
+            max_tool_calls_per_turn=team.max_tool_calls_per_turn,
+            timezone=self.timezone if explicit_zone else None,
+            compaction=team.compaction,
+        )
 
     @property
     def plugin_entries(self) -> list[PluginEntryConfig]:
@@ -335,19 +286,24 @@ class Config(StrictModel):
         return {**self.agents, **self.teams}
 
     def thread_mode(self, agent_name: str, room_keys: Iterable[str]) -> ThreadMode:
-        """How `agent_name` answers in the room known by `room_keys`: the room's setting, else the agent's,
-        else the default."""
-        for key in room_keys:
+        """How `agent_name` answers in the room known by `room_keys`: the room's setting, else the agent's for
+        that room (`room_thread_modes`), else the agent's, else the default."""
+        keys = list(room_keys)
+        for key in keys:
             room = self.rooms.get(key)
             if room is not None and room.thread_mode is not None:
                 return room.thread_mode
         team = self.teams.get(agent_name)
         if team is not None:  # the members' mode when they agree, else threads
-            modes = {self.thread_mode(member, ()) for member in team.agents}
+            modes = {self.thread_mode(member, keys) for member in team.agents}
             return modes.pop() if len(modes) == 1 else "thread"
         agent = self.agents.get(agent_name)
-        if agent is not None and agent.thread_mode is not None:
-            return agent.thread_mode
+        if agent is not None:
+            for key in keys:
+                if key in agent.room_thread_modes:
+                    return agent.room_thread_modes[key]
+            if agent.thread_mode is not None:
+                return agent.thread_mode
         return self.defaults.thread_mode
 
     def managed_room_keys(self) -> list[str]:
@@ -363,3 +319,7 @@ class Config(StrictModel):
         for entity in self.responders().values():
             seen.update(dict.fromkeys(entity.rooms))
         return list(seen)
+
+    def prompt(self, name: str, default: str) -> str:
+        """The text of built-in prompt `name`: the config's `prompts` entry, else `default`."""
+        return self.prompts.get(name, default)

@@ -3,8 +3,8 @@
 What an agent remembers about a person lives in the state backend (agno's memory table beside the sessions).
 `backend: mem0` turns it on (the name MindRoom gives its database-backed memory), `none` leaves it off, and
 that is the default here: memory costs a model call after every answer, so a deployment asks for it.
-MindRoom's `file` backend (Markdown files in an agent workspace) is not offered; a config naming it is refused
-with that reason rather than silently remembering nothing.
+`file` is MindRoom's Markdown memory: the agent's `MEMORY.md` in its workspace joins its prompt (within
+`memory.file`'s caps); it is written by the agent (its file tools), never automatically.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ __all__ = [
     "MemoryFileConfig",
     "MemoryLLMConfig",
     "MemorySearchConfig",
-    "refuse_file_backend",
 ]
 
 MemoryBackend = Literal["mem0", "file", "none"]
-"""`mem0`: memories in the state backend; `none`: no recall, no extraction; `file`: refused (see the module)."""
+"""`mem0`: memories in the state backend; `file`: the workspace's MEMORY.md in the prompt; `none`: nothing."""
 
 _EMBEDDER_PROVIDERS = ("openai", "ollama", "huggingface", "sentence_transformers")
 _OPENAI_ONLY = ("api_key", "credentials_service", "query_prefix", "document_prefix")
@@ -85,7 +84,7 @@ class MemoryLLMConfig(_Strict):
 
 
 class MemoryFileConfig(_Strict):
-    """`memory.file`: accepted for MindRoom configs; read only by the `file` backend, which is not offered here."""
+    """`memory.file`: how much of an agent's MEMORY.md the `file` backend puts in its prompt."""
 
     path: str | None = None
     max_entrypoint_lines: int = Field(default=200, ge=1)
@@ -160,16 +159,3 @@ class MemoryConfig(_Strict):
         if isinstance(value, str):
             return {"backend": value}
         return value
-
-    @field_validator("backend")
-    @classmethod
-    def _offered(cls, value: str) -> Any:
-        return refuse_file_backend(value)
-
-
-def refuse_file_backend(value: str | None) -> Any:
-    """`file` (MindRoom's Markdown-file memory) is not offered: say so at load instead of remembering nothing."""
-    if value == "file":
-        msg = "memory backend 'file' is not available here: use 'mem0' (memories in the state backend) or 'none'"
-        raise ValueError(msg)
-    return value

@@ -9,7 +9,18 @@ from pydantic import Field, field_validator, model_validator
 from mindroom.config.providers import PROVIDER_ALIASES, PROVIDERS, provider_route
 from mindroom.config.strict import StrictModel
 
-__all__ = ["ModelConfig"]
+__all__ = ["ModelConfig", "ModelPricing"]
+
+
+class ModelPricing(StrictModel):
+    """A model's prices in USD per million tokens (MindRoom's `pricing`): kept for usage reports."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+    cache_read: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Unset: the input price."""
+    cache_write: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Unset: the input price."""
 
 
 class ModelConfig(StrictModel):
@@ -18,6 +29,11 @@ class ModelConfig(StrictModel):
     provider: str = "openai"
     """One of `PROVIDERS` (or an alias such as `gemini`); stored under its canonical name."""
     id: str
+    display_name: str | None = None
+    """The name `!model` lists show for it."""
+    icon: str | None = None
+    """An image for clients that show one (a config-relative path or an `mxc://` URI)."""
+    pricing: ModelPricing | None = None
     host: str | None = None
     api_key: str | None = None
     temperature: float | None = None
@@ -44,6 +60,27 @@ class ModelConfig(StrictModel):
             msg += ", ".join(f"{alias} = {name}" for alias, name in sorted(PROVIDER_ALIASES.items())) + ")"
             raise ValueError(msg)
         return route
+
+    @field_validator("display_name", "icon", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return (value.strip() or None) if isinstance(value, str) else value
+
+    @field_validator("icon")
+    @classmethod
+    def _icon(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if "://" in value:
+            server, _, media = value.partition("://")[2].partition("/")
+            if not value.lower().startswith("mxc://") or not server or not media or "/" in media:
+                msg = "a model icon is a path relative to the config file or an mxc://server/media URI"
+                raise ValueError(msg)
+            return "mxc" + value[3:]
+        if value.startswith(("/", "\\")) or (len(value) > 1 and value[1] == ":"):
+            msg = "a model icon's path must be relative to the config file"
+            raise ValueError(msg)
+        return value
 
     @field_validator("api_key", mode="before")
     @classmethod

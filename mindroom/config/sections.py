@@ -7,22 +7,72 @@ named anywhere exists.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator, model_validator
 
 from mindroom.config.strict import StrictModel
 from mindroom.config.teams import TeamConfig, team_problems
 
-__all__ = ["StorageConfig", "VoiceConfig", "reference_problems"]
+__all__ = ["KnowledgeRerankerConfig", "SpeechToTextConfig", "StorageConfig", "VoiceConfig", "reference_problems"]
+
+
+class SpeechToTextConfig(StrictModel):
+    """MindRoom's `voice.stt`: an OpenAI (or OpenAI-compatible) transcription service of its own."""
+
+    provider: Literal["openai", "openai_compatible"] = "openai"
+    model: str = "whisper-1"
+    api_key: str | None = None
+    """Unset: `OPENAI_API_KEY`."""
+    host: str | None = None
+    """The service's root or `/v1` URL (required for `openai_compatible`)."""
+    extra_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("api_key", "host", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return (value.strip() or None) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _host_when_compatible(self) -> SpeechToTextConfig:
+        if self.provider == "openai_compatible" and self.host is None:
+            msg = "voice.stt: an openai_compatible service needs host"
+            raise ValueError(msg)
+        if self.host is not None and not self.host.startswith(("http://", "https://")):
+            msg = "voice.stt.host must be an http(s) URL"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def base_url(self) -> str | None:
+        """The OpenAI client's `base_url` for this service (`<host>/v1`), or None for OpenAI's own."""
+        if self.host is None:
+            return None
+        root = self.host.rstrip("/")
+        return root if root.endswith("/v1") else f"{root}/v1"
 
 
 class VoiceConfig(StrictModel):
     """Speech to text for voice messages, through an OpenAI-compatible transcription endpoint."""
 
+    enabled: bool | None = None
+    """`false`: voice messages are not transcribed (the agent says it cannot listen); unset or `true`: they are."""
+    stt: SpeechToTextConfig | None = None
+    """MindRoom's transcription service settings; when set, they are used instead of `model`."""
     model: str | None = None
     """The entry under `models:` whose endpoint and key are used (unset: the `default` model)."""
     transcription_id: str = "whisper-1"
+
+
+class KnowledgeRerankerConfig(StrictModel):
+    """MindRoom's `knowledge_reranker`: search hits reordered by a reranking model after the hybrid search."""
+
+    provider: Literal["cohere", "sentence_transformers", "vertex_ai"]
+    model: str
+    url: str | None = None
+    """A Cohere-format `/rerank` endpoint (unset: Cohere's own, `https://api.cohere.com/v2/rerank`)."""
+    api_key: str | None = None
+    """Unset: `COHERE_API_KEY`."""
 
 
 class StorageConfig(StrictModel):

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from mindroom.config.access import InvitePolicy, ResponderAccessConfig
+from mindroom.config.defaults import CompactionOverrideConfig, one_history_limit
 from mindroom.config.strict import StrictModel
 
 __all__ = ["TEAM_MODES", "TeamConfig", "TeamMode", "team_problems"]
@@ -33,21 +35,24 @@ class TeamConfig(StrictModel):
     model: str = "default"
     """The leader's model (coordination and synthesis)."""
     mode: TeamMode = "coordinate"
-    accept_invites: Literal["authorized", "never"] = "authorized"
+    accept_invites: InvitePolicy = "authorized"
+    access: ResponderAccessConfig | None = None
     num_history_runs: int | None = Field(default=None, ge=0)
+    num_history_messages: int | None = Field(default=None, ge=1)
+    max_tool_calls_from_history: int | None = Field(default=None, ge=0)
+    max_tool_calls_per_turn: int | None = Field(default=None, ge=1)
+    """The leader's tool calls in one turn, hand-offs to members included (each member keeps its own)."""
+    compaction: CompactionOverrideConfig | None = None
     enable_streaming: bool | None = None
     markdown: bool | None = None
     password: str | None = None
     member_timeout_seconds: float = Field(default=120.0, gt=0)
     """A member that has not answered by then is named in the answer as timed out; the team answers without it."""
 
-    @field_validator("accept_invites", mode="before")
-    @classmethod
-    def _boolean_invites(cls, value: Any) -> Any:
-        # MindRoom writes `true`/`false` here; they mean what `authorized`/`never` mean for agents.
-        if isinstance(value, bool):
-            return "authorized" if value else "never"
-        return value
+    @model_validator(mode="after")
+    def _one_limit(self) -> TeamConfig:
+        one_history_limit(self.num_history_runs, self.num_history_messages)
+        return self
 
     @field_validator("agents")
     @classmethod

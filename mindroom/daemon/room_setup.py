@@ -11,13 +11,15 @@ import asyncio
 import contextlib
 from collections.abc import Iterable, Mapping
 
+from mindroom.bots.access import membership_in_use
 from mindroom.bots.bot import EntityBot
 from mindroom.bots.directory import Directory
-from mindroom.config.main import Config
+from mindroom.config.main import Config, RoomConfig
 from mindroom.constants import ROUTER_AGENT_NAME
 from mindroom.errors import MindroomError
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixBotClient, MatrixRequestError
+from mindroom.matrix.room_policy import apply_room_state
 from mindroom.matrix.rooms import RoomEntry
 
 __all__ = ["set_up_rooms"]
@@ -31,14 +33,13 @@ async def set_up_rooms(
     router: _Bot, directory: Directory, config: Config, keys: Iterable[str], joiners: Mapping[str, _Bot]
 ) -> None:
     """The router creates or joins these rooms and invites their agents and users; `joiners` among them join."""
+    defaults = config.room_defaults
     for key in keys:
-        room_config = config.rooms.get(key)
+        room_config = config.rooms.get(key) or RoomConfig()
+        state = room_config.state(defaults)
         try:
             entry = await router.client.open_room(
-                key,
-                name=(room_config.name if room_config and room_config.name else key),
-                topic=(room_config.topic or room_config.description) if room_config else None,
-                encrypted=room_config is not None and room_config.encrypted,
+                key, name=state.name or key, topic=state.topic, encrypted=state.encrypted
             )
         except MatrixRequestError as exc:
             logger.error("room cannot be joined; not using it", room=key, error=str(exc))
@@ -49,13 +50,25 @@ async def set_up_rooms(
                 await router.client.leave(room_id)
             continue
         directory.keep_room(ROUTER_AGENT_NAME, room_id, "created" if entry.created else "verified", key)
-        if room_config is not None and room_config.encrypted and not entry.created:
+        if state.encrypted and not entry.created:
             await router.client.enable_encryption(room_id)
+        explicit = room_config.model_fields_set | defaults.model_fields_set
+        await apply_room_state(
+            router.client,
+            room_id,
+            state,
+            name=not entry.created and bool({"display_name", "name"} & room_config.model_fields_set),
+            join=state.join_policy != "invite" or (not entry.created and "join_policy" in explicit),
+            listed="listed" in explicit,
+            admins=bool(state.admins),
+        )
         members = [name for name, entity in config.responders().items() if key in entity.rooms]
         invite = [directory.bot_user_ids[name] for name in members if name in directory.bot_user_ids]
-        await router.client.invite_missing(room_id, [*invite, *config.room_defaults.invite_users])
+        await router.client.invite_missing(room_id, [*invite, *state.invite_users])
         router.joined_rooms.add(room_id)
         directory.room_set_up(key, room_id)
+        if membership_in_use(config) and not directory.members.known(room_id):
+            await directory.members.read(router.client, room_id)
         await asyncio.gather(*(joiners[name].join(room_id) for name in members if name in joiners))
 
 

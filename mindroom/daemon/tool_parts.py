@@ -24,11 +24,12 @@ from mindroom.daemon.chat_settings import SettingsDesk
 from mindroom.daemon.reload import ReloadCoordinator
 from mindroom.daemon.scheduling.agent_tasks import AgentSchedules
 from mindroom.daemon.scheduling.scheduler import Scheduler
-from mindroom.daemon.startup.plan import PhaseStops
+from mindroom.daemon.startup.plan import PhaseStops, Stopping
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.errors import ConfigError
 from mindroom.logging_config import get_logger, redact_text
 from mindroom.state.overrides import OverrideStore
+from mindroom.tasks import TaskOwner
 from mindroom.tool_system.builtin.parts import DaemonParts, ToolCaller, provide_daemon_parts
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
 
@@ -55,11 +56,17 @@ class LiveTools:
 
 
 class ToolSettings:
-    """`SettingsPort`: `!config`'s desk, for the person a tool call's turn speaks for."""
+    """`SettingsPort`: `!config`'s desk, for the person a tool call's turn speaks for.
+
+    A change is checked during the call (the chat allowlist, then the whole config with it) and kept and applied
+    in a task of its own once checked: applying it is a reload, which may restart the very agent whose turn
+    called the tool, and a restart waits for that turn to end.
+    """
 
     def __init__(self, desk: SettingsDesk, cell: LiveCell) -> None:
         self._desk = desk
         self._cell = cell
+        self.tasks = TaskOwner("config tools")
 
     def administrator(self, caller: ToolCaller) -> bool:
         """Whether the turn's person is one of `administrators` (as every settings command asks)."""
@@ -73,9 +80,13 @@ class ToolSettings:
         if not self.administrator(caller):
             return ["only administrators may change settings"]
         override = Override("config", key, value, caller.requester_id, time.time())
-        if not dry_run:
-            return await self._desk.change(override)
-        refusal = chat_refusal(key, value)
+        problems = await self._problems(override)
+        if not problems and not dry_run:
+            self.tasks.spawn(self._apply(override), "config change from a tool")
+        return problems
+
+    async def _problems(self, override: Override) -> list[str]:
+        refusal = chat_refusal(override.key, override.value)
         if refusal is not None:
             return [refusal]
         live = self._cell.live
@@ -86,6 +97,11 @@ class ToolSettings:
         except ConfigError as error:
             return [redact_text(problem) for problem in error.problems]
         return []
+
+    async def _apply(self, override: Override) -> None:
+        problems = await self._desk.change(override)
+        if problems:
+            logger.warning("config change from a tool not applied", key=override.key, problems=problems)
 
     async def effective(self) -> EffectiveConfig:
         """The config in force, value by value with its source."""
@@ -114,12 +130,14 @@ def provide_tool_parts(
         tools=LiveTools(running.cell),
     )
     withdraw = provide_daemon_parts(paths.storage_root, parts)
-    stops.add("built-in tools' parts", _stopper(withdraw))
+    stops.add("built-in tools' parts", _stopper(withdraw, settings))
     return parts
 
 
-def _stopper(withdraw: Callable[[], None]) -> Callable[[Any], Any]:
-    async def stop(_stopping: Any) -> None:
+def _stopper(withdraw: Callable[[], None], settings: ToolSettings | None) -> Callable[[Stopping], Any]:
+    async def stop(stopping: Stopping) -> None:
         withdraw()
+        if settings is not None:
+            await settings.tasks.cancel_all(stopping.grace_s)
 
     return stop

@@ -50,8 +50,6 @@ def test_config_memory_is_off_unless_asked_and_takes_the_shorthand():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("memory: file", "memory backend 'file' is not available here"),
-        ("agents: {a: {display_name: A, memory_backend: file}}", "memory backend 'file' is not available here"),
         ("memory: {embedder: {provider: ollama, config: {dimensions: 3}}}", "does not take `dimensions`"),
         ("memory: {embedder: {provider: ollama, config: {api_key: k}}}", "never reads api_key"),
         ("knowledge_bases: {a: {path: x}, b: {path: x/y}}", "have nested paths"),
@@ -61,7 +59,7 @@ def test_config_memory_is_off_unless_asked_and_takes_the_shorthand():
         ("knowledge_bases: {a: {path: x, git: {repo_url: u, credentials_service: gh}}}", "credentials_service"),
         ("agents: {a: {display_name: A, knowledge_bases: [nope]}}", "reference unknown knowledge bases: nope"),
         ("administrators: ['@*:example.org']", "concrete Matrix user ids"),
-        ("administrators: ['@a:x', '@a:x']", "concrete Matrix user ids"),
+        ("administrators: ['@a:x', '@a:x']", "lists @a:x more than once"),
     ],
 )
 def test_config_refuses_what_mindroom_refuses(text: str, message: str):

@@ -4,7 +4,7 @@ import pytest
 import pytest_asyncio
 
 from mindroom.ai import GenerationRequest, close_caches, generate, stream_generate
-from mindroom.ai.generation import _agent_for
+from mindroom.ai.generation import agent_for as _agent_for
 from mindroom.ai.tools import agno_tools, described
 from mindroom.config.main import ModelConfig
 from mindroom.hooks import EVENT_TOOL_AFTER_CALL, EVENT_TOOL_BEFORE_CALL, HookRegistry, hook

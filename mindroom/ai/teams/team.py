@@ -40,6 +40,7 @@ from mindroom.ai.sessions.history import strip_run_output_enrichment
 from mindroom.ai.teams.plan import TeamMember, TeamPlan
 from mindroom.ai.teams.transcript import TeamTranscript
 from mindroom.ai.turn_agent import TurnAgent, run_system_block
+from mindroom.ai.turn_options import TurnOptions, history_options
 from mindroom.config.main import ModelConfig
 
 __all__ = ["MEMBER_TIMEOUT_NOTE", "LeaderRequest", "MemberAgent", "TurnTeam", "build_team", "team_fingerprint"]
@@ -75,6 +76,10 @@ class LeaderRequest(Protocol):
     @property
     def num_history_runs(self) -> int:
         """How many earlier turns of the thread the leader reads."""
+
+    @property
+    def options(self) -> TurnOptions:
+        """The leader's history and tool-call limits."""
 
     @property
     def markdown(self) -> bool:
@@ -249,7 +254,6 @@ def build_team(
     """
     plan = request.team
     assert plan is not None
-    with_history = request.num_history_runs > 0
     team = TurnTeam(
         id=request.agent_name,
         name=request.display_name,
@@ -262,8 +266,7 @@ def build_team(
         instructions=list(request.instructions) or None,
         markdown=request.markdown,
         add_name_to_context=True,
-        add_history_to_context=with_history,
-        num_history_runs=request.num_history_runs if with_history else None,
+        **history_options(request.num_history_runs, request.options),
         telemetry=False,
     )
     team.__dict__["_plan"] = plan

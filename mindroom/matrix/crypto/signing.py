@@ -17,7 +17,6 @@ from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 __all__ = [
     "SigningKey",
@@ -101,7 +100,8 @@ class SigningKey:
     def public_key(self) -> str:
         """The public key in unpadded base64 (also the key's id: `ed25519:<public key>`)."""
         public = Ed25519PrivateKey.from_private_bytes(self.seed).public_key()
-        return encode_base64(public.public_bytes(Encoding.Raw, PublicFormat.Raw))
+        # `public_bytes_raw`, not `public_bytes(Encoding.Raw, ...)`: the serialization module loads SSH keys and bcrypt.
+        return encode_base64(public.public_bytes_raw())
 
     def to_base64(self) -> str:
         """The seed in unpadded base64."""

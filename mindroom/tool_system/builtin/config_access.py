@@ -4,7 +4,8 @@ Every read and change is for the person the turn speaks for, who must be one of 
 agent was told or asked changes nothing about who that is. A change sets only keys the chat allowlist
 (`mindroom.config.chat_settable`) lists, each checked with the whole config before it is kept, and is kept
 as a setting from chat (in the state's overrides, named with that person; `!config reset <path>` undoes it),
-never written into config.yaml. A batch is refused whole when any key in it is not settable or holds a
+never written into config.yaml. It takes effect after the call: applying it reloads the config, which may
+restart the agent whose turn asked. A batch is refused whole when any key in it is not settable or holds a
 hidden secret's placeholder; past that, changes apply in order and a failing one stops the rest. Values
 shown are redacted as `!config show` redacts them.
 """
@@ -89,7 +90,7 @@ async def apply_changes(
             applied = f"\nApplied before it: {', '.join(f'`{k}`' for k in done)}." if done else ""
             return f"Error: `{key}`: " + "; ".join(problems) + f"\n\n{NOT_APPLIED} (from `{key}` on){applied}"
         done.append(key)
-    status = "checked (dry run, nothing changed)" if dry_run else "set from chat"
+    status = "checked (dry run, nothing changed)" if dry_run else "set from chat (in effect once this answer is sent)"
     lines = [f"- `{key}` = {redacted_yaml(value, key.rsplit('.', 1)[-1])}" for key, value in changes]
     undo = "" if dry_run else "\n`!config reset <path>` undoes a change (config.yaml keeps its own values)."
     return f"✅ Configuration {status}:\n" + "\n".join(lines) + undo

@@ -70,7 +70,7 @@ async def test_self_config_changes_settable_keys_for_an_administrator(tmp_path, 
     with turn(tmp_path, ADMIN):
         answer = await update_own_config(role="Helps with tides.", model="cheap", markdown=False)
 
-    assert answer.startswith("✅ Configuration set from chat:")
+    assert answer.startswith("✅ Configuration set from chat (in effect once this answer is sent):")
     assert settings.changed == [
         (ADMIN, "agents.helper.role", "Helps with tides.", False),
         (ADMIN, "agents.helper.model", "cheap", False),
