@@ -1,8 +1,10 @@
 """The table of MindRoom's config keys (`mindroom.config.mindroom_keys`, `key_notes`) against MindRoom itself.
 
-MindRoom's own models are the reference: imported from its install when that works without its
-dependencies, else read from its source (`tests.config.reference_keys`); where neither is on this machine,
-the key paths its specification names. Each check skips when its reference is absent.
+The reference is `data/mindroom-2026.10-keys.txt`: MindRoom 2026.10's key paths, read once from its config
+models and kept here, so the table is checked on every machine. Where MindRoom's install is present, its
+models are read again (imported when that works without its dependencies, else from its source with
+`tests.config.reference_keys`) and must match the file; `python -m tests.config.test_mindroom_keys` rewrites
+the file from them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from tests.config.reference_keys import reference_key_paths
 _WORK = Path(__file__).resolve().parents[3]
 _REFERENCE = Path(os.environ.get("MINDROOM_REFERENCE", _WORK / "mindroom-ref"))
 _SITE = next(iter(sorted(_REFERENCE.glob("lib/python3*/site-packages/mindroom"))), None)
+RECORDED = Path(__file__).with_name("data") / "mindroom-2026.10-keys.txt"
+_HEADER = (
+    "# MindRoom 2026.10.589: every key path of its config.yaml (`*` a mapping key, `[]` a list item).\n"
+    "# Read from its config models by tests/config/reference_keys.py; regenerate with\n"
+    "# `python -m tests.config.test_mindroom_keys` where MindRoom's install is present.\n"
+)
 _SPEC = Path(os.environ.get("MINDROOM_SPEC", _WORK / "shared" / "spec" / "mindroom-config-2026.md"))
 
 _IMPORT_WALK = """
@@ -65,21 +73,34 @@ def _imported_reference() -> set[str] | None:
     return set(json.loads(done.stdout)) if done.returncode == 0 else None
 
 
-@pytest.fixture(scope="module")
-def reference() -> set[str]:
+def recorded_key_paths() -> set[str]:
+    """MindRoom 2026.10's key paths as recorded in the repository."""
+    lines = RECORDED.read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def _live_reference() -> set[str] | None:
     imported = _imported_reference()
     if imported is not None:
         return imported
-    if _SITE is None:
-        pytest.skip(f"MindRoom's install is not at {_REFERENCE} (set MINDROOM_REFERENCE)")
-    return reference_key_paths(_SITE)
+    return None if _SITE is None else reference_key_paths(_SITE)
 
 
-def test_mindroom_keys_are_mindroom_s_own(reference: set[str]):
+def test_mindroom_keys_are_mindroom_s_own():
+    reference = recorded_key_paths()
     ours = mindroom_key_paths()
 
+    assert len(reference) > 600
     assert sorted(reference - ours) == [], "MindRoom keys missing from the table"
     assert sorted(ours - reference) == [], "keys in the table that MindRoom does not have"
+
+
+def test_mindroom_keys_recorded_match_mindroom_s_install():
+    live = _live_reference()
+    if live is None:
+        pytest.skip(f"MindRoom's install is not at {_REFERENCE} (set MINDROOM_REFERENCE)")
+
+    assert sorted(live ^ recorded_key_paths()) == [], f"{RECORDED.name} is out of date: python -m {__name__}"
 
 
 def test_mindroom_keys_the_spec_names_are_in_the_table():
@@ -144,3 +165,10 @@ def test_mindroom_keys_not_used_here_are_not_declared_unless_kept():
         "memory.team_reads_member_memory",
         "agents.*.memory_search",
     }
+
+
+if __name__ == "__main__":
+    paths = _live_reference()
+    if paths is None:
+        raise SystemExit(f"MindRoom's install is not at {_REFERENCE} (set MINDROOM_REFERENCE)")
+    RECORDED.write_text(_HEADER + "".join(f"{path}\n" for path in sorted(paths)), encoding="utf-8")
