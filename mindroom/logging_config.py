@@ -17,7 +17,9 @@ from typing import Any, TextIO
 
 from mindroom.hidden_imports import hidden_while_importing
 
-with hidden_while_importing("twisted"):  # structlog's Twisted support: the embedded homeserver installs Twisted
+# structlog would load Twisted's logging (installed with the embedded homeserver) and rich's traceback printer
+# with pygments; tracebacks here are plain text, formatted before redaction (`format_exc_info`), so neither runs.
+with hidden_while_importing("twisted", "rich"):
     import structlog
 
 __all__ = [

@@ -293,6 +293,20 @@ def test_the_daemon_starts_without_the_postgresql_driver_which_still_imports() -
     assert out.split() == ["psycopg", "True"]
 
 
+def test_the_daemon_runs_without_pygments_which_still_imports() -> None:
+    """structlog (rich's traceback printer) and httpx (its command line) would load pygments: tracebacks here
+    are plain text and httpx's command line never runs, so neither the start nor the preload of the model
+    libraries brings it; it still imports."""
+    code = (
+        "import threading, mindroom.ai as ai; ai.preload_in_background(postgres=False); "
+        "[t.join() for t in threading.enumerate() if t.name == 'preload-ai']; "
+        "print(json.dumps(['pygments' in sys.modules, 'agno.models.openai' in sys.modules])); import pygments"
+    )
+    out = subprocess.run([sys.executable, "-c", _START + code], capture_output=True, text=True, check=True).stdout
+    assert _loaded_at_start({"pygments", "rich.traceback"}) == []
+    assert json.loads(out) == [False, True]
+
+
 @pytest.mark.parametrize("postgres", [True, False])
 def test_the_preload_brings_the_session_store_of_the_states_backend(postgres: bool) -> None:
     """A standby preloads while it waits: the turns it takes over must not import agno's store on the loop."""

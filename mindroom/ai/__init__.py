@@ -12,6 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from mindroom.ai.errors import GenerationError, ModelConfigError
+from mindroom.hidden_imports import hidden_while_importing
 from mindroom.logging_config import get_logger
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ def __getattr__(name: str) -> Any:
 
 def _preload(postgres: bool) -> None:
     try:
+        with hidden_while_importing("pygments"):  # httpx's command line (never run here) would load it
+            importlib.import_module("httpx")
         for home in _TURN_MODULES:
             importlib.import_module(f"{__name__}.{home}")
         importlib.import_module("agno.models.openai")
