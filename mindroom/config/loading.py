@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from mindroom.config.environment import process_environ
+from mindroom.config.includes import IncludingLoader
 from mindroom.config.main import Config
 from mindroom.config.notices import ConfigNotice, collecting
 from mindroom.config.overrides import Override, apply_config_overrides, parse_key_path
@@ -130,8 +131,9 @@ _TOO_LARGE = f"the file is larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB"
 
 
 def _compose(text: str, source: Path) -> tuple[yaml.Node | None, Any]:
-    """The YAML node tree (for line numbers) and the Python value built from it, after the expansion check."""
-    loader = yaml.SafeLoader(text)
+    """The YAML node tree (for line numbers) and the Python value built from it, after the expansion check;
+    MindRoom's file tags (`!include`, `!expand`, ...) are resolved against the folder of `source`."""
+    loader = IncludingLoader(text, source)
     try:
         node = loader.get_single_node()
         if node is None:
