@@ -17,7 +17,7 @@ from mindroom.cli.state_command import state_app
 from mindroom.cli.tools_command import tools_app
 from mindroom.daemon.event_loop import run_on_fast_loop
 from mindroom.errors import ConfigError, MindroomError
-from mindroom.logging_config import configure_logging, get_logger, redact_value
+from mindroom.logging_config import configure_logging, get_logger, redact_text, redact_value
 
 __all__ = [
     "app",
@@ -163,17 +163,35 @@ def config_init(
 
 
 @config_app.command("validate")
-def config_validate(config: ConfigOption = None) -> None:
-    """Check a config file; errors name the file, key path and line."""
-    from mindroom.config.loading import load_config
+def config_validate(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            "--path",
+            show_default=False,
+            help="Path to config.yaml (default: MINDROOM_CONFIG_PATH, else ./config.yaml, else"
+            " ~/.mindroom/config.yaml).",
+        ),
+    ] = None,
+) -> None:
+    """Check a config as `mindroom run` would (its plugins, tools and skills too): what run refuses is an error
+    (exit 2), what it only warns about a warning; each names the key path, the line and the fix."""
+    from mindroom.daemon.start_check import check_start
 
+    configure_logging("CRITICAL")  # what the build would log is said below, once, as a warning
     found = read_cli_environment(config, None)
-    try:
-        loaded = load_config(found.config_path, found.values)
-    except ConfigError as exc:
-        fail(str(exc))
+    checked = check_start(found.runtime_paths)
+    if checked.errors:
+        fail(str(checked.error()))
         return
-    typer.echo(f"{found.config_path}: valid ({len(loaded.agents)} agents, {len(loaded.plugins)} plugin entries)")
+    for finding in checked.warnings:
+        typer.echo(redact_text(f"warning: {finding}"), err=True)
+    loaded = checked.build.live.config if checked.build is not None else None
+    agents = len(loaded.agents) if loaded is not None else 0
+    plugins = len(loaded.plugins) if loaded is not None else 0
+    typer.echo(f"{found.config_path}: valid ({agents} agents, {plugins} plugin entries)")
 
 
 # -- doctor -----------------------------------------------------------------------------------------------

@@ -25,10 +25,9 @@ from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.cli.doctor_state import check_state
 from mindroom.cli.doctor_tools import check_mcp_servers, check_sandbox, check_toolkits
-from mindroom.config.loading import load_config
 from mindroom.config.main import Config
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
-from mindroom.errors import ConfigError
+from mindroom.daemon.start_check import check_start
 from mindroom.homeserver.embedded import embedded_connection, synapse_installed
 from mindroom.logging_config import register_secret_env
 from mindroom.matrix.credentials import CredentialStore
@@ -174,14 +173,21 @@ async def run_checks(
     """Every check, in order; later checks that need an earlier one's result are skipped when it failed."""
     register_secret_env(env)
     results: list[CheckResult] = []
-    try:
-        config = load_config(config_path, env)
-    except ConfigError as exc:
-        problems = "; ".join(exc.problems)
-        results.append(_fail("config", f"{config_path}: {problems}", "fix the file (see docs/configuration.md)"))
+    paths = RuntimePaths(config_path=config_path, storage_root=storage_root, env_values=dict(env))
+    checked = await asyncio.to_thread(check_start, paths)
+    config = checked.config
+    if config is None:
+        results.extend(_fail("config", f"{config_path}: {finding.text}", finding.fix) for finding in checked.errors)
         results.append(check_data_dir(storage_root))
         return results
-    results.append(_ok("config", f"{config_path} is valid ({len(config.agents)} agents, {len(config.teams)} teams)"))
+    refused = [finding for finding in checked.errors if finding.topic == "config"]
+    results.extend(_fail("config", f"{config_path}: {finding.text}", finding.fix) for finding in refused)
+    if not checked.errors:
+        results.append(
+            _ok("config", f"{config_path} is valid ({len(config.agents)} agents, {len(config.teams)} teams)")
+        )
+    # Plugins and models have lines of their own below; tools too, with the findings of the start check.
+    results.extend(_warn("config", str(finding)) for finding in checked.warnings if finding.topic == "notice")
     results.append(check_data_dir(storage_root))
     results.extend(await check_state(config, config_path, storage_root, env))
     results.extend(await check_overrides(config, config_path, storage_root, env))
@@ -194,6 +200,6 @@ async def run_checks(
     results.extend(await check_models(config, env, call_models=call_models))
     results.extend(check_plugins(config, config_path, storage_root, env))
     results.extend(await check_sandbox(config, env))
-    results.extend(check_toolkits(config, env))
+    results.extend(check_toolkits(config, env, checked))
     results.extend(await check_mcp_servers(config, RuntimePaths(config_path, storage_root, dict(env))))
     return results

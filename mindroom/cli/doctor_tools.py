@@ -19,8 +19,9 @@ from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.config.main import Config, ShellToolConfig
 from mindroom.constants import RuntimePaths
+from mindroom.daemon.start_check import StartCheck
 from mindroom.tool_system.builtin_groups import BUILTIN_PROVIDERS
-from mindroom.tool_system.mcp.servers import MCPServerPool, mcp_problems
+from mindroom.tool_system.mcp.servers import MCPServerPool
 from mindroom.tool_system.named_tools import named_tools
 from mindroom.tool_system.sandbox.launch import (
     DEFAULT_PATH,
@@ -71,16 +72,14 @@ async def check_sandbox(config: Config, env: Mapping[str, str]) -> list[CheckRes
     return results
 
 
-def check_toolkits(config: Config, env: Mapping[str, str]) -> list[CheckResult]:
-    """One line per tool an agent names that cannot run here (the agent runs without it: the fix), and one per
-    name or setting `mindroom run` refuses."""
+def check_toolkits(config: Config, env: Mapping[str, str], checked: StartCheck) -> list[CheckResult]:
+    """One line per tool name or setting `mindroom run` refuses, and one per tool an agent names that cannot run
+    here (the agent runs without it: the fix), in the words of `mindroom config validate` (`check_start`)."""
+    results = [_fail("tools", finding.text, finding.fix) for finding in checked.errors if finding.topic == "tools"]
+    results.extend(
+        _warn("tools", finding.text, finding.fix) for finding in checked.warnings if finding.topic == "tools"
+    )
     named = named_tools(config, env, {provider.name for provider in BUILTIN_PROVIDERS})
-    problems = [*named.problems, *mcp_problems(config)]
-    results = [
-        _fail("tools", problem, "name a tool this daemon offers, or fix the setting the line names")
-        for problem in problems
-    ]
-    results.extend(_warn("tools", tool.describe(), tool.fix) for tool in named.unavailable)
     if not results and named.toolkits:
         ready = ", ".join(sorted(named.toolkits))
         results.append(_ok("tools", f"{len(named.toolkits)} agno toolkits named by agents can run: {ready}"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,8 +22,6 @@ from mindroom.api.keys import DashboardKey, with_api_key
 from mindroom.api.settings import DEFAULT_API_HOST, DEFAULT_API_PORT, ApiSettings, api_settings
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings, embedded_appservice
 from mindroom.config.loading import load_config
-from mindroom.config.main import Config
-from mindroom.config.providers import PROVIDER_ENV_VARS, detect_provider
 from mindroom.constants import DEFAULT_STORAGE_DIRNAME
 from mindroom.daemon.hooks_snapshot import write_snapshots_until_cancelled
 from mindroom.daemon.orchestrator import Orchestrator, prepare_live_state
@@ -48,7 +46,6 @@ __all__ = [
     "api_lines",
     "api_options",
     "embedded_homeserver",
-    "offline_warning",
     "ready_lines",
     "recovery_key_lines",
     "run_daemon",
@@ -62,20 +59,6 @@ logger = get_logger(__name__)
 
 DEFAULT_HUMAN_USER = "@user:localhost"
 _PROGRESS_POLL_S = 0.1
-
-
-def offline_warning(config: Config, env: Mapping[str, str]) -> None:
-    """Warn (naming the variables to set) when agents will answer with the offline model."""
-    choice = detect_provider(env)
-    for var, package in choice.skipped:
-        logger.warning(
-            "model provider key set but its package is missing", variable=var, install=f"pip install {package}"
-        )
-    used = {entity.model for entity in config.responders().values()}
-    if any(config.models[name].provider == "offline" for name in used if name in config.models):
-        logger.warning(
-            "agents use the offline model; set one of these for a real model", set_one_of=list(PROVIDER_ENV_VARS)
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +331,6 @@ async def run_daemon(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     config = load_config(environment.config_path, environment.values)
-    offline_warning(config, environment.values)
     storage = environment.storage_root
     api_key: DashboardKey | None = None
     keyed: ApiSettings | None = None

@@ -85,8 +85,7 @@ def named_tools(config: Config, env: Mapping[str, str], taken: Collection[str]) 
                 unavailable.append(UnavailableTool(agent_name, name, later_reason(name), later_fix(name)))
             elif name in NOT_OFFERED:
                 problems.append(f"agents.{agent_name}.tools: {name!r} is not offered here: {NOT_OFFERED[name]}")
-                continue
             else:
                 continue
-            absent[name] = None
+            absent[name] = None  # known: the catalogue does not also call it unknown
     return NamedTools(toolkits, tuple(absent), tuple(unavailable), tuple(problems))

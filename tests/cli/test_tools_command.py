@@ -13,6 +13,7 @@ from mindroom.cli.doctor_result import CheckStatus
 from mindroom.cli.doctor_tools import check_mcp_servers, check_toolkits
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
+from mindroom.daemon.start_check import check_start
 from tests.integration.mcp_servers import time_server_command
 from tests.tool_system.test_tool_names import mindroom_catalogue
 
@@ -79,12 +80,15 @@ def test_tools_list_table_shows_the_install_command(tmp_path: Path):
     assert "mindroom[" not in result.output  # MindRoom's own distribution on the package index is never named
 
 
-def test_doctor_warns_of_each_tool_that_cannot_run_and_fails_what_run_refuses():
-    config = Config.model_validate(
-        {"agents": {"a": {"display_name": "A", "tools": ["tavily", "reasoning", "thread_tags"]}}}
-    )
+def _doctor_tool_lines(tmp_path: Path, tools: list[str]) -> list:
+    (tmp_path / "config.yaml").write_text(json.dumps({"agents": {"a": {"display_name": "A", "tools": tools}}}))
+    checked = check_start(RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {}))
+    assert checked.config is not None
+    return check_toolkits(checked.config, {}, checked)
 
-    tavily, tags = check_toolkits(config, {})
+
+def test_doctor_warns_of_each_tool_that_cannot_run_and_fails_what_run_refuses(tmp_path: Path):
+    tavily, tags = _doctor_tool_lines(tmp_path, ["tavily", "reasoning", "thread_tags"])
 
     assert (tavily.status, tavily.detail) == (
         CheckStatus.WARN,
@@ -92,12 +96,14 @@ def test_doctor_warns_of_each_tool_that_cannot_run_and_fails_what_run_refuses():
     )
     assert tavily.fix == f"mindroom tools install tavily (or: pip install -e '{ROOT}[tools-search]')"
     assert (tags.status, tags.fix) == (CheckStatus.WARN, "nothing meanwhile")
-    (refused,) = check_toolkits(
-        Config.model_validate({"agents": {"a": {"display_name": "A", "tools": ["reasoning", "agent_vault_access"]}}}),
-        {},
-    )
+    (refused,) = _doctor_tool_lines(tmp_path, ["reasoning", "agent_vault_access"])
     assert refused.status is CheckStatus.FAIL and "'agent_vault_access' is not offered here" in refused.detail
-    ok = check_toolkits(Config.model_validate({"agents": {"a": {"display_name": "A", "tools": ["reasoning"]}}}), {})
+    (unknown,) = _doctor_tool_lines(tmp_path, ["reasoning", "reasonings"])
+    assert (unknown.status, unknown.detail) == (
+        CheckStatus.FAIL,
+        "agents.a.tools[1] (line 1): unknown tool 'reasonings'",
+    )
+    ok = _doctor_tool_lines(tmp_path, ["reasoning"])
     assert [(r.status, r.detail) for r in ok] == [
         (CheckStatus.PASS, "1 agno toolkits named by agents can run: reasoning")
     ]

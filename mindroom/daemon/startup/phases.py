@@ -30,6 +30,7 @@ from mindroom.daemon.mind import start_mind
 from mindroom.daemon.reload import ApplyChanges, ReloadCoordinator, ReloadOutcome, reload_command
 from mindroom.daemon.scheduling.command import schedule_command
 from mindroom.daemon.scheduling.scheduler import Scheduler
+from mindroom.daemon.start_check import check_start
 from mindroom.daemon.startup.accounts import Accounts, Bot
 from mindroom.daemon.startup.plan import PhaseStops
 from mindroom.daemon.watch import ConfigWatcher, EnvFile
@@ -61,12 +62,22 @@ __all__ = [
 
 # The start-up's lines keep the logger operators know them by.
 logger = get_logger("mindroom.daemon.orchestrator")
+_LOGGED_BY_THE_BUILD = frozenset({"tools", "plugins"})
 
 
 async def prepare_live_state(environment: DaemonEnvironment) -> LiveState:
-    """`live state`: config, plugins, tools and the hook registry, built off the loop (as on reload); needs no lock."""
-    built = await asyncio.to_thread(build_live_state, environment.runtime_paths, previous=None)
-    return built.live
+    """`live state`: config, plugins, tools and the hook registry, built off the loop (as on reload); needs no lock.
+
+    What `mindroom config validate` refuses is refused here in the same words (`check_start`), and what it warns
+    about the log says (the build itself logs the tools and plugins it goes without).
+    """
+    checked = await asyncio.to_thread(check_start, environment.runtime_paths)
+    if checked.build is None:
+        raise checked.error()
+    for finding in checked.warnings:
+        if finding.topic not in _LOGGED_BY_THE_BUILD:
+            logger.warning("config warning", topic=finding.topic, warning=str(finding))
+    return checked.build.live
 
 
 async def build_run(
