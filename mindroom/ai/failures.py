@@ -16,6 +16,7 @@ from agno.models.base import Model
 from agno.models.response import ModelResponse
 
 from mindroom.ai.errors import GenerationError
+from mindroom.ai.model_hooks import model_call_hooks
 from mindroom.ai.resilience import (
     CallPolicy,
     RetryBudget,
@@ -105,12 +106,26 @@ class _ReportsFailures(Model):
         return policy if isinstance(policy, CallPolicy) else _NO_RETRIES
 
     async def ainvoke(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        """The provider's answer to one request (through the turn's model-call hooks, when it has any)."""
+        hooks = model_call_hooks()
+        if hooks is not None and not args:  # agno passes a round-trip's request by keyword
+            return await hooks.invoke(self, kwargs, self._invoke)
+        return await self._invoke(*args, **kwargs)
+
+    async def _invoke(self, *args: Any, **kwargs: Any) -> ModelResponse:
         """The provider's answer to one request, retried on rate limits, 5xx and dropped connections."""
         budget = failure_log.budget(_run_id_of(kwargs))
         call = super().ainvoke  # type: ignore[safe-super]
         return await call_with_retries(lambda: call(*args, **kwargs), self._call_policy(), budget, self.id)
 
-    async def ainvoke_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ModelResponse]:  # type: ignore[override]
+    def ainvoke_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ModelResponse]:
+        """The provider's streamed answer (through the turn's model-call hooks, when it has any)."""
+        hooks = model_call_hooks()
+        if hooks is not None and not args:  # agno passes a round-trip's request by keyword
+            return hooks.stream(self, kwargs, self._invoke_stream)
+        return self._invoke_stream(*args, **kwargs)
+
+    async def _invoke_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ModelResponse]:
         """The provider's streamed answer, retried as `stream_with_retries` says."""
         budget = failure_log.budget(_run_id_of(kwargs))
         open_stream = super().ainvoke_stream  # type: ignore[safe-super]

@@ -24,6 +24,7 @@ from mindroom.ai.agents import agent_cache
 from mindroom.ai.errors import GenerationError, ModelConfigError
 from mindroom.ai.failures import failure_log, generation_error
 from mindroom.ai.media import ImageInput
+from mindroom.ai.model_hooks import model_hooks_for_turn
 from mindroom.ai.models import model_env_fingerprint
 from mindroom.ai.overflow import HistoryShortener, shorten_history
 from mindroom.ai.sessions.history import RUN_EVENT_KEY, session_db, strip_run_enrichment, strip_run_output_enrichment
@@ -228,6 +229,7 @@ async def _generate_once(
     try:
         with (
             run_system_context(request.system_context),
+            model_hooks_for_turn(request.agent_name),
             expecting_new_session(db, request.session_id, request.opens_session),
         ):
             output = await agent.arun(

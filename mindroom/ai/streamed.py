@@ -29,6 +29,7 @@ from mindroom.ai.generation import (
     run_metadata,
     strip_failed_run,
 )
+from mindroom.ai.model_hooks import set_turn_model_hooks
 from mindroom.ai.overflow import shorten_history
 from mindroom.ai.sessions.store import expecting_new_session
 from mindroom.ai.turn_agent import set_run_system_context
@@ -85,6 +86,7 @@ async def _turn_events(
     # Set, not reset: this generator is driven by a task of its own (the stream reader, or the early-answer
     # driver), whose context ends with it; a reset could run in another context when the generator is closed.
     set_run_system_context(request.system_context)
+    set_turn_model_hooks(request.agent_name)
     run_id = str(uuid4())
     failure_log.watch(run_id)
     failed = completed = False

@@ -35,6 +35,9 @@ EVENT_COMPACTION_AFTER: Final = "compaction:after"
 EVENT_ROOM_MEMBER_JOINED: Final = "room:member_joined"
 EVENT_ROOM_MEMBER_LEFT: Final = "room:member_left"
 EVENT_TOOL_ENVIRONMENT: Final = "tool:environment"
+# The daemon's own events, beyond MindRoom's: one model round-trip of a turn.
+EVENT_MODEL_BEFORE_CALL: Final = "model:before_call"
+EVENT_MODEL_AFTER_CALL: Final = "model:after_call"
 
 
 class HookExecutionMode(StrEnum):
@@ -53,13 +56,15 @@ _TRANSFORMER, _GATE = HookExecutionMode.TRANSFORMER, HookExecutionMode.GATE
 @dataclass(frozen=True, slots=True)
 class BuiltinEvent:
     """One built-in event: how its hooks run, their default timeout, the context class they receive, and
-    whether the 2026 plugin API added it (`newer`) to the hooks spec's twelve."""
+    whether the 2026 plugin API added it (`newer`) to the hooks spec's twelve, or it is the daemon's own (`own`),
+    which MindRoom does not have."""
 
     name: str
     mode: HookExecutionMode
     timeout_ms: int
     context: str
     newer: bool = False
+    own: bool = False
 
     @property
     def constant(self) -> str:
@@ -91,9 +96,12 @@ EVENT_TABLE: Final[tuple[BuiltinEvent, ...]] = (
     BuiltinEvent(EVENT_TOOL_BEFORE_CALL, _GATE, 200, "ToolBeforeCallContext"),
     BuiltinEvent(EVENT_TOOL_ENVIRONMENT, _COLLECTOR, 200, "ToolEnvironmentContext", newer=True),
     BuiltinEvent(EVENT_TOOL_AFTER_CALL, _OBSERVER, 300, "ToolAfterCallContext"),
+    BuiltinEvent(EVENT_MODEL_BEFORE_CALL, _GATE, 500, "ModelBeforeCallContext", own=True),
+    BuiltinEvent(EVENT_MODEL_AFTER_CALL, _OBSERVER, 500, "ModelAfterCallContext", own=True),
 )
 """Every built-in event, in the order a turn meets them (its end: answered, cancelled, session stored), then
-lifecycle, schedule, reaction, room-membership and tool events (a tool call: gate, environment, result)."""
+lifecycle, schedule, reaction, room-membership and tool events (a tool call: gate, environment, result), then
+the daemon's own model-call events (one round-trip: gate, reply)."""
 
 _MODES: Final = {event.name: event.mode for event in EVENT_TABLE}
 DEFAULT_TIMEOUTS_MS: Final = {event.name: event.timeout_ms for event in EVENT_TABLE}
@@ -103,14 +111,35 @@ PIPELINE_ORDER: Final = tuple(event.name for event in EVENT_TABLE)
 BUILTIN_EVENTS: Final = frozenset(_MODES)
 NEWER_EVENTS: Final = frozenset(event.name for event in EVENT_TABLE if event.newer)
 """The events the 2026 plugin API added to the twelve of the hooks spec."""
-EVENT_CONSTANTS: Final = tuple(sorted(event.constant for event in EVENT_TABLE))
-"""The names of the events' constants, which `mindroom.hooks` and `mindroom.plugin_api` export."""
-HOOK_CONTEXTS: Final = tuple(dict.fromkeys([*(event.context for event in EVENT_TABLE), "CustomEventContext"]))
-"""The context class names hooks receive: each built-in event's, then custom events' (each name once)."""
+OWN_EVENTS: Final = frozenset(event.name for event in EVENT_TABLE if event.own)
+"""The daemon's own events, which MindRoom's plugin API does not have."""
+EVENT_CONSTANTS: Final = tuple(sorted(event.constant for event in EVENT_TABLE if not event.own))
+"""The names of MindRoom's events' constants, which `mindroom.hooks` and `mindroom.plugin_api` export."""
+HOOK_CONTEXTS: Final = tuple(
+    dict.fromkeys([*(event.context for event in EVENT_TABLE if not event.own), "CustomEventContext"])
+)
+"""The context class names hooks of MindRoom's events receive: each built-in event's, then custom events'."""
+OWN_EVENT_CONSTANTS: Final = tuple(sorted(event.constant for event in EVENT_TABLE if event.own))
+"""The names of the daemon's own events' constants, which `mindroom.hooks` exports."""
+OWN_HOOK_CONTEXTS: Final = tuple(dict.fromkeys(event.context for event in EVENT_TABLE if event.own))
+"""The context class names hooks of the daemon's own events receive."""
 REQUIRED_HOOK_EVENTS: Final = frozenset({EVENT_AGENT_STARTED})
 """Events whose hooks may be declared `required=True`: a failure then fails the bot's start."""
 RESERVED_NAMESPACES: Final = frozenset(
-    {"message", "agent", "bot", "schedule", "reaction", "config", "tool", "system", "compaction", "room", "session"}
+    {
+        "message",
+        "agent",
+        "bot",
+        "schedule",
+        "reaction",
+        "config",
+        "tool",
+        "system",
+        "compaction",
+        "room",
+        "session",
+        "model",
+    }
 )
 _EVENT_NAME = re.compile(r"^[a-z0-9_.-]+(:[a-z0-9_.-]+)+$")
 
@@ -157,12 +186,16 @@ def export_order(names: Iterable[str]) -> list[str]:
 __all__ = export_order(
     [
         *EVENT_CONSTANTS,
+        *OWN_EVENT_CONSTANTS,
         "BUILTIN_EVENTS",
         "CUSTOM_EVENT_TIMEOUT_MS",
         "DEFAULT_TIMEOUTS_MS",
         "EVENT_TABLE",
         "HOOK_CONTEXTS",
         "NEWER_EVENTS",
+        "OWN_EVENTS",
+        "OWN_EVENT_CONSTANTS",
+        "OWN_HOOK_CONTEXTS",
         "PIPELINE_ORDER",
         "REQUIRED_HOOK_EVENTS",
         "RESERVED_NAMESPACES",

@@ -292,7 +292,7 @@ def _demo_registry():
 
 def test_telemetry_pipeline_order_lists_every_builtin_event_once():
     assert sorted(PIPELINE_ORDER) == sorted(BUILTIN_EVENTS)
-    assert len(PIPELINE_ORDER) == len(set(PIPELINE_ORDER)) == 21
+    assert len(PIPELINE_ORDER) == len(set(PIPELINE_ORDER)) == 23
     message_events = [event for event in PIPELINE_ORDER if event.startswith("message:")]
     assert message_events == [
         "message:received",

@@ -17,6 +17,8 @@ from mindroom.hooks import (
     EVENT_MESSAGE_ENRICH,
     EVENT_MESSAGE_FINAL_RESPONSE_TRANSFORM,
     EVENT_MESSAGE_RECEIVED,
+    EVENT_MODEL_AFTER_CALL,
+    EVENT_MODEL_BEFORE_CALL,
     EVENT_REACTION_RECEIVED,
     EVENT_ROOM_MEMBER_JOINED,
     EVENT_ROOM_MEMBER_LEFT,
@@ -38,6 +40,9 @@ from mindroom.hooks.types import (
     EVENT_CONSTANTS,
     EVENT_TABLE,
     HOOK_CONTEXTS,
+    OWN_EVENT_CONSTANTS,
+    OWN_EVENTS,
+    OWN_HOOK_CONTEXTS,
     PIPELINE_ORDER,
     export_order,
     is_custom_event,
@@ -81,9 +86,14 @@ NEWER_SPEC_EVENTS = {
     "tool:environment": (EVENT_TOOL_ENVIRONMENT, HookExecutionMode.COLLECTOR, 200, "ToolEnvironmentContext"),
 }
 ALL_EVENTS = {**SPEC_EVENTS, **NEWER_SPEC_EVENTS}
+# The daemon's own events, which MindRoom does not have (docs/plugins.md, "Model calls").
+OWN_SPEC_EVENTS = {
+    "model:before_call": (EVENT_MODEL_BEFORE_CALL, HookExecutionMode.GATE, 500, "ModelBeforeCallContext"),
+    "model:after_call": (EVENT_MODEL_AFTER_CALL, HookExecutionMode.OBSERVER, 500, "ModelAfterCallContext"),
+}
 
 
-@pytest.mark.parametrize(("event", "expected"), ALL_EVENTS.items())
+@pytest.mark.parametrize(("event", "expected"), {**ALL_EVENTS, **OWN_SPEC_EVENTS}.items())
 def test_event_constant_mode_and_timeout_match_spec(event, expected):
     constant, mode, timeout, _ = expected
 
@@ -94,14 +104,14 @@ def test_event_constant_mode_and_timeout_match_spec(event, expected):
 
 
 def test_event_table_rows_are_both_spec_tables():
-    rows = {row.name: (row.mode, row.timeout_ms, row.context, row.newer) for row in EVENT_TABLE}
+    rows = {row.name: (row.mode, row.timeout_ms, row.context, row.newer, row.own) for row in EVENT_TABLE}
 
     expected = {
-        event: (mode, timeout, context, event in NEWER_SPEC_EVENTS)
-        for event, (_, mode, timeout, context) in ALL_EVENTS.items()
+        event: (mode, timeout, context, event in NEWER_SPEC_EVENTS, event in OWN_SPEC_EVENTS)
+        for event, (_, mode, timeout, context) in {**ALL_EVENTS, **OWN_SPEC_EVENTS}.items()
     }
     assert rows == expected
-    assert len(EVENT_TABLE) == len(rows) == 21
+    assert len(EVENT_TABLE) == len(rows) == 23
 
 
 def test_event_table_names_each_constant_the_module_defines():
@@ -110,7 +120,8 @@ def test_event_table_names_each_constant_the_module_defines():
     }
 
     assert defined == {row.constant: row.name for row in EVENT_TABLE}
-    assert tuple(sorted(defined)) == EVENT_CONSTANTS
+    assert tuple(sorted(defined)) == tuple(sorted(EVENT_CONSTANTS + OWN_EVENT_CONSTANTS))
+    assert OWN_EVENT_CONSTANTS == ("EVENT_MODEL_AFTER_CALL", "EVENT_MODEL_BEFORE_CALL")
 
 
 def test_event_table_gives_each_context_class_once_and_custom_events_last():
@@ -118,8 +129,9 @@ def test_event_table_gives_each_context_class_once_and_custom_events_last():
 
     assert HOOK_CONTEXTS[-1] == "CustomEventContext"
     assert len(HOOK_CONTEXTS) == len(set(HOOK_CONTEXTS)) == 19
-    assert {row.context for row in EVENT_TABLE} | {"CustomEventContext"} == set(HOOK_CONTEXTS)
-    for name in HOOK_CONTEXTS:
+    assert {row.context for row in EVENT_TABLE if not row.own} | {"CustomEventContext"} == set(HOOK_CONTEXTS)
+    assert OWN_HOOK_CONTEXTS == ("ModelBeforeCallContext", "ModelAfterCallContext")
+    for name in HOOK_CONTEXTS + OWN_HOOK_CONTEXTS:
         assert isinstance(getattr(hooks, name), type)
 
 
@@ -127,6 +139,7 @@ def test_event_table_derives_what_the_hooks_package_exports():
     import mindroom.hooks as hooks
 
     assert set(EVENT_CONSTANTS) | set(HOOK_CONTEXTS) <= set(hooks.__all__)
+    assert set(OWN_EVENT_CONSTANTS) | set(OWN_HOOK_CONTEXTS) <= set(hooks.__all__)
     assert tuple(row.name for row in EVENT_TABLE) == PIPELINE_ORDER
 
 
@@ -141,21 +154,22 @@ def test_export_order_sorts_constants_classes_then_the_rest_naturally(names, ord
     assert export_order(names) == ordered
 
 
-def test_builtin_events_are_exactly_both_spec_tables():
-    assert set(BUILTIN_EVENTS) == set(ALL_EVENTS)
-    assert set(DEFAULT_TIMEOUTS_MS) == set(ALL_EVENTS)
-    assert len(BUILTIN_EVENTS) == 21
+def test_builtin_events_are_exactly_both_spec_tables_and_the_daemons_own():
+    assert set(BUILTIN_EVENTS) == set(ALL_EVENTS) | set(OWN_SPEC_EVENTS)
+    assert set(DEFAULT_TIMEOUTS_MS) == set(BUILTIN_EVENTS)
+    assert len(BUILTIN_EVENTS) == 23
+    assert set(OWN_EVENTS) == set(OWN_SPEC_EVENTS)
     assert set(NEWER_EVENTS) == set(NEWER_SPEC_EVENTS)
 
 
-def test_reserved_namespaces_are_the_older_seven_and_the_newer_four():
+def test_reserved_namespaces_are_the_older_seven_the_newer_four_and_model():
     older = {"message", "agent", "bot", "schedule", "reaction", "config", "tool"}
 
-    assert set(RESERVED_NAMESPACES) == older | {"system", "compaction", "room", "session"}
-    assert len(RESERVED_NAMESPACES) == 11
+    assert set(RESERVED_NAMESPACES) == older | {"system", "compaction", "room", "session", "model"}
+    assert len(RESERVED_NAMESPACES) == 12
 
 
-@pytest.mark.parametrize("namespace", ["system", "compaction", "room", "session"])
+@pytest.mark.parametrize("namespace", ["system", "compaction", "room", "session", "model"])
 def test_validate_event_name_rejects_custom_events_in_the_newer_namespaces(namespace):
     from mindroom.hooks import hook
 
@@ -175,7 +189,7 @@ def test_execution_mode_values_are_plain_strings():
     assert {mode.value for mode in HookExecutionMode} == {"observer", "collector", "transformer", "gate"}
 
 
-@pytest.mark.parametrize("event", [*ALL_EVENTS, "todo:item_completed", "a:b:c", "x-1.y_2:z"])
+@pytest.mark.parametrize("event", [*ALL_EVENTS, *OWN_SPEC_EVENTS, "todo:item_completed", "models:x", "x-1.y_2:z"])
 def test_validate_event_name_returns_valid_names(event):
     assert validate_event_name(event) == event
 

@@ -1,0 +1,99 @@
+"""Model-call contexts, the daemon's own events: `model:before_call` (a gate) and `model:after_call` (an observer).
+
+One turn may call the model several times: once, then once more after each round of tool calls. Each of
+those round-trips is one `model:before_call` and one `model:after_call`, numbered by `round_trip` (1, 2, ...).
+
+The messages and parameters are plain data (`dict`s and `list`s, as the chat completions API has them), so
+plugins need neither agno nor a provider's SDK. A gate may rewrite them: the rewrite goes to that one request
+only, never into the stored conversation, and text it adds is redacted as a person's message is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from mindroom.hooks.hook_context import HookContext
+from mindroom.hooks.tool_contexts import snapshot_value
+from mindroom.hooks.types import EVENT_MODEL_AFTER_CALL, EVENT_MODEL_BEFORE_CALL
+
+__all__ = ["ModelAfterCallContext", "ModelBeforeCallContext", "ModelCallScope"]
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelCallScope(HookContext):
+    """What both model-call contexts say about the round-trip: whose turn, where, which model, which call."""
+
+    agent_name: str = ""
+    room_id: str | None = None
+    thread_id: str | None = None
+    requester_id: str | None = None
+    session_id: str | None = None
+    model_id: str = ""
+    round_trip: int = 1
+    """1 for the turn's first call of the model, 2 for the call after its first round of tool calls, ..."""
+    message_received_depth: int = 0
+
+    def hook_scope(self) -> tuple[str | None, str | None]:
+        """The agent whose turn it is, and its room."""
+        return self.agent_name, self.room_id
+
+    def _original_sender(self) -> str | None:
+        return self.requester_id
+
+    def _synthetic_depth(self) -> int:
+        return self.message_received_depth + 1
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelBeforeCallContext(ModelCallScope):
+    """`model:before_call`: rewrite `messages` or `params` of this one request, or `decline(reason)` to refuse it.
+
+    `messages` are the chat messages as sent (`role`, `content`, and `tool_calls`, `tool_call_id`, `name` where
+    the message has them); `params` holds `tools` (the function schemas offered) and `tool_choice`. A declined
+    call never reaches the model: the turn's answer is `reason`.
+    """
+
+    DEFAULT_EVENT: ClassVar[str] = EVENT_MODEL_BEFORE_CALL
+    MUTABLE_FIELDS: ClassVar[tuple[str, ...]] = ("messages", "params", "declined", "decline_reason")
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    declined: bool = False
+    decline_reason: str = ""
+
+    def decline(self, reason: str) -> None:
+        """Refuse this model call; the turn answers with `reason` instead."""
+        self.declined = True
+        self.decline_reason = str(reason)
+
+    def snapshot_mutable(self) -> Any:
+        """Deep copies of the messages and parameters (hooks edit them in place), and the decline."""
+        return (snapshot_value(self.messages), snapshot_value(self.params), self.declined, self.decline_reason)
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelAfterCallContext(ModelCallScope):
+    """`model:after_call`: a snapshot of one finished round-trip (its reply, or why there was none)."""
+
+    DEFAULT_EVENT: ClassVar[str] = EVENT_MODEL_AFTER_CALL
+    FROZEN: ClassVar[bool] = True
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """The calls the model asked for: `id`, `type` and `function` (`name`, `arguments` as JSON text)."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """`input_tokens`, `output_tokens` and `total_tokens`, where the provider reported them."""
+    latency_ms: float = 0.0
+    declined: bool = False
+    """A `model:before_call` gate refused the call: the model was not asked."""
+    error: str | None = None
+    """The failure of a call that got no reply (type and message, redacted)."""
+
+    def hook_copy(self) -> ModelAfterCallContext:
+        """A copy with its own tool calls and usage, so one observer's edits reach no other."""
+        view = self.clone()
+        assert isinstance(view, ModelAfterCallContext)
+        view.tool_calls = snapshot_value(self.tool_calls)
+        view.usage = dict(self.usage)
+        return view
