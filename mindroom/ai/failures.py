@@ -109,10 +109,10 @@ class _ReportsFailures(Model):
         """The provider's answer to one request (through the turn's model-call hooks, when it has any)."""
         hooks = model_call_hooks()
         if hooks is not None and not args:  # agno passes a round-trip's request by keyword
-            return await hooks.invoke(self, kwargs, self._invoke)
-        return await self._invoke(*args, **kwargs)
+            return await hooks.invoke(self, kwargs, self._retried_invoke)
+        return await self._retried_invoke(*args, **kwargs)
 
-    async def _invoke(self, *args: Any, **kwargs: Any) -> ModelResponse:
+    async def _retried_invoke(self, *args: Any, **kwargs: Any) -> ModelResponse:
         """The provider's answer to one request, retried on rate limits, 5xx and dropped connections."""
         budget = failure_log.budget(_run_id_of(kwargs))
         call = super().ainvoke  # type: ignore[safe-super]
@@ -122,10 +122,10 @@ class _ReportsFailures(Model):
         """The provider's streamed answer (through the turn's model-call hooks, when it has any)."""
         hooks = model_call_hooks()
         if hooks is not None and not args:  # agno passes a round-trip's request by keyword
-            return hooks.stream(self, kwargs, self._invoke_stream)
-        return self._invoke_stream(*args, **kwargs)
+            return hooks.stream(self, kwargs, self._retried_invoke_stream)
+        return self._retried_invoke_stream(*args, **kwargs)
 
-    async def _invoke_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ModelResponse]:
+    async def _retried_invoke_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ModelResponse]:
         """The provider's streamed answer, retried as `stream_with_retries` says."""
         budget = failure_log.budget(_run_id_of(kwargs))
         open_stream = super().ainvoke_stream  # type: ignore[safe-super]

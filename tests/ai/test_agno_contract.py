@@ -178,6 +178,8 @@ OWN_HELPERS = {
     "_fresh_sessions",
     "_index_lock",
     "_ready",
+    "_retried_invoke",
+    "_retried_invoke_stream",
     "_run_in_transaction",
     "_settled",
     "_shown",
