@@ -21,6 +21,7 @@ from mindroom.ai.model_recipes import PLACEHOLDER_API_KEY, ModelRecipe, model_re
 from mindroom.ai.resilience import CallPolicy
 from mindroom.ai.tool_payload import verbatim_class
 from mindroom.config.main import ModelConfig
+from mindroom.config.project_extras import install_extra_command
 from mindroom.config.providers import PROVIDERS, missing_packages
 from mindroom.logging_config import get_logger
 
@@ -41,7 +42,7 @@ def model_class(recipe: ModelRecipe, provider: str, label: str) -> type[Model]:
     except ImportError as error:
         missing = ", ".join(missing_packages(provider)) or str(error)
         extra = PROVIDERS[provider].extra
-        how = f"pip install 'mindroom[{extra}]'" if extra else "reinstall mindroom"
+        how = install_extra_command(extra) if extra else "install this project again"
         raise ModelConfigError(label, f"provider {provider!r} needs the {missing} package: {how}") from error
     found = getattr(module, recipe.class_name)
     if not (isinstance(found, type) and issubclass(found, Model)):

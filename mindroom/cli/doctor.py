@@ -26,6 +26,7 @@ from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.cli.doctor_state import check_state
 from mindroom.cli.doctor_tools import check_mcp_servers, check_sandbox, check_toolkits
 from mindroom.config.main import Config
+from mindroom.config.project_extras import install_extra_command
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.daemon.start_check import check_start
 from mindroom.homeserver.embedded import embedded_connection, synapse_installed
@@ -75,7 +76,7 @@ async def check_homeserver(env: Mapping[str, str], storage_root: Path) -> tuple[
             return _fail(
                 name,
                 "no MATRIX_HOMESERVER is set and the embedded homeserver is not installed",
-                "pip install -e '.[embedded]', or set MATRIX_HOMESERVER",
+                f"{install_extra_command('embedded')}, or set MATRIX_HOMESERVER",
             ), None
         connection = embedded_connection(storage_root)
         if connection is not None:

@@ -13,7 +13,8 @@ from mindroom.cli.doctor_result import check_fail as _fail
 from mindroom.cli.doctor_result import check_ok as _ok
 from mindroom.cli.doctor_result import check_warn as _warn
 from mindroom.config.main import Config, ModelConfig
-from mindroom.config.providers import PROVIDER_ENV_VARS, PROVIDERS
+from mindroom.config.project_extras import install_extra_command
+from mindroom.config.providers import PROVIDER_ENV_VARS, PROVIDERS, missing_packages
 
 __all__ = ["check_models"]
 
@@ -29,7 +30,7 @@ def _fix(model: ModelConfig, status: str) -> str:
     if status == "key_missing":
         return f"set {provider.key_env} (or `api_key` on the model)" if provider.key_env else "see its provider in docs"
     if status == "package_missing":
-        return f"pip install 'mindroom[{provider.extra}]'"
+        return install_extra_command(provider.extra or "", missing_packages(model.provider))
     if status == "unreachable":
         where = provider.endpoint_env or "`host`"
         return f"check that the server runs and {where} points at it, and the network"

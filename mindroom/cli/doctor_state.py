@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mindroom.cli.doctor_result import CheckResult, check_fail, check_ok, check_warn
 from mindroom.config.environment import DaemonEnvironment
 from mindroom.config.main import Config
+from mindroom.config.project_extras import install_extra_command
 from mindroom.daemon.standby import daemon_state, database_url
 from mindroom.private_files import open_to_others, shared_paths
 from mindroom.state.errors import StateError
@@ -63,7 +64,7 @@ async def check_state(
     if url and not is_postgres_url(url):
         return [check_fail(_STATE, "the database URL is not a postgresql:// URL", _URL_FIX)]
     if url and importlib.util.find_spec("psycopg") is None:
-        return [check_fail(_STATE, "state in PostgreSQL needs the psycopg driver", "pip install 'mindroom[postgres]'")]
+        return [check_fail(_STATE, "state in PostgreSQL needs the psycopg driver", install_extra_command("postgres"))]
     try:
         state = daemon_state(environment, config)  # not connected, not locked; registers the URL's password
     except StateError as exc:

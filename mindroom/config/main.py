@@ -23,6 +23,7 @@ from mindroom.config.memory import MemoryConfig
 from mindroom.config.models import ModelConfig
 from mindroom.config.notices import ConfigNotice, notice
 from mindroom.config.plugin import PluginEntryConfig
+from mindroom.config.project_extras import install_extra_command
 from mindroom.config.providers import PROVIDERS, missing_packages
 from mindroom.config.rooms import MatrixSpaceConfig, RoomConfig, RoomDefaultsConfig, RouterConfig, ThreadMode
 from mindroom.config.sections import KnowledgeRerankerConfig, StorageConfig, VoiceConfig, reference_problems
@@ -178,7 +179,7 @@ class Config(StrictModel):
                 extra = PROVIDERS[model.provider].extra
                 msg = (
                     f"model {name!r} (provider {model.provider!r}) needs the {' and '.join(missing)} "
-                    f"package{'s' if len(missing) > 1 else ''}: pip install 'mindroom[{extra}]'"
+                    f"package{'s' if len(missing) > 1 else ''}: {install_extra_command(extra or '', missing)}"
                 )
                 raise ValueError(msg)
         return models

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mindroom.config.project_extras import install_extra_command
 from mindroom.errors import MindroomError
 from mindroom.homeserver.files import LOG_FILENAME, LimiterLevel, write_synapse_files
 from mindroom.homeserver.synapse import (
@@ -183,7 +184,7 @@ class EmbeddedHomeserver:
         if not synapse_installed():
             msg = (
                 "no homeserver is configured and the embedded one needs matrix-synapse: "
-                "pip install -e '.[embedded]' (or set MATRIX_HOMESERVER to use your own homeserver)"
+                f"{install_extra_command('embedded')} (or set MATRIX_HOMESERVER to use your own homeserver)"
             )
             raise EmbeddedHomeserverError(msg)
         if self._synapse is not None and self._synapse.running:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from mindroom.config.project_extras import install_extra_command
 from mindroom.logging_config import register_secret_values
 from mindroom.state.backend import StateBackend
 from mindroom.state.errors import StateError
@@ -24,6 +25,7 @@ __all__ = [
 ]
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+_NEEDS_PSYCOPG = "state in PostgreSQL needs the psycopg driver: "
 
 
 def is_postgres_url(url: str | None) -> bool:
@@ -67,7 +69,7 @@ def open_state_backend(storage_root: Path, database_url: str | None) -> StateBac
     try:
         from mindroom.state.postgres.backend import PostgresState
     except ImportError as exc:
-        raise StateError("state in PostgreSQL needs the psycopg driver: pip install 'mindroom[postgres]'") from exc
+        raise StateError(_NEEDS_PSYCOPG + install_extra_command("postgres")) from exc
     return PostgresState(database_url, safe_url(database_url))
 
 
@@ -84,7 +86,7 @@ def read_state_snapshot(storage_root: Path, database_url: str | None, name: str)
 
         from mindroom.state.postgres.positions import read_snapshot
     except ImportError as exc:
-        raise StateError("state in PostgreSQL needs the psycopg driver: pip install 'mindroom[postgres]'") from exc
+        raise StateError(_NEEDS_PSYCOPG + install_extra_command("postgres")) from exc
     try:
         with psycopg.connect(database_url, connect_timeout=5, application_name="mindroom-cli") as conn:
             return read_snapshot(conn, name)

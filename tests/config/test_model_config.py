@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mindroom.config.loading import parse_config_text
@@ -50,7 +52,7 @@ def test_missing_client_package_is_a_config_error_naming_model_provider_and_extr
 
     message = str(caught.value)
     assert "model 'smart'" in message and "provider 'google'" in message
-    assert "google-genai" in message and "pip install 'mindroom[google]'" in message
+    assert "google-genai" in message and f"pip install -e '{Path(__file__).resolve().parents[2]}[google]'" in message
     assert missing_packages("gemini") == ("google-genai",)
 
 

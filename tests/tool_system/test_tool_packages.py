@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mindroom.tool_system import tool_packages
+from mindroom.config import project_extras
 from mindroom.tool_system.tool_packages import (
     checkout,
     checkout_root,
@@ -85,7 +85,7 @@ def test_tool_packages_hints_name_the_checkouts_extra_or_the_packages(monkeypatc
     assert pip_hint(moviepy) == "pip install moviepy"  # no extra: its packages
     assert install_fix(tavily) == f"mindroom tools install tavily (or: pip install -e '{ROOT}[tools-search]')"
 
-    monkeypatch.setattr(tool_packages, "checkout", lambda: None)  # as an installed copy runs
+    monkeypatch.setattr(project_extras, "checkout", lambda: None)  # as an installed copy runs
 
     assert pip_hint(tavily) == "pip install " + " ".join(extra_requirements("tools-search"))
     assert tool_requirements(tavily) == extra_requirements("tools-search")
