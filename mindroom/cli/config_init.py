@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from mindroom.config.project_extras import install_extra_command
 from mindroom.config.providers import PROVIDER_ENV_VARS, ProviderChoice, detect_provider
 from mindroom.constants import DEFAULT_CONFIG_FILENAME
 
@@ -68,8 +69,8 @@ def env_template(choice: ProviderChoice) -> str:
 # Keep this file private (mode 0600); it holds keys once you fill them in.
 
 # Model providers: the first one set is used ({", ".join(PROVIDER_ENV_VARS)}).
-# Anthropic, Ollama, Google and Groq need their client: pip install 'mindroom[anthropic]' (or ollama, google,
-# groq, bedrock, vertexai; all-models for every one).
+# Anthropic, Ollama, Google and Groq need their client, an extra of this project: {install_extra_command("anthropic")}
+# (or the extra ollama, google, groq, bedrock, vertexai; all-models for every one).
 # OPENAI_API_KEY=
 # ANTHROPIC_API_KEY=
 # GOOGLE_API_KEY=
@@ -96,9 +97,9 @@ def env_template(choice: ProviderChoice) -> str:
 
 # Daemon:
 # MINDROOM_STORAGE_PATH=./mindroom_data
-# MINDROOM_HOMESERVER_PORT=8008
-# MINDROOM_METRICS_PORT=9464
-# MINDROOM_LOG_LEVEL=INFO
+# Read from the process environment only (or given as flags of `mindroom run`), not from this file:
+# MINDROOM_API_HOST and MINDROOM_API_PORT (the API, the dashboard and /metrics; 127.0.0.1:8765),
+# MINDROOM_HOMESERVER_PORT (the embedded homeserver) and MINDROOM_LOG_LEVEL.
 """
 
 

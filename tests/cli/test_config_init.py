@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import stat
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import mindroom
 from mindroom.cli import app
 from mindroom.cli.config_init import env_template
 from mindroom.config.loading import load_config
@@ -62,7 +66,7 @@ def test_env_template_lists_every_variable_commented_out():
     text = env_template(detect_provider({}))
     assignments = [line for line in text.splitlines() if "=" in line and not line.startswith("#")]
     assert assignments == []
-    for name in ("OPENAI_API_KEY", "MATRIX_HOMESERVER", "MINDROOM_USER", "MINDROOM_METRICS_PORT"):
+    for name in ("OPENAI_API_KEY", "MATRIX_HOMESERVER", "MINDROOM_USER", "MINDROOM_STORAGE_PATH"):
         assert f"# {name}=" in text
 
 
@@ -95,3 +99,33 @@ def test_config_init_prefers_a_hosted_key_over_a_local_server(tmp_path, monkeypa
     runner.invoke(app, ["config", "init", str(tmp_path)])
 
     assert load_config(tmp_path / "config.yaml", {}).models["default"].provider == "anthropic"
+
+
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+")
+
+
+def _variables_read_from_the_environment() -> set[str]:
+    """The variable names the package reads from its environment (`.env` included): every such name written in
+    its source, less those given only as a command-line option's `envvar=` (read from the process alone)."""
+    named: set[str] = set()
+    for path in Path(mindroom.__file__).resolve().parent.rglob("*.py"):
+        if path.name == "config_init.py":
+            continue  # the file under test names what it writes
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        options = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg == "envvar"}
+        for node in ast.walk(tree):
+            is_name = isinstance(node, ast.Constant) and isinstance(node.value, str) and _VARIABLE.fullmatch(node.value)
+            if is_name and id(node) not in options:
+                named.add(node.value)
+    return named
+
+
+def test_config_init_writes_only_variables_the_daemon_reads_from_its_environment(tmp_path):
+    result = runner.invoke(app, ["config", "init", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+
+    written = re.findall(r"^# ?([A-Z][A-Z0-9_]*)=", (tmp_path / ".env").read_text(), flags=re.MULTILINE)
+
+    assert written and "MINDROOM_STORAGE_PATH" in written
+    assert sorted(set(written) - _variables_read_from_the_environment()) == []
+    assert "mindroom[" not in (tmp_path / ".env").read_text()
