@@ -43,6 +43,7 @@ __all__ = [
     "GENERATION_HEADER",
     "ConfigSource",
     "config_errors",
+    "config_notices",
     "config_router",
     "generation",
     "redact_lines",
@@ -132,8 +133,15 @@ def _override(override: Override) -> dict[str, Any]:
     return {**where, "path": override.key, "value": value, "set_by": override.set_by, "set_at": override.set_at}
 
 
-def _effective_body(found: EffectiveConfig) -> dict[str, Any]:
+def config_notices(config: Config) -> list[dict[str, Any]]:
+    """The config's keys accepted and not used here (`Config.notices`), each with its line and the reason."""
+    # `path`, not `key`: the answer is redacted, and a field named `key` would be blanked as a secret.
+    return [{"path": item.key, "line": item.line, "message": item.message} for item in config.notices]
+
+
+def _effective_body(found: EffectiveConfig, config: Config) -> dict[str, Any]:
     return {
+        "notices": config_notices(config),
         "values": [dataclasses.asdict(value) for value in found.values],
         "scoped": [_override(override) for override in found.scoped],
         "not_in_effect": [{**_override(override), "why": why} for override, why in found.not_in_effect],
@@ -224,12 +232,12 @@ def config_router(ctx: ApiContext) -> APIRouter:
     @router.post("/config/validate", summary="Validate a config text without saving it")
     async def validate(body: ConfigSource, who: operator) -> dict[str, Any]:
         try:
-            parse_config_text(restore_redacted(body.source, read()), path, env())
+            config = parse_config_text(restore_redacted(body.source, read()), path, env())
         except ConfigError as exc:
-            return {"valid": False, "errors": config_errors(exc)}
+            return {"valid": False, "errors": config_errors(exc), "notices": []}
         except ValueError as exc:
-            return {"valid": False, "errors": [{"line": None, "message": str(exc)}]}
-        return {"valid": True, "errors": []}
+            return {"valid": False, "errors": [{"line": None, "message": str(exc)}], "notices": []}
+        return {"valid": True, "errors": [], "notices": config_notices(config)}
 
     @router.get("/config/effective", summary="The config in force, value by value, with where each comes from")
     async def effective(who: operator) -> JSONResponse:
@@ -239,7 +247,7 @@ def config_router(ctx: ApiContext) -> APIRouter:
         except ConfigError as exc:
             body = {"message": "config.yaml does not load as it is now", "errors": config_errors(exc)}
             raise HTTPException(409, body) from None
-        return JSONResponse(redacted(_effective_body(found)), headers=headers(read()))
+        return JSONResponse(redacted(_effective_body(found, live.config)), headers=headers(read()))
 
     @router.get("/config/schema", summary="The JSON schema of config.yaml")
     async def schema(who: operator) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import pytest
 
 from mindroom.ai.tools import foreign_tool_specs
 from mindroom.bots.approvals.desk import ApprovalSeat
+from mindroom.config.loading import load_config
 from mindroom.config.overrides import Override
 from mindroom.constants import RuntimePaths
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
@@ -201,5 +202,31 @@ async def test_dashboard_in_chromium_names_each_tool_an_agent_runs_without_and_t
             await page.wait_for_selector("#tool-problems p")
             lines = await page.eval_on_selector_all("#tool-problems p", "ps => ps.map(p => p.textContent)")
             assert lines == [f"helper runs without tavily: missing package tavily-python — fix: {fix}"]
+        finally:
+            await browser.close()
+
+
+@needs_chromium
+async def test_dashboard_in_chromium_names_each_key_accepted_and_not_used_here(make_api):
+    api = await make_api({"helper": {"display_name": "Helper", "role": "Helps"}}, env={"MINDROOM_API_KEY": KEY})
+    path = api.view.config_path
+    path.write_text(path.read_text().replace("role: Helps", "role: Helps\n    cheap_model: default"))
+    live = api.bench.daemon.live  # the running config as the daemon reads the file, notices and all
+    api.bench.daemon.cell.swap(dataclasses.replace(live, config=load_config(path, {"MINDROOM_API_KEY": KEY})))
+
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 1600})
+            await page.goto(f"{api.url}/#key={KEY}")
+            await page.wait_for_selector("#effective-chat li.warn")
+            chat = await page.inner_text("#effective-chat")
+            assert "Accepted, not used here" in chat and "agents.helper.cheap_model (line " in chat
+
+            await page.wait_for_function("document.getElementById('config').value.includes('cheap_model')")
+            await page.click("#validate")
+            await page.wait_for_selector("#config-errors li.warn")
+            assert "1 key(s) accepted and not used here" in await page.inner_text("#config-state")
+            assert "agents.helper.cheap_model" in await page.inner_text("#config-errors")
         finally:
             await browser.close()

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from mindroom.bots.approvals.desk import ApprovalSeat
-from mindroom.config.loading import parse_config_text
+from mindroom.config.loading import load_config, parse_config_text
 from mindroom.config.overrides import ChatSettings, Override
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
 from mindroom.testing.model_server import Text
@@ -373,3 +373,24 @@ async def test_api_config_effective_is_409_while_the_file_does_not_load(make_api
 
     assert found.status_code == 409
     assert "favourite_colour" in found.json()["detail"]["errors"][0]["message"]
+
+
+async def test_api_config_names_each_key_accepted_and_not_used_here_with_its_line(make_api):
+    api = await make_api({"helper": HELPER}, env=ENV)
+    client = api.client(KEY)
+    path = api.view.config_path
+    plain = path.read_text()
+    source = plain.replace("role: Helps", "role: Helps\n    cheap_model: default")
+    path.write_text(source)
+    live = api.bench.daemon.live  # the running config as the daemon reads the file, notices and all
+    api.bench.daemon.cell.swap(dataclasses.replace(live, config=load_config(path, ENV)))
+    line = next(number for number, text in enumerate(source.splitlines(), start=1) if "cheap_model" in text)
+
+    effective = (await client.get("/api/config/effective")).json()
+    check = (await client.post("/api/config/validate", json={"source": source})).json()
+    without = (await client.post("/api/config/validate", json={"source": plain})).json()
+
+    [notice] = effective["notices"]
+    assert (notice["path"], notice["line"]) == ("agents.helper.cheap_model", line) and notice["message"]
+    assert check["valid"] is True and check["notices"] == [notice]
+    assert without["valid"] is True and without["notices"] == []

@@ -243,9 +243,20 @@ function renderEffective() {
   $("effective-state").textContent = `${shown.length} of ${effective.values.length} values shown` + (defaults ? "" : ` (${hidden} defaults hidden)`);
   $("effective-state").className = "muted";
   const parts = [];
+  if (effective.notices.length) parts.push(el("h3", "Accepted, not used here"), noticeList(effective.notices));
   if (effective.scoped.length) parts.push(el("h3", "Room and thread settings from chat"), listOf(effective.scoped));
   if (effective.not_in_effect.length) parts.push(el("h3", "Kept from chat, passed over"), listOf(effective.not_in_effect));
   $("effective-chat").replaceChildren(...parts);
+}
+
+function notice(item) {
+  return el("li", `${item.path}${item.line ? ` (line ${item.line})` : ""}: ${item.message}`, "warn");
+}
+
+function noticeList(items) {
+  const list = document.createElement("ul");
+  list.replaceChildren(...items.map(notice));
+  return list;
 }
 
 function listOf(items) {
@@ -271,8 +282,11 @@ async function validate() {
   const response = await api("POST", "/api/config/validate", { source: $("config").value });
   const body = await response.json();
   showErrors(body.errors);
-  $("config-state").textContent = body.valid ? "The config is valid." : `${body.errors.length} problem(s).`;
-  $("config-state").className = body.valid ? "ok" : "bad";
+  const notices = body.notices || [];
+  $("config-errors").append(...notices.map(notice));
+  const accepted = notices.length ? ` ${notices.length} key(s) accepted and not used here (listed below).` : "";
+  $("config-state").textContent = body.valid ? `The config is valid.${accepted}` : `${body.errors.length} problem(s).`;
+  $("config-state").className = body.valid ? (notices.length ? "warn" : "ok") : "bad";
 }
 
 async function save() {
