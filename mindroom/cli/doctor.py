@@ -28,7 +28,7 @@ from mindroom.cli.doctor_tools import check_mcp_servers, check_sandbox, check_to
 from mindroom.config.main import Config
 from mindroom.config.project_extras import install_extra_command
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
-from mindroom.daemon.start_check import check_start
+from mindroom.daemon.start_check import CONFIG_FIX, check_start
 from mindroom.homeserver.embedded import embedded_connection, synapse_installed
 from mindroom.logging_config import register_secret_env
 from mindroom.matrix.credentials import CredentialStore
@@ -178,7 +178,7 @@ async def run_checks(
     checked = await asyncio.to_thread(check_start, paths)
     config = checked.config
     if config is None:
-        results.extend(_fail("config", f"{config_path}: {finding.text}", finding.fix) for finding in checked.errors)
+        results.extend(_fail("config", f"{config_path}: {f.text}", f.fix or CONFIG_FIX) for f in checked.errors)
         results.append(check_data_dir(storage_root))
         return results
     refused = [finding for finding in checked.errors if finding.topic == "config"]

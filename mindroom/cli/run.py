@@ -26,7 +26,9 @@ from mindroom.constants import DEFAULT_STORAGE_DIRNAME
 from mindroom.daemon.hooks_snapshot import write_snapshots_until_cancelled
 from mindroom.daemon.orchestrator import Orchestrator, prepare_live_state
 from mindroom.daemon.standby import Takeover, daemon_state, wait_for_lock
+from mindroom.daemon.start_check import state_problem
 from mindroom.daemon.wiring import DaemonApiView, RunningDaemon
+from mindroom.errors import ConfigError
 from mindroom.homeserver.embedded import EmbeddedHomeserver, HumanAccount
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
@@ -331,6 +333,9 @@ async def run_daemon(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     config = load_config(environment.config_path, environment.values)
+    unusable = state_problem(environment.runtime_paths, config)
+    if unusable is not None:  # in the words of `mindroom config validate`
+        raise ConfigError(environment.config_path, [str(unusable)])
     storage = environment.storage_root
     api_key: DashboardKey | None = None
     keyed: ApiSettings | None = None

@@ -2,8 +2,9 @@
 
 The `live state` phase of a start, `mindroom config validate` and `mindroom doctor` all call it, so they say the
 same thing in the same words. An error refuses the start (`mindroom run` and `validate` exit 2, `doctor` fails
-the line): the config does not load, an agent names a tool that does not exist or a setting a toolkit does not
-take, plugin tools clash, a skill folder is malformed. A warning lets the daemon start without what it names:
+the line): the config does not load, its state cannot be used here (a database URL that is not PostgreSQL's, the
+driver missing), an agent names a tool that does not exist or a setting a toolkit does not take, plugin tools
+clash, a skill folder is malformed. A warning lets the daemon start without what it names:
 a config key accepted and not used here (`Config.notices`), a tool whose package or credential is missing, a
 plugin that does not load (and the tool names that may have been its), the offline model.
 
@@ -22,16 +23,20 @@ import yaml
 from mindroom.config.chat_settable import parse_key_path
 from mindroom.config.loading import load_config, read_config_text
 from mindroom.config.main import Config
+from mindroom.config.project_extras import install_extra_command
 from mindroom.config.providers import PROVIDER_ENV_VARS, detect_provider
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.live import LiveBuild, build_live_state
 from mindroom.errors import ConfigError
 from mindroom.plugins.skills import SkillError
+from mindroom.state.errors import StateError
+from mindroom.state.location import is_postgres_url, open_state_backend
 from mindroom.tool_system.catalog import ToolCatalogError
 
-__all__ = ["CONFIG_FIX", "Finding", "StartCheck", "check_start"]
+__all__ = ["CONFIG_FIX", "Finding", "StartCheck", "check_start", "state_problem"]
 
 CONFIG_FIX = "fix the file (see docs/configuration.md)"
+"""The fix of a problem the loader names (its own words carry no fix: `mindroom run` prints them as they are)."""
 _TOOL_FIX = "name a tool `mindroom tools list` shows (or a tool of a configured plugin), or remove it"
 _SETTING_FIX = "fix or remove the setting the line names (`mindroom tools list` names each toolkit)"
 _PLUGIN_TOOLS_FIX = "fix the plugin's tools or remove the plugin from `plugins:`"
@@ -78,23 +83,44 @@ def check_start(runtime_paths: RuntimePaths) -> StartCheck:
     try:
         config = load_config(path, runtime_paths.env_values, strict=False)
     except ConfigError as exc:
-        return StartCheck(path, None, tuple(Finding(problem, CONFIG_FIX) for problem in exc.problems))
+        return StartCheck(path, None, tuple(Finding(problem) for problem in exc.problems))
+    refused = [found for found in (state_problem(runtime_paths, config),) if found is not None]
     warnings = [Finding(str(item), topic="notice") for item in config.notices]
     warnings.extend(_model_warnings(config, runtime_paths.env_values))
     try:
         build = build_live_state(runtime_paths, previous=None)
     except ToolCatalogError as exc:
         places = _places(path)
-        errors = tuple(
+        refused.extend(
             Finding(_with_line(problem, places), _tool_problem_fix(problem), "tools") for problem in exc.problems
         )
-        return StartCheck(path, config, errors, tuple(warnings))
+        return StartCheck(path, config, tuple(refused), tuple(warnings))
     except SkillError as exc:
-        return StartCheck(path, config, (Finding(str(exc), _SKILL_FIX, "tools"),), tuple(warnings))
+        refused.append(Finding(str(exc), _SKILL_FIX, "tools"))
+        return StartCheck(path, config, tuple(refused), tuple(warnings))
     except ConfigError as exc:  # the environment changed between the two reads
-        return StartCheck(path, None, tuple(Finding(problem, CONFIG_FIX) for problem in exc.problems))
+        return StartCheck(path, None, tuple(Finding(problem) for problem in exc.problems))
     warnings.extend(_build_warnings(build))
+    if refused:
+        return StartCheck(path, build.live.config, tuple(refused), tuple(warnings))
     return StartCheck(path, build.live.config, (), tuple(warnings), build)
+
+
+def state_problem(runtime_paths: RuntimePaths, config: Config) -> Finding | None:
+    """Why the state named by `MINDROOM_DATABASE_URL` or `storage.database_url` cannot be used here (a URL that is
+    not PostgreSQL's, the driver missing), or None; `mindroom run` refuses it before taking the state's lock."""
+    from_env = runtime_paths.env_values.get("MINDROOM_DATABASE_URL")
+    key = "MINDROOM_DATABASE_URL" if from_env else "storage.database_url"
+    try:
+        open_state_backend(runtime_paths.storage_root, from_env or config.storage.database_url)
+    except StateError as exc:
+        fix = (
+            f"set {key} to a postgresql:// URL, or unset it for SQLite"
+            if not is_postgres_url(from_env or config.storage.database_url)
+            else install_extra_command("postgres")
+        )
+        return Finding(f"{key}: {exc}", fix, "state")
+    return None
 
 
 def _build_warnings(build: LiveBuild) -> list[Finding]:

@@ -117,6 +117,25 @@ def test_config_validate_refuses_what_run_refuses_in_the_same_words(tmp_path: Pa
     assert validate.stderr in run.stderr
 
 
+def test_config_validate_refuses_a_state_run_cannot_use_in_runs_words(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("agents:\n  helper:\n    display_name: Helper\n")
+    database = {"MINDROOM_DATABASE_URL": "mysql://mindroom:s3cret-pw@10.0.0.7/mindroom"}
+
+    validate = _mindroom(["config", "validate", "-c", str(config)], tmp_path, **database)
+    run = _mindroom(
+        ["run", "-c", str(config), "--no-api", "--storage-path", str(tmp_path / "data")],
+        tmp_path,
+        MATRIX_HOMESERVER="http://127.0.0.1:9",
+        **database,
+    )
+
+    assert (validate.returncode, run.returncode) == (2, 2), run.stderr
+    assert "  MINDROOM_DATABASE_URL: the database URL's scheme 'mysql' is not supported" in validate.stderr
+    assert validate.stderr in run.stderr
+    assert "s3cret-pw" not in validate.stderr + run.stderr
+
+
 def test_config_validate_warns_of_what_run_starts_without_and_exits_0(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("agents:\n  helper:\n    display_name: Helper\n    tools: [tavily]\n    cheap_model: default\n")

@@ -116,3 +116,18 @@ async def test_live_state_phase_refuses_what_check_start_refuses_and_logs_the_no
     warned = [entry["warning"] for entry in logs if entry["event"] == "config warning"]
     assert [str(finding) for finding in check_start(paths).warnings if finding.topic == "notice"] == warned
     assert warned and warned[0].startswith("agents.helper.cheap_model (line 4): ")
+
+
+def test_check_start_refuses_a_database_url_run_cannot_use_naming_the_variable_not_the_password(tmp_path: Path):
+    url = "postgresql+psycopg://mindroom:s3cret-pw@db.example/mindroom"  # SQLAlchemy's spelling, not a libpq URL
+    paths = _paths(tmp_path, f"{AGENT}    tools: [calculatorr]\n", {"MINDROOM_DATABASE_URL": url})
+
+    checked = check_start(paths)
+
+    state, tools = checked.errors
+    assert state.text == "MINDROOM_DATABASE_URL: the database URL's scheme 'postgresql+psycopg' is not supported;" + (
+        " use postgresql://"
+    )
+    assert state.fix.startswith("set MINDROOM_DATABASE_URL to a postgresql:// URL") and state.topic == "state"
+    assert tools.text == "agents.helper.tools[0] (line 4): unknown tool 'calculatorr'"  # the rest is checked too
+    assert "s3cret-pw" not in str(checked.error()) and checked.build is None
