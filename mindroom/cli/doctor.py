@@ -1,10 +1,12 @@
 """`mindroom doctor`: one line per check, pass or the fix. Output never contains a secret.
 
-Checks: the config loads; the data dir is writable; the state backend can be used, and which daemon holds
-its lock (`doctor_state`); the homeserver answers (or the embedded one can start); each account has a
-usable session or a way to get one; each bot's device has healthy crypto state, is cross-signed and has
-its key backup (`doctor_crypto`); each configured model has its key and package and answers
-(`doctor_models`); each plugin imports; each agno toolkit an agent names can run; each MCP server starts.
+Checks: the config loads, and what `mindroom run` would refuse or start without (`check_start`, the check
+of `mindroom config validate`, in its words); the data dir is writable; the state backend can be used, and
+which daemon holds its lock (`doctor_state`); the homeserver answers (or the embedded one can start); each
+account has a usable session or a way to get one; each bot's device has healthy crypto state, is
+cross-signed and has its key backup (`doctor_crypto`); each configured model has its key and package and
+answers (`doctor_models`); each plugin imports; each agno toolkit an agent names can run; each MCP server
+starts.
 """
 
 from __future__ import annotations
