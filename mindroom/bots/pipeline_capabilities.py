@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from mindroom.bots.approvals.desk import ApprovalDesk
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.limits import SlidingWindow
+from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.state.answers import AnswerLog
 from mindroom.state.attachments import AttachmentStore
 from mindroom.state.journal import TurnJournal
@@ -49,6 +50,8 @@ class TurnStores:
     approvals: ApprovalDesk | None = None
     session_url: str | None = None
     """The state's PostgreSQL database, where agents' sessions live too; None: SQLite files under the data dir."""
+    usage: UsageLedger | None = None
+    """What each turn spent (and budgets read); None: not recorded."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from mindroom.bots.answer_events import (
     system_context,
 )
 from mindroom.bots.answerer import Answerer, ExtraTools, Roster, answerer_for
-from mindroom.bots.approvals.desk import ApprovalSeat
+from mindroom.bots.approvals.desk import ApprovalSeat, answering_approvals
 from mindroom.bots.channel import AnswerChannel, GenerationSetup, Turn
 from mindroom.bots.edits import EditWatch
 from mindroom.bots.fairness import QueueFullError
@@ -35,6 +35,7 @@ from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveSt
 from mindroom.bots.turn_context import turn_context
 from mindroom.bots.turn_log import TurnLog, noting_turn
 from mindroom.bots.turn_mind import TurnMind
+from mindroom.bots.usage.turns import record_turn, turn_model
 from mindroom.constants import RuntimePaths
 from mindroom.hooks.context import (
     AfterResponseContext,
@@ -46,7 +47,6 @@ from mindroom.hooks.context import (
 )
 from mindroom.hooks.enrichment import EnrichmentItem, append_enrichment
 from mindroom.hooks.execution import emit, emit_transform
-from mindroom.hooks.tool_contexts import ApprovalRequester
 from mindroom.hooks.transport import DeliveryKind, ResponseUsage
 from mindroom.hooks.types import EVENT_MESSAGE_AFTER_RESPONSE, EVENT_MESSAGE_BEFORE_RESPONSE
 from mindroom.logging_config import get_logger
@@ -248,9 +248,9 @@ async def _generate(
     entity, live, envelope = turn.entity, turn.live, turn.envelope
     config = live.config
     who = turn.answerer
-    model = config.models.get(who.model_name)
+    model_name, model, refusal = turn_model(config, who.model_name, envelope.requester_id, turn.stores.usage)
     if model is None:
-        await turn.channel.error(f"No model named {who.model_name!r} is configured.")
+        await turn.channel.error(refusal)
         return _Ended(None)
     settings = who.settings
     storage_root, env, database_url = turn.paths.storage_root, turn.paths.env_values, turn.stores.session_url
@@ -302,7 +302,11 @@ async def _generate(
         correlation_id=turn.correlation_id,
         target=envelope.target,
         message_received_depth=envelope.message_received_depth,
-        approval_requester=_approvals(turn, who.display_name),
+        approval_requester=answering_approvals(
+            turn.stores.approvals,
+            turn.channel.in_room,
+            ApprovalSeat.answering(entity.name, who.display_name, entity.client, envelope, turn.correlation_id),
+        ),
         **turn.bindings.tool_runtime_fields(),
     )
     existing = turn.replaces.response_event_id if turn.replaces is not None else None
@@ -321,18 +325,11 @@ async def _generate(
     )
     if streamed.usage is not None:  # spent whether or not the answer is delivered
         entity.metrics.record_usage(streamed.usage)
+        record_turn(
+            turn.stores.usage, config, entity.name, envelope, model_name, streamed.usage, len(tool_context.calls)
+        )
     stop = _STOP_REASONS.get(streamed.stop_note or "")
     return _Generated(streamed.text, streamed.event_id, draft, stop, files, streamed.usage)
-
-
-def _approvals(turn: _Turn, display_name: str) -> ApprovalRequester | None:
-    """How this turn's tool gates ask a person: on a card the agent posts in the conversation."""
-    desk, entity = turn.stores.approvals, turn.entity
-    if desk is None or not turn.channel.in_room:
-        return None
-    return desk.requester(
-        ApprovalSeat.answering(entity.name, display_name, entity.client, turn.envelope, turn.correlation_id)
-    )
 
 
 async def _transform(turn: _Turn, generated: _Generated) -> ResponseDraft | _Ended:

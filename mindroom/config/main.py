@@ -15,6 +15,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from mindroom.config.access import AuthorizationConfig, InvitePolicy, concrete_user_ids
 from mindroom.config.agent import AgentConfig, timezone_name
 from mindroom.config.approval import ToolApprovalConfig
+from mindroom.config.budgets import BudgetsConfig
 from mindroom.config.defaults import DefaultsConfig
 from mindroom.config.key_notes import MINDROOM_PROMPT_NAMES, PROMPTS_USED
 from mindroom.config.knowledge import KnowledgeBaseConfig, check_knowledge_references
@@ -85,6 +86,7 @@ class Config(StrictModel):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     knowledge_bases: dict[str, KnowledgeBaseConfig] = Field(default_factory=dict)
     knowledge_reranker: KnowledgeRerankerConfig | None = None
+    budgets: BudgetsConfig | None = None
     administrators: list[str] = Field(default_factory=list)
     """Platform administrators, as concrete Matrix user ids (they may wipe a person's memories)."""
     bot_accounts: list[str] = Field(default_factory=list)
@@ -233,6 +235,15 @@ class Config(StrictModel):
             *((f"agents.{name}", agent) for name, agent in self.agents.items()),
             *((f"teams.{name}", team) for name, team in self.teams.items()),
         ]
+
+    @model_validator(mode="after")
+    def _budget_fallback(self) -> Config:
+        fallback = self.budgets.fallback_model if self.budgets is not None else None
+        if fallback is not None and fallback not in self.models:
+            known = ", ".join(sorted(self.models)) or "none"
+            msg = f"budgets.fallback_model: unknown model {fallback!r} (known: {known})"
+            raise ValueError(msg)
+        return self
 
     @model_validator(mode="after")
     def _knowledge_references(self) -> Config:

@@ -13,7 +13,7 @@ __all__ = ["ModelConfig", "ModelPricing"]
 
 
 class ModelPricing(StrictModel):
-    """A model's prices in USD per million tokens (MindRoom's `pricing`): kept for usage reports."""
+    """A model's prices in USD per million tokens (MindRoom's `pricing`): each turn's recorded cost, and budgets."""
 
     input: float = Field(ge=0, allow_inf_nan=False)
     output: float = Field(ge=0, allow_inf_nan=False)

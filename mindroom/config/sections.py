@@ -80,6 +80,8 @@ class StorageConfig(StrictModel):
 
     database_url: str | None = None
     """`postgresql://user:password@host:5432/db` puts every piece of state there; unset: SQLite files."""
+    usage_retention_days: int = Field(default=90, ge=1)
+    """Days each turn's usage is kept as it is; older turns are summed per day, person, agent, room and model."""
 
     @field_validator("database_url")
     @classmethod

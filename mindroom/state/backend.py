@@ -32,6 +32,7 @@ from mindroom.state.rooms import RoomMemory
 from mindroom.state.schedules import ScheduleStore
 from mindroom.state.snapshots import SnapshotStore
 from mindroom.state.tokens import SyncTokens
+from mindroom.state.usage import UsageStore
 
 __all__ = ["DEFAULT_LOCK_POLL_S", "StateBackend", "StateStores"]
 
@@ -61,10 +62,21 @@ class StateStores:
     """Where the bots' devices keep their crypto state; None: as files under the data directory."""
     overrides: OverrideStore | None = None
     """The settings changed from chat; None: none are kept (a state without the store)."""
+    usage: UsageStore | None = None
+    """What turns spent (tokens, cost) per person, agent, room and model; None: not kept."""
 
     def close(self) -> None:
         """Close every store (each releases what it holds of its own; the backend closes shared connections)."""
-        stores = (self.journal, self.rooms, self.answers, self.approvals, self.schedules, self.grants, self.overrides)
+        stores = (
+            self.journal,
+            self.rooms,
+            self.answers,
+            self.approvals,
+            self.schedules,
+            self.grants,
+            self.overrides,
+            self.usage,
+        )
         for store in stores:
             if store is not None:
                 store.close()

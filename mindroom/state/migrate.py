@@ -23,6 +23,8 @@ from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.overrides import SqliteOverrideStore
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
+from mindroom.state.sqlite.usage import SqliteUsageStore
+from mindroom.state.usage import USAGE_COLUMNS
 
 if TYPE_CHECKING:
     import psycopg
@@ -104,6 +106,7 @@ _TABLES = (
         ("scope", "room_id", "thread_id", "key", "value", "set_by", "set_at"),
         ("scope", "room_id", "thread_id", "key"),
     ),
+    _Table("usage", "usage.db", "usage", USAGE_COLUMNS, ("record_id",)),
 )
 _OPENERS: dict[
     str,
@@ -115,6 +118,7 @@ _OPENERS: dict[
         | SqliteApprovalStore
         | SqliteGrantStore
         | SqliteOverrideStore
+        | SqliteUsageStore
     ],
 ] = {
     "daemon.db": SqliteTurnJournal,
@@ -124,6 +128,7 @@ _OPENERS: dict[
     "grants.db": SqliteGrantStore,
     "schedules.db": SqliteScheduleStore,
     "overrides.db": SqliteOverrideStore,
+    "usage.db": SqliteUsageStore,
 }
 
 
@@ -175,7 +180,7 @@ def _tokens(storage_root: Path) -> list[tuple[str, str, float]]:
 
 
 def copy_state(storage_root: Path, conn: psycopg.Connection[Any]) -> list[CopyCount]:
-    """Copy the journal, rooms, schedules, overrides and sync tokens (on the locked session); both sides' counts."""
+    """Copy the journal, rooms, schedules, overrides, usage and sync tokens (on the locked session); the counts."""
     state_dir = storage_root / "state"
     counts = []
     with conn.transaction():

@@ -40,6 +40,7 @@ __all__ = [
     "DENY_KEYS",
     "ApprovalDesk",
     "ApprovalSeat",
+    "answering_approvals",
     "approval_id",
     "card_text",
     "outcome_text",
@@ -109,6 +110,13 @@ class ApprovalSeat:
         """The seat of a turn answering `envelope`: its conversation, replying to its message."""
         thread, source = envelope.resolved_thread_id, envelope.source_event_id
         return cls(agent, display_name, client, envelope.room_id, thread, source, correlation_id)
+
+
+def answering_approvals(desk: ApprovalDesk | None, in_room: bool, seat: ApprovalSeat) -> ApprovalRequester | None:
+    """How a turn's tool gates ask a person: on a card its agent posts in the conversation (None: nobody is asked)."""
+    if desk is None or not in_room:
+        return None
+    return desk.requester(seat)
 
 
 @dataclass(frozen=True, slots=True)

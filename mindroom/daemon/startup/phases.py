@@ -20,6 +20,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.pipeline_capabilities import RunClock, TurnStores
 from mindroom.bots.recovery import recover_interrupted
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
+from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.config.environment import DaemonEnvironment
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.bot_start import BotDown
@@ -100,8 +101,18 @@ async def build_run(
     cell = LiveCell(live)
     desk = ApprovalDesk(stores.approvals, TimedApprovals(stores.grants, lambda: cell.live.config))
     directory = Directory(server_name, stores.rooms, entities=entities)
+    usage = None
+    if stores.usage is not None:
+        usage = UsageLedger(stores.usage, lambda: cell.live.config.storage.usage_retention_days)
+        await usage.start()
+        stops.add("usage", lambda _: usage.stop())  # after the bots' last turns, before the state closes
     turn_stores = TurnStores(
-        stores.journal, stores.answers, AttachmentStore(paths.storage_root), desk, session_url=stores.session_url
+        stores.journal,
+        stores.answers,
+        AttachmentStore(paths.storage_root),
+        desk,
+        session_url=stores.session_url,
+        usage=usage,
     )
     clock = RunClock.starting(run_since)  # before the knowledge bases start: messages sent meanwhile are new
     mind = await start_mind(paths, stores.session_url, live.config, commands)

@@ -32,6 +32,7 @@ from mindroom.state.postgres.schema import (
     read_holder,
     write_holder,
 )
+from mindroom.state.postgres.usage import PostgresUsageStore
 
 __all__ = ["PostgresState"]
 
@@ -142,6 +143,7 @@ class PostgresState(StateBackend):
             session_url=self.url,
             crypto=PostgresCryptoVault(connection, self.location),
             overrides=overrides,
+            usage=PostgresUsageStore(connection),
         )
 
     async def wait_lost(self) -> str:

@@ -143,6 +143,25 @@ _DDL = (
         generation BIGINT NOT NULL,
         released BOOLEAN NOT NULL DEFAULT FALSE)""",
     "ALTER TABLE mindroom.handled_events ADD COLUMN IF NOT EXISTS generation BIGINT",
+    """CREATE TABLE IF NOT EXISTS mindroom.usage (
+        record_id TEXT PRIMARY KEY,
+        day TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        requester TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        room_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        turns BIGINT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        tool_calls BIGINT NOT NULL,
+        cost_usd DOUBLE PRECISION NOT NULL,
+        unpriced_turns BIGINT NOT NULL,
+        rolled SMALLINT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS usage_at ON mindroom.usage (at)",
+    "CREATE INDEX IF NOT EXISTS usage_requester_at ON mindroom.usage (requester, at)",
 )
 
 

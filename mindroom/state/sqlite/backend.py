@@ -24,6 +24,7 @@ from mindroom.state.sqlite.overrides import SqliteOverrideStore
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
 from mindroom.state.sqlite.snapshots import FileSnapshots
+from mindroom.state.sqlite.usage import SqliteUsageStore
 
 __all__ = ["LOCK_FILENAME", "SqliteState", "lock_held", "read_lock_file"]
 
@@ -60,8 +61,8 @@ def lock_held(path: Path) -> bool:
 
 
 class SqliteState(StateBackend):
-    """`daemon.db`, `rooms.db`, `answers.db`, `approvals.db`, `grants.db`, `schedules.db`, `overrides.db` and
-    `hooks.json` under `<data>/state`."""
+    """`daemon.db`, `rooms.db`, `answers.db`, `approvals.db`, `grants.db`, `schedules.db`, `overrides.db`, `usage.db`
+    and `hooks.json` under `<data>/state`."""
 
     kind = "sqlite"
 
@@ -107,6 +108,7 @@ class SqliteState(StateBackend):
             snapshots=FileSnapshots(self.state_dir),
             grants=SqliteGrantStore(self.state_dir / "grants.db"),
             overrides=SqliteOverrideStore(self.state_dir / "overrides.db"),
+            usage=SqliteUsageStore(self.state_dir / "usage.db"),
         )
 
     async def _release(self) -> None:

@@ -1,0 +1,65 @@
+"""`budgets:` at a turn's start: the model a person's turn uses under their monthly limit, or why it is refused.
+
+Only models with `pricing` count against a limit, and only they are switched: an unpriced model costs nothing
+tracked. The decision is taken once, before the model runs, so a turn that starts under the limit finishes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mindroom.config.main import Config
+
+__all__ = ["WARN_SHARE", "BudgetCall", "budget_call", "budget_limit", "crossed_warning"]
+
+WARN_SHARE = 0.8
+"""The share of a limit at which the person is warned (once a month: the spend crosses it once)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetCall:
+    """The model a turn runs with, and the message it is refused with instead (None: it runs)."""
+
+    model_name: str
+    refusal: str | None = None
+
+
+def budget_limit(config: Config) -> float | None:
+    """Each person's monthly limit in USD (None: no limit)."""
+    return config.budgets.monthly_limit_usd if config.budgets is not None else None
+
+
+def _reset_day(reset_at: float) -> str:
+    return dt.datetime.fromtimestamp(reset_at, dt.UTC).strftime("%Y-%m-%d")
+
+
+def budget_call(
+    config: Config, requester: str, model_name: str, spend: Callable[[str], float], reset_at: float
+) -> BudgetCall:
+    """The model `requester`'s turn runs with (their limit reached: the fallback), or the refusal naming the reset."""
+    limit = budget_limit(config)
+    model = config.models.get(model_name)
+    if limit is None or model is None or model.pricing is None or not requester:
+        return BudgetCall(model_name)
+    spent = spend(requester)
+    if spent < limit:
+        return BudgetCall(model_name)
+    fallback = config.budgets.fallback_model if config.budgets is not None else None
+    if fallback is not None:
+        return BudgetCall(fallback)
+    refusal = (
+        f"Your monthly budget of ${limit:.2f} is used up (${spent:.2f} spent this month). "
+        f"It resets on {_reset_day(reset_at)} (UTC)."
+    )
+    return BudgetCall(model_name, refusal)
+
+
+def crossed_warning(config: Config, before: float, after: float) -> float | None:
+    """The limit whose warning share a turn's cost crossed (spend `before` -> `after`); None when it crossed none."""
+    limit = budget_limit(config)
+    if limit is None or limit <= 0:
+        return None
+    line = WARN_SHARE * limit
+    return limit if before < line <= after else None

@@ -1,0 +1,139 @@
+"""`UsageLedger`: each turn's usage counted in memory at once and written to the state in batches, off the reply path.
+
+A turn only appends its record to a list and adds its cost to the person's month (what budgets read); the
+ledger's task writes the list every few seconds (at once when it is long), on a thread, and folds turns older
+than the retention window into daily rows once an hour. Reading (`query`) writes what is pending first, so a
+report always includes the turns answered before it was asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+from mindroom.logging_config import get_logger
+from mindroom.state.usage import UsageQuery, UsageRecord, UsageStore, UsageTotals, month_start, next_month_start
+from mindroom.tasks import TaskOwner
+
+__all__ = ["UsageLedger"]
+
+logger = get_logger(__name__)
+
+_DAY_S = 86400.0
+_ROLLUP_EVERY_S = 3600.0
+_MAX_KEPT = 100_000
+"""Records held in memory while the state cannot take them; older ones are dropped beyond this (and logged)."""
+
+
+class UsageLedger:
+    """What turns spent: recorded at once in memory, written in batches, summed per person for the month."""
+
+    def __init__(
+        self,
+        store: UsageStore,
+        retention_days: Callable[[], int],
+        *,
+        flush_s: float = 2.0,
+        batch: int = 200,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._retention_days = retention_days
+        self._flush_s = flush_s
+        self._batch = batch
+        self._clock = clock
+        self._pending: list[UsageRecord] = []
+        self._month_start = month_start(clock())
+        self._month_end = next_month_start(self._month_start)
+        self._month: dict[str, float] = {}
+        self._wake = asyncio.Event()
+        self._flushing = asyncio.Lock()
+        self._tasks = TaskOwner("usage")
+
+    @property
+    def month_end(self) -> float:
+        """When the current month ends (and monthly budgets start again)."""
+        self._roll_month(self._clock())
+        return self._month_end
+
+    def _roll_month(self, now: float) -> None:
+        if now >= self._month_end:
+            self._month_start = month_start(now)
+            self._month_end = next_month_start(now)
+            self._month = {}
+
+    def record(self, record: UsageRecord) -> tuple[float, float]:
+        """Count one turn (no I/O); the person's spend this month before and after it, in USD."""
+        self._roll_month(record.at)
+        self._pending.append(record)
+        before = self._month.get(record.requester, 0.0)
+        after = before
+        if record.cost_usd:
+            after = self._month[record.requester] = before + record.cost_usd
+        if len(self._pending) >= self._batch:
+            self._wake.set()
+        return before, after
+
+    def month_spend(self, requester: str) -> float:
+        """What `requester` spent this month (UTC) on priced models, in USD, turns not yet written included."""
+        self._roll_month(self._clock())
+        return self._month.get(requester, 0.0)
+
+    async def start(self) -> None:
+        """Read this month's spend per person, then write in the background until `stop`."""
+        now = self._clock()
+        totals = await asyncio.to_thread(self._store.query, UsageQuery(since=month_start(now), group_by=("requester",)))
+        for total in totals:  # turns recorded before the start are pending, not in the store: both count
+            self._month[total.key[0]] = self._month.get(total.key[0], 0.0) + total.cost_usd
+        self._tasks.spawn(self._run(), "usage writer", name="usage-writer")
+
+    async def _run(self) -> None:
+        rolled_at = float("-inf")
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._flush_s):
+                    await self._wake.wait()
+            self._wake.clear()
+            await self.flush()
+            now = self._clock()
+            if now - rolled_at >= _ROLLUP_EVERY_S:
+                rolled_at = now
+                await self.roll_up(now)
+
+    async def roll_up(self, now: float) -> int:
+        """Fold the turns older than the retention window into daily rows; how many turns were folded."""
+        before = now - self._retention_days() * _DAY_S
+        folded = await asyncio.to_thread(self._store.roll_up, before)
+        if folded:
+            logger.info("usage rolled up by day", turns=folded)
+        return folded
+
+    async def flush(self) -> None:
+        """Write every turn recorded so far (in one batch, on a thread); kept for the next try if that fails."""
+        async with self._flushing:
+            batch, self._pending = self._pending, []
+            if not batch:
+                return
+            try:
+                await asyncio.to_thread(self._store.add, batch)
+            except Exception as error:
+                kept = (batch + self._pending)[-_MAX_KEPT:]
+                logger.warning(
+                    "usage not written; kept for the next try",
+                    turns=len(batch),
+                    dropped=len(batch) + len(self._pending) - len(kept),
+                    error=str(error) or type(error).__name__,
+                )
+                self._pending = kept
+
+    async def query(self, query: UsageQuery) -> list[UsageTotals]:
+        """The sums `query` asks for, over every turn recorded until now."""
+        await self.flush()
+        return await asyncio.to_thread(self._store.query, query)
+
+    async def stop(self) -> None:
+        """Stop the writer and write what is pending (before the state closes)."""
+        await self._tasks.cancel_all()
+        await self.flush()

@@ -1,0 +1,68 @@
+"""A turn and its usage: the model it runs with under the person's budget, and the record of what it spent."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from mindroom.bots.usage.budgets import budget_call
+from mindroom.bots.usage.cost import turn_cost
+from mindroom.bots.usage.ledger import UsageLedger
+from mindroom.config.main import Config
+from mindroom.config.models import ModelConfig
+from mindroom.hooks.context import MessageEnvelope
+from mindroom.hooks.transport import ResponseUsage
+from mindroom.logging_config import get_logger
+from mindroom.state.usage import UsageRecord
+
+__all__ = ["record_turn", "turn_model"]
+
+logger = get_logger(__name__)
+
+
+def turn_model(
+    config: Config, model_name: str, requester: str, ledger: UsageLedger | None
+) -> tuple[str, ModelConfig | None, str]:
+    """The model a turn runs with (its name and config), or None and the message the turn is answered with."""
+    if ledger is not None and config.budgets is not None:
+        call = budget_call(config, requester, model_name, ledger.month_spend, ledger.month_end)
+        if call.refusal is not None:
+            logger.info("turn refused: budget used up", requester=requester, model=model_name)
+            return model_name, None, call.refusal
+        if call.model_name != model_name:
+            logger.info("budget reached: fallback model", requester=requester, model=model_name, to=call.model_name)
+        model_name = call.model_name
+    model = config.models.get(model_name)
+    return model_name, model, "" if model is not None else f"No model named {model_name!r} is configured."
+
+
+def record_turn(
+    ledger: UsageLedger | None,
+    config: Config,
+    agent: str,
+    envelope: MessageEnvelope,
+    model_name: str,
+    usage: ResponseUsage,
+    tool_calls: int,
+) -> tuple[float, float] | None:
+    """Count one turn's usage for its requester (no I/O); their month's spend before and after, None if not kept."""
+    if ledger is None:
+        return None
+    model = config.models.get(model_name)
+    pricing = model.pricing if model is not None else None
+    cost = turn_cost(pricing, usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+    record = UsageRecord(
+        uuid.uuid4().hex,
+        time.time(),
+        envelope.requester_id,
+        agent,
+        envelope.room_id,
+        envelope.resolved_thread_id or "",
+        model_name,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cached_tokens,
+        tool_calls,
+        cost,
+    )
+    return ledger.record(record)
