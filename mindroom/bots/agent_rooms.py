@@ -14,8 +14,8 @@ from typing import Any
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import LiveCell
 from mindroom.logging_config import get_logger
+from mindroom.matrix.room_account import RoomAccount
 from mindroom.state.journal import TurnJournal
-from mindroom.tool_system.builtin.parts import AgentClient
 from mindroom.tool_system.spec import ToolError
 
 __all__ = ["AgentRooms"]
@@ -31,7 +31,7 @@ class AgentRooms:
         self._cell = cell
         self._journal = journal
 
-    def client(self, agent: str) -> AgentClient | None:
+    def client(self, agent: str) -> RoomAccount | None:
         """The running agent's account."""
         running = self._directory.entities.get(agent)
         return running.client if running is not None else None

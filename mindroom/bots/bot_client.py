@@ -10,20 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from mindroom.matrix import EventHandler, InviteHandler, MatrixEvent
+from mindroom.matrix import EventHandler, InviteHandler
 from mindroom.matrix.crypto.undecrypted import SenderCheck
 from mindroom.matrix.media import MediaFile
-from mindroom.matrix.transport import JsonReply
+from mindroom.matrix.room_account import RoomAccount
 
 __all__ = ["BotClient"]
 
 
-class BotClient(Protocol):
-    """One bot's Matrix account as the bots package calls it: account, rooms, messages, room state, media, sync."""
-
-    @property
-    def user_id(self) -> str:
-        """The logged-in Matrix user id."""
+class BotClient(RoomAccount, Protocol):
+    """One bot's Matrix account as the bots package calls it: account, rooms, messages, room state (those of
+    `RoomAccount`), media, sync."""
 
     @property
     def server_name(self) -> str:
@@ -60,58 +57,8 @@ class BotClient(Protocol):
     async def leave(self, room_id: str) -> None:
         """Leave a room, or reject an invite to it."""
 
-    async def room_members(self, room_id: str) -> list[str]:
-        """The joined members of a room."""
-
-    async def send_message(
-        self,
-        room_id: str,
-        body: str,
-        *,
-        thread_root: str | None = None,
-        reply_to: str | None = None,
-        extra_content: Mapping[str, Any] | None = None,
-        mentions: Sequence[str] | None = None,
-        formatted_body: str | None = None,
-        msgtype: str = "m.text",
-        txn_id: str | None = None,
-    ) -> str:
-        """Send a message (in a thread when `thread_root` is given); returns its event id."""
-
-    async def edit_message(
-        self,
-        room_id: str,
-        event_id: str,
-        new_body: str,
-        *,
-        thread_root: str | None = None,
-        extra_content: Mapping[str, Any] | None = None,
-        mentions: Sequence[str] | None = None,
-        formatted_body: str | None = None,
-        msgtype: str = "m.text",
-        txn_id: str | None = None,
-    ) -> str:
-        """Replace the text of `event_id`; returns the edit's event id."""
-
-    async def react(self, room_id: str, event_id: str, key: str) -> str:
-        """Annotate `event_id` with `key`; returns the reaction's event id."""
-
-    async def redact(self, room_id: str, event_id: str, reason: str | None = None) -> str:
-        """Redact an event; returns the redaction's event id."""
-
     async def set_typing(self, room_id: str, on: bool, timeout_ms: int = ...) -> None:
         """Show (or stop showing) the typing notice."""
-
-    async def get_event(self, room_id: str, event_id: str) -> MatrixEvent | None:
-        """One event as the server stores it; None when unknown or not visible."""
-
-    async def get_room_state(
-        self, room_id: str, event_type: str, state_key: str | None = None
-    ) -> dict[str, Any] | None:
-        """A state event's content (or every one of the type by state key); None on error."""
-
-    async def put_room_state(self, room_id: str, event_type: str, state_key: str, content: Mapping[str, Any]) -> bool:
-        """Set a state event; False when the homeserver refuses."""
 
     async def download_media(self, content: Mapping[str, Any], max_bytes: int) -> MediaFile:
         """Download a message's attachment (`MediaTooLargeError` past `max_bytes`)."""
@@ -128,9 +75,6 @@ class BotClient(Protocol):
         txn_id: str | None = None,
     ) -> str:
         """Upload a file (encrypted in an encrypted room) and post it as `m.image` or `m.file`."""
-
-    async def api(self, method: str, path: str, body: Any = None) -> JsonReply:
-        """One client-API request as this account; the reply, whatever its status."""
 
     async def run_sync(
         self,

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mindroom.tool_system.builtin.parts import AgentClient, RoomDesk, ToolCaller, daemon_parts, tool_caller
+from mindroom.matrix.room_account import RoomAccount
+from mindroom.tool_system.builtin.parts import RoomDesk, ToolCaller, daemon_parts, tool_caller
 from mindroom.tool_system.spec import ToolError
 
 __all__ = ["RESERVED_PREFIXES", "AgentRoom", "RateWindow", "agent_room", "reserved_key", "thread_argument"]
@@ -28,7 +29,7 @@ class AgentRoom:
     """The calling agent's account, the room a call acts in, and who the call is for."""
 
     desk: RoomDesk
-    client: AgentClient
+    client: RoomAccount
     caller: ToolCaller
     room_id: str
 

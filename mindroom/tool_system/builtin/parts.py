@@ -23,11 +23,9 @@ from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
 if TYPE_CHECKING:
     from mindroom.config.effective import EffectiveConfig
-    from mindroom.matrix import MatrixEvent
-    from mindroom.matrix.transport import JsonReply
+    from mindroom.matrix.room_account import RoomAccount
 
 __all__ = [
-    "AgentClient",
     "CompactionDesk",
     "DaemonParts",
     "HandoffAnswer",
@@ -143,71 +141,10 @@ class SettingsPort(Protocol):
         """The config in force, value by value with its source (`ConfigError` if config.yaml does not load)."""
 
 
-class AgentClient(Protocol):
-    """The part of an agent's Matrix account the room tools use (`mindroom.bots.bot_client.BotClient`)."""
-
-    @property
-    def user_id(self) -> str:
-        """The account's Matrix user id."""
-
-    async def send_message(
-        self,
-        room_id: str,
-        body: str,
-        *,
-        thread_root: str | None = None,
-        reply_to: str | None = None,
-        extra_content: Mapping[str, Any] | None = None,
-        mentions: Sequence[str] | None = None,
-        formatted_body: str | None = None,
-        msgtype: str = "m.text",
-        txn_id: str | None = None,
-    ) -> str:
-        """Send a message; its event id."""
-
-    async def edit_message(
-        self,
-        room_id: str,
-        event_id: str,
-        new_body: str,
-        *,
-        thread_root: str | None = None,
-        extra_content: Mapping[str, Any] | None = None,
-        mentions: Sequence[str] | None = None,
-        formatted_body: str | None = None,
-        msgtype: str = "m.text",
-        txn_id: str | None = None,
-    ) -> str:
-        """Replace a message's text; the edit's event id."""
-
-    async def react(self, room_id: str, event_id: str, key: str) -> str:
-        """Annotate an event; the reaction's event id."""
-
-    async def redact(self, room_id: str, event_id: str, reason: str | None = None) -> str:
-        """Redact an event; the redaction's event id."""
-
-    async def get_event(self, room_id: str, event_id: str) -> MatrixEvent | None:
-        """One event (decrypted when the account can), None when not visible."""
-
-    async def get_room_state(
-        self, room_id: str, event_type: str, state_key: str | None = None
-    ) -> dict[str, Any] | None:
-        """A state event's content (or every one of the type by state key); None on error."""
-
-    async def put_room_state(self, room_id: str, event_type: str, state_key: str, content: Mapping[str, Any]) -> bool:
-        """Set a state event; False when refused."""
-
-    async def room_members(self, room_id: str) -> list[str]:
-        """The joined members of a room."""
-
-    async def api(self, method: str, path: str, body: Any = None) -> JsonReply:
-        """One client-API request as this account."""
-
-
 class RoomDesk(Protocol):
     """The agents' Matrix accounts, within their rooms."""
 
-    def client(self, agent: str) -> AgentClient | None:
+    def client(self, agent: str) -> RoomAccount | None:
         """The running agent's account (None when it is not running)."""
 
     def joined(self, agent: str) -> Collection[str]:
