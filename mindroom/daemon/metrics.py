@@ -173,6 +173,7 @@ class MetricsCollector(Collector):
             ("mindroom_hook_skipped_total", "skipped", "Calls skipped while the circuit breaker was open."),
             ("mindroom_hook_breaker_trips_total", "breaker_trips", "Times the circuit breaker opened."),
             ("mindroom_hook_blocked_loop_total", "blocked_loop", "Hook steps that held the event loop too long."),
+            ("mindroom_hook_dropped_total", "dropped", "Background hook calls dropped (queue full, or at shutdown)."),
         ):
             yield _counter(name, help_text, [(labels, getattr(row, attribute)) for labels, row in series])
         yield _gauge(

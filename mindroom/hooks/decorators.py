@@ -31,6 +31,8 @@ class HookMetadata:
     """The rooms the hook fires in (None: every one), in the order written, each id once."""
     fail_closed: bool = False
     required: bool = False
+    background: bool = False
+    """An observer whose calls queue and run apart from the pipeline, which never waits for them."""
 
 
 def _name_set(values: Iterable[str] | None, what: str) -> tuple[str, ...] | None:
@@ -56,10 +58,12 @@ def hook(
     rooms: Iterable[str] | None = None,
     fail_closed: bool = False,
     required: bool = False,
+    background: bool = False,
 ) -> Callable[[_F], _F]:
     """Mark an async function as a handler of `event`; returns the function unchanged.
 
     `required=True` (only on `agent:started`) makes a failure of the hook fail the bot's start.
+    `background=True` (observer events only) queues the hook's calls: the pipeline goes on without waiting.
     """
     validate_event_name(event)
     if isinstance(priority, bool) or not isinstance(priority, int):
@@ -73,6 +77,9 @@ def hook(
         raise ValueError(msg)
     if required and event not in REQUIRED_HOOK_EVENTS:
         msg = f"required=True is allowed only on {', '.join(sorted(REQUIRED_HOOK_EVENTS))}, not on {event!r}"
+        raise ValueError(msg)
+    if background and (execution_mode(event) is not HookExecutionMode.OBSERVER or required):
+        msg = f"background=True applies to observer events only (not required hooks), not {event!r}"
         raise ValueError(msg)
     agent_names = _name_set(agents, "agents")
     room_ids = _name_set(rooms, "rooms")
@@ -91,6 +98,7 @@ def hook(
             rooms=room_ids,
             fail_closed=fail_closed,
             required=bool(required),
+            background=bool(background),
         )
         setattr(func, HOOK_METADATA_ATTR, metadata)
         return func

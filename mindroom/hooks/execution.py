@@ -53,6 +53,8 @@ logger = get_logger(__name__)
 async def emit(registry: HookRegistry, event_name: str, ctx: HookContextBase) -> None:
     """Observer mode: hooks run one after another; a failure loses only that hook's effects.
 
+    A `background=True` hook is queued with a copy of the context (`BackgroundObservers`), not awaited.
+
     A failing `required=True` hook (only on `agent:started`) raises `RuntimeError` out of the emission,
     and the hooks after it do not run.
     """
@@ -64,6 +66,12 @@ async def emit(registry: HookRegistry, event_name: str, ctx: HookContextBase) ->
     snapshot = type(ctx).SNAPSHOT
     try:
         for hook in emission.hooks:
+            if hook.background:  # the pipeline goes on; the hook gets its own copy, read when its turn comes
+                view = ctx.hook_copy()
+                if view is not None:
+                    emission.bind(view, hook)
+                    registry.background.submit(hook, view, threshold_s, call_hook)
+                continue
             emission.bind(ctx, hook)
             if frozen:  # each hook reads its own copy, so nothing it writes reaches anyone else
                 view = ctx.hook_copy()

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
 from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.hooks.background import BackgroundObservers
 from mindroom.hooks.breaker import CircuitBreaker
 from mindroom.hooks.decorators import HookMetadata, get_hook_metadata
 from mindroom.hooks.hook_context import RegistryGeneration
@@ -61,6 +62,8 @@ class HookStats:
     blocked_loop: int = 0
     skipped: int = 0
     monitored_effects: int = 0
+    dropped: int = 0
+    """Background calls dropped: their plugin's queue was full, or shutdown's grace ran out before them."""
     last_error: str | None = None
     durations_ms: deque[float] = field(default_factory=lambda: deque(maxlen=_DURATION_SAMPLES))
     breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
@@ -107,6 +110,7 @@ class RegisteredHook:
     logger: Any
     stats: HookStats
     required: bool = False
+    background: bool = False
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -147,6 +151,7 @@ class HookRegistry:
         "_filtered_events",
         "_scoped",
         "_without",
+        "background",
         "blocking_threshold_ms",
         "generation",
         "plugin_names",
@@ -160,6 +165,7 @@ class HookRegistry:
         plugin_names: tuple[str, ...] = (),
         blocking_threshold_ms: float = DEFAULT_BLOCKING_THRESHOLD_MS,
         generation: RegistryGeneration | None = None,
+        background: BackgroundObservers | None = None,
     ) -> None:
         self._by_event = MappingProxyType(dict(by_event))
         self._agent_plugins = MappingProxyType(dict(agent_plugins or {}))
@@ -173,6 +179,8 @@ class HookRegistry:
         self._scoped: dict[tuple[str, str | None, str | None], tuple[RegisteredHook, ...]] = {}
         self._without: dict[str, HookRegistry] = {}
         self.plugin_names = plugin_names
+        # The background queues outlive a registry: a reload hands them on, so shutdown drains them all.
+        self.background = background if background is not None else BackgroundObservers()
         self.blocking_threshold_ms = blocking_threshold_ms
         self.generation = generation if generation is not None else RegistryGeneration()
 
@@ -243,6 +251,7 @@ class HookRegistry:
                         logger=get_logger("mindroom.plugins", plugin=name, hook=meta.hook_name),
                         stats=old_stats.get(key) or HookStats(),
                         required=meta.required,
+                        background=meta.background,
                     )
                 )
             for unknown in sorted(set(overrides) - seen):
@@ -254,6 +263,7 @@ class HookRegistry:
             agent_plugins=allow,
             plugin_names=tuple(names),
             blocking_threshold_ms=blocking_threshold_ms,
+            background=previous.background if previous is not None else None,
         )
 
     def hooks_for(self, event_name: str) -> tuple[RegisteredHook, ...]:
@@ -309,6 +319,7 @@ class HookRegistry:
                 plugin_names=tuple(name for name in self.plugin_names if name != plugin_name),
                 blocking_threshold_ms=self.blocking_threshold_ms,
                 generation=self.generation,
+                background=self.background,
             )
             self._without[plugin_name] = cached
         return cached

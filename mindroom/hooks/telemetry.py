@@ -43,6 +43,9 @@ class HookTelemetry:
     p50_ms: float | None
     p95_ms: float | None
     last_error: str | None
+    background: bool = False
+    dropped: int = 0
+    """Background calls dropped (a full queue, or shutdown's grace ran out)."""
 
 
 def _percentile(samples: list[float], fraction: float) -> float | None:
@@ -84,6 +87,8 @@ def hook_telemetry(registry: HookRegistry) -> list[HookTelemetry]:
                 p50_ms=_percentile(samples, 0.5),
                 p95_ms=_percentile(samples, 0.95),
                 last_error=stats.last_error,
+                background=hook.background,
+                dropped=stats.dropped,
             )
         )
     return rows
@@ -110,10 +115,10 @@ def format_hook_rows(rows: Iterable[HookTelemetry]) -> str:
         filters += [f"rooms={','.join(row.rooms)}"] if row.rooms is not None else []
         lines.append(
             f"  {row.plugin_name}:{row.hook_name} priority={row.priority} timeout={row.timeout_ms}ms"
-            f" mode={row.mode}{' fail-closed' if row.fail_closed else ''}"
+            f" mode={row.mode}{' fail-closed' if row.fail_closed else ''}{' background' if row.background else ''}"
             f"{' ' + ' '.join(filters) if filters else ''} breaker={row.breaker_state}"
             f" calls={row.calls} failures={row.failures} timeouts={row.timeouts} declines={row.declines}"
-            f" p95={_ms(row.p95_ms)}ms"
+            f"{f' dropped={row.dropped}' if row.background or row.dropped else ''} p95={_ms(row.p95_ms)}ms"
         )
     return "\n".join(lines) if lines else "No hooks are registered."
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ from mindroom.hooks import (
     MessageEnrichContext,
     MessageReceivedContext,
     ResponseUsage,
+    ToolAfterCallContext,
     hook,
 )
 from mindroom.hooks.execution import emit, emit_collect
@@ -214,6 +216,28 @@ async def test_hook_that_blocks_the_event_loop_is_counted_in_metrics():
     assert _sample(text, "mindroom_hook_blocked_loop_total", **labels) == 2
     assert _sample(text, "mindroom_hook_blocked_loop_total", plugin="demo", hook="enrich", event="message:enrich") == 0
     assert "# TYPE mindroom_hook_blocked_loop_total counter" in text
+
+
+@pytest.mark.asyncio
+async def test_background_hook_calls_dropped_on_a_full_queue_are_counted_in_metrics():
+    release = asyncio.Event()
+
+    @hook("tool:after_call", background=True)
+    async def audit(ctx):
+        await release.wait()
+
+    registry = HookRegistry.from_plugins([_plugin("demo", [audit])])
+    registry.background.size = 1
+    collector = MetricsCollector(lambda: _running(registry))
+    labels = {"plugin": "demo", "hook": "audit", "event": "tool:after_call"}
+    for _ in range(3):
+        await emit(registry, "tool:after_call", ToolAfterCallContext(tool_name="shell"))
+
+    text = collector.render()
+    assert _sample(text, "mindroom_hook_dropped_total", **labels) == 2
+    assert "# TYPE mindroom_hook_dropped_total counter" in text
+    release.set()
+    await registry.background.drain(5.0)
 
 
 @pytest.mark.asyncio

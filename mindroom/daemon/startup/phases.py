@@ -20,6 +20,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.pipeline_capabilities import RunClock, TurnStores
 from mindroom.bots.recovery import recover_interrupted
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
+from mindroom.bots.usage.command import usage_command
 from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.config.environment import DaemonEnvironment
 from mindroom.constants import RuntimePaths
@@ -106,6 +107,7 @@ async def build_run(
         usage = UsageLedger(stores.usage, lambda: cell.live.config.storage.usage_retention_days)
         await usage.start()
         stops.add("usage", lambda _: usage.stop())  # after the bots' last turns, before the state closes
+        commands.register(usage_command(usage))
     turn_stores = TurnStores(
         stores.journal,
         stores.answers,
@@ -119,6 +121,7 @@ async def build_run(
     running = RunningDaemon(cell=cell, directory=directory, stores=turn_stores, paths=paths, clock=clock, mind=mind)
     commands.register(auto_approve_command(desk, lambda: directory.bot_user_ids.values()))
     set_registry_provider(lambda: cell.live.registry)
+    stops.add("background hooks", lambda stopping: cell.live.registry.background.drain(stopping.grace_s))
     stops.add("memory", lambda stopping: mind.stop(stopping.grace_s))
     stops.add("tools", lambda _: close_tool_runtime())  # tools stop resolving the registry set above
     stops.add("model clients and stores", lambda _: ai.close_caches())

@@ -150,7 +150,13 @@ async def test_run_phase_puts_the_chats_settings_over_the_live_state_and_wires_t
     assert commands.get("auto_approve") is not None and commands.get("memory") is not None
     assert provided_registry() is running.live.registry
     assert running.stores.usage is not None  # the state keeps usage: each turn's is recorded
-    assert [part.name for part in stops.parts] == ["usage", "memory", "tools", "model clients and stores"]
+    assert [part.name for part in stops.parts] == [
+        "usage",
+        "background hooks",
+        "memory",
+        "tools",
+        "model clients and stores",
+    ]
 
     await _stop(stops, "usage", "memory", "tools")
 
