@@ -10,6 +10,7 @@ import pytest
 
 from mindroom.state.backend import StateBackend
 from mindroom.state.usage import UsageQuery, UsageRecord, UsageStore, day_of, month_start, next_month_start
+from mindroom.state.usage_period import period_bounds
 
 Opener = Callable[[], StateBackend]
 NOON = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC).timestamp()
@@ -98,3 +99,19 @@ def test_usage_month_bounds_are_utc_months():
 def test_usage_query_refuses_a_group_it_does_not_know():
     with pytest.raises(ValueError, match="cannot be grouped by requester_id"):
         UsageQuery(group_by=("requester_id",))
+
+
+def test_usage_periods_by_name_and_a_near_miss_refused():
+    day = dt.datetime(2026, 3, 10, tzinfo=dt.UTC).timestamp()
+    assert period_bounds("today", NOON) == (day, None)
+    assert period_bounds("Month", NOON) == (month_start(NOON), None)
+    assert period_bounds("7d", NOON) == (day - 6 * DAY, None)
+    assert period_bounds("all", NOON) == (None, None)
+    assert period_bounds("2026-02", NOON) == (
+        dt.datetime(2026, 2, 1, tzinfo=dt.UTC).timestamp(),
+        dt.datetime(2026, 3, 1, tzinfo=dt.UTC).timestamp(),
+    )
+    assert period_bounds("2026-03-09", NOON) == (day - DAY, day)
+    for wrong in ("2026-02-30", "7days", "0d", "month2", "2026-13"):
+        with pytest.raises(ValueError, match="unknown period"):
+            period_bounds(wrong, NOON)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from mindroom.config.main import Config
 
-__all__ = ["WARN_SHARE", "BudgetCall", "budget_call", "budget_limit", "crossed_warning"]
+__all__ = ["WARN_SHARE", "BudgetCall", "budget_call", "budget_limit", "crossed_warning", "usd"]
 
 WARN_SHARE = 0.8
 """The share of a limit at which the person is warned (once a month: the spend crosses it once)."""
@@ -29,6 +29,11 @@ class BudgetCall:
 def budget_limit(config: Config) -> float | None:
     """Each person's monthly limit in USD (None: no limit)."""
     return config.budgets.monthly_limit_usd if config.budgets is not None else None
+
+
+def usd(amount: float) -> str:
+    """An amount in dollars: cents, or four decimals below one dollar (limits in tests and trials are small)."""
+    return f"${amount:.2f}" if amount >= 1 or amount == 0 else f"${amount:.4f}"
 
 
 def _reset_day(reset_at: float) -> str:
@@ -50,7 +55,7 @@ def budget_call(
     if fallback is not None:
         return BudgetCall(fallback)
     refusal = (
-        f"Your monthly budget of ${limit:.2f} is used up (${spent:.2f} spent this month). "
+        f"Your monthly budget of {usd(limit)} is used up ({usd(spent)} spent this month). "
         f"It resets on {_reset_day(reset_at)} (UTC)."
     )
     return BudgetCall(model_name, refusal)

@@ -55,6 +55,8 @@ def test_budget_without_a_fallback_refuses_at_the_limit_naming_the_reset_date():
         == "Your monthly budget of $2.50 is used up ($2.50 spent this month). It resets on 2026-04-01 (UTC)."
     )
     assert budget_call(config, "@bob:hs", "big", lambda who: 2.49, RESET).refusal is None
+    small = budget_call(_config({"monthly_limit_usd": 0.002}), "@bob:hs", "big", lambda who: 0.00345, RESET)
+    assert small.refusal is not None and small.refusal.startswith("Your monthly budget of $0.0020 is used up ($0.0034")
 
 
 def test_budget_without_budgets_or_a_limit_leaves_every_turn_alone():

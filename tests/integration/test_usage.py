@@ -1,0 +1,174 @@
+"""Usage and budgets on a real Synapse, the scripted model reporting each call's tokens: two people's turns are
+counted apart (in Matrix and through `/v1`), `!usage` and `/api/usage` agree with the model server's requests,
+a budget moves a person to the fallback model and, without one, refuses with the reset date, and the counts
+survive a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from typing import Any
+
+import httpx
+import pytest
+from openai import AsyncOpenAI
+
+from mindroom.api.app import create_app
+from mindroom.api.app_context import ApiContext
+from mindroom.api.server import ApiServer
+from mindroom.api.settings import api_settings
+from mindroom.daemon.wiring import DaemonApiView
+from mindroom.state.usage import next_month_start
+from mindroom.testing.memory_script import is_memory_request
+from mindroom.testing.model_api import word_count
+from mindroom.testing.model_api_openai import ChatCompletionsApi
+from mindroom.testing.model_server import Text
+from tests.integration.conftest import E2E
+from tests.integration.support import HumanClient, thread_replies
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+KEY = "sk-usage-key"
+DASHBOARD = "usage-dashboard-key"
+PRICE = {"input": 1000.0, "output": 2000.0}
+"""USD per million tokens: a few words cost a visible fraction of a cent."""
+
+
+def _turns(e2e: E2E, model: str = "agent-model") -> list[dict[str, Any]]:
+    return [r for r in e2e.model_server.requests if r.get("model") == model and not is_memory_request(r)]
+
+
+def _read(request: dict[str, Any]) -> int:
+    """The input tokens the scripted server reported for `request`."""
+    return word_count(ChatCompletionsApi().texts(request))
+
+
+def _cost(input_tokens: int, output_tokens: int) -> float:
+    return (input_tokens * PRICE["input"] + output_tokens * PRICE["output"]) / 1e6
+
+
+async def _ask(e2e: E2E, human: HumanClient, room_id: str, agent: str, text: str) -> dict[str, Any]:
+    event_id = await human.send(room_id, text, mentions=[e2e.user_id(agent)])
+    return await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
+
+
+async def _command(e2e: E2E, human: HumanClient, room_id: str, text: str) -> str:
+    event_id = await human.send(room_id, text)
+    reply = await human.wait_for(thread_replies(event_id, e2e.user_id("router")))
+    return str(reply["content"]["body"])
+
+
+async def _cli(e2e: E2E, *args: str) -> subprocess.CompletedProcess[str]:
+    """`mindroom usage` on this world's config and data, as an operator runs it beside the daemon."""
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "mindroom", "usage", *args, "--config", str(e2e.config_dir / "config.yaml")],
+        capture_output=True, text=True, timeout=120, cwd=e2e.config_dir,
+        env={**os.environ, "MINDROOM_STORAGE_PATH": str(e2e.storage)},
+    )  # fmt: skip
+
+
+async def test_usage_two_people_are_counted_apart_and_usage_and_the_api_agree_with_the_model_server(e2e: E2E):
+    alice, bob = await e2e.human("alice"), await e2e.human("bob")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config(
+        [alice.user_id, bob.user_id],
+        {agent: {"display_name": "Helper", "rooms": [room]}},
+        administrators=[bob.user_id],
+    )
+    config["models"]["default"]["pricing"] = PRICE
+    daemon = await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await e2e.joined(bob, room_id)
+    settings = {"OPENAI_COMPAT_API_KEYS": KEY, "OPENAI_COMPAT_API_KEY_REQUESTERS": f'{{"{KEY}": "{bob.user_id}"}}'}
+    ctx = ApiContext(DaemonApiView(daemon), api_settings({**settings, "MINDROOM_API_KEY": DASHBOARD}, port=0))
+
+    e2e.model_server.script(Text("one two three"), Text("four five"), Text("six"), model="agent-model")
+    await _ask(e2e, alice, room_id, agent, "alice asks a question")
+    await _ask(e2e, bob, room_id, agent, "bob asks another one here")
+    async with ApiServer(ctx, create_app(ctx)) as server:
+        client = AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
+        try:
+            await client.chat.completions.create(model=agent, messages=[{"role": "user", "content": "bob via api"}])
+        finally:
+            await client.close()
+        first, second, third = _turns(e2e)
+        alice_in, bob_in = _read(first), _read(second) + _read(third)
+        own = await _command(e2e, alice, room_id, "!usage")
+        refused = await _command(e2e, alice, room_id, "!usage top")
+        top = await _command(e2e, bob, room_id, "!usage top")
+        async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {DASHBOARD}"}) as rest:
+            people = (await rest.get("/api/usage", params={"group_by": "requester"})).json()
+            bobs = (await rest.get("/api/usage", params={"person": bob.user_id, "group_by": "agent,model"})).json()
+            near = (await rest.get("/api/usage", params={"person": bob.user_id + "x"})).json()
+            bad = await rest.get("/api/usage", params={"period": "lastweek"})
+            anonymous = await httpx.AsyncClient(base_url=server.url).get("/api/usage")
+
+    assert own.startswith(f"Your usage this month (UTC): 1 turn, {alice_in:,} tokens in (0 cached), 3 out, 0 tool")
+    assert f"${_cost(alice_in, 3):.4f}" in own and own.count("1 turn,") == 2  # this month and today alike
+    assert refused == "❌ Only administrators can see other people's usage."
+    assert top.index(bob.user_id) < top.index(alice.user_id)  # bob spent more
+    rows = {row["requester"]: row for row in people["rows"]}
+    assert set(rows) == {alice.user_id, bob.user_id}
+    assert (rows[alice.user_id]["turns"], rows[alice.user_id]["input_tokens"]) == (1, alice_in)
+    assert (rows[bob.user_id]["turns"], rows[bob.user_id]["input_tokens"], rows[bob.user_id]["output_tokens"]) == (
+        2,
+        bob_in,
+        3,
+    )
+    assert rows[bob.user_id]["cost_usd"] == pytest.approx(_cost(bob_in, 3), abs=1e-6)
+    assert people["total"]["turns"] == 3 and people["total"]["unpriced_turns"] == 0
+    assert bobs["rows"] == [{**bobs["rows"][0], "agent": agent, "model": "default", "turns": 2}]
+    assert near["total"]["turns"] == 0
+    assert bad.status_code == 422 and "unknown period 'lastweek'" in bad.text
+    assert anonymous.status_code in (401, 403)
+
+
+async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset_date_after_a_restart(e2e: E2E):
+    alice = await e2e.human("alice")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config([alice.user_id], {agent: {"display_name": "Helper", "rooms": [room]}})
+    config["models"]["default"]["pricing"] = PRICE
+    config["models"]["cheap"] = {**config["models"]["default"], "id": "fallback-model"}
+    del config["models"]["cheap"]["pricing"]
+    config["budgets"] = {"monthly_limit_usd": 0.002, "fallback_model": "cheap"}
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    e2e.model_server.set_default(Text("a reply of several words"), model="agent-model")
+    e2e.model_server.set_default(Text("a cheap reply"), model="fallback-model")
+
+    first = await _ask(e2e, alice, room_id, agent, "the first question of the month")  # under the limit
+    spent = _cost(_read(_turns(e2e)[0]), 5)
+    assert spent >= 0.002, "the first turn must reach the limit for this test"
+    second = await _ask(e2e, alice, room_id, agent, "and a second one")
+    await e2e.stop()
+
+    config["budgets"] = {"monthly_limit_usd": 0.002}  # no fallback: refused at the limit
+    await e2e.start(config)
+    await e2e.joined(alice, room_id)
+    asked = len(e2e.model_server.requests)
+    third = await _ask(e2e, alice, room_id, agent, "a third one after the restart")
+    own = await _command(e2e, alice, room_id, "!usage")
+    cli = await _cli(e2e, "--json", "--by", "requester,model")
+    table = await _cli(e2e, "--period", "today", "--person", alice.user_id)
+
+    assert first["content"]["body"] == "a reply of several words"
+    assert second["content"]["body"] == "a cheap reply" and len(_turns(e2e, "fallback-model")) == 1
+    reset = dt.datetime.fromtimestamp(next_month_start(time.time()), dt.UTC).strftime("%Y-%m-%d")
+    assert f"Your monthly budget of $0.0020 is used up (${spent:.4f} spent this month)" in third["content"]["body"]
+    assert f"It resets on {reset} (UTC)." in third["content"]["body"]
+    assert len(e2e.model_server.requests) == asked  # the refused turn never reached a model
+    assert re.match(r"Your usage this month \(UTC\): 2 turns, .* \(1 on unpriced models", own)
+    assert cli.returncode == 0, cli.stderr
+    rows = {row["model"]: row for row in json.loads(cli.stdout)["rows"]}
+    assert set(rows) == {"default", "cheap"} and {row["requester"] for row in rows.values()} == {alice.user_id}
+    assert rows["default"]["cost_usd"] == pytest.approx(spent, abs=1e-6) and rows["cheap"]["unpriced_turns"] == 1
+    assert table.returncode == 0 and alice.user_id in table.stdout and agent in table.stdout
