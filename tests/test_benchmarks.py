@@ -53,6 +53,12 @@ SMOKES = [
         synapse=False,
     ),
     Smoke(
+        "usage_recording.py",
+        {"BENCH_ROUNDS": "1", "BENCH_MESSAGES": "300"},
+        (rf"^unpriced, no budgets\s+{NUMBER} µs", rf"^priced, budgets\s+{NUMBER} µs"),
+        synapse=False,
+    ),
+    Smoke(
         "soak.py",
         {"BENCH_SOAK_MESSAGES": "4", "BENCH_SOAK_CHECKPOINT": "2"},
         (
