@@ -325,9 +325,8 @@ async def _generate(
     )
     if streamed.usage is not None:  # spent whether or not the answer is delivered
         entity.metrics.record_usage(streamed.usage)
-        record_turn(
-            turn.stores.usage, config, entity.name, envelope, model_name, streamed.usage, len(tool_context.calls)
-        )
+        calls = len(tool_context.calls)
+        record_turn(turn.stores.usage, config, entity.name, envelope, model_name, streamed.usage, calls, entity.client)
     stop = _STOP_REASONS.get(streamed.stop_note or "")
     return _Generated(streamed.text, streamed.event_id, draft, stop, files, streamed.usage)
 

@@ -58,6 +58,10 @@ async def _ask(e2e: E2E, human: HumanClient, room_id: str, agent: str, text: str
     return await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
 
 
+def _warning(event: dict[str, Any]) -> bool:
+    return "of your monthly budget" in str(event.get("content", {}).get("body", ""))
+
+
 async def _command(e2e: E2E, human: HumanClient, room_id: str, text: str) -> str:
     event_id = await human.send(room_id, text)
     reply = await human.wait_for(thread_replies(event_id, e2e.user_id("router")))
@@ -145,7 +149,10 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
     e2e.model_server.set_default(Text("a reply of several words"), model="agent-model")
     e2e.model_server.set_default(Text("a cheap reply"), model="fallback-model")
 
-    first = await _ask(e2e, alice, room_id, agent, "the first question of the month")  # under the limit
+    question = await alice.send(room_id, "the first question of the month", mentions=[e2e.user_id(agent)])
+    in_thread = thread_replies(question, e2e.user_id(agent))
+    first = await alice.wait_for(lambda ev: in_thread(ev) and not _warning(ev))  # under the limit: as asked
+    warned = await alice.wait_for(lambda ev: in_thread(ev) and _warning(ev))  # the notice may come first
     spent = _cost(_read(_turns(e2e)[0]), 5)
     assert spent >= 0.002, "the first turn must reach the limit for this test"
     second = await _ask(e2e, alice, room_id, agent, "and a second one")
@@ -166,6 +173,13 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
     assert f"Your monthly budget of $0.0020 is used up (${spent:.4f} spent this month)" in third["content"]["body"]
     assert f"It resets on {reset} (UTC)." in third["content"]["body"]
     assert len(e2e.model_server.requests) == asked  # the refused turn never reached a model
+    assert warned["content"]["body"] == (
+        f"⚠️ {alice.user_id}: you have used {spent / 0.002:.0%} of your monthly budget (${spent:.4f} of $0.0020)."
+        f" At the limit, turns on priced models use cheap until {reset} (UTC)."
+    )
+    assert warned["content"]["msgtype"] == "m.notice"
+    await e2e.settle(alice, room_id)
+    assert len(alice.matching(_warning)) == 1  # once this month: the later turns, past 80 %, warn no more
     assert re.match(r"Your usage this month \(UTC\): 2 turns, .* \(1 on unpriced models", own)
     assert cli.returncode == 0, cli.stderr
     rows = {row["model"]: row for row in json.loads(cli.stdout)["rows"]}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from mindroom.config.main import Config
 
-__all__ = ["WARN_SHARE", "BudgetCall", "budget_call", "budget_limit", "crossed_warning", "usd"]
+__all__ = ["WARN_SHARE", "BudgetCall", "budget_call", "budget_limit", "crossed_warning", "reset_day", "usd"]
 
 WARN_SHARE = 0.8
 """The share of a limit at which the person is warned (once a month: the spend crosses it once)."""
@@ -36,7 +36,8 @@ def usd(amount: float) -> str:
     return f"${amount:.2f}" if amount >= 1 or amount == 0 else f"${amount:.4f}"
 
 
-def _reset_day(reset_at: float) -> str:
+def reset_day(reset_at: float) -> str:
+    """The UTC day (`YYYY-MM-DD`) a budget starts again."""
     return dt.datetime.fromtimestamp(reset_at, dt.UTC).strftime("%Y-%m-%d")
 
 
@@ -56,7 +57,7 @@ def budget_call(
         return BudgetCall(fallback)
     refusal = (
         f"Your monthly budget of {usd(limit)} is used up ({usd(spent)} spent this month). "
-        f"It resets on {_reset_day(reset_at)} (UTC)."
+        f"It resets on {reset_day(reset_at)} (UTC)."
     )
     return BudgetCall(model_name, refusal)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from mindroom.logging_config import get_logger
 from mindroom.state.usage import UsageQuery, UsageRecord, UsageStore, UsageTotals, month_start, next_month_start
@@ -127,6 +127,10 @@ class UsageLedger:
                     error=str(error) or type(error).__name__,
                 )
                 self._pending = kept
+
+    def spawn(self, work: Awaitable[None], what: str) -> None:
+        """Run `work` (a notice about usage) as a task the ledger owns: it never holds up the turn."""
+        self._tasks.spawn(work, what)
 
     async def query(self, query: UsageQuery) -> list[UsageTotals]:
         """The sums `query` asks for, over every turn recorded until now."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from mindroom.bots.usage.budgets import budget_call
+from mindroom.bots.usage.budgets import budget_call, crossed_warning, reset_day, usd
 from mindroom.bots.usage.cost import turn_cost
 from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.config.main import Config
@@ -13,6 +13,7 @@ from mindroom.config.models import ModelConfig
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.transport import ResponseUsage
 from mindroom.logging_config import get_logger
+from mindroom.matrix.room_account import RoomAccount
 from mindroom.state.usage import UsageRecord
 
 __all__ = ["record_turn", "turn_model"]
@@ -44,8 +45,13 @@ def record_turn(
     model_name: str,
     usage: ResponseUsage,
     tool_calls: int,
+    account: RoomAccount | None = None,
 ) -> tuple[float, float] | None:
-    """Count one turn's usage for its requester (no I/O); their month's spend before and after, None if not kept."""
+    """Count one turn's usage for its requester (no I/O); their month's spend before and after, None if not kept.
+
+    The turn whose cost takes the person past 80 % of their limit has `account` warn them in its conversation
+    (in a task of the ledger's: the answer never waits for it). Spend only grows within a month, so that happens
+    once a month; a restart reads the month's spend back and does not warn again."""
     if ledger is None:
         return None
     model = config.models.get(model_name)
@@ -65,4 +71,24 @@ def record_turn(
         tool_calls,
         cost,
     )
-    return ledger.record(record)
+    before, after = ledger.record(record)
+    limit = crossed_warning(config, before, after)
+    if limit is not None and account is not None and envelope.requester_id:
+        ledger.spawn(_warn(account, config, envelope, after, limit, ledger.month_end), "budget warning")
+    return before, after
+
+
+async def _warn(
+    account: RoomAccount, config: Config, envelope: MessageEnvelope, spent: float, limit: float, reset_at: float
+) -> None:
+    person = envelope.requester_id
+    fallback = config.budgets.fallback_model if config.budgets is not None else None
+    then = f"turns on priced models use {fallback}" if fallback is not None else "turns on priced models are refused"
+    text = (
+        f"⚠️ {person}: you have used {spent / limit:.0%} of your monthly budget ({usd(spent)} of {usd(limit)}). "
+        f"At the limit, {then} until {reset_day(reset_at)} (UTC)."
+    )
+    logger.info("budget warning", requester=person, spent_usd=round(spent, 6), limit_usd=limit)
+    await account.send_message(
+        envelope.room_id, text, thread_root=envelope.resolved_thread_id, mentions=[person], msgtype="m.notice"
+    )
