@@ -144,6 +144,7 @@ class MetricsCollector(Collector):
             return
         yield from self._hook_families(running)
         yield from self._agent_families(running)
+        yield from _usage_families(running)
         applied, failed = _reload_counts(self._reloads())
         yield _counter(
             "mindroom_config_reloads_total",
@@ -240,6 +241,23 @@ class MetricsCollector(Collector):
             cursor.histogram.observe(cursor.take_new())
             cursor.histogram.add_to(latency, labels)
         yield latency
+
+
+def _usage_families(running: RunningDaemon | ApiCapabilities) -> Iterator[Metric]:
+    """What turns cost by agent and model, and the turns budgets changed: never a label per person."""
+    ledger = running.stores.usage
+    if ledger is None:
+        return
+    yield _counter(
+        "mindroom_usage_cost_usd_total",
+        "USD the turns cost on priced models (models.*.pricing), by agent and model.",
+        [((("agent", agent), ("model", model)), cost) for (agent, model), cost in sorted(ledger.cost_usd.items())],
+    )
+    yield _counter(
+        "mindroom_budget_turns_total",
+        "Turns a budget moved to its fallback model or refused, by outcome.",
+        [((("outcome", outcome),), count) for outcome, count in sorted(ledger.budget_turns.items())],
+    )
 
 
 def _process_families() -> Iterator[Metric]:

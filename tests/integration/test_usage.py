@@ -23,12 +23,14 @@ from mindroom.api.app import create_app
 from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
+from mindroom.daemon.metrics import MetricsCollector
 from mindroom.daemon.wiring import DaemonApiView
 from mindroom.state.usage import next_month_start
 from mindroom.testing.memory_script import is_memory_request
 from mindroom.testing.model_api import word_count
 from mindroom.testing.model_api_openai import ChatCompletionsApi
 from mindroom.testing.model_server import Text
+from tests.daemon.test_metrics import _sample
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
 
@@ -56,6 +58,12 @@ def _cost(input_tokens: int, output_tokens: int) -> float:
 async def _ask(e2e: E2E, human: HumanClient, room_id: str, agent: str, text: str) -> dict[str, Any]:
     event_id = await human.send(room_id, text, mentions=[e2e.user_id(agent)])
     return await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
+
+
+def _metrics(e2e: E2E) -> str:
+    assert e2e.daemon is not None
+    daemon = e2e.daemon
+    return MetricsCollector(lambda: daemon.running).render()
 
 
 def _warning(event: dict[str, Any]) -> bool:
@@ -156,6 +164,7 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
     spent = _cost(_read(_turns(e2e)[0]), 5)
     assert spent >= 0.002, "the first turn must reach the limit for this test"
     second = await _ask(e2e, alice, room_id, agent, "and a second one")
+    before_restart = _metrics(e2e)
     await e2e.stop()
 
     config["budgets"] = {"monthly_limit_usd": 0.002}  # no fallback: refused at the limit
@@ -164,6 +173,7 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
     asked = len(e2e.model_server.requests)
     third = await _ask(e2e, alice, room_id, agent, "a third one after the restart")
     own = await _command(e2e, alice, room_id, "!usage")
+    after_restart = _metrics(e2e)
     cli = await _cli(e2e, "--json", "--by", "requester,model")
     table = await _cli(e2e, "--period", "today", "--person", alice.user_id)
 
@@ -178,6 +188,11 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
         f" At the limit, turns on priced models use cheap until {reset} (UTC)."
     )
     assert warned["content"]["msgtype"] == "m.notice"
+    labels = {"agent": agent, "model": "default"}
+    assert _sample(before_restart, "mindroom_usage_cost_usd_total", **labels) == pytest.approx(spent, abs=1e-6)
+    assert _sample(before_restart, "mindroom_budget_turns_total", outcome="fallback") == 1
+    assert _sample(after_restart, "mindroom_budget_turns_total", outcome="refused") == 1
+    assert alice.user_id not in before_restart + after_restart  # no label per person
     await e2e.settle(alice, room_id)
     assert len(alice.matching(_warning)) == 1  # once this month: the later turns, past 80 %, warn no more
     assert re.match(r"Your usage this month \(UTC\): 2 turns, .* \(1 on unpriced models", own)

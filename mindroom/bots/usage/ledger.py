@@ -51,6 +51,10 @@ class UsageLedger:
         self._wake = asyncio.Event()
         self._flushing = asyncio.Lock()
         self._tasks = TaskOwner("usage")
+        self.cost_usd: dict[tuple[str, str], float] = {}
+        """(agent, model) -> USD its turns cost since the start (Prometheus: no label per person)."""
+        self.budget_turns: dict[str, int] = {"fallback": 0, "refused": 0}
+        """Turns a budget moved to the fallback model or refused, since the start."""
 
     @property
     def month_end(self) -> float:
@@ -72,6 +76,8 @@ class UsageLedger:
         after = before
         if record.cost_usd:
             after = self._month[record.requester] = before + record.cost_usd
+            key = (record.agent, record.model)
+            self.cost_usd[key] = self.cost_usd.get(key, 0.0) + record.cost_usd
         if len(self._pending) >= self._batch:
             self._wake.set()
         return before, after

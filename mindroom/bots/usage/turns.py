@@ -28,9 +28,11 @@ def turn_model(
     if ledger is not None and config.budgets is not None:
         call = budget_call(config, requester, model_name, ledger.month_spend, ledger.month_end)
         if call.refusal is not None:
+            ledger.budget_turns["refused"] += 1
             logger.info("turn refused: budget used up", requester=requester, model=model_name)
             return model_name, None, call.refusal
         if call.model_name != model_name:
+            ledger.budget_turns["fallback"] += 1
             logger.info("budget reached: fallback model", requester=requester, model=model_name, to=call.model_name)
         model_name = call.model_name
     model = config.models.get(model_name)
