@@ -48,11 +48,13 @@ def _registry(previous: HookRegistry | None = None) -> HookRegistry:
 
 
 def _running(registry: HookRegistry):
-    """What the collector reads of a running daemon: the live registry and plugins, the bots, the run's start."""
+    """What the collector reads of a running daemon: the live registry and plugins, the bots, the run's start, and
+    its stores (no usage ledger)."""
     bots = {"assistant": SimpleNamespace(metrics=BotMetrics(), in_flight=1)}
     live = SimpleNamespace(registry=registry, plugins=())
     directory = SimpleNamespace(entities=bots)
-    return SimpleNamespace(live=live, directory=directory, clock=SimpleNamespace(started_at_ms=1_700_000_000_000))
+    clock = SimpleNamespace(started_at_ms=1_700_000_000_000)
+    return SimpleNamespace(live=live, directory=directory, clock=clock, stores=SimpleNamespace(usage=None))
 
 
 def _sample(text: str, name: str, **labels: str) -> float:
