@@ -31,7 +31,8 @@
     │   ├── RecoveryKeyError        a recovery key's text is not one (also ValueError)  (matrix.crypto.recovery_key)
     │   ├── SecretStorageError      a secret does not open with that key (ValueError)  (matrix.crypto.secret_storage)
     │   ├── SealError               a sealed crypto item does not open (also ValueError)  (matrix.crypto.sealing)
-    │   └── MatrixEncryptionError   an event for an encrypted room could not be encrypted (so it was not sent)
+    │   ├── MatrixEncryptionError   an event for an encrypted room could not be encrypted (so it was not sent)
+    │   └── ThreadTagError          a thread tag is not read or written: bad name, no power  (matrix.thread_tags)
     ├── StateError                the daemon's state cannot be used  (state.errors)
     │   ├── StateLockedError      another daemon holds the state; names it (host, pid, since when)
     │   └── StateLostError        the state's lock was lost while running

@@ -41,6 +41,7 @@ from mindroom.daemon.startup.phases import (
 )
 from mindroom.daemon.startup.plan import RunProgress, Stopping
 from mindroom.daemon.startup.state import StateHolder
+from mindroom.daemon.threads import start_threads
 from mindroom.daemon.tool_parts import provide_tool_parts
 from mindroom.daemon.watch import EnvFile
 from mindroom.daemon.wiring import RunningDaemon
@@ -219,6 +220,7 @@ class Orchestrator:
             running, mcp.before(self.apply_entity_changes), self._options.reload, stores, commands, reload_stops
         )
         provide_tool_parts(running, run.scheduler, run.reloading.reloader, stores.overrides, reload_stops)
+        start_threads(commands)
         progress.enter("ready")
         announce_ready(live, running.directory, accounts.down, postgres=self._state.postgresql)
         return running

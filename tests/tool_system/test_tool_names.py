@@ -56,7 +56,7 @@ def test_tool_names_every_name_of_mindroom_catalogue_is_known():
 def test_tool_names_the_hosted_services_names_are_refused_with_the_reason():
     for name in ("desktop", "egress_credentials", "approved_egress", "agent_vault_access", "openclaw_compat"):
         assert NOT_OFFERED[name].startswith("it exists for MindRoom's hosted service"), name
-    for name in ("thread_summary", "thread_tags", "thread_resolution", "thread_model", "thread_move"):
+    for name in ("thread_summary", "thread_model", "thread_move"):
         assert LATER[name].capability == "threads"
     assert LATER["usage_stats"].capability == "usage and budgets"
 

@@ -33,6 +33,9 @@ GROUP_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "skill_manage": ("skill_manage", ("skill_manage",)),
     "config_manager": ("config_manager", ("get_info", "manage_config", "manage_agent", "manage_team")),
     "self_config": ("self_config", ("get_own_config", "update_own_config")),
+    "usage_stats": ("usage_stats", ("get_my_usage", "get_all_usage")),
+    "thread_tags": ("thread_tags", ("list_thread_tags", "tag_thread", "untag_thread")),
+    "thread_resolution": ("thread_tags", ("resolve_thread", "reopen_thread")),
 }
 """Group name -> (its module under `mindroom.tool_system.builtin`, the function names it gives)."""
 
