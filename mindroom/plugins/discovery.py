@@ -16,6 +16,7 @@ from mindroom.errors import PluginError
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
 from mindroom.plugins.loader import Plugin, load_plugin_dir
+from mindroom.plugins.settings import PluginSettingsError, checked_settings
 
 __all__ = [
     "DROP_IN_DIRNAME",
@@ -88,7 +89,8 @@ def load_plugins(config: Config, runtime_paths: RuntimePaths, *, last_good: Sequ
     """Load every plugin of the config; a plugin that fails is reported and does not stop the others.
 
     With `last_good` (the plugins running now), a folder that fails to load keeps the generation loaded
-    from it before, with its new config entry; a folder that never loaded is left out.
+    from it before, with its new config entry; a folder that never loaded is left out. Settings that do not fit
+    the shape their plugin declares raise `PluginSettingsError` (a `ConfigError`) naming every key path.
     """
     previous = {plugin.path: plugin for plugin in last_good}
     plugins: list[Plugin] = []
@@ -96,9 +98,12 @@ def load_plugins(config: Config, runtime_paths: RuntimePaths, *, last_good: Sequ
     kept: list[str] = []
     left_out: list[str] = []
     names: dict[str, Path] = {}
+    wheres = _settings_paths(config, runtime_paths)
+    misfits: list[str] = []
     for order, (path, entry) in enumerate(plugin_folders(config, runtime_paths)):
         try:
             plugin = _load_one(path, order, entry, names)
+            settings, problems = checked_settings(plugin, entry.settings, wheres.get(path, _drop_in_where(path)))
         except PluginError as exc:
             errors.append(_logged(exc))
             fallback = previous.get(path)
@@ -108,9 +113,27 @@ def load_plugins(config: Config, runtime_paths: RuntimePaths, *, last_good: Sequ
             plugin = dataclasses.replace(fallback, entry_config=entry, plugin_order=order)
             kept.append(plugin.name)
             logger.warning("plugin keeps its last good generation", plugin=plugin.name, path=str(path))
+            settings, problems = checked_settings(plugin, entry.settings, wheres.get(path, _drop_in_where(path)))
+        misfits.extend(problems)
+        if settings != entry.settings:  # the hooks get the validated values
+            plugin = dataclasses.replace(plugin, entry_config=entry.model_copy(update={"settings": settings}))
         names[plugin.name] = path
         plugins.append(plugin)
+    if misfits:
+        raise PluginSettingsError(runtime_paths.config_path, misfits)
     return LoadedPlugins(tuple(plugins), tuple(errors), tuple(kept), tuple(dict.fromkeys(left_out)))
+
+
+def _settings_paths(config: Config, runtime_paths: RuntimePaths) -> dict[Path, str]:
+    """The key path of each config entry's settings (`plugins[2].settings`), by the folder it loads."""
+    wheres: dict[Path, str] = {}
+    for index, entry in enumerate(config.plugin_entries):
+        wheres.setdefault(_resolve_entry(entry, runtime_paths), f"plugins[{index}].settings")
+    return wheres
+
+
+def _drop_in_where(path: Path) -> str:
+    return f"{DROP_IN_DIRNAME}/{path.name} (a drop-in folder; a plugins: entry gives it settings): settings"
 
 
 def _load_one(path: Path, order: int, entry: PluginEntryConfig, names: dict[str, Path]) -> Plugin:

@@ -4,6 +4,9 @@ A manifest is foreign input: whatever its bytes are, reading it either yields a 
 `ManifestError` naming the plugin (its folder, when the manifest cannot be read) and the cause. Size and
 nesting are capped before the JSON parser sees the text, so no file can exhaust memory or the stack.
 
+`settings_schema` (optional, the daemon's own key) is a JSON Schema for the plugin's `settings` (see
+`mindroom.plugins.settings`); one that is not a valid schema fails the manifest.
+
 `api_version` (optional, `YYYY.MM`) is the plugin API the plugin needs; a plugin needing a newer one than
 `PLUGIN_API_VERSION` fails to load with `PluginApiVersionError` naming both. `oauth_module` (a 2026 API
 key) is accepted so such manifests load, and ignored: this daemon runs no OAuth providers.
@@ -54,6 +57,20 @@ class PluginManifest(BaseModel):
     version: str | None = Field(default=None, max_length=64)
     api_version: str | None = Field(default=None, max_length=32)
     oauth_module: str | None = Field(default=None, max_length=_MAX_PATH_CHARS)
+    settings_schema: dict[str, Any] | None = None
+
+    @field_validator("settings_schema")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            from jsonschema import Draft202012Validator, SchemaError  # only a plugin with a schema pays for it
+
+            try:
+                Draft202012Validator.check_schema(value)
+            except SchemaError as exc:
+                msg = f"not a valid JSON Schema: {exc.message}"
+                raise ValueError(msg) from None
+        return value
 
     @field_validator("api_version")
     @classmethod
