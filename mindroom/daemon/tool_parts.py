@@ -16,6 +16,7 @@ from mindroom.ai.memory_desk import ScopedMemories
 from mindroom.bots.agent_rooms import AgentRooms
 from mindroom.bots.compact_now import HistoryFolder
 from mindroom.bots.runtime import LiveCell
+from mindroom.bots.usage.report import UsageSummaries
 from mindroom.config.chat_settable import chat_refusal
 from mindroom.config.effective import EffectiveConfig
 from mindroom.config.loading import load_config
@@ -128,6 +129,7 @@ def provide_tool_parts(
         settings=settings,
         rooms=AgentRooms(running.directory, running.cell, stores.journal),
         tools=LiveTools(running.cell),
+        usage=UsageSummaries(stores.usage) if stores.usage is not None else None,
     )
     withdraw = provide_daemon_parts(paths.storage_root, parts)
     stops.add("built-in tools' parts", _stopper(withdraw, settings))

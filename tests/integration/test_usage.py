@@ -29,10 +29,11 @@ from mindroom.state.usage import next_month_start
 from mindroom.testing.memory_script import is_memory_request
 from mindroom.testing.model_api import word_count
 from mindroom.testing.model_api_openai import ChatCompletionsApi
-from mindroom.testing.model_server import Text
+from mindroom.testing.model_server import Text, ToolCall
 from tests.daemon.test_metrics import _sample
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
+from tests.integration.test_tools import last_tool_message, tool_names
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -201,3 +202,51 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
     assert set(rows) == {"default", "cheap"} and {row["requester"] for row in rows.values()} == {alice.user_id}
     assert rows["default"]["cost_usd"] == pytest.approx(spent, abs=1e-6) and rows["cheap"]["unpriced_turns"] == 1
     assert table.returncode == 0 and alice.user_id in table.stdout and agent in table.stdout
+
+
+async def test_usage_stats_tool_reports_the_requesters_own_and_everyones_only_with_admin_scope(e2e: E2E):
+    alice, bob = await e2e.human("alice"), await e2e.human("bob")
+    admin_agent, plain_agent, room = e2e.name("auditor"), e2e.name("helper"), e2e.name("room")
+    agents = {
+        admin_agent: {"display_name": "Auditor", "rooms": [room], "tools": [{"usage_stats": {"admin_scope": True}}]},
+        plain_agent: {"display_name": "Helper", "rooms": [room], "tools": ["usage_stats"]},
+    }
+    config = e2e.basic_config([alice.user_id, bob.user_id], agents, administrators=[bob.user_id])
+    config["models"]["default"]["pricing"] = PRICE
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await e2e.joined(bob, room_id)
+    e2e.model_server.script(
+        Text("warming up"),
+        ToolCall("get_my_usage", {}),
+        Text("that is your usage"),
+        ToolCall("get_all_usage", {"include_daily": True}),
+        Text("not for you"),
+        ToolCall("get_all_usage", {}),
+        Text("not with this agent"),
+        ToolCall("get_all_usage", {}),
+        Text("here is everyone"),
+        model="agent-model",
+    )
+    await _ask(e2e, bob, room_id, plain_agent, "a first turn to count")
+    await _ask(e2e, alice, room_id, plain_agent, "what did I use?")
+    await _ask(e2e, alice, room_id, admin_agent, "what did everyone use?")
+    await _ask(e2e, bob, room_id, plain_agent, "what did everyone use?")
+    await _ask(e2e, bob, room_id, admin_agent, "what did everyone use?")
+
+    turns = _turns(e2e)
+    mine = json.loads(last_tool_message(turns[2]))
+    refused = [json.loads(last_tool_message(turns[n]))["message"] for n in (4, 6)]
+    everyone = json.loads(last_tool_message(turns[8]))
+    assert "get_all_usage" in tool_names(turns[1]) and "get_my_usage" in tool_names(turns[1])
+    assert (mine["status"], mine["scope"], mine["requester"]) == ("ok", "self", alice.user_id)
+    assert mine["month"]["total"] is None  # alice's first turn is still running: nothing recorded for her yet
+    assert refused == [
+        "Only administrators can see everyone's usage.",
+        "This agent's usage_stats tool is not set up with admin_scope.",
+    ]
+    people = {row["requester"]: row for row in everyone["month"]["by_person"]}
+    assert set(people) == {alice.user_id, bob.user_id}
+    assert people[bob.user_id]["turns"] == 2 and people[alice.user_id]["turns"] == 2
+    assert people[bob.user_id]["input_tokens"] == _read(turns[0]) + _read(turns[5]) + _read(turns[6])

@@ -75,13 +75,14 @@ def test_tool_names_an_agent_naming_a_tool_not_offered_is_refused_naming_it_and_
 
 
 def test_tool_names_a_tool_that_comes_later_leaves_the_agent_running_without_it(tmp_path: Path):
-    catalog = catalog_for(["thread_summary", "calculator", "usage_stats"], tmp_path)
+    catalog = catalog_for(["thread_summary", "calculator", "external_trigger_manager"], tmp_path)
 
-    tools = catalog.tools_for(["thread_summary", "calculator", "usage_stats"], AgentToolEnvironment("a", tmp_path))
+    named = ["thread_summary", "calculator", "external_trigger_manager"]
+    tools = catalog.tools_for(named, AgentToolEnvironment("a", tmp_path))
     assert [spec.name for spec in tools] == ["calculate"]
     assert [(u.tool, u.reason, u.fix) for u in catalog.unavailable] == [
         ("thread_summary", "comes with threads", "nothing meanwhile"),
-        ("usage_stats", "comes with usage and budgets", "nothing meanwhile"),
+        ("external_trigger_manager", "comes with external triggers", "nothing meanwhile"),
     ]
     assert catalog.unavailable[0].describe() == (
         "agents.a.tools: 'thread_summary' cannot run here (comes with threads); the agent runs without it"

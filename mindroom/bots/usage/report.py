@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.state.usage import UsageQuery, UsageTotals
 from mindroom.state.usage_period import period_bounds
 
-__all__ = ["person_report", "top_spenders", "totals_text"]
+__all__ = ["UsageSummaries", "person_report", "top_spenders", "totals_text"]
 
 
 def totals_text(totals: UsageTotals | None) -> str:
@@ -50,3 +51,29 @@ async def top_spenders(ledger: UsageLedger, *, limit: int = 10, now: float | Non
     people.sort(key=lambda t: (-t.cost_usd, -(t.input_tokens + t.output_tokens), t.key))
     lines = [f"{n}. {t.key[0]}: {totals_text(t)}" for n, t in enumerate(people[:limit], 1)]
     return "Top spenders this month (UTC):\n" + "\n".join(lines)
+
+
+class UsageSummaries:
+    """The `usage_stats` tool's reports on a ledger (`mindroom.tool_system.builtin.parts.UsageDesk`)."""
+
+    def __init__(self, ledger: UsageLedger) -> None:
+        self._ledger = ledger
+
+    async def summary(self, requester: str | None, *, include_daily: bool) -> dict[str, Any]:
+        """One person's sums this month and today by agent and model (None: everyone's, by person)."""
+        now = time.time()
+        groups: tuple[str, ...] = ("agent", "model") if requester is not None else ("requester",)
+        found: dict[str, Any] = {"timezone": "UTC"}
+        for period in ("month", "today"):
+            since, _ = period_bounds(period, now)
+            rows = await self._ledger.query(UsageQuery(since=since, requester=requester, group_by=groups))
+            whole = await self._ledger.query(UsageQuery(since=since, requester=requester))
+            found[period] = {
+                "total": whole[0].as_dict(()) if whole else None,
+                "by_person" if requester is None else "by_agent_and_model": [row.as_dict(groups) for row in rows],
+            }
+        if include_daily:
+            since, _ = period_bounds("month", now)
+            days = await self._ledger.query(UsageQuery(since=since, requester=requester, group_by=("day",)))
+            found["daily"] = [row.as_dict(("day",)) for row in days]
+        return found

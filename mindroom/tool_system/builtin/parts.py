@@ -37,6 +37,7 @@ __all__ = [
     "SettingsPort",
     "ToolCaller",
     "ToolLookup",
+    "UsageDesk",
     "daemon_parts",
     "provide_daemon_parts",
     "tool_caller",
@@ -179,6 +180,13 @@ class ToolLookup(Protocol):
         """Every tool name the catalogue knows, with the function names it gives (empty when only known once built)."""
 
 
+class UsageDesk(Protocol):
+    """What turns spent, as the `usage_stats` tool reports it (`mindroom.bots.usage.report.UsageSummaries`)."""
+
+    async def summary(self, requester: str | None, *, include_daily: bool) -> dict[str, Any]:
+        """One person's sums this month and today (None: everyone's, per person), with each day's when asked."""
+
+
 @dataclass(frozen=True, slots=True)
 class DaemonParts:
     """What one run of the daemon offers the built-in tools (None: this run has no such part)."""
@@ -190,6 +198,7 @@ class DaemonParts:
     settings: SettingsPort | None = None
     rooms: RoomDesk | None = None
     tools: ToolLookup | None = None
+    usage: UsageDesk | None = None
 
 
 _lock = threading.Lock()
