@@ -129,10 +129,6 @@ class EntityBot(Generic[ClientT]):
         self._directory.signed_in(self.name, user_id)
         # The homeserver knows every room this account is in, DMs and rooms it was invited into included.
         self.joined_rooms |= set(await self.client.joined_rooms())
-        if membership_in_use(live.config):  # access by membership: who is in this bot's rooms, read once
-            for room_id in sorted(self.joined_rooms):
-                if not self._directory.members.known(room_id):
-                    await self._directory.members.read(self.client, room_id)
         await self.client.ensure_display_name(self.display_name(live))
         try:
             await self._lifecycle(live, EVENT_AGENT_STARTED)
@@ -165,6 +161,11 @@ class EntityBot(Generic[ClientT]):
                 self._sync_task.result()  # surfaces the sync loop's error
             msg = f"bot {self.name!r}: first sync did not finish within {timeout_s:.0f} s"
             raise TimeoutError(msg)
+        if membership_in_use(self._cell.live.config):
+            # Access by membership: who is in this bot's rooms, read once the sync runs (a join before its first
+            # batch reaches no bot as an event, and the first sync skips the backlog); later joins are noted.
+            for room_id in sorted(self.joined_rooms):
+                await self._directory.members.read(self.client, room_id)
         await self._lifecycle(self._cell.live, EVENT_BOT_READY)
 
     async def stop(self, reason: str = "shutdown", grace_s: float = 10.0, *, leave_rooms: bool = False) -> None:

@@ -26,19 +26,20 @@ __all__ = [
 
 logger = get_logger(__name__)
 
-_BOT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.=-]*$")
+_BOT_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.=-]*$")
 _PREFIX = re.compile(r"[a-z0-9_.=-]*")
 
 
 def bot_localpart(bot_name: str, prefix: str = DEFAULT_ACCOUNT_PREFIX) -> str:
-    """The Matrix localpart of a bot's account: `<prefix><bot_name>` (`mindroom_<bot_name>` by default)."""
+    """The Matrix localpart of a bot's account: `<prefix><bot_name>` (`mindroom_<bot_name>` by default), in
+    lowercase: an agent named with capitals (MindRoom allows them) has the account its lowercase name gives."""
     if not _BOT_NAME.fullmatch(bot_name):
-        msg = f"bot name {bot_name!r} must be lowercase letters, digits, '_', '.', '=' or '-'"
+        msg = f"bot name {bot_name!r} must be letters, digits, '_', '.', '=' or '-'"
         raise ValueError(msg)
     if not _PREFIX.fullmatch(prefix):
         msg = f"account prefix {prefix!r} must be lowercase letters, digits, '_', '.', '=' or '-'"
         raise ValueError(msg)
-    return prefix + bot_name
+    return prefix + bot_name.lower()
 
 
 def bot_user_id(bot_name: str, server_name: str, prefix: str = DEFAULT_ACCOUNT_PREFIX) -> str:

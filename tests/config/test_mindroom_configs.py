@@ -8,7 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
+from mindroom.config.mindroom_keys import child_pattern, mindroom_keys_under
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.start_check import check_start
 
@@ -32,6 +34,38 @@ def _checked(tmp_path: Path, name: str, text: str | None = None):
     else:
         path.write_text(text, encoding="utf-8")
     return check_start(RuntimePaths(config_path=path, storage_root=tmp_path / "data", env_values={}))
+
+
+def _not_mindroom_keys(node: object, pattern: str = "", where: str = "") -> list[str]:
+    """Keys of `node` that MindRoom's config does not have (a tool entry's settings are the toolkit's)."""
+    if isinstance(node, list):
+        inner = child_pattern(pattern, 0)
+        return [
+            found
+            for index, item in enumerate(node)
+            if inner
+            for found in _not_mindroom_keys(item, inner, f"{where}[{index}]")
+        ]
+    has_keys = bool(mindroom_keys_under(pattern)) or child_pattern(pattern, "\x00") is not None
+    if not isinstance(node, dict) or not has_keys or pattern.endswith("tools[]"):
+        return []
+    found = []
+    for key, value in node.items():
+        child = child_pattern(pattern, str(key))
+        path = f"{where}.{key}" if where else str(key)
+        found += [path] if child is None else _not_mindroom_keys(value, child, path)
+    return found
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mindroom_config_has_only_mindroom_s_keys(name: str):
+    document = yaml.safe_load((CONFIGS / name).read_text(encoding="utf-8"))
+
+    assert _not_mindroom_keys(document) == []
+    assert _not_mindroom_keys({"authorization": {"global_users": []}, "rooms": {"a": {"thread_mode": "room"}}}) == [
+        "authorization.global_users",
+        "rooms.a.thread_mode",
+    ]
 
 
 def test_mindroom_configs_are_the_five_shapes():

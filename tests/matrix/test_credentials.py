@@ -52,7 +52,12 @@ def test_bot_localpart_convention():
     assert bot_user_id("code", "example.org") == "@mindroom_code:example.org"
 
 
-@pytest.mark.parametrize("name", ["", "Code", "../escape", "a/b", "with space"])
+def test_bot_localpart_of_a_name_with_capitals_is_lowercase():
+    assert bot_localpart("DevBot") == "mindroom_devbot"
+    assert bot_user_id("DevBot", "example.org", "mr_") == "@mr_devbot:example.org"
+
+
+@pytest.mark.parametrize("name", ["", "Dev Bot", "Ünicode", "../escape", "a/b", "with space", "-dash"])
 def test_bot_localpart_rejects_names_that_are_not_localparts(name, tmp_path):
     with pytest.raises(ValueError, match="bot name"):
         bot_localpart(name)

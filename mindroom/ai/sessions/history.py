@@ -57,7 +57,7 @@ RUN_EVENT_KEY = "event"
 """In a stored run's metadata: the Matrix message the run answered."""
 SESSION_SCHEMA = "mindroom"
 _MAX_TABLE_AGENT_CHARS = 40  # PostgreSQL cuts names at 63 bytes; `sessions_<agent>_runs` must stay unique
-_AGENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_AGENT_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$")  # MindRoom allows capitals in names
 _SKIPPED_STATUSES = frozenset(status.value for status in HISTORY_SKIP_STATUSES)
 _HISTORY_ROLES = frozenset({"user", "assistant"})
 
@@ -197,7 +197,7 @@ def session_table(agent_name: str) -> str:
     if len(agent_name) > _MAX_TABLE_AGENT_CHARS:
         digest = hashlib.sha256(agent_name.encode()).hexdigest()[:8]
         agent_name = f"{agent_name[: _MAX_TABLE_AGENT_CHARS - 9]}_{digest}"
-    return f"sessions_{agent_name}"
+    return f"sessions_{agent_name.lower()}"  # names differ in more than case (config checks)
 
 
 def session_db(storage_root: Path, agent_name: str, database_url: str | None = None) -> AsyncBaseDb:

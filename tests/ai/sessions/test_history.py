@@ -16,7 +16,7 @@ from mindroom.ai import (
     session_db_path,
     strip_session_enrichment,
 )
-from mindroom.ai.sessions.history import session_db
+from mindroom.ai.sessions.history import session_db, session_table
 from mindroom.config.main import ModelConfig
 from mindroom.hooks.enrichment import ENRICHMENT_TAG, EnrichmentItem, append_enrichment
 from mindroom.private_files import shared_paths
@@ -44,7 +44,12 @@ def test_session_db_path_is_per_agent(tmp_path: Path) -> None:
     assert session_db_path(tmp_path, "scribe") == tmp_path.resolve() / "sessions" / "scribe.db"
 
 
-@pytest.mark.parametrize("name", ["../escape", "Upper", "", "a/b", ".hidden"])
+def test_session_store_takes_a_name_with_capitals_as_mindroom_allows(tmp_path: Path) -> None:
+    assert session_db_path(tmp_path, "DevBot") == tmp_path.resolve() / "sessions" / "DevBot.db"
+    assert session_table("DevBot") == "sessions_devbot"
+
+
+@pytest.mark.parametrize("name", ["../escape", "Upper Case", "Ünicode", "", "a/b", ".hidden", "-dash"])
 def test_session_db_path_rejects_non_agent_names(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match="agent name"):
         session_db_path(tmp_path, name)
