@@ -11,6 +11,7 @@ import dataclasses
 import math
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from mindroom.config.loading import load_config
 from mindroom.config.overrides import Override
 from mindroom.constants import RuntimePaths
 from mindroom.hooks import EVENT_MESSAGE_ENRICH, ApprovalRequest, hook
+from mindroom.state.usage import UsageQuery, day_of
 from mindroom.testing.model_server import Text
 from mindroom.tool_system.catalog import build_tool_catalog
 from tests.api.test_rest import with_chat_changes
@@ -230,3 +232,34 @@ async def test_dashboard_in_chromium_names_each_key_accepted_and_not_used_here(m
             assert "agents.helper.cheap_model" in await page.inner_text("#config-errors")
         finally:
             await browser.close()
+
+
+@needs_chromium
+async def test_dashboard_in_chromium_shows_usage_by_day_and_by_person_and_agent(make_api, model_server):
+    model_server.set_default(Text("three words here"))
+    agents = {"helper": {"display_name": "Helper", "rooms": ["lobby"]}}
+    api = await make_api(agents, env={"MINDROOM_API_KEY": KEY})
+    bench = api.bench
+    for text in ("first question", "second question"):
+        await bench.deliver(bench.server.message(LOBBY, ALICE, text))
+        await bench.settle()
+    ledger = bench.daemon.stores.usage
+    assert ledger is not None
+    [alice] = await ledger.query(UsageQuery(requester=ALICE))
+
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 1600})
+            await page.goto(f"{api.url}/#key={KEY}")
+            await page.wait_for_selector("#usage tbody tr")
+            cells = await page.eval_on_selector_all("#usage tbody tr td", "cells => cells.map(c => c.textContent)")
+            bars = await page.eval_on_selector_all("#usage-chart .bar", "bars => bars.map(b => b.dataset.day)")
+            total = await page.inner_text("#usage-total")
+        finally:
+            await browser.close()
+
+    assert cells[:4] == [ALICE, "helper", "2", str(alice.input_tokens)]
+    assert cells[5:7] == ["6", "0"]  # three words out per answer, no tool call
+    assert bars == [day_of(time.time())]
+    assert total.startswith(f"2 turns, {alice.input_tokens + 6} tokens, $0.0000 (2 turns on unpriced models)")

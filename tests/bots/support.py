@@ -10,6 +10,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.ingress import Ingress
 from mindroom.bots.pipeline_capabilities import RunClock, TurnStores
 from mindroom.bots.runtime import Entity, LiveCell, LiveState
+from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.constants import RuntimePaths
 from mindroom.daemon.wiring import RunningDaemon
 from mindroom.state.attachments import AttachmentStore
@@ -17,6 +18,7 @@ from mindroom.state.journal import TurnJournal
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
+from mindroom.state.sqlite.usage import SqliteUsageStore
 
 
 def unit_daemon(
@@ -43,6 +45,8 @@ def unit_daemon(
         SqliteAnswerLog(tmp_path / "answers.db"),
         AttachmentStore(tmp_path),
         approvals,
+        # Not started: records wait in memory until a report asks (which writes them first), as on a quiet run.
+        usage=UsageLedger(SqliteUsageStore(tmp_path / "usage.db"), lambda: 90),
     )
     return RunningDaemon(
         cell=LiveCell(live),
@@ -63,3 +67,5 @@ def close_stores(daemon: RunningDaemon) -> None:
     daemon.stores.journal.close()
     daemon.stores.answers.close()
     daemon.directory.memory.close()
+    if daemon.stores.usage is not None:
+        daemon.stores.usage.store.close()

@@ -3,7 +3,7 @@
 "use strict";
 
 const REFRESH_MS = 2000;
-const EFFECTIVE_EVERY = 5;  // the config in force is read again every fifth refresh (a change from chat shows within 10 s)
+const EFFECTIVE_EVERY = 5;  // the config in force and the usage are read again every fifth refresh (within 10 s)
 let generation = null;
 let timer = null;
 let effective = null;
@@ -176,13 +176,47 @@ async function refresh() {
     renderPlugins(data.plugins);
     renderToolProblems(data.agents);
     if (generation === null) await loadConfig();
-    if (refreshes++ % EFFECTIVE_EVERY === 0) await loadEffective();
+    if (refreshes++ % EFFECTIVE_EVERY === 0) await Promise.all([loadEffective(), loadUsage()]);
   } catch (error) {
     if (error.message !== "signed out") {
       $("state").textContent = "unreachable";
       $("state").className = "pill bad";
     }
   }
+}
+
+function renderUsage(days, people) {
+  // Bars are the day's cost when anything was priced this month, else its tokens: both are sums the API gave.
+  const priced = days.rows.some((day) => day.cost_usd > 0);
+  const size = (day) => (priced ? day.cost_usd : day.input_tokens + day.output_tokens);
+  const top = Math.max(0, ...days.rows.map(size));
+  $("usage-chart").replaceChildren(...days.rows.map((day) => {
+    const bar = el("div", null, priced ? "bar priced" : "bar");
+    bar.style.height = `${top > 0 ? Math.max(1, Math.round((size(day) / top) * 100)) : 1}%`;
+    bar.title = `${day.day}: ${day.turns} turns, ${day.input_tokens + day.output_tokens} tokens, $${day.cost_usd.toFixed(4)}`;
+    bar.dataset.day = day.day;
+    return bar;
+  }));
+  const total = days.total;
+  $("usage-total").textContent = `${total.turns} turns, ${total.input_tokens + total.output_tokens} tokens, `
+    + `$${total.cost_usd.toFixed(4)}${total.unpriced_turns ? ` (${total.unpriced_turns} turns on unpriced models)` : ""}`;
+  fill("usage", people.rows.map((entry) => row([
+    entry.requester, entry.agent, numeric(entry.turns), numeric(entry.input_tokens), numeric(entry.cached_tokens),
+    numeric(entry.output_tokens), numeric(entry.tool_calls), numeric(entry.cost_usd.toFixed(4)),
+    numeric(entry.unpriced_turns),
+  ])));
+}
+
+async function loadUsage() {
+  const [days, people] = await Promise.all([
+    api("GET", "/api/usage?period=month&group_by=day"),
+    api("GET", "/api/usage?period=month&group_by=requester,agent"),
+  ]);
+  if (!days.ok || !people.ok) {
+    $("usage-section").hidden = days.status === 503 || people.status === 503;  // a daemon that keeps no usage
+    return;
+  }
+  renderUsage(await days.json(), await people.json());
 }
 
 async function decide(id, verb) {

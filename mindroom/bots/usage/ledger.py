@@ -39,7 +39,8 @@ class UsageLedger:
         batch: int = 200,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._store = store
+        self.store = store
+        """Where the records are written."""
         self._retention_days = retention_days
         self._flush_s = flush_s
         self._batch = batch
@@ -90,7 +91,7 @@ class UsageLedger:
     async def start(self) -> None:
         """Read this month's spend per person, then write in the background until `stop`."""
         now = self._clock()
-        totals = await asyncio.to_thread(self._store.query, UsageQuery(since=month_start(now), group_by=("requester",)))
+        totals = await asyncio.to_thread(self.store.query, UsageQuery(since=month_start(now), group_by=("requester",)))
         for total in totals:  # turns recorded before the start are pending, not in the store: both count
             self._month[total.key[0]] = self._month.get(total.key[0], 0.0) + total.cost_usd
         self._tasks.spawn(self._run(), "usage writer", name="usage-writer")
@@ -111,7 +112,7 @@ class UsageLedger:
     async def roll_up(self, now: float) -> int:
         """Fold the turns older than the retention window into daily rows; how many turns were folded."""
         before = now - self._retention_days() * _DAY_S
-        folded = await asyncio.to_thread(self._store.roll_up, before)
+        folded = await asyncio.to_thread(self.store.roll_up, before)
         if folded:
             logger.info("usage rolled up by day", turns=folded)
         return folded
@@ -123,7 +124,7 @@ class UsageLedger:
             if not batch:
                 return
             try:
-                await asyncio.to_thread(self._store.add, batch)
+                await asyncio.to_thread(self.store.add, batch)
             except Exception as error:
                 kept = (batch + self._pending)[-_MAX_KEPT:]
                 logger.warning(
@@ -141,7 +142,7 @@ class UsageLedger:
     async def query(self, query: UsageQuery) -> list[UsageTotals]:
         """The sums `query` asks for, over every turn recorded until now."""
         await self.flush()
-        return await asyncio.to_thread(self._store.query, query)
+        return await asyncio.to_thread(self.store.query, query)
 
     async def stop(self) -> None:
         """Stop the writer and write what is pending (before the state closes)."""
