@@ -211,3 +211,33 @@ async def test_mindroom_config_getting_started_answers_with_the_scheduler_and_th
     names = {tool["function"]["name"] for tool in request.get("tools") or []}
     assert {"schedule", "list_schedules", "cancel_schedule"} <= names  # defaults.tools: [scheduler]
     assert "Europe/Lisbon" in system_text(request)
+
+
+async def test_mindroom_config_developer_reads_its_context_files_and_its_companion_its_memory_file(e2e: E2E):
+    dev = await e2e.human("dev")
+    config = mindroom_config(e2e, "developer_and_companion.yaml", {"@dev:chat.example.net": dev.user_id})
+    devbot, buddy = e2e.name("DevBot"), e2e.name("Buddy")
+    workspaces = e2e.storage / "workspaces"
+    (workspaces / devbot).mkdir(parents=True)
+    (workspaces / devbot / "AGENTS.md").write_text("Always run pytest with -q.\n")
+    (workspaces / devbot / "NOTES.md").write_text("The release is on Friday.\n")
+    (workspaces / buddy).mkdir(parents=True)
+    (workspaces / buddy / "MEMORY.md").write_text("Dev prefers short answers.\n")
+    e2e.model_server.set_default(Text("Understood."))
+    await e2e.start(config, watch=False)
+    room = e2e.room_id(e2e.name("dev"))
+    await e2e.joined(dev, room)
+
+    for agent, text in ((devbot, "how do I run the tests?"), (buddy, "what do you know about me?")):
+        question = await dev.send(room, text, mentions=[e2e.user_id(agent)])
+        await dev.wait_for(thread_replies(question, e2e.user_id(agent)))
+
+    (to_devbot,) = requests_for(e2e, "how do I run the tests?")
+    (to_buddy,) = requests_for(e2e, "what do you know about me?")
+    assert to_devbot["model"] == "code-model"
+    assert "Always run pytest with -q." in system_text(to_devbot) and "The release is on Friday." in system_text(
+        to_devbot
+    )
+    assert "Dev prefers short answers." not in system_text(to_devbot)
+    assert "Dev prefers short answers." in system_text(to_buddy)  # memory_backend: file
+    assert "Always run pytest" not in system_text(to_buddy)
