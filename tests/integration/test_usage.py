@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from openai import AsyncOpenAI
 
@@ -34,8 +35,10 @@ from tests.daemon.test_metrics import _sample
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
 from tests.integration.test_tools import last_tool_message, tool_names
+from tests.state.postgres_server import postgres_server, postgres_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+__all__ = ["postgres_server", "postgres_url"]
 
 KEY = "sk-usage-key"
 DASHBOARD = "usage-dashboard-key"
@@ -250,3 +253,34 @@ async def test_usage_stats_tool_reports_the_requesters_own_and_everyones_only_wi
     assert set(people) == {alice.user_id, bob.user_id}
     assert people[bob.user_id]["turns"] == 2 and people[alice.user_id]["turns"] == 2
     assert people[bob.user_id]["input_tokens"] == _read(turns[0]) + _read(turns[5]) + _read(turns[6])
+
+
+@pytest.mark.postgres
+async def test_usage_moves_to_postgres_with_state_migrate_and_counts_on_there(postgres_url: str, e2e: E2E):
+    alice = await e2e.human("alice")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config([alice.user_id], {agent: {"display_name": "Helper", "rooms": [room]}})
+    config["models"]["default"]["pricing"] = PRICE
+    e2e.model_server.set_default(Text("an answer"), model="agent-model")
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await _ask(e2e, alice, room_id, agent, "one on SQLite")
+    await _ask(e2e, alice, room_id, agent, "two on SQLite")
+    on_sqlite = await _command(e2e, alice, room_id, "!usage")
+    await e2e.stop()
+
+    migrated = await e2e.migrate_state(postgres_url)
+    config["storage"] = {"database_url": postgres_url}
+    await e2e.start(config)
+    await _ask(e2e, alice, room_id, agent, "three on PostgreSQL")
+    on_postgres = await _command(e2e, alice, room_id, "!usage")
+    await e2e.stop()
+
+    assert migrated.returncode == 0, migrated.stderr
+    assert re.search(r"^usage\s+2\s+2\s+ok$", migrated.stdout, re.M), migrated.stdout
+    assert on_sqlite.startswith("Your usage this month (UTC): 2 turns,")
+    assert on_postgres.startswith("Your usage this month (UTC): 3 turns,")
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute("SELECT requester, agent, model FROM mindroom.usage").fetchall()
+    assert rows == [(alice.user_id, agent, "default")] * 3
