@@ -110,7 +110,10 @@ class _ReportsFailures(Model):
         hooks = model_call_hooks()
         if hooks is not None and not args:  # agno passes a round-trip's request by keyword
             return await hooks.invoke(self, kwargs, self._retried_invoke)
-        return await self._retried_invoke(*args, **kwargs)
+        # `_retried_invoke`'s body, inline: a turn without model-call hooks pays no coroutine more per request.
+        budget = failure_log.budget(_run_id_of(kwargs))
+        call = super().ainvoke  # type: ignore[safe-super]
+        return await call_with_retries(lambda: call(*args, **kwargs), self._call_policy(), budget, self.id)
 
     async def _retried_invoke(self, *args: Any, **kwargs: Any) -> ModelResponse:
         """The provider's answer to one request, retried on rate limits, 5xx and dropped connections."""

@@ -13,7 +13,6 @@ person's message. A refused call never reaches the model: the answer of that rou
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
@@ -24,7 +23,7 @@ from agno.models.message import Message
 from agno.models.response import ModelResponse
 
 from mindroom.hooks.execution import emit
-from mindroom.hooks.model_contexts import ModelAfterCallContext, ModelBeforeCallContext
+from mindroom.hooks.model_contexts import ModelAfterCallContext, ModelBeforeCallContext, request_copy
 from mindroom.hooks.model_gate import emit_model_gate
 from mindroom.hooks.registry import HookRegistry
 from mindroom.hooks.tool_contexts import snapshot_value
@@ -51,16 +50,13 @@ def model_call_hooks() -> TurnModelHooks | None:
 
 
 def _message_data(message: Message) -> dict[str, Any]:
-    data: dict[str, Any] = {"role": message.role, "content": snapshot_value(message.content)}
+    """The message as plain data, holding the message's own values (the caller copies the whole list once)."""
+    data: dict[str, Any] = {"role": message.role, "content": message.content}
     for key in _MESSAGE_KEYS:
         value = getattr(message, key, None)
         if value:
-            data[key] = snapshot_value(value)
+            data[key] = value
     return data
-
-
-def _key(data: dict[str, Any]) -> str:
-    return json.dumps(data, sort_keys=True, default=str)
 
 
 def _redacted(content: Any) -> Any:
@@ -78,15 +74,18 @@ def _redacted(content: Any) -> Any:
 
 def _rebuilt(originals: list[Message], sent: list[dict[str, Any]], asked: list[dict[str, Any]]) -> list[Message]:
     """The messages to send for a rewrite: an unchanged message is the run's own (its images and all), a new or
-    changed one is built from the hook's data, its text redacted."""
-    unchanged: dict[str, list[int]] = {}
-    for index, data in enumerate(asked):
-        unchanged.setdefault(_key(data), []).append(index)
+    changed one is built from the hook's data, its text redacted.
+
+    Hooks mostly append, insert or edit a few messages, so each one sent is looked for among the run's own from
+    where the last match was, by dict equality (which stops at the first difference).
+    """
     messages = []
+    start = 0
     for data in sent:
-        same = unchanged.get(_key(data))
-        if same:
-            messages.append(originals[same.pop(0)])
+        match = next((index for index in range(start, len(asked)) if asked[index] == data), None)
+        if match is not None:
+            messages.append(originals[match])
+            start = match + 1
             continue
         fields = {key: data[key] for key in _MESSAGE_KEYS if data.get(key)}
         messages.append(Message(role=data["role"], content=_redacted(data.get("content")), **fields))
@@ -121,18 +120,18 @@ class TurnModelHooks:
         """The request to send (the given one, or the gates' rewrite), or the reason it was refused."""
         originals: list[Message] = list(kwargs.get("messages") or [])
         asked = [_message_data(message) for message in originals]
-        params = {
-            "tools": snapshot_value(kwargs.get("tools")),
-            "tool_choice": snapshot_value(kwargs.get("tool_choice")),
-        }
+        params = {key: kwargs.get(key) for key in ("tools", "tool_choice")}
+        # The gate edits copies: `asked` and `params` keep the run's own values, which nothing changes.
+        messages, offered = request_copy((asked, params))
         gate = ModelBeforeCallContext(
             model_id=str(model.id),
             round_trip=round_trip,
-            messages=snapshot_value(asked),
-            params=snapshot_value(params),
+            messages=messages,
+            params=offered,
             logger=_BEFORE_LOGGER,
             **self.scope,
         )
+        gate.keep_pristine(asked, params)
         await emit_model_gate(self.registry, gate)
         if gate.declined:
             logger.info("model call declined", agent=gate.agent_name, round_trip=round_trip, reason=gate.decline_reason)

@@ -10,6 +10,7 @@ only, never into the stored conversation, and text it adds is redacted as a pers
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -17,7 +18,19 @@ from mindroom.hooks.hook_context import HookContext
 from mindroom.hooks.tool_contexts import snapshot_value
 from mindroom.hooks.types import EVENT_MODEL_AFTER_CALL, EVENT_MODEL_BEFORE_CALL
 
-__all__ = ["ModelAfterCallContext", "ModelBeforeCallContext", "ModelCallScope"]
+__all__ = ["ModelAfterCallContext", "ModelBeforeCallContext", "ModelCallScope", "request_copy"]
+
+
+_PRISTINE: Any = object()
+
+
+def request_copy(value: Any) -> Any:
+    """A deep copy of request data (messages, tool schemas): through pickle, whose C code copies JSON-shaped data
+    several times faster than a walk in Python (a turn's request is copied a few times per round-trip)."""
+    try:
+        return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))  # noqa: S301 - our own bytes, just made
+    except Exception:  # something pickle cannot take: copied the slow way, or shared when it cannot be copied
+        return snapshot_value(value)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -61,6 +74,15 @@ class ModelBeforeCallContext(ModelCallScope):
     params: dict[str, Any] = field(default_factory=dict)
     declined: bool = False
     decline_reason: str = ""
+    # The request as the run made it (values nobody changes): while the gate's copy still equals it, a hook's
+    # rollback point costs a comparison instead of a copy.
+    _pristine: tuple[list[dict[str, Any]], dict[str, Any]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def keep_pristine(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> None:
+        """Remember the request as the run made it (equal to `messages` and `params` now; never changed)."""
+        self._pristine = (messages, params)
 
     def decline(self, reason: str) -> None:
         """Refuse this model call; the turn answers with `reason` instead."""
@@ -68,8 +90,18 @@ class ModelBeforeCallContext(ModelCallScope):
         self.decline_reason = str(reason)
 
     def snapshot_mutable(self) -> Any:
-        """Deep copies of the messages and parameters (hooks edit them in place), and the decline."""
-        return (snapshot_value(self.messages), snapshot_value(self.params), self.declined, self.decline_reason)
+        """The messages and parameters (deep copies: hooks edit them in place), and the decline."""
+        pristine = self._pristine
+        if pristine is not None and self.messages == pristine[0] and self.params == pristine[1]:
+            return (_PRISTINE, _PRISTINE, self.declined, self.decline_reason)
+        return (*request_copy((self.messages, self.params)), self.declined, self.decline_reason)
+
+    def restore_mutable(self, snapshot: Any) -> None:
+        """Put back values taken by `snapshot_mutable` (a fresh copy of the run's request for a pristine one)."""
+        messages, params, self.declined, self.decline_reason = snapshot
+        if messages is _PRISTINE and self._pristine is not None:
+            messages, params = request_copy(self._pristine)
+        self.messages, self.params = messages, params
 
 
 @dataclass(slots=True, kw_only=True)

@@ -151,3 +151,31 @@ async def test_model_gate_monitor_mode_counts_but_never_applies():
     assert ctx.messages == model_ctx().messages
     assert not ctx.declined
     assert hook_telemetry(reg)[0].monitored_effects == 1
+
+
+@pytest.mark.asyncio
+async def test_model_gate_rollback_returns_to_the_last_good_request_and_never_touches_the_runs_own():
+    @hook(EVENT_MODEL_BEFORE_CALL, priority=1)
+    async def broken_first(ctx):
+        ctx.messages[-1]["content"] = "tampered"
+        raise RuntimeError("first")
+
+    @hook(EVENT_MODEL_BEFORE_CALL, priority=2)
+    async def rewrite(ctx):
+        ctx.messages[-1]["content"] = "hi, rewritten"
+
+    @hook(EVENT_MODEL_BEFORE_CALL, priority=3)
+    async def broken_last(ctx):
+        ctx.messages[-1]["content"] = "tampered again"
+        ctx.params["tools"] = []
+        raise RuntimeError("last")
+
+    ctx = model_ctx()
+    own = model_ctx()
+    ctx.keep_pristine(own.messages, own.params)
+
+    result = await emit_model_gate(registry(broken_first, rewrite, broken_last), ctx)
+
+    assert [m["content"] for m in result.messages] == ["Be brief.", "hi, rewritten"]
+    assert result.params == {"tools": None, "tool_choice": None}
+    assert own.messages == model_ctx().messages  # the run's own request is never edited
