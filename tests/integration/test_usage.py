@@ -26,7 +26,7 @@ from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.daemon.metrics import MetricsCollector
 from mindroom.daemon.wiring import DaemonApiView
-from mindroom.state.usage import next_month_start
+from mindroom.state.usage import UsageQuery, next_month_start
 from mindroom.testing.memory_script import is_memory_request
 from mindroom.testing.model_api import word_count
 from mindroom.testing.model_api_openai import ChatCompletionsApi
@@ -284,3 +284,47 @@ async def test_usage_moves_to_postgres_with_state_migrate_and_counts_on_there(po
     with psycopg.connect(postgres_url) as conn:
         rows = conn.execute("SELECT requester, agent, model FROM mindroom.usage").fetchall()
     assert rows == [(alice.user_id, agent, "default")] * 3
+
+
+async def test_usage_of_a_hand_off_is_counted_for_the_person_who_asked(e2e: E2E):
+    alice, bob = await e2e.human("alice"), await e2e.human("bob")
+    helper, researcher, room = e2e.name("helper"), e2e.name("researcher"), e2e.name("room")
+    models = {**e2e.models(), "research": {**e2e.models()["default"], "id": "research-model", "pricing": PRICE}}
+    agents = {
+        helper: {"display_name": "Helper", "rooms": [room], "tools": ["delegate"], "delegate_to": [researcher]},
+        researcher: {"display_name": "Researcher", "rooms": [room], "model": "research"},
+    }
+    await e2e.start(e2e.basic_config([alice.user_id, bob.user_id], agents, models=models))
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await e2e.joined(bob, room_id)
+    e2e.model_server.script(
+        ToolCall("run_subagent", {"task": "When is high tide today?", "agent_name": researcher}),
+        Text("The researcher says 14:32."),
+        Text("hello bob"),
+        model="agent-model",
+    )
+    e2e.model_server.script(Text("High tide is at 14:32."), model="research-model")
+
+    question = await alice.send(room_id, "ask the researcher about the tide", mentions=[e2e.user_id(helper)])
+    await alice.wait_for(
+        lambda ev: (
+            thread_replies(question, e2e.user_id(helper))(ev) and ev["content"]["body"] == "The researcher says 14:32."
+        )
+    )
+    await _ask(e2e, bob, room_id, helper, "just hello")
+    assert e2e.daemon is not None and e2e.daemon.running is not None
+    ledger = e2e.daemon.running.stores.usage
+    assert ledger is not None
+    rows = await ledger.query(UsageQuery(group_by=("requester", "agent", "model")))
+
+    [research] = _turns(e2e, "research-model")
+    counted = {row.key: (row.turns, row.input_tokens, row.cost_usd) for row in rows}
+    assert counted[(alice.user_id, researcher, "research")] == (
+        1,
+        _read(research),
+        _cost(_read(research), word_count(["High tide is at 14:32."])),
+    )
+    assert counted[(alice.user_id, helper, "default")][0] == 1
+    assert counted[(bob.user_id, helper, "default")][0] == 1
+    assert len(counted) == 3  # nothing counted for an agent's own account
