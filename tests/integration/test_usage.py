@@ -29,6 +29,7 @@ from mindroom.daemon.wiring import DaemonApiView
 from mindroom.state.usage import UsageQuery, next_month_start
 from mindroom.testing.memory_script import is_memory_request
 from mindroom.testing.model_api import word_count
+from mindroom.testing.model_api_anthropic import AnthropicMessagesApi
 from mindroom.testing.model_api_openai import ChatCompletionsApi
 from mindroom.testing.model_server import Text, ToolCall
 from tests.daemon.test_metrics import _sample
@@ -328,3 +329,32 @@ async def test_usage_of_a_hand_off_is_counted_for_the_person_who_asked(e2e: E2E)
     assert counted[(alice.user_id, helper, "default")][0] == 1
     assert counted[(bob.user_id, helper, "default")][0] == 1
     assert len(counted) == 3  # nothing counted for an agent's own account
+
+
+async def test_usage_of_an_anthropic_model_counts_its_cached_input_at_the_cache_price(e2e: E2E):
+    alice = await e2e.human("alice")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config([alice.user_id], {agent: {"display_name": "Helper", "rooms": [room]}})
+    pricing = {"input": 3.0, "output": 15.0, "cache_read": 0.3}
+    config["models"]["default"] = {
+        "provider": "anthropic",
+        "id": "agent-model",
+        "host": e2e.model_server.url,
+        "api_key": "sk-ant-test",
+        "pricing": pricing,
+        "extra_kwargs": {"max_retries": 0},
+    }
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    e2e.model_server.set_cached_tokens(5)  # the Messages API reports them apart from input_tokens
+    e2e.model_server.set_default(Text("four words right here"))
+
+    await _ask(e2e, alice, room_id, agent, "a question for the Messages API")
+    own = await _command(e2e, alice, room_id, "!usage")
+
+    [request] = e2e.model_server.requests_to("anthropic")
+    read = word_count(AnthropicMessagesApi().texts(request))
+    cost = ((read - 5) * 3.0 + 5 * 0.3 + 4 * 15.0) / 1e6
+    assert own.startswith(f"Your usage this month (UTC): 1 turn, {read:,} tokens in (5 cached), 4 out, 0 tool calls,")
+    assert f"${cost:.4f}" in own
