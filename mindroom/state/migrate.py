@@ -24,7 +24,7 @@ from mindroom.state.sqlite.overrides import SqliteOverrideStore
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
 from mindroom.state.sqlite.schedules import SqliteScheduleStore
 from mindroom.state.sqlite.usage import SqliteUsageStore
-from mindroom.state.usage import USAGE_COLUMNS
+from mindroom.state.usage import CAP_COLUMNS, USAGE_COLUMNS
 
 if TYPE_CHECKING:
     import psycopg
@@ -107,6 +107,7 @@ _TABLES = (
         ("scope", "room_id", "thread_id", "key"),
     ),
     _Table("usage", "usage.db", "usage", USAGE_COLUMNS, ("record_id",)),
+    _Table("budget caps", "usage.db", "budget_caps", CAP_COLUMNS, ("requester",)),
 )
 _OPENERS: dict[
     str,

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
+    "CAP_COLUMNS",
     "GROUPS",
     "USAGE_COLUMNS",
+    "BudgetCap",
     "UsageQuery",
     "UsageRecord",
     "UsageStore",
@@ -49,6 +51,9 @@ USAGE_COLUMNS = (
     "rolled",
 )
 """The usage table's columns, in the order `UsageRecord.row` gives them (both backends and `state migrate`)."""
+
+CAP_COLUMNS = ("requester", "limit_usd", "set_by", "set_at")
+"""The budget caps table's columns, in `BudgetCap`'s order."""
 
 GROUPS = ("requester", "agent", "room_id", "thread_id", "model", "day")
 """What usage can be summed by."""
@@ -117,6 +122,16 @@ class UsageRecord:
             unpriced,
             0,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetCap:
+    """One person's own monthly limit in USD (over `budgets.monthly_limit_usd`), who set it and when."""
+
+    requester: str
+    limit_usd: float
+    set_by: str
+    set_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +268,15 @@ class UsageStore(Protocol):
 
     def roll_up(self, before: float) -> int:
         """Fold the turns before `before` into one row per day, person, agent, room and model; how many were folded."""
+
+    def caps(self) -> dict[str, BudgetCap]:
+        """Every person's own monthly limit (blocks: call it off the event loop)."""
+
+    def set_cap(self, cap: BudgetCap) -> None:
+        """Keep one person's own monthly limit (it replaces the one they had)."""
+
+    def remove_cap(self, requester: str) -> None:
+        """Drop one person's own monthly limit (they are back under `budgets.monthly_limit_usd`)."""
 
     def close(self) -> None:
         """Release what the store holds of its own (the backend closes shared connections)."""

@@ -6,6 +6,7 @@ survive a restart."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
@@ -13,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -25,6 +27,7 @@ from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.daemon.metrics import MetricsCollector
+from mindroom.daemon.orchestrator import Orchestrator
 from mindroom.daemon.wiring import DaemonApiView
 from mindroom.state.usage import UsageQuery, next_month_start
 from mindroom.testing.memory_script import is_memory_request
@@ -63,6 +66,18 @@ def _cost(input_tokens: int, output_tokens: int) -> float:
 async def _ask(e2e: E2E, human: HumanClient, room_id: str, agent: str, text: str) -> dict[str, Any]:
     event_id = await human.send(room_id, text, mentions=[e2e.user_id(agent)])
     return await human.wait_for(thread_replies(event_id, e2e.user_id(agent)))
+
+
+@contextlib.asynccontextmanager
+async def _rest(daemon: Orchestrator) -> AsyncIterator[httpx.AsyncClient]:
+    """The daemon's REST API on a free port, and a client holding the dashboard's key."""
+    ctx = ApiContext(DaemonApiView(daemon), api_settings({"MINDROOM_API_KEY": DASHBOARD}, port=0))
+    headers = {"Authorization": f"Bearer {DASHBOARD}"}
+    async with (
+        ApiServer(ctx, create_app(ctx)) as server,
+        httpx.AsyncClient(base_url=server.url, headers=headers) as rest,
+    ):
+        yield rest
 
 
 def _metrics(e2e: E2E) -> str:
@@ -358,3 +373,44 @@ async def test_usage_of_an_anthropic_model_counts_its_cached_input_at_the_cache_
     cost = ((read - 5) * 3.0 + 5 * 0.3 + 4 * 15.0) / 1e6
     assert own.startswith(f"Your usage this month (UTC): 1 turn, {read:,} tokens in (5 cached), 4 out, 0 tool calls,")
     assert f"${cost:.4f}" in own
+
+
+async def test_usage_a_persons_own_limit_set_through_the_api_moves_only_them_and_outlasts_a_restart(e2e: E2E):
+    alice, bob = await e2e.human("alice"), await e2e.human("bob")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config([alice.user_id, bob.user_id], {agent: {"display_name": "Helper", "rooms": [room]}})
+    config["models"]["default"]["pricing"] = PRICE
+    config["models"]["cheap"] = {**config["models"]["default"], "id": "fallback-model"}
+    del config["models"]["cheap"]["pricing"]
+    config["budgets"] = {"fallback_model": "cheap"}  # no default limit: only people given one are capped
+    daemon = await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await e2e.joined(bob, room_id)
+    e2e.model_server.set_default(Text("priced"), model="agent-model")
+    e2e.model_server.set_default(Text("cheap"), model="fallback-model")
+    async with _rest(daemon) as rest:
+        capped = await rest.put(f"/api/budgets/users/{alice.user_id}", json={"limit_usd": 0})
+        near = await rest.put(f"/api/budgets/users/{alice.user_id[1:]}", json={"limit_usd": 1})
+        negative = await rest.put(f"/api/budgets/users/{bob.user_id}", json={"limit_usd": -1})
+        alices = await _ask(e2e, alice, room_id, agent, "alice is capped at zero")
+        bobs = await _ask(e2e, bob, room_id, agent, "bob has no limit")
+        status = (await rest.get("/api/budgets")).json()
+    await e2e.stop()
+    daemon = await e2e.start(config)
+    await e2e.joined(alice, room_id)
+    again = await _ask(e2e, alice, room_id, agent, "still capped after a restart")
+    async with _rest(daemon) as rest:
+        removed = await rest.delete(f"/api/budgets/users/{alice.user_id}")
+        twice = await rest.delete(f"/api/budgets/users/{alice.user_id}")
+        freed = await _ask(e2e, alice, room_id, agent, "and free again")
+
+    assert capped.status_code == 200 and capped.json()["limit_usd"] == 0 and capped.json()["set_by"]
+    assert near.status_code == 422 and negative.status_code == 422
+    assert (alices["content"]["body"], bobs["content"]["body"]) == ("cheap", "priced")
+    users = {user["requester"]: user for user in status["users"]}
+    assert users[alice.user_id]["limit_usd"] == 0 and users[alice.user_id]["own_limit"] is True
+    assert users[bob.user_id]["limit_usd"] is None and users[bob.user_id]["spent_usd"] > 0
+    assert status["fallback_model"] == "cheap" and status["resets_at"] == next_month_start(time.time())
+    assert again["content"]["body"] == "cheap"
+    assert (removed.status_code, twice.status_code, freed["content"]["body"]) == (200, 404, "priced")

@@ -9,7 +9,15 @@ from collections.abc import Callable
 import pytest
 
 from mindroom.state.backend import StateBackend
-from mindroom.state.usage import UsageQuery, UsageRecord, UsageStore, day_of, month_start, next_month_start
+from mindroom.state.usage import (
+    BudgetCap,
+    UsageQuery,
+    UsageRecord,
+    UsageStore,
+    day_of,
+    month_start,
+    next_month_start,
+)
 from mindroom.state.usage_period import period_bounds
 
 Opener = Callable[[], StateBackend]
@@ -115,3 +123,17 @@ def test_usage_periods_by_name_and_a_near_miss_refused():
     for wrong in ("2026-02-30", "7days", "0d", "month2", "2026-13"):
         with pytest.raises(ValueError, match="unknown period"):
             period_bounds(wrong, NOON)
+
+
+@pytest.mark.asyncio
+async def test_usage_store_keeps_each_persons_own_limit_across_a_restart(opener: Opener, opened: list[StateBackend]):
+    backend, store = await _usage(opener, opened)
+    store.set_cap(BudgetCap("@alice:hs", 5.0, "operator", 1.0))
+    store.set_cap(BudgetCap("@bob:hs", 2.0, "operator", 2.0))
+    store.set_cap(BudgetCap("@alice:hs", 7.5, "admin", 3.0))  # replaces hers
+    store.remove_cap("@bob:hs")
+    store.remove_cap("@nobody:hs")  # nothing to remove: nothing happens
+    await backend.close()
+    _second, store = await _usage(opener, opened)
+
+    assert store.caps() == {"@alice:hs": BudgetCap("@alice:hs", 7.5, "admin", 3.0)}

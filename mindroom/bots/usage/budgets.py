@@ -26,9 +26,12 @@ class BudgetCall:
     refusal: str | None = None
 
 
-def budget_limit(config: Config) -> float | None:
-    """Each person's monthly limit in USD (None: no limit)."""
-    return config.budgets.monthly_limit_usd if config.budgets is not None else None
+def budget_limit(config: Config, own: float | None = None) -> float | None:
+    """A person's monthly limit in USD: their own (`own`), else `budgets.monthly_limit_usd`; None: no limit (and
+    none at all without `budgets:`)."""
+    if config.budgets is None:
+        return None
+    return own if own is not None else config.budgets.monthly_limit_usd
 
 
 def usd(amount: float) -> str:
@@ -42,10 +45,16 @@ def reset_day(reset_at: float) -> str:
 
 
 def budget_call(
-    config: Config, requester: str, model_name: str, spend: Callable[[str], float], reset_at: float
+    config: Config,
+    requester: str,
+    model_name: str,
+    spend: Callable[[str], float],
+    reset_at: float,
+    own: float | None = None,
 ) -> BudgetCall:
-    """The model `requester`'s turn runs with (their limit reached: the fallback), or the refusal naming the reset."""
-    limit = budget_limit(config)
+    """The model `requester`'s turn runs with (their limit reached: the fallback), or the refusal naming the reset;
+    `own` is the person's own limit, if they have one."""
+    limit = budget_limit(config, own)
     model = config.models.get(model_name)
     if limit is None or model is None or model.pricing is None or not requester:
         return BudgetCall(model_name)
@@ -62,9 +71,9 @@ def budget_call(
     return BudgetCall(model_name, refusal)
 
 
-def crossed_warning(config: Config, before: float, after: float) -> float | None:
+def crossed_warning(config: Config, before: float, after: float, own: float | None = None) -> float | None:
     """The limit whose warning share a turn's cost crossed (spend `before` -> `after`); None when it crossed none."""
-    limit = budget_limit(config)
+    limit = budget_limit(config, own)
     if limit is None or limit <= 0:
         return None
     line = WARN_SHARE * limit

@@ -14,7 +14,15 @@ import time
 from collections.abc import Awaitable, Callable
 
 from mindroom.logging_config import get_logger
-from mindroom.state.usage import UsageQuery, UsageRecord, UsageStore, UsageTotals, month_start, next_month_start
+from mindroom.state.usage import (
+    BudgetCap,
+    UsageQuery,
+    UsageRecord,
+    UsageStore,
+    UsageTotals,
+    month_start,
+    next_month_start,
+)
 from mindroom.tasks import TaskOwner
 
 __all__ = ["UsageLedger"]
@@ -49,6 +57,7 @@ class UsageLedger:
         self._month_start = month_start(clock())
         self._month_end = next_month_start(self._month_start)
         self._month: dict[str, float] = {}
+        self._caps: dict[str, BudgetCap] = {}
         self._wake = asyncio.Event()
         self._flushing = asyncio.Lock()
         self._tasks = TaskOwner("usage")
@@ -88,12 +97,41 @@ class UsageLedger:
         self._roll_month(self._clock())
         return self._month.get(requester, 0.0)
 
+    def month_spends(self) -> dict[str, float]:
+        """What each person spent this month (UTC) on priced models, in USD."""
+        self._roll_month(self._clock())
+        return dict(self._month)
+
+    def cap(self, requester: str) -> float | None:
+        """`requester`'s own monthly limit in USD, if one was set for them."""
+        found = self._caps.get(requester)
+        return found.limit_usd if found is not None else None
+
+    def caps(self) -> list[BudgetCap]:
+        """Every person's own monthly limit, by person."""
+        return sorted(self._caps.values(), key=lambda cap: cap.requester)
+
+    async def set_cap(self, requester: str, limit_usd: float, set_by: str) -> BudgetCap:
+        """Give `requester` a monthly limit of their own (kept in the state; in force from their next turn)."""
+        cap = BudgetCap(requester, limit_usd, set_by, self._clock())
+        await asyncio.to_thread(self.store.set_cap, cap)
+        self._caps[requester] = cap
+        return cap
+
+    async def remove_cap(self, requester: str) -> bool:
+        """Put `requester` back under `budgets.monthly_limit_usd`; False when they had no limit of their own."""
+        if self._caps.pop(requester, None) is None:
+            return False
+        await asyncio.to_thread(self.store.remove_cap, requester)
+        return True
+
     async def start(self) -> None:
         """Read this month's spend per person, then write in the background until `stop`."""
         now = self._clock()
         totals = await asyncio.to_thread(self.store.query, UsageQuery(since=month_start(now), group_by=("requester",)))
         for total in totals:  # turns recorded before the start are pending, not in the store: both count
             self._month[total.key[0]] = self._month.get(total.key[0], 0.0) + total.cost_usd
+        self._caps = await asyncio.to_thread(self.store.caps)
         self._tasks.spawn(self._run(), "usage writer", name="usage-writer")
 
     async def _run(self) -> None:

@@ -26,7 +26,7 @@ def turn_model(
 ) -> tuple[str, ModelConfig | None, str]:
     """The model a turn runs with (its name and config), or None and the message the turn is answered with."""
     if ledger is not None and config.budgets is not None:
-        call = budget_call(config, requester, model_name, ledger.month_spend, ledger.month_end)
+        call = budget_call(config, requester, model_name, ledger.month_spend, ledger.month_end, ledger.cap(requester))
         if call.refusal is not None:
             ledger.budget_turns["refused"] += 1
             logger.info("turn refused: budget used up", requester=requester, model=model_name)
@@ -74,7 +74,7 @@ def record_turn(
         cost,
     )
     before, after = ledger.record(record)
-    limit = crossed_warning(config, before, after)
+    limit = crossed_warning(config, before, after, ledger.cap(envelope.requester_id))
     if limit is not None and account is not None and envelope.requester_id:
         ledger.spawn(_warn(account, config, envelope, after, limit, ledger.month_end), "budget warning")
     return before, after

@@ -162,6 +162,11 @@ _DDL = (
         rolled SMALLINT NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS usage_at ON mindroom.usage (at)",
     "CREATE INDEX IF NOT EXISTS usage_requester_at ON mindroom.usage (requester, at)",
+    """CREATE TABLE IF NOT EXISTS mindroom.budget_caps (
+        requester TEXT PRIMARY KEY,
+        limit_usd DOUBLE PRECISION NOT NULL,
+        set_by TEXT NOT NULL,
+        set_at DOUBLE PRECISION NOT NULL)""",
 )
 
 

@@ -10,7 +10,9 @@ import psycopg
 
 from mindroom.state.postgres.connection import StateConnection
 from mindroom.state.usage import (
+    CAP_COLUMNS,
     USAGE_COLUMNS,
+    BudgetCap,
     UsageQuery,
     UsageRecord,
     UsageTotals,
@@ -62,6 +64,27 @@ class PostgresUsageStore:
                 return deleted.rowcount
 
         return self._conn.call(run)
+
+    def caps(self) -> dict[str, BudgetCap]:
+        """Every person's own monthly limit (blocks until the session answers)."""
+
+        def run(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            return conn.execute(f"SELECT {', '.join(CAP_COLUMNS)} FROM mindroom.budget_caps").fetchall()  # type: ignore[arg-type]  # noqa: S608
+
+        return {row[0]: BudgetCap(*row) for row in self._conn.call(run)}
+
+    def set_cap(self, cap: BudgetCap) -> None:
+        """Queue one person's own monthly limit."""
+        self._conn.write(
+            "INSERT INTO mindroom.budget_caps (requester, limit_usd, set_by, set_at) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (requester) DO UPDATE SET limit_usd = EXCLUDED.limit_usd, set_by = EXCLUDED.set_by,"
+            " set_at = EXCLUDED.set_at",
+            (cap.requester, cap.limit_usd, cap.set_by, cap.set_at),
+        )
+
+    def remove_cap(self, requester: str) -> None:
+        """Queue the removal of one person's own monthly limit."""
+        self._conn.write("DELETE FROM mindroom.budget_caps WHERE requester = %s", (requester,))
 
     def close(self) -> None:
         """Nothing of its own to close: the backend flushes and closes the connection."""

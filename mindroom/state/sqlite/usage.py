@@ -8,7 +8,9 @@ from pathlib import Path
 
 from mindroom.private_files import open_private_database
 from mindroom.state.usage import (
+    CAP_COLUMNS,
     USAGE_COLUMNS,
+    BudgetCap,
     UsageQuery,
     UsageRecord,
     UsageTotals,
@@ -42,6 +44,12 @@ CREATE TABLE IF NOT EXISTS usage (
 );
 CREATE INDEX IF NOT EXISTS usage_at ON usage (at);
 CREATE INDEX IF NOT EXISTS usage_requester_at ON usage (requester, at);
+CREATE TABLE IF NOT EXISTS budget_caps (
+    requester TEXT PRIMARY KEY,
+    limit_usd REAL NOT NULL,
+    set_by TEXT NOT NULL,
+    set_at REAL NOT NULL
+);
 """
 _INSERT = f"INSERT OR IGNORE INTO usage ({', '.join(USAGE_COLUMNS)}) VALUES ({', '.join(['?'] * len(USAGE_COLUMNS))})"  # noqa: S608
 
@@ -76,6 +84,25 @@ class SqliteUsageStore:
             rows = rollup_rows(self._db.execute(rollup_sql("usage", "?"), (before,)).fetchall())
             self._db.executemany(rollup_upsert("usage", "?", "usage"), rows)
             return self._db.execute("DELETE FROM usage WHERE rolled = 0 AND at < ?", (before,)).rowcount
+
+    def caps(self) -> dict[str, BudgetCap]:
+        """Every person's own monthly limit."""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {', '.join(CAP_COLUMNS)} FROM budget_caps").fetchall()  # noqa: S608
+        return {row[0]: BudgetCap(*row) for row in rows}
+
+    def set_cap(self, cap: BudgetCap) -> None:
+        """Keep one person's own monthly limit."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO budget_caps (requester, limit_usd, set_by, set_at) VALUES (?, ?, ?, ?)",
+                (cap.requester, cap.limit_usd, cap.set_by, cap.set_at),
+            )
+
+    def remove_cap(self, requester: str) -> None:
+        """Drop one person's own monthly limit."""
+        with self._lock:
+            self._db.execute("DELETE FROM budget_caps WHERE requester = ?", (requester,))
 
     def close(self) -> None:
         """Close the database."""

@@ -77,3 +77,13 @@ def test_budget_warning_is_given_by_the_turn_that_crosses_eighty_percent_only():
 def test_budget_fallback_must_be_a_configured_model():
     with pytest.raises(ValueError, match=r"budgets.fallback_model: unknown model 'smal' \(known: big, local, small\)"):
         _config({"monthly_limit_usd": 1.0, "fallback_model": "smal"})
+
+
+def test_budget_a_persons_own_limit_comes_before_the_default_and_needs_budgets():
+    config = _config({"monthly_limit_usd": 10.0, "fallback_model": "small"})
+
+    assert budget_call(config, "@bob:hs", "big", lambda who: 3.0, RESET, own=2.0) == BudgetCall("small")
+    assert budget_call(config, "@bob:hs", "big", lambda who: 3.0, RESET, own=20.0) == BudgetCall("big")
+    assert budget_call(config, "@bob:hs", "big", lambda who: 0.0, RESET, own=0.0) == BudgetCall("small")
+    assert crossed_warning(config, 1.0, 1.7, own=2.0) == 2.0
+    assert budget_call(_config(None), "@bob:hs", "big", lambda who: 3.0, RESET, own=2.0) == BudgetCall("big")
