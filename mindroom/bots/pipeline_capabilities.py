@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from mindroom.bots.approvals.desk import ApprovalDesk
 from mindroom.bots.coordination import TurnCoordinator
 from mindroom.bots.limits import SlidingWindow
+from mindroom.bots.thread_summaries import ThreadSummaries
 from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.state.answers import AnswerLog
 from mindroom.state.attachments import AttachmentStore
@@ -52,6 +53,8 @@ class TurnStores:
     """The state's PostgreSQL database, where agents' sessions live too; None: SQLite files under the data dir."""
     usage: UsageLedger | None = None
     """What each turn spent (and budgets read); None: not recorded."""
+    summaries: ThreadSummaries = field(default_factory=ThreadSummaries)
+    """Thread summaries written after answers (idle until the run attaches it)."""
 
 
 @dataclass(frozen=True, slots=True)

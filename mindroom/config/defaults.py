@@ -96,6 +96,14 @@ class DefaultsConfig(StrictModel):
     """MindRoom's compaction settings (`null` or `enabled: false`: never fold)."""
     max_preload_chars: int = Field(default=50000, ge=1)
     """The most characters an agent's `context_files` add to its instructions."""
+    thread_summary_model: str | None = None
+    """The model (a key of `models:`) that writes thread summaries; unset: no summaries (unless per room)."""
+    thread_summary_first_threshold: int = Field(default=1, ge=1)
+    """A thread's first summary is written once it has this many messages."""
+    thread_summary_subsequent_interval: int = Field(default=10, ge=1)
+    """A summary is written again after this many more messages."""
+    thread_summary_temperature: float | None = 0.2
+    """The summary model's temperature (null: the provider's own)."""
 
     @field_validator("compaction", mode="before")
     @classmethod

@@ -69,6 +69,8 @@ class Config(StrictModel):
     """Agents answering together as one entity, with an account of their own."""
     room_models: dict[str, str] = Field(default_factory=dict)
     """Room key, alias or id -> the model every agent, team and the router uses in that room."""
+    room_thread_summary_models: dict[str, str] = Field(default_factory=dict)
+    """Room key, alias or id -> the model that writes that room's thread summaries (over the default's)."""
     router: RouterConfig = Field(default_factory=RouterConfig)
     rooms: dict[str, RoomConfig] = Field(default_factory=dict)
     authorization: AuthorizationConfig = Field(default_factory=AuthorizationConfig)
@@ -107,7 +109,14 @@ class Config(StrictModel):
         self._notices = tuple(notices)
 
     @field_validator(
-        "mcp_servers", "tool_approval", "teams", "room_models", "knowledge_bases", "prompts", mode="before"
+        "mcp_servers",
+        "tool_approval",
+        "teams",
+        "room_models",
+        "room_thread_summary_models",
+        "knowledge_bases",
+        "prompts",
+        mode="before",
     )
     @classmethod
     def _null_is_empty(cls, value: Any) -> Any:

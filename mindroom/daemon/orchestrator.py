@@ -220,7 +220,7 @@ class Orchestrator:
             running, mcp.before(self.apply_entity_changes), self._options.reload, stores, commands, reload_stops
         )
         provide_tool_parts(running, run.scheduler, run.reloading.reloader, stores.overrides, reload_stops)
-        start_threads(commands)
+        start_threads(running, commands, reload_stops)
         progress.enter("ready")
         announce_ready(live, running.directory, accounts.down, postgres=self._state.postgresql)
         return running

@@ -1,14 +1,28 @@
-"""Threads people find again, for one run: `!tag`, `!resolve` and `!reopen` in the command table."""
+"""Threads people find again, for one run: summaries attached to the run, and the thread commands registered."""
 
 from __future__ import annotations
 
 from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.commands.threads import thread_commands
+from mindroom.bots.thread_summaries import SummaryRun
+from mindroom.daemon.startup.plan import PhaseStops
+from mindroom.daemon.wiring import RunningDaemon
+from mindroom.tasks import TaskOwner
 
 __all__ = ["start_threads"]
 
 
-def start_threads(commands: CommandTable) -> None:
-    """Register the thread commands into `commands`."""
-    for command in thread_commands():
+def start_threads(running: RunningDaemon, commands: CommandTable, stops: PhaseStops) -> None:
+    """Summaries start with this run (their tasks stop with it); `!tag`, `!resolve`, `!reopen`, `!summary`."""
+    directory, summaries = running.directory, running.stores.summaries
+    summaries.attach(
+        SummaryRun(
+            room_keys=directory.room_keys,
+            trusted=lambda: frozenset(directory.bot_user_ids.values()),
+            env=running.paths.env_values,
+            tasks=TaskOwner("thread summaries"),
+        )
+    )
+    stops.add("thread summaries", lambda stopping: summaries.stop(stopping.grace_s))
+    for command in thread_commands(summaries, directory.room_keys):
         commands.register(command)

@@ -52,7 +52,7 @@ LATER: Mapping[str, LaterTool] = MappingProxyType(
         **_later("stopping a reply as a tool", "stop_reply"),
         **_later("skills managed from chat", "skill_manage"),
         **_later("config changes by tool", "config_manager self_config", "!config set, for administrators"),
-        **_later(_THREADS, "thread_summary thread_model thread_move"),
+        **_later(_THREADS, "thread_model thread_move"),
         **_later("usage and budgets", "usage_stats"),
         **_later("voice replies", "matrix_voice_message"),
         **_later("external triggers", "external_trigger_manager"),

@@ -16,6 +16,8 @@ from tests.integration.support import HumanClient, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
+SUMMARY_KEY = "io.mindroom.thread_summary"
+
 
 def threads_config(e2e: E2E, alice: str, bob: str, agent: str, room: str) -> dict[str, Any]:
     tools = [{"thread_tags": {"tags": ["bug", "blocked"]}}, "thread_resolution"]
@@ -31,8 +33,10 @@ async def command(e2e: E2E, human: HumanClient, room_id: str, text: str, thread_
 
     def answer(event: dict[str, Any]) -> bool:
         relates = event.get("content", {}).get("m.relates_to", {})
-        return thread_replies(thread_root, e2e.user_id("router"))(event) and (
-            relates.get("m.in_reply_to", {}).get("event_id") == sent
+        return (
+            thread_replies(thread_root, e2e.user_id("router"))(event)
+            and relates.get("m.in_reply_to", {}).get("event_id") == sent
+            and SUMMARY_KEY not in event.get("content", {})
         )
 
     return str((await human.wait_for(answer))["content"]["body"])
@@ -95,3 +99,103 @@ async def test_thread_tags_and_resolution_by_command_and_tool_are_room_state_tha
     after = await room_tags(bob, room_id)
     assert after[key(root, "resolved")] == {} and after[key(root, "bug")] == {}
     assert after[key(root, "blocked")]["set_by"] == alice.user_id
+
+
+def summary_notices(root: str, sender: str) -> Any:
+    """A predicate for the summary notices `sender` posts in the thread of `root`."""
+
+    def predicate(event: dict[str, Any]) -> bool:
+        content = event.get("content", {})
+        return thread_replies(root, sender)(event) and isinstance(content.get(SUMMARY_KEY), dict)
+
+    return predicate
+
+
+async def summaries_settled(e2e: E2E, human: HumanClient, room_id: str) -> None:
+    """Until the daemon is idle, its summary tasks have ended, and `human` has seen all it sent."""
+    assert e2e.daemon is not None and e2e.daemon.running is not None
+    await e2e.idle()
+    await e2e.daemon.running.stores.summaries.settled()
+    await human.sync_past(room_id)
+
+
+def summary_config(e2e: E2E, people: list[str], agent: str, room: str, **room_entry: Any) -> dict[str, Any]:
+    agents = {agent: {"display_name": "Helper", "model": "default", "rooms": [room]}}
+    models = {**e2e.models(), "summary": {**e2e.models()["default"], "id": "summary-model"}}
+    config = e2e.basic_config(people, agents, models=models, rooms={room: {"name": "Work", **room_entry}})
+    config["defaults"].update(thread_summary_first_threshold=3, thread_summary_subsequent_interval=2)
+    config["room_thread_summary_models"] = {room: "summary"}
+    return config
+
+
+async def test_thread_summary_is_written_past_the_threshold_renewed_as_it_grows_and_seen_by_another_client(e2e: E2E):
+    alice, bob = await e2e.human("alice"), await e2e.human("bob")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    await e2e.start(summary_config(e2e, [alice.user_id, bob.user_id], agent, room))
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await e2e.joined(bob, room_id)
+    agent_id = e2e.user_id(agent)
+    e2e.model_server.set_default(Text("Looking into it."), model="agent-model")
+    e2e.model_server.script(
+        Text("The build is red on CI; a fix is waiting on infra."),
+        Text("**CI fixed** after the infra change; nothing open."),
+        model="summary-model",
+    )
+
+    root = await alice.send(room_id, "the build is red", mentions=[agent_id])
+    await alice.wait_for(thread_replies(root, agent_id))
+    await summaries_settled(e2e, alice, room_id)
+    assert not alice.matching(summary_notices(root, agent_id))  # two messages: under the threshold of three
+
+    await alice.send(room_id, "any news?", thread_root=root)
+    first = await bob.wait_for(summary_notices(root, agent_id))
+    await alice.send(room_id, "and now?", thread_root=root)
+    second = await bob.wait_for(lambda ev: summary_notices(root, agent_id)(ev) and ev["event_id"] != first["event_id"])
+    await summaries_settled(e2e, alice, room_id)
+
+    assert first["content"]["msgtype"] == "m.notice"
+    assert first["content"]["body"] == "The build is red on CI; a fix is waiting on infra."
+    meta = first["content"][SUMMARY_KEY]
+    assert (meta["version"], meta["summary"], meta["message_count"], meta["model"]) == (
+        1,
+        first["content"]["body"],
+        4,
+        "summary",
+    )
+    assert second["content"]["body"] == "CI fixed after the infra change; nothing open."  # plain text
+    assert second["content"][SUMMARY_KEY]["message_count"] == 6  # the first notice is not counted
+    summary_requests = [r for r in e2e.model_server.requests if r.get("model") == "summary-model"]
+    assert len(summary_requests) == 2
+    assert "the build is red" in json.dumps(summary_requests[0]["messages"])
+
+
+async def test_thread_summary_in_an_encrypted_room_is_sent_encrypted_and_summary_command_writes_one_now(e2e: E2E):
+    alice, bob = await e2e.human("alice", encrypted=True), await e2e.human("bob", encrypted=True)
+    agent, room = e2e.name("helper"), e2e.name("vault")
+    config = summary_config(e2e, [alice.user_id, bob.user_id], agent, room, encrypted=True)
+    config["defaults"]["thread_summary_first_threshold"] = 50  # only !summary writes one here
+    await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    await e2e.joined(bob, room_id)
+    agent_id, router_id = e2e.user_id(agent), e2e.user_id("router")
+    await alice.wait_for_member(room_id, agent_id)
+    e2e.model_server.set_default(Text("The vault code is rotated weekly."), model="agent-model")
+    e2e.model_server.script(Text("Vault code rotation: weekly, confirmed."), model="summary-model")
+
+    root = await alice.send(room_id, "how often is the vault code rotated?", mentions=[agent_id])
+    await alice.wait_for(thread_replies(root, agent_id))
+    answer = await command(e2e, alice, room_id, "!summary", root)
+    notice = await bob.wait_for(summary_notices(root, router_id))
+
+    assert answer == "📝 Summary written (2 messages)."
+    assert notice.get("decrypted") is True
+    assert notice["content"]["body"] == "Vault code rotation: weekly, confirmed."
+    assert notice["content"][SUMMARY_KEY]["message_count"] == 2
+    requests = [r for r in e2e.model_server.requests if r.get("model") == "summary-model"]
+    assert "how often is the vault code rotated?" in json.dumps(requests[0]["messages"])  # read decrypted
+    bots = set(e2e.daemon.running.directory.bot_user_ids.values())
+    sent = [e for e in await bob.raw_timeline(room_id) if e["sender"] in bots and "state_key" not in e]
+    assert sent and {e["type"] for e in sent} == {"m.room.encrypted"}
+    assert "rotation" not in json.dumps(sent)

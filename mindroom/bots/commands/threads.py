@@ -3,6 +3,7 @@
 - `!tag` lists the thread's tags (outside a thread: the room's tagged threads).
 - `!tag <name> [note]` (or `!tag add <name> [note]`) adds a tag; `!tag remove <name>` takes it off.
 - `!resolve` marks the thread resolved; `!reopen` opens it again.
+- `!summary` writes the thread's summary now, with the room's summary model.
 
 Tags are kept in the room's state (`mindroom.matrix.thread_tags`), written by the account that answers, for
 the person who asked, who must be allowed to change thread tags in the room. When the agents' `thread_tags`
@@ -11,8 +12,12 @@ entries name tags, a tag must be one of them (their vocabularies together).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+from functools import partial
+
 from mindroom.bots.commands.table import Command
 from mindroom.bots.runtime import Entity, LiveState
+from mindroom.bots.thread_summaries import ThreadSummaries, summary_model
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.matrix.thread_tags import RESOLVED_TAG, ThreadTagError, ThreadTagStore, normalize_tag
 from mindroom.tool_system.spec import ToolError
@@ -92,10 +97,31 @@ async def _reopen(entity: Entity, live: LiveState, envelope: MessageEnvelope, ar
     return await _resolution(entity, envelope, resolved=False)
 
 
-def thread_commands() -> tuple[Command, ...]:
-    """`!tag`, `!resolve` and `!reopen`, for the orchestrator to register into the command table."""
+async def _summary(
+    summaries: ThreadSummaries,
+    room_keys: Callable[[str], Collection[str]],
+    entity: Entity,
+    live: LiveState,
+    envelope: MessageEnvelope,
+    args: str,
+) -> str:
+    root = envelope.resolved_thread_id
+    if root is None:
+        return _IN_THREAD
+    model = summary_model(live.config, envelope.room_id, room_keys(envelope.room_id), None)
+    if model is None:
+        return "No summary model is set for this room (defaults.thread_summary_model or room_thread_summary_models)."
+    sent = await summaries.summarize(live.config, entity.client, envelope.room_id, root, model, force=True)
+    if sent is None:
+        return "❌ The summary could not be written; see the daemon log."
+    return f"📝 Summary written ({sent.message_count} messages)."
+
+
+def thread_commands(summaries: ThreadSummaries, room_keys: Callable[[str], Collection[str]]) -> tuple[Command, ...]:
+    """`!tag`, `!resolve`, `!reopen` and `!summary`, for the orchestrator to register into the command table."""
     return (
         Command("tag", "this thread's tags; !tag <name> [note] adds one, !tag remove <name> takes it off", _tag),
         Command("resolve", "mark this thread resolved", _resolve),
         Command("reopen", "open this resolved thread again", _reopen),
+        Command("summary", "write this thread's summary now", partial(_summary, summaries, room_keys)),
     )

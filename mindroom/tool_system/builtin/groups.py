@@ -36,6 +36,7 @@ GROUP_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "usage_stats": ("usage_stats", ("get_my_usage", "get_all_usage")),
     "thread_tags": ("thread_tags", ("list_thread_tags", "tag_thread", "untag_thread")),
     "thread_resolution": ("thread_tags", ("resolve_thread", "reopen_thread")),
+    "thread_summary": ("thread_summary", ("set_thread_summary", "get_thread_summary")),
 }
 """Group name -> (its module under `mindroom.tool_system.builtin`, the function names it gives)."""
 

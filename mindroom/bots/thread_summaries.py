@@ -1,0 +1,143 @@
+"""`ThreadSummaries`: a thread's summary written once it has grown, renewed as it grows, after the answer.
+
+The summary model is the room's (`room_thread_summary_models`, by room key, alias or id, or by the answering
+agent's name) or `defaults.thread_summary_model`; with neither, nothing happens and an answer costs one
+lookup. A thread is summarized once it has `thread_summary_first_threshold` messages (summary notices and
+chat commands not counted), then again each `thread_summary_subsequent_interval` more; the count of the last
+summary is read back from its notice, so a restart neither repeats nor forgets one. A resolved thread and
+one whose summary was pinned are left alone. The work runs in a task the daemon owns (cancelled on stop), never on the
+answer's path; one thread is summarized once at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from mindroom.bots.commands.table import is_command
+from mindroom.config.main import Config
+from mindroom.logging_config import get_logger
+from mindroom.matrix.events import MatrixEvent
+from mindroom.matrix.room_account import RoomAccount
+from mindroom.matrix.thread_reader import thread_messages
+from mindroom.matrix.thread_summaries import ThreadSummary, is_summary, latest_summary, send_summary
+from mindroom.matrix.thread_tags import RESOLVED_TAG, ThreadTagStore
+from mindroom.tasks import TaskOwner
+
+__all__ = ["SummaryRun", "ThreadSummaries", "summary_model"]
+
+logger = get_logger(__name__)
+
+
+def summary_model(config: Config, room_id: str, room_keys: Collection[str], entity: str | None) -> str | None:
+    """The model that writes this room's thread summaries, None when no summary model is configured."""
+    per_room = config.room_thread_summary_models
+    if per_room:
+        for key in (*sorted(room_keys), room_id):
+            if key in per_room:
+                return per_room[key]
+        if entity is not None and entity in per_room:
+            return per_room[entity]
+    return config.defaults.thread_summary_model
+
+
+def _counted(event: MatrixEvent, trusted: Collection[str]) -> bool:
+    """Whether a message is part of the conversation: not a summary notice, not a chat command."""
+    return not is_summary(event, trusted) and not is_command(str(event.content.get("body") or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRun:
+    """What summaries need of the running daemon: room keys, its accounts, the environment, the task owner."""
+
+    room_keys: Callable[[str], Collection[str]]
+    trusted: Callable[[], Collection[str]]
+    env: Mapping[str, str]
+    tasks: TaskOwner
+
+
+class ThreadSummaries:
+    """Automatic and asked-for thread summaries of one run (idle until `attach`)."""
+
+    def __init__(self) -> None:
+        self._run: SummaryRun | None = None
+        self._busy: set[tuple[str, str]] = set()
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def attach(self, run: SummaryRun) -> None:
+        """Start summarizing for the running daemon."""
+        self._run = run
+
+    async def settled(self) -> None:
+        """Wait until no summary is being written."""
+        if self._run is not None:
+            await self._run.tasks.settled()
+
+    async def stop(self, grace_s: float) -> None:
+        """Let running summaries finish within `grace_s`, then cancel them."""
+        run, self._run = self._run, None
+        if run is not None:
+            await run.tasks.cancel_all(grace_s)
+
+    def answered(self, config: Config, client: RoomAccount, entity: str, room_id: str, thread_root: str) -> None:
+        """An answer was given in a thread: summarize it in the background if it has grown enough."""
+        run = self._run
+        if run is None or (not config.room_thread_summary_models and config.defaults.thread_summary_model is None):
+            return
+        model = summary_model(config, room_id, run.room_keys(room_id), entity)
+        key = (room_id, thread_root)
+        if model is None or key in self._busy:
+            return
+        self._busy.add(key)
+        run.tasks.spawn(self._automatic(config, client, model, key), "thread summary")
+
+    async def _automatic(self, config: Config, client: RoomAccount, model: str, key: tuple[str, str]) -> None:
+        try:
+            await self.summarize(config, client, key[0], key[1], model, force=False)
+        finally:
+            self._busy.discard(key)
+
+    async def summarize(
+        self, config: Config, client: RoomAccount, room_id: str, root: str, model: str, *, force: bool
+    ) -> ThreadSummary | None:
+        """Write the thread's summary now (`force`), or only when it is due; the summary sent, if any."""
+        run = self._run
+        if run is None:
+            return None
+        async with self._locks.setdefault((room_id, root), asyncio.Lock()):
+            events = await thread_messages(client, room_id, root)
+            trusted = run.trusted()
+            messages = [event for event in events if _counted(event, trusted)]
+            if not force and not await self.is_due(config, client, room_id, root, events):
+                return None
+            entry = config.models.get(model)
+            if entry is None:
+                logger.warning("thread summary model not in models:", model=model, key="room_thread_summary_models")
+                return None
+            lines = [(event.sender, str(event.content.get("body") or "")) for event in messages]
+            from mindroom.ai.thread_summary import write_thread_summary
+
+            defaults = config.defaults
+            text = await write_thread_summary(entry, model, run.env, lines, defaults.thread_summary_temperature)
+            latest = messages[-1].event_id if messages else root
+            sent = await send_summary(client, room_id, root, text, len(messages), model, latest_event_id=latest)
+            logger.info("thread summarized", room_id=room_id, thread_id=root, messages=len(messages), model=model)
+            return sent
+
+    async def is_due(
+        self, config: Config, client: RoomAccount, room_id: str, root: str, events: Sequence[MatrixEvent]
+    ) -> bool:
+        """Whether the thread of `events` has grown past its next threshold, and is neither pinned nor resolved."""
+        trusted = self._run.trusted() if self._run is not None else frozenset()
+        count = sum(1 for event in events if _counted(event, trusted))
+        last = latest_summary(events, trusted)
+        defaults = config.defaults
+        threshold = (
+            defaults.thread_summary_first_threshold
+            if last is None
+            else last.message_count + defaults.thread_summary_subsequent_interval
+        )
+        if count < threshold or (last is not None and last.pinned):
+            return False
+        return RESOLVED_TAG not in await ThreadTagStore(client).thread_tags(room_id, root)
