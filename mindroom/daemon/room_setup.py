@@ -70,6 +70,33 @@ async def set_up_rooms(
         if membership_in_use(config) and not directory.members.known(room_id):
             await directory.members.read(router.client, room_id)
         await asyncio.gather(*(joiners[name].join(room_id) for name in members if name in joiners))
+    await _set_up_space(router, directory, config)
+
+
+async def _set_up_space(router: _Bot, directory: Directory, config: Config) -> None:
+    """MindRoom's `matrix_space`: a space the router keeps, named as config says, with every managed room in it
+    and the rooms' invited users invited (each part written only when it differs)."""
+    space = config.matrix_space
+    if space is None or not space.enabled or not directory.room_ids:
+        return
+    client = router.client
+    key = f"{client.account_prefix}space"  # one per installation, as the accounts are
+    try:
+        entry = await client.open_room(key, name=space.name, space=True)
+    except MatrixRequestError as exc:
+        logger.error("space cannot be joined; rooms are not grouped", space=key, error=str(exc))
+        return
+    if not await _room_is_ours(directory, router, key, entry):
+        with contextlib.suppress(MindroomError):
+            await client.leave(entry.room_id)
+        return
+    space_id = entry.room_id
+    if ((await client.get_room_state(space_id, "m.room.name", "")) or {}).get("name") != space.name:
+        await client.put_room_state(space_id, "m.room.name", "", {"name": space.name})
+    for room_id in sorted(set(directory.room_ids.values())):
+        if not (await client.get_room_state(space_id, "m.space.child", room_id) or {}).get("via"):
+            await client.put_room_state(space_id, "m.space.child", room_id, {"via": [client.server_name]})
+    await client.invite_missing(space_id, list(config.room_defaults.invite_users))
 
 
 async def _room_is_ours(directory: Directory, router: _Bot, key: str, entry: RoomEntry) -> bool:

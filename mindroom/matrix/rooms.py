@@ -120,9 +120,16 @@ class RoomMethods:
         return entry.room_id
 
     async def open_room(
-        self, key: str, *, name: str | None = None, topic: str | None = None, encrypted: bool = False
+        self,
+        key: str,
+        *,
+        name: str | None = None,
+        topic: str | None = None,
+        encrypted: bool = False,
+        space: bool = False,
     ) -> RoomEntry:
-        """Join the room behind `key`, or create it under that alias (members may invite; encrypted if asked).
+        """Join the room behind `key`, or create it under that alias (members may invite; encrypted if asked; a
+        Matrix space with `space`).
 
         Nobody is invited here: whoever asked decides first whether an existing room may be used
         (`room_is_ours`), then invites (`invite_missing`).
@@ -134,7 +141,7 @@ class RoomMethods:
         localpart, _, alias_server = alias[1:].partition(":")
         if alias_server != self._server_name:
             return RoomEntry(await self.join(alias), created=False)  # another server's alias: joining is all we can do
-        room_id, created = await self._create_or_find(alias, localpart, name, topic, encrypted)
+        room_id, created = await self._create_or_find(alias, localpart, name, topic, encrypted, space)
         if not created:
             room_id = await self._join_created_elsewhere(room_id)
         return RoomEntry(room_id, created=created)
@@ -147,7 +154,7 @@ class RoomMethods:
         return room_owned_by(reply.body, our_user_ids)
 
     async def _create_or_find(
-        self, alias: str, localpart: str, name: str | None, topic: str | None, encrypted: bool
+        self, alias: str, localpart: str, name: str | None, topic: str | None, encrypted: bool, space: bool = False
     ) -> tuple[str, bool]:
         initial_state = [_encryption_event()] if encrypted else []
         response = await guard_transport(
@@ -158,6 +165,7 @@ class RoomMethods:
                 preset=nio.RoomPreset.private_chat,
                 initial_state=initial_state,
                 power_level_override={"invite": 0},
+                space=space,
             ),
             "create room",
         )

@@ -190,6 +190,25 @@ async def test_mindroom_config_teams_rooms_and_chat_settings_take_effect(e2e: E2
 
     await eventually(decided, "the invites decided")
 
+    # rooms.*: names, join rules and admins as configured; matrix_space: a space named as configured, with both.
+    studio_state = {(e["type"], e["state_key"]): e["content"] for e in (await ana.client.room_get_state(studio)).events}
+    hallway_state = {
+        (e["type"], e["state_key"]): e["content"] for e in (await ana.client.room_get_state(hallway)).events
+    }
+    assert studio_state[("m.room.name", "")]["name"] == "The Studio"
+    assert studio_state[("m.room.power_levels", "")]["users"][ana.user_id] == 100  # room_defaults.admins
+    assert hallway_state[("m.room.join_rules", "")]["join_rule"] == "knock"
+    assert studio_state[("m.room.join_rules", "")]["join_rule"] == "invite"
+    resolved = await ana.client.room_resolve_alias(f"#{e2e.account_prefix}space:{e2e.homeserver.server_name}")
+    assert isinstance(resolved, nio.RoomResolveAliasResponse), resolved
+    await e2e.joined(ana, resolved.room_id)  # room_defaults.invite_users are invited to the space too
+    space = {
+        (e["type"], e["state_key"]): e["content"] for e in (await ana.client.room_get_state(resolved.room_id)).events
+    }
+    assert space[("m.room.create", "")].get("type") == "m.space"
+    assert space[("m.room.name", "")]["name"] == e2e.name("Workshop")
+    assert {key for kind, key in space if kind == "m.space.child"} == {studio, hallway}
+
     # encrypted: the studio is encrypted; the hallway (room_defaults say nothing) is not.
     assert (await ana.client.room_get_state_event(studio, "m.room.encryption")).content.get("algorithm")
     assert isinstance(await ana.client.room_get_state_event(hallway, "m.room.encryption"), nio.RoomGetStateEventError)
