@@ -33,13 +33,20 @@ class _Hook(Protocol):
     """What the queues read of a registered hook (the registry holds the queues, so this module cannot name it)."""
 
     @property
-    def plugin_name(self) -> str: ...
+    def plugin_name(self) -> str:
+        """The hook's plugin."""
+
     @property
-    def hook_name(self) -> str: ...
+    def hook_name(self) -> str:
+        """The hook's name."""
+
     @property
-    def event_name(self) -> str: ...
+    def event_name(self) -> str:
+        """The event it observes."""
+
     @property
-    def stats(self) -> _Stats: ...
+    def stats(self) -> _Stats:
+        """Its counters (`dropped` is counted here)."""
 
 
 RunHook = Callable[[Any, HookContextBase, float], Awaitable[object]]
