@@ -27,13 +27,17 @@ from mindroom.matrix import MatrixEvent
 from mindroom.matrix.media import MediaTooLargeError, media_source
 from mindroom.state.attachments import AttachmentStore
 
-__all__ = ["MEDIA_KINDS", "NO_TRANSCRIPTION", "MediaIntake", "PreparedMedia", "images_for_model"]
+__all__ = ["MEDIA_KINDS", "NO_TRANSCRIPTION", "VOICE_OFF", "MediaIntake", "PreparedMedia", "images_for_model"]
 
 logger = get_logger(__name__)
 
 MEDIA_KINDS = frozenset({"voice", "image", "file", "video"})
 NO_TRANSCRIPTION = (
     "[A voice message arrived, but no speech-to-text is set up for this agent, so its words are unknown. "
+    "Say that you cannot listen to voice messages, and ask for the message as text.]"
+)
+VOICE_OFF = (
+    "[A voice message arrived; voice messages are not transcribed here, so its words are unknown. "
     "Say that you cannot listen to voice messages, and ask for the message as text.]"
 )
 
@@ -112,11 +116,22 @@ async def _transcript(
     entity: Entity, live: LiveState, audio: bytes, name: str, mimetype: str | None, env: Mapping[str, str]
 ) -> str:
     voice = live.config.voice
-    model = live.config.models.get(voice.model or "default")
+    if voice.enabled is False:
+        return VOICE_OFF
+    transcription_id = voice.transcription_id
+    if voice.stt is not None:  # MindRoom's own speech-to-text service
+        stt = voice.stt
+        extra = {"base_url": stt.base_url} if stt.base_url is not None else {}
+        model: ModelConfig | None = ModelConfig(
+            provider="openai", id=stt.model, api_key=stt.api_key, extra_kwargs=extra
+        )
+        transcription_id = stt.model
+    else:
+        model = live.config.models.get(voice.model or "default")
     if model is None:
         return NO_TRANSCRIPTION
     try:
-        text = await ai.transcribe(model, voice.transcription_id, audio, name, mimetype, env)
+        text = await ai.transcribe(model, transcription_id, audio, name, mimetype, env)
     except ai.TranscriptionError:
         return "[A voice message arrived, but transcribing it failed. Say so, and ask for the message as text.]"
     if text is None:
