@@ -13,13 +13,42 @@ from typing import Any
 from mindroom.tool_system.builtin.parts import ToolCaller, UsageDesk, daemon_parts, tool_caller, tool_payload
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
 
-__all__ = ["admin_scope", "get_all_usage", "get_my_usage", "usage_stats_tools"]
+__all__ = ["admin_scope", "get_all_usage", "get_my_usage", "settings_problems", "usage_stats_tools"]
 
 _TOOL = "usage_stats"
 
 
+def _defaults_entry(config: Any) -> dict[str, Any] | None:
+    for item in config.defaults.tools if config is not None else ():
+        if isinstance(item, dict) and _TOOL in item:
+            return item[_TOOL] if isinstance(item[_TOOL], dict) else {}
+    return None
+
+
+def settings_problems(config: Any, agent_name: str) -> list[str]:
+    """What is wrong with the `usage_stats` settings this agent gets, each naming its key (empty when nothing is).
+
+    `admin_scope` is the only setting, a boolean, and is taken per agent only (as in MindRoom): in
+    `defaults.tools` it would give every agent everyone's usage."""
+    problems = []
+    shared = _defaults_entry(config)
+    if shared is not None and "admin_scope" in shared:
+        problems.append("defaults.tools: 'usage_stats': admin_scope is taken per agent only (agents.<name>.tools)")
+    agent = config.agents.get(agent_name) if config is not None else None
+    entry = next((e for e in agent.tool_entries() if e.name == _TOOL), None) if agent is not None else None
+    for key, value in (entry.overrides if entry is not None else {}).items():
+        where = f"agents.{agent_name}.tools: 'usage_stats'"
+        if key != "admin_scope":
+            problems.append(f"{where}: setting {key!r} is not a setting of this tool (allowed: admin_scope)")
+        elif not isinstance(value, bool):
+            problems.append(f"{where}: setting 'admin_scope' must be true or false")
+    return problems
+
+
 def admin_scope(config: Any, agent_name: str) -> bool:
-    """Whether the operator gave this agent's `usage_stats` entry `admin_scope: true`."""
+    """Whether the operator gave this agent's own `usage_stats` entry `admin_scope: true` (and nothing is amiss)."""
+    if settings_problems(config, agent_name):
+        return False
     agent = config.agents.get(agent_name) if config is not None else None
     entry = next((e for e in agent.tool_entries() if e.name == _TOOL), None) if agent is not None else None
     return entry is not None and entry.overrides.get("admin_scope") is True
@@ -52,6 +81,9 @@ async def get_all_usage(include_daily: bool = False) -> str:
         include_daily: Also list each day of this month.
     """
     desk, caller = _desk()
+    problems = settings_problems(caller.config, caller.agent_name)
+    if problems:
+        return tool_payload(_TOOL, "error", message="; ".join(problems))
     if not admin_scope(caller.config, caller.agent_name):
         return tool_payload(_TOOL, "error", message="This agent's usage_stats tool is not set up with admin_scope.")
     administrators = caller.config.administrators if caller.config is not None else []
