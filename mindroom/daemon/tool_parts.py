@@ -20,7 +20,7 @@ from mindroom.bots.usage.report import UsageSummaries
 from mindroom.config.chat_settable import chat_refusal
 from mindroom.config.effective import EffectiveConfig
 from mindroom.config.loading import load_config
-from mindroom.config.overrides import Override
+from mindroom.config.overrides import Override, scoped_problems
 from mindroom.daemon.chat_settings import SettingsDesk
 from mindroom.daemon.reload import ReloadCoordinator
 from mindroom.daemon.scheduling.agent_tasks import AgentSchedules
@@ -107,6 +107,31 @@ class ToolSettings:
     async def effective(self) -> EffectiveConfig:
         """The config in force, value by value with its source."""
         return await self._desk.effective(self._cell.live)
+
+    async def change_thread(self, caller: ToolCaller, key: str, value: Any) -> list[str]:
+        """Check and then (in a task: the caller's own turn must not wait on it) set or reset a thread setting."""
+        if not self.administrator(caller):
+            return ["only administrators may change settings"]
+        if not caller.thread_id:
+            return ["this works in a thread only"]
+        if value is None:
+            slot = ("thread", caller.room_id, caller.thread_id, key)
+            self.tasks.spawn(self._reset(slot, caller.requester_id), "thread setting reset from a tool")
+            return []
+        override = Override("thread", key, value, caller.requester_id, time.time(), caller.room_id, caller.thread_id)
+        live = self._cell.live
+        problems = scoped_problems(override, live.config.models, live.config.responders())
+        if not problems:
+            self.tasks.spawn(self._apply(override), "thread setting from a tool")
+        return problems
+
+    async def _reset(self, slot: tuple[str, str, str, str], by: str) -> None:
+        await self._desk.reset(slot, by)
+
+    def thread_setting(self, caller: ToolCaller, key: str) -> Any:
+        """The value set from chat for the caller's thread."""
+        found = self._cell.live.settings.get("thread", key, caller.room_id, caller.thread_id or "")
+        return found.value if found is not None else None
 
 
 def provide_tool_parts(

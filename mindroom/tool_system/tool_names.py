@@ -32,7 +32,6 @@ class LaterTool:
 
 _OWN = "a toolkit of its own (agno 3.1 has none)"
 _OAUTH = "OAuth connections"
-_THREADS = "threads"
 
 
 def _later(capability: str, names: str, meanwhile: str = "") -> dict[str, LaterTool]:
@@ -52,7 +51,6 @@ LATER: Mapping[str, LaterTool] = MappingProxyType(
         **_later("stopping a reply as a tool", "stop_reply"),
         **_later("skills managed from chat", "skill_manage"),
         **_later("config changes by tool", "config_manager self_config", "!config set, for administrators"),
-        **_later(_THREADS, "thread_model thread_move"),
         **_later("usage and budgets", "usage_stats"),
         **_later("voice replies", "matrix_voice_message"),
         **_later("external triggers", "external_trigger_manager"),

@@ -23,7 +23,7 @@ CONFIG = """
 agents:
   a:
     display_name: A
-    tools: [reasoning, tavily, mcp_clock, thread_move]
+    tools: [reasoning, tavily, mcp_clock, matrix_voice_message]
 mcp_servers:
   clock: {transport: stdio, command: mcp-server-time}
 """
@@ -51,7 +51,10 @@ def test_tools_list_says_available_missing_package_or_credential(tmp_path: Path,
     }  # fmt: skip
     assert rows["python"]["status"] == "not offered"
     assert rows["shell"]["kind"] == "built-in group"
-    assert (rows["thread_move"]["status"], rows["thread_move"]["used_by"]) == ("comes with threads", ["a"])
+    assert (rows["matrix_voice_message"]["status"], rows["matrix_voice_message"]["used_by"]) == (
+        "comes with voice replies",
+        ["a"],
+    )
     assert rows["desktop"]["status"] == "not offered" and "hosted service" in rows["desktop"]["detail"]
     assert rows["gmail"]["status"] == "missing package" and "tools-google" in rows["gmail"]["detail"]
 
@@ -88,7 +91,7 @@ def _doctor_tool_lines(tmp_path: Path, tools: list[str]) -> list:
 
 
 def test_doctor_warns_of_each_tool_that_cannot_run_and_fails_what_run_refuses(tmp_path: Path):
-    tavily, tags = _doctor_tool_lines(tmp_path, ["tavily", "reasoning", "thread_move"])
+    tavily, tags = _doctor_tool_lines(tmp_path, ["tavily", "reasoning", "matrix_voice_message"])
 
     assert (tavily.status, tavily.detail) == (
         CheckStatus.WARN,

@@ -12,7 +12,7 @@ import pytest
 from mindroom.matrix.thread_tags import THREAD_TAGS_EVENT_TYPE
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, thread_replies
+from tests.integration.support import HumanClient, eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -199,3 +199,34 @@ async def test_thread_summary_in_an_encrypted_room_is_sent_encrypted_and_summary
     sent = [e for e in await bob.raw_timeline(room_id) if e["sender"] in bots and "state_key" not in e]
     assert sent and {e["type"] for e in sent} == {"m.room.encrypted"}
     assert "rotation" not in json.dumps(sent)
+
+
+async def test_thread_model_tool_switches_the_threads_model_for_the_next_answer_for_an_administrator(e2e: E2E):
+    alice = await e2e.human("alice")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    models = {**e2e.models(), "fast": {**e2e.models()["default"], "id": "fast-model"}}
+    agents = {agent: {"display_name": "Helper", "model": "default", "rooms": [room], "tools": ["thread_model"]}}
+    await e2e.start(e2e.basic_config([alice.user_id], agents, models=models, administrators=[alice.user_id]))
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    agent_id = e2e.user_id(agent)
+    e2e.model_server.script(
+        ToolCall("switch_thread_model", {"model_name": "fast"}), Text("Switched."), model="agent-model"
+    )
+    e2e.model_server.set_default(Text("Fast here."), model="fast-model")
+
+    root = await alice.send(room_id, "use the fast model here", mentions=[agent_id])
+    switched = await alice.wait_for(thread_replies(root, agent_id))
+    live = e2e.daemon.running.cell
+    await eventually(lambda: live.live.settings.get("thread", "model", room_id, root), "the thread's model set")
+    follow_up = await alice.send(room_id, "which model now?", thread_root=root)
+    answer = await alice.wait_for(
+        lambda ev: (
+            thread_replies(root, agent_id)(ev)
+            and ev["content"].get("m.relates_to", {}).get("m.in_reply_to", {}).get("event_id") == follow_up
+        )
+    )
+
+    assert switched["content"]["body"] == "Switched."
+    assert answer["content"]["body"] == "Fast here."
+    assert live.live.settings.get("thread", "model", room_id, root).value == "fast"

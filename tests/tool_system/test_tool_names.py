@@ -56,8 +56,8 @@ def test_tool_names_every_name_of_mindroom_catalogue_is_known():
 def test_tool_names_the_hosted_services_names_are_refused_with_the_reason():
     for name in ("desktop", "egress_credentials", "approved_egress", "agent_vault_access", "openclaw_compat"):
         assert NOT_OFFERED[name].startswith("it exists for MindRoom's hosted service"), name
-    for name in ("thread_model", "thread_move"):
-        assert LATER[name].capability == "threads"
+    for name in ("thread_summary", "thread_tags", "thread_resolution", "thread_model", "thread_move"):
+        assert name not in LATER  # built in
     assert LATER["usage_stats"].capability == "usage and budgets"
 
 
@@ -75,17 +75,17 @@ def test_tool_names_an_agent_naming_a_tool_not_offered_is_refused_naming_it_and_
 
 
 def test_tool_names_a_tool_that_comes_later_leaves_the_agent_running_without_it(tmp_path: Path):
-    catalog = catalog_for(["thread_move", "calculator", "external_trigger_manager"], tmp_path)
+    catalog = catalog_for(["matrix_voice_message", "calculator", "external_trigger_manager"], tmp_path)
 
-    named = ["thread_move", "calculator", "external_trigger_manager"]
+    named = ["matrix_voice_message", "calculator", "external_trigger_manager"]
     tools = catalog.tools_for(named, AgentToolEnvironment("a", tmp_path))
     assert [spec.name for spec in tools] == ["calculate"]
     assert [(u.tool, u.reason, u.fix) for u in catalog.unavailable] == [
-        ("thread_move", "comes with threads", "nothing meanwhile"),
+        ("matrix_voice_message", "comes with voice replies", "nothing meanwhile"),
         ("external_trigger_manager", "comes with external triggers", "nothing meanwhile"),
     ]
     assert catalog.unavailable[0].describe() == (
-        "agents.a.tools: 'thread_move' cannot run here (comes with threads); the agent runs without it"
+        "agents.a.tools: 'matrix_voice_message' cannot run here (comes with voice replies); the agent runs without it"
     )
 
 

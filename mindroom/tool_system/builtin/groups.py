@@ -37,6 +37,11 @@ GROUP_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "thread_tags": ("thread_tags", ("list_thread_tags", "tag_thread", "untag_thread")),
     "thread_resolution": ("thread_tags", ("resolve_thread", "reopen_thread")),
     "thread_summary": ("thread_summary", ("set_thread_summary", "get_thread_summary")),
+    "thread_model": (
+        "thread_model",
+        ("list_models", "get_thread_model", "switch_thread_model", "reset_thread_model"),
+    ),
+    "thread_move": ("thread_move", ("move_thread",)),
 }
 """Group name -> (its module under `mindroom.tool_system.builtin`, the function names it gives)."""
 

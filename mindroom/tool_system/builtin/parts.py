@@ -141,6 +141,12 @@ class SettingsPort(Protocol):
     async def effective(self) -> EffectiveConfig:
         """The config in force, value by value with its source (`ConfigError` if config.yaml does not load)."""
 
+    async def change_thread(self, caller: ToolCaller, key: str, value: Any) -> list[str]:
+        """Set (`None`: reset) `key` for the caller's thread as `!model` does; the problems when refused."""
+
+    def thread_setting(self, caller: ToolCaller, key: str) -> Any:
+        """The value of `key` set from chat for the caller's thread, None when none is."""
+
 
 class RoomDesk(Protocol):
     """The agents' Matrix accounts, within their rooms."""
