@@ -145,7 +145,10 @@ class UsageLedger:
             now = self._clock()
             if now - rolled_at >= _ROLLUP_EVERY_S:
                 rolled_at = now
-                await self.roll_up(now)
+                try:
+                    await self.roll_up(now)
+                except Exception as error:  # the state is away: turns keep being recorded, folded next hour
+                    logger.warning("usage not rolled up", error=str(error) or type(error).__name__)
 
     async def roll_up(self, now: float) -> int:
         """Fold the turns older than the retention window into daily rows; how many turns were folded."""

@@ -4,10 +4,12 @@ background, read back whole by a report, and a restarted ledger starts from the 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.state.sqlite.usage import SqliteUsageStore
@@ -75,3 +77,30 @@ async def test_ledger_rolls_turns_older_than_the_retention_window_into_days(tmp_
     totals = await ledger.query(UsageQuery(group_by=("thread_id",)))
     assert [(t.key, t.turns) for t in totals] == [(("",), 3), (("$t",), 2)]
     store.close()
+
+
+class _LockedForRollUp(SqliteUsageStore):
+    """A store whose folding fails as a busy database does; turns are still written."""
+
+    def roll_up(self, before: float) -> int:
+        raise sqlite3.OperationalError("database is locked")
+
+
+async def test_ledger_keeps_writing_when_a_roll_up_fails(tmp_path: Path):
+    store = _LockedForRollUp(tmp_path / "usage.db")
+    ledger = UsageLedger(store, lambda: 90, flush_s=0.02)
+    with capture_logs() as logs:
+        await ledger.start()
+        await _until(lambda: any(log["event"] == "usage not rolled up" for log in logs))
+        ledger.record(_turn(1, "@alice:hs", 0.1))  # after the failed roll-up: the writer's next round writes it
+        await _written(store, 1)
+    await ledger.stop()
+    store.close()
+    assert next(log["error"] for log in logs if log["event"] == "usage not rolled up") == "database is locked"
+
+
+async def _until(check, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
