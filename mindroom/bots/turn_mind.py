@@ -92,17 +92,20 @@ class TurnMind:
         agent = config.agents.get(agent_name)
         if agent is None or not agent.knowledge_bases or self._knowledge is None:
             return ()
+        from mindroom.ai.knowledge.rerank import Reranker
+
         bases = self._knowledge.bases(agent.knowledge_bases)
+        reranker = Reranker.from_config(config.knowledge_reranker, self.paths.env_values)
         cached = self._tools.get(agent_name)
-        if cached is not None and cached[0] == bases:
+        if cached is not None and cached[0] == (*bases, reranker):
             return cached[1]
         if not bases:
             return ()
         from mindroom.ai.knowledge.search_tool import knowledge_search_tool
         from mindroom.ai.tools import agno_function
 
-        built = (agno_function(knowledge_search_tool(bases), agent_name),)
-        self._tools[agent_name] = (bases, built)
+        built = (agno_function(knowledge_search_tool(bases, reranker), agent_name),)
+        self._tools[agent_name] = ((*bases, reranker), built)
         return built
 
     def after_answer(self, config: Config, agent_name: str, requester: str, question: str, answer: str) -> None:
