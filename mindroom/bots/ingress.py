@@ -17,7 +17,7 @@ counts as new for `HELD_MESSAGE_MS` more, as long as a message waits for a late 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,16 +146,20 @@ def classify_message(
     mentioned: tuple[str, ...],
     room_mode: bool = False,
     person: str | None = None,
+    other_bots: Collection[str] = (),
 ) -> InboundMessage | IngressDrop:
     """Accept or drop one message for `entity` (authorization and dedup are the caller's next steps).
 
     In `room_mode` a message of the main timeline is answered there (no thread); one in a thread still is.
     `person`: whom a bridged sender speaks for (`authorization.aliases`), the requester of its messages.
+    `other_bots` (`bot_accounts`) are answered as the daemon's bots are, only when they mention `entity`; what
+    their content says of hooks and of whom they speak for is not believed (only the daemon's bots set it).
     """
     own_user_id = bot_user_ids.get(entity)
-    from_bot = sender in bot_user_ids.values()
-    depth = _int(content.get(SYNTHETIC_DEPTH_KEY)) if from_bot else 0
-    hook_dispatch = from_bot and content.get(HOOK_DISPATCH_KEY) is True
+    ours = sender in bot_user_ids.values()
+    from_bot = ours or sender in other_bots
+    depth = _int(content.get(SYNTHETIC_DEPTH_KEY)) if ours else 0
+    hook_dispatch = ours and content.get(HOOK_DISPATCH_KEY) is True
     # A schedule posted by the agent itself (in a room without the router) addresses that agent.
     own_schedule = isinstance(content.get(SCHEDULE_ID_KEY), str) and entity in mentioned
     if sender == own_user_id and not (hook_dispatch and depth == 1) and not own_schedule:
@@ -178,11 +182,11 @@ def classify_message(
         if not (hook_dispatch and depth == 1) and entity not in mentioned:
             return IngressDrop("other bot, not mentioning this entity")
     original = content.get(ORIGINAL_SENDER_KEY)
-    requester = original if from_bot and isinstance(original, str) and original.startswith("@") else person or sender
+    requester = original if ours and isinstance(original, str) and original.startswith("@") else person or sender
     msgtype = content.get("msgtype")
     if depth >= 1:
         source_kind: SourceKind = "hook_dispatch" if hook_dispatch else "hook"
-    elif from_bot and isinstance(content.get(SCHEDULE_ID_KEY), str):
+    elif ours and isinstance(content.get(SCHEDULE_ID_KEY), str):
         source_kind = "scheduled"
     else:
         source_kind = _SOURCE_KINDS.get(msgtype, "message") if isinstance(msgtype, str) else "message"
@@ -302,6 +306,7 @@ class Ingress:
             room_mode=thread_root is None
             and live.thread_mode(entity.name, event.room_id, directory.room_keys(event.room_id)) == "room",
             person=_person(live, event.sender),
+            other_bots=live.config.bot_accounts,
         )
         if isinstance(accepted, IngressDrop):
             return _drop(entity, event, accepted.reason)

@@ -122,13 +122,15 @@ async def test_mindroom_config_teams_rooms_and_chat_settings_take_effect(e2e: E2
     ana = await e2e.human("ana", encrypted=True)
     ben = await e2e.human("ben", encrypted=True)
     bridged = await e2e.human("tgana", encrypted=True)
+    standup = await e2e.human("standup", encrypted=True)
     people = {
         "@ana:chat.example.net": ana.user_id,
         "@ben:chat.example.net": ben.user_id,
         "@telegram_ana:chat.example.net": bridged.user_id,
+        "@standup_bot:chat.example.net": standup.user_id,
     }
     config = mindroom_config(e2e, "teams_and_rooms.yaml", people)
-    config["room_defaults"]["invite_users"].append(bridged.user_id)
+    config["room_defaults"]["invite_users"] += [bridged.user_id, standup.user_id]
     e2e.model_server.set_default(Text("Noted."))
     e2e.model_server.when(lambda r: r["messages"][-1].get("role") == "tool", Text("It is 5."))
     e2e.model_server.when(asked("use the calculator"), ToolCall("calculate", {"expression": "2 + 3"}))
@@ -161,6 +163,15 @@ async def test_mindroom_config_teams_rooms_and_chat_settings_take_effect(e2e: E2
     earlier = [m for m in last["messages"] if m.get("role") in {"user", "assistant"}][:-1]
     assert len(earlier) == 6
     assert "hallway question one" not in str(earlier) and "hallway question four" in str(earlier)
+
+    # bot_accounts: another bot's message in the hallway, mentioning nobody, is not answered; a person's is.
+    await e2e.joined(standup, hallway)
+    from_bot = await standup.send(hallway, "standup bot: build 41 is green")
+    from_person = await ana.send(hallway, "anyone around in the hallway?")
+    await ana.wait_for(replies_to(from_person, planner))
+    await e2e.settle(ana, hallway)
+    assert ana.matching(replies_to(from_bot, planner)) == []
+    assert requests_for(e2e, "build 41 is green") == []
 
     # The Critic: the top-level timezone, tool calls marked, and only Ana (or her bridged account) is answered.
     question = await ana.send(studio, "use the calculator: 2 + 3", mentions=[critic])
