@@ -133,6 +133,7 @@ class UsageLedger:
             self._month[total.key[0]] = self._month.get(total.key[0], 0.0) + total.cost_usd
         self._caps = await asyncio.to_thread(self.store.caps)
         self._tasks.spawn(self._run(), "usage writer", name="usage-writer")
+        await asyncio.sleep(0)  # the writer starts now: a stop right after start cancels a running task
 
     async def _run(self) -> None:
         rolled_at = float("-inf")
