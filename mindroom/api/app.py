@@ -23,6 +23,7 @@ from mindroom.api.openai_protocol import OpenAIError
 from mindroom.api.openai_routes import v1_router
 from mindroom.api.operator import operator_dependency
 from mindroom.api.status_routes import status_router
+from mindroom.api.thread_routes import thread_router
 from mindroom.api.usage_routes import usage_router
 from mindroom.daemon.reload import ReloadOutcome
 
@@ -91,6 +92,7 @@ def create_app(ctx: ApiContext, collector: "MetricsCollector | None" = None) -> 
     app.include_router(config_router(ctx))
     app.include_router(approval_router(ctx))
     app.include_router(usage_router(ctx))
+    app.include_router(thread_router(ctx))
     add_docs(app, ctx)
 
     def reloads() -> tuple[ReloadOutcome, ...]:

@@ -14,6 +14,7 @@ from mindroom.cli.common import ConfigOption, StorageOption, fail, locate, new_c
 from mindroom.cli.knowledge_command import knowledge_app
 from mindroom.cli.plugins_command import load_registry, plugins_app
 from mindroom.cli.state_command import state_app
+from mindroom.cli.threads_command import threads_app
 from mindroom.cli.tools_command import tools_app
 from mindroom.cli.usage_command import usage
 from mindroom.daemon.event_loop import run_on_fast_loop
@@ -42,6 +43,7 @@ app.add_typer(knowledge_app, name="knowledge")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(tools_app, name="tools")
+app.add_typer(threads_app, name="threads")
 app.command("usage")(usage)
 
 logger = get_logger(__name__)

@@ -3,12 +3,24 @@ state other clients read, only people the room allows change them, and they surv
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 
+from mindroom.api.app import create_app
+from mindroom.api.app_context import ApiContext
+from mindroom.api.server import ApiServer
+from mindroom.api.settings import api_settings
+from mindroom.daemon.wiring import DaemonApiView
 from mindroom.matrix.thread_tags import THREAD_TAGS_EVENT_TYPE
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
@@ -230,3 +242,62 @@ async def test_thread_model_tool_switches_the_threads_model_for_the_next_answer_
     assert switched["content"]["body"] == "Switched."
     assert answer["content"]["body"] == "Fast here."
     assert live.live.settings.get("thread", "model", room_id, root).value == "fast"
+
+
+async def test_export_of_an_encrypted_thread_holds_its_decrypted_messages_in_private_files(e2e: E2E):
+    alice = await e2e.human("alice", encrypted=True)
+    agent, room = e2e.name("helper"), e2e.name("vault")
+    config = summary_config(e2e, [alice.user_id], agent, room, encrypted=True)
+    config["defaults"]["thread_summary_first_threshold"] = 50
+    config["room_defaults"]["admins"] = [alice.user_id]
+    daemon = await e2e.start(config)
+    room_id = e2e.room_id(room)
+    await e2e.joined(alice, room_id)
+    agent_id = e2e.user_id(agent)
+    await alice.wait_for_member(room_id, agent_id)
+    e2e.model_server.set_default(Text("Rotated weekly, on Mondays."), model="agent-model")
+    e2e.model_server.script(Text("Vault code: rotated weekly."), model="summary-model")
+    root = await alice.send(room_id, "when is the vault code rotated?", mentions=[agent_id])
+    await alice.wait_for(thread_replies(root, agent_id))
+    relation = {"rel_type": "m.thread", "event_id": root, "is_falling_back": True, "m.in_reply_to": {"event_id": root}}
+    attachment = {"msgtype": "m.file", "body": "the rota", "filename": "rota.pdf", "url": "mxc://localhost/rota"}
+    await alice.send_raw(room_id, "m.room.message", {**attachment, "m.relates_to": relation})
+    await command(e2e, alice, room_id, "!tag bug", root)
+    await command(e2e, alice, room_id, "!summary", root)
+    ctx = ApiContext(DaemonApiView(daemon), api_settings({"MINDROOM_API_KEY": "threads-key"}, port=0))
+
+    async with ApiServer(ctx, create_app(ctx)) as server:
+        port = server.url.rsplit(":", 1)[1]
+        env = {**os.environ, "MINDROOM_API_KEY": "threads-key", "MINDROOM_API_HOST": "127.0.0.1",
+               "MINDROOM_API_PORT": port, "MINDROOM_STORAGE_PATH": str(e2e.storage)}  # fmt: skip
+        cli = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "mindroom", "threads", "export", room, root,
+             "--config", str(e2e.config_dir / "config.yaml")],
+            capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+        async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": "Bearer threads-key"}) as rest:
+            listed = (await rest.get("/api/threads", params={"room": room, "tag": "bug"})).json()["threads"]
+            none = (await rest.get("/api/threads", params={"room": room, "resolved": True})).json()["threads"]
+            refused = await rest.get("/api/threads", headers={"Authorization": "Bearer threads-keyx"})
+
+    assert cli.returncode == 0, cli.stderr
+    markdown_path, json_path = (Path(p) for p in cli.stdout.split(":", 1)[1].split())
+    exported = json.loads(json_path.read_text())
+    markdown = markdown_path.read_text()
+    for path in (markdown_path, json_path):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert path.is_relative_to(e2e.storage / "thread_exports")
+    texts = [(m["author"], m["text"], m["attachments"]) for m in exported["messages"]]
+    assert texts[:3] == [
+        (alice.user_id, "when is the vault code rotated?", []),
+        (agent_id, "Rotated weekly, on Mondays.", []),
+        (alice.user_id, "the rota", ["rota.pdf"]),
+    ]
+    assert exported["encrypted"] is True and exported["summary"] == "Vault code: rotated weekly."
+    assert list(exported["tags"]) == ["bug"] and exported["resolved"] is False
+    assert "when is the vault code rotated?" in markdown and "Attachment: rota.pdf" in markdown
+    assert [(t["thread_id"], t["summary"], list(t["tags"])) for t in listed] == [
+        (root, "Vault code: rotated weekly.", ["bug"])
+    ]
+    assert none == [] and refused.status_code == 401

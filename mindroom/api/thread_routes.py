@@ -1,0 +1,102 @@
+"""`/api/threads`: the threads of the daemon's rooms with their summaries and tags, and their export.
+
+`GET /api/threads` lists a room's latest threads (`room`: key, alias or id; else every room the daemon is
+in), filtered by `tag` and `resolved`. `POST /api/threads/export` writes one thread (or a room's latest
+threads) as Markdown and JSON into `<data>/thread_exports/` (0600), through an account of the daemon in the
+room, decrypted where it can read, and answers with the files. Behind the same keys as the rest of `/api`.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException
+from pydantic import BaseModel
+
+from mindroom.api.app_context import ApiContext
+from mindroom.api.operator import operator_dependency, running_or_503
+from mindroom.bots.directory import Directory
+from mindroom.bots.thread_export import export_folder, read_thread, write_export
+from mindroom.logging_config import get_logger
+from mindroom.matrix.room_account import RoomAccount
+from mindroom.matrix.thread_reader import thread_messages
+from mindroom.matrix.thread_summaries import latest_summary
+from mindroom.matrix.thread_tags import RESOLVED_TAG, ThreadTagStore
+from mindroom.matrix.transport import quote_path
+
+__all__ = ["MAX_THREADS", "ExportRequest", "room_threads", "thread_router"]
+
+logger = get_logger(__name__)
+
+MAX_THREADS = 50
+"""The most threads of a room listed or exported at once (the latest)."""
+
+
+class ExportRequest(BaseModel):
+    """`POST /api/threads/export`: a room (key, alias or id) and one thread of it, or its latest threads."""
+
+    room: str
+    thread: str | None = None
+
+
+def _reader(directory: Directory, room: str) -> tuple[str, RoomAccount]:
+    room_id = directory.room_ids.get(room, room)
+    entities = sorted(directory.entities.values(), key=lambda entity: not entity.is_router)
+    for entity in entities:  # the router first: it is in every room the daemon manages
+        if room_id in entity.joined_rooms:
+            return room_id, entity.client
+    raise HTTPException(404, f"no account of the daemon is in the room {room!r}")
+
+
+async def room_threads(client: RoomAccount, room_id: str, limit: int = MAX_THREADS) -> list[str]:
+    """The room's latest thread roots, newest first (the homeserver's thread list)."""
+    reply = await client.api("GET", f"/_matrix/client/v1/rooms/{quote_path(room_id)}/threads?limit={limit}")
+    chunk = reply.body.get("chunk") if reply.ok and isinstance(reply.body, dict) else None
+    return [str(event["event_id"]) for event in chunk or [] if isinstance(event, dict) and "event_id" in event]
+
+
+def thread_router(ctx: ApiContext) -> APIRouter:
+    """The thread routes on `ctx`."""
+    router = APIRouter(prefix="/api", tags=["threads"])
+    operator = Annotated[str, Depends(operator_dependency(ctx))]
+
+    @router.get("/threads", summary="Threads with their summaries and tags, by room, tag and resolution")
+    async def threads(
+        who: operator, room: str | None = None, tag: str | None = None, resolved: bool | None = None
+    ) -> dict[str, Any]:
+        running = running_or_503(ctx)
+        trusted = frozenset(running.directory.bot_user_ids.values())
+        rooms = [room] if room else sorted({r for e in running.directory.entities.values() for r in e.joined_rooms})
+        listed: list[dict[str, Any]] = []
+        for name in rooms:
+            room_id, client = _reader(running.directory, name)
+            tags = await ThreadTagStore(client).room_tags(room_id)
+            for root in await room_threads(client, room_id):
+                here = tags.get(root, {})
+                if (tag and tag not in here) or (resolved is not None and (RESOLVED_TAG in here) != resolved):
+                    continue
+                summary = latest_summary(await thread_messages(client, room_id, root), trusted)
+                listed.append({
+                    "room_id": room_id, "thread_id": root, "resolved": RESOLVED_TAG in here,
+                    "tags": {name: record.content() for name, record in here.items()},
+                    "summary": summary.text if summary is not None else None,
+                })  # fmt: skip
+        return {"threads": listed}
+
+    @router.post("/threads/export", summary="Write a thread (or a room's latest threads) as Markdown and JSON")
+    async def export(who: operator, request: ExportRequest) -> dict[str, Any]:
+        running = running_or_503(ctx)
+        room_id, client = _reader(running.directory, request.room)
+        trusted = frozenset(running.directory.bot_user_ids.values())
+        roots = [request.thread] if request.thread else await room_threads(client, room_id)
+        folder = export_folder(running.paths.storage_root)
+        files: list[dict[str, str]] = []
+        for root in roots:
+            try:
+                exported = await read_thread(client, room_id, root, trusted)
+            except LookupError as error:
+                raise HTTPException(404, str(error)) from error
+            markdown, data = write_export(exported, folder)
+            files.append({"thread_id": root, "markdown": str(markdown), "json": str(data)})
+        logger.info("threads exported", room_id=room_id, threads=len(files), by=who)
+        return {"room_id": room_id, "files": files}
+
+    return router
