@@ -166,7 +166,8 @@ async def test_usage_two_people_are_counted_apart_and_usage_and_the_api_agree_wi
 async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset_date_after_a_restart(e2e: E2E):
     alice = await e2e.human("alice")
     agent, room = e2e.name("helper"), e2e.name("room")
-    config = e2e.basic_config([alice.user_id], {agent: {"display_name": "Helper", "rooms": [room]}})
+    admin = e2e.name("admin")
+    config = e2e.basic_config([alice.user_id], {agent: {"display_name": "Helper", "rooms": [room]}}, admin_room=admin)
     config["models"]["default"]["pricing"] = PRICE
     config["models"]["cheap"] = {**config["models"]["default"], "id": "fallback-model"}
     del config["models"]["cheap"]["pricing"]
@@ -181,6 +182,9 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
     in_thread = thread_replies(question, e2e.user_id(agent))
     first = await alice.wait_for(lambda ev: in_thread(ev) and not _warning(ev))  # under the limit: as asked
     warned = await alice.wait_for(lambda ev: in_thread(ev) and _warning(ev))  # the notice may come first
+    admin_id = e2e.room_id(admin)
+    await e2e.joined(alice, admin_id)
+    told = await alice.wait_for(lambda ev: ev.get("room_id") == admin_id and "monthly budget" in str(ev["content"]))
     spent = _cost(_read(_turns(e2e)[0]), 5)
     assert spent >= 0.002, "the first turn must reach the limit for this test"
     second = await _ask(e2e, alice, room_id, agent, "and a second one")
@@ -208,6 +212,9 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
         f" At the limit, turns on priced models use cheap until {reset} (UTC)."
     )
     assert warned["content"]["msgtype"] == "m.notice"
+    assert told["sender"] == e2e.user_id("router") and told["content"]["body"] == (
+        f"⚠️ {alice.user_id} has used {spent / 0.002:.0%} of their monthly budget (${spent:.4f} of $0.0020)."
+    )
     labels = {"agent": agent, "model": "default"}
     assert _sample(before_restart, "mindroom_usage_cost_usd_total", **labels) == pytest.approx(spent, abs=1e-6)
     assert _sample(before_restart, "mindroom_budget_turns_total", outcome="fallback") == 1

@@ -65,6 +65,8 @@ class UsageLedger:
         """(agent, model) -> USD its turns cost since the start (Prometheus: no label per person)."""
         self.budget_turns: dict[str, int] = {"fallback": 0, "refused": 0}
         """Turns a budget moved to the fallback model or refused, since the start."""
+        self.tell_admins: Callable[[str], Awaitable[object]] | None = None
+        """How a budget warning also reaches the admin room (set by the run once it knows the router)."""
 
     @property
     def month_end(self) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 
 from mindroom.bots.usage.budgets import budget_call, crossed_warning, reset_day, usd
 from mindroom.bots.usage.cost import turn_cost
@@ -51,9 +52,9 @@ def record_turn(
 ) -> tuple[float, float] | None:
     """Count one turn's usage for its requester (no I/O); their month's spend before and after, None if not kept.
 
-    The turn whose cost takes the person past 80 % of their limit has `account` warn them in its conversation
-    (in a task of the ledger's: the answer never waits for it). Spend only grows within a month, so that happens
-    once a month; a restart reads the month's spend back and does not warn again."""
+    The turn whose cost takes the person past 80 % of their limit has `account` warn them in its conversation,
+    and the admin room hears it too (in a task of the ledger's: the answer never waits for it). Spend only grows
+    within a month, so that happens once a month; a restart reads the month's spend back and does not warn again."""
     if ledger is None:
         return None
     model = config.models.get(model_name)
@@ -76,12 +77,19 @@ def record_turn(
     before, after = ledger.record(record)
     limit = crossed_warning(config, before, after, ledger.cap(envelope.requester_id))
     if limit is not None and account is not None and envelope.requester_id:
-        ledger.spawn(_warn(account, config, envelope, after, limit, ledger.month_end), "budget warning")
+        warning = _warn(account, config, envelope, after, limit, ledger.month_end, ledger.tell_admins)
+        ledger.spawn(warning, "budget warning")
     return before, after
 
 
 async def _warn(
-    account: RoomAccount, config: Config, envelope: MessageEnvelope, spent: float, limit: float, reset_at: float
+    account: RoomAccount,
+    config: Config,
+    envelope: MessageEnvelope,
+    spent: float,
+    limit: float,
+    reset_at: float,
+    tell_admins: Callable[[str], Awaitable[object]] | None,
 ) -> None:
     person = envelope.requester_id
     fallback = config.budgets.fallback_model if config.budgets is not None else None
@@ -94,3 +102,7 @@ async def _warn(
     await account.send_message(
         envelope.room_id, text, thread_root=envelope.resolved_thread_id, mentions=[person], msgtype="m.notice"
     )
+    if tell_admins is not None:
+        await tell_admins(
+            f"⚠️ {person} has used {spent / limit:.0%} of their monthly budget ({usd(spent)} of {usd(limit)})."
+        )

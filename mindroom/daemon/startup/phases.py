@@ -23,7 +23,7 @@ from mindroom.bots.runtime import Entity, LiveCell, LiveState
 from mindroom.bots.usage.command import usage_command
 from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.config.environment import DaemonEnvironment
-from mindroom.constants import RuntimePaths
+from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.daemon.bot_start import BotDown
 from mindroom.daemon.chat_settings import register_settings_commands, with_chat_settings
 from mindroom.daemon.live import build_live_state
@@ -119,6 +119,8 @@ async def build_run(
     clock = RunClock.starting(run_since)  # before the knowledge bases start: messages sent meanwhile are new
     mind = await start_mind(paths, stores.session_url, live.config, commands)
     running = RunningDaemon(cell=cell, directory=directory, stores=turn_stores, paths=paths, clock=clock, mind=mind)
+    if usage is not None:
+        usage.tell_admins = lambda text: _tell_admin_room(cell, directory, text)
     commands.register(auto_approve_command(desk, lambda: directory.bot_user_ids.values()))
     set_registry_provider(lambda: cell.live.registry)
     stops.add("background hooks", lambda stopping: cell.live.registry.background.drain(stopping.grace_s))
@@ -126,6 +128,14 @@ async def build_run(
     stops.add("tools", lambda _: close_tool_runtime())  # tools stop resolving the registry set above
     stops.add("model clients and stores", lambda _: ai.close_caches())
     return running
+
+
+async def _tell_admin_room(cell: LiveCell, directory: Directory, text: str) -> None:
+    """The router posts `text` as a notice in the admin room, when the config names one it is in."""
+    room_id = directory.room_ids.get(cell.live.config.admin_room or "")
+    router = directory.entities.get(ROUTER_AGENT_NAME)
+    if room_id is not None and router is not None:
+        await router.client.send_message(room_id, text, msgtype="m.notice")
 
 
 async def start_mcp(running: RunningDaemon, stops: PhaseStops) -> MCPLifecycle:
