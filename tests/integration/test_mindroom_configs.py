@@ -18,6 +18,7 @@ from typing import Any
 import nio
 import pytest
 import yaml
+from structlog.testing import capture_logs
 
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
@@ -134,7 +135,8 @@ async def test_mindroom_config_teams_rooms_and_chat_settings_take_effect(e2e: E2
     e2e.model_server.set_default(Text("Noted."))
     e2e.model_server.when(lambda r: r["messages"][-1].get("role") == "tool", Text("It is 5."))
     e2e.model_server.when(asked("use the calculator"), ToolCall("calculate", {"expression": "2 + 3"}))
-    await e2e.start(config, watch=False)
+    with capture_logs() as start_logs:
+        await e2e.start(config, watch=False)
     studio, hallway = e2e.room_id(e2e.name("studio")), e2e.room_id(e2e.name("hallway"))
     for human in (ana, ben, bridged):
         await e2e.joined(human, studio)
@@ -210,6 +212,11 @@ async def test_mindroom_config_teams_rooms_and_chat_settings_take_effect(e2e: E2
     assert studio_state[("m.room.power_levels", "")]["users"][ana.user_id] == 100  # room_defaults.admins
     assert hallway_state[("m.room.join_rules", "")]["join_rule"] == "knock"
     assert studio_state[("m.room.join_rules", "")]["join_rule"] == "invite"
+    # listed: the hallway is asked into the directory (this homeserver's publication rules refuse, and it says
+    # so); the studio is kept out of it.
+    asked_listed = [e for e in start_logs if e["event"] == "room directory listing refused"]
+    assert [(e["room_id"], e["visibility"]) for e in asked_listed] == [(hallway, "public")]
+    assert (await ana.client.room_get_visibility(studio)).visibility == "private"
     resolved = await ana.client.room_resolve_alias(f"#{e2e.account_prefix}space:{e2e.homeserver.server_name}")
     assert isinstance(resolved, nio.RoomResolveAliasResponse), resolved
     await e2e.joined(ana, resolved.room_id)  # room_defaults.invite_users are invited to the space too
