@@ -53,6 +53,16 @@ SMOKES = [
         synapse=False,
     ),
     Smoke(
+        "model_call_hooks.py",
+        {"BENCH_SMOKE": "1", "BENCH_ROUNDS": "1", "BENCH_CALLS": "50", "BENCH_HTTP_CALLS": "5"},
+        (
+            rf"^seam, no hooks\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
+            rf"^rewriting gate\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
+            rf"^HTTP round-trip, rewriting gate\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
+        ),
+        synapse=False,
+    ),
+    Smoke(
         "usage_recording.py",
         {"BENCH_ROUNDS": "1", "BENCH_MESSAGES": "300"},
         (rf"^unpriced, no budgets\s+{NUMBER} µs", rf"^priced, budgets\s+{NUMBER} µs"),
