@@ -208,14 +208,22 @@ async def _wait_member(human: HumanClient, room_id: str, user_id: str) -> None:
 
 
 async def daemon_single(
-    hs: TestHomeserver, model: ScriptedModelServer, human: HumanClient, root: Path, env: dict[str, str] | None = None
+    hs: TestHomeserver,
+    model: ScriptedModelServer,
+    human: HumanClient,
+    root: Path,
+    env: dict[str, str] | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> dict[str, float]:
-    """One agent with the no-op hooks: latencies, CPU per message, RSS, cold start; `env` adds to the daemon's."""
+    """One agent with the no-op hooks: latencies, CPU per message, RSS, cold start; `env` adds to the daemon's,
+    `defaults` to its config's `defaults:`."""
     tag = secrets.token_hex(3)
     workdir = root / f"single{tag}"
     _noop_plugin(workdir / "plugins" / "noop")
     room_key = f"lat{tag}"
-    (workdir / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url, human.user_id, {"solo": room_key})))
+    config = _config(model.base_url, human.user_id, {"solo": room_key})
+    config["defaults"].update(defaults or {})
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     process, cold_start = _start_daemon(workdir, hs, f"b{tag}_", {"MINDROOM_API": "false", **(env or {})})
     _drain(process)
     try:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from mindroom.bots.commands.table import is_command
+from mindroom.bots.thread_export import read_thread, write_export
 from mindroom.config.main import Config
 from mindroom.logging_config import get_logger
 from mindroom.matrix.events import MatrixEvent
@@ -24,6 +26,7 @@ from mindroom.matrix.thread_reader import thread_messages
 from mindroom.matrix.thread_summaries import ThreadSummary, is_summary, latest_summary, send_summary
 from mindroom.matrix.thread_tags import RESOLVED_TAG, ThreadTagStore
 from mindroom.tasks import TaskOwner
+from mindroom.tool_system.spec import workspace_dir
 
 __all__ = ["SummaryRun", "ThreadSummaries", "summary_model"]
 
@@ -49,12 +52,14 @@ def _counted(event: MatrixEvent, trusted: Collection[str]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class SummaryRun:
-    """What summaries need of the running daemon: room keys, its accounts, the environment, the task owner."""
+    """What summaries need of the running daemon: room keys, its accounts, the environment, the task owner, the
+    data directory (where agents' workspaces are)."""
 
     room_keys: Callable[[str], Collection[str]]
     trusted: Callable[[], Collection[str]]
     env: Mapping[str, str]
     tasks: TaskOwner
+    storage_root: Path
 
 
 class ThreadSummaries:
@@ -62,7 +67,7 @@ class ThreadSummaries:
 
     def __init__(self) -> None:
         self._run: SummaryRun | None = None
-        self._busy: set[tuple[str, str]] = set()
+        self._busy: set[tuple[str, ...]] = set()
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     def attach(self, run: SummaryRun) -> None:
@@ -81,9 +86,16 @@ class ThreadSummaries:
             await run.tasks.cancel_all(grace_s)
 
     def answered(self, config: Config, client: RoomAccount, entity: str, room_id: str, thread_root: str) -> None:
-        """An answer was given in a thread: summarize it in the background if it has grown enough."""
+        """An answer was given in a thread: summarize it in the background if it has grown enough, and export it
+        into the agent's workspace if the agent keeps `thread_exports`."""
         run = self._run
-        if run is None or (not config.room_thread_summary_models and config.defaults.thread_summary_model is None):
+        if run is None:
+            return
+        agent = config.agents.get(entity)
+        if agent is not None and agent.thread_exports is not None and (entity, room_id, thread_root) not in self._busy:
+            self._busy.add((entity, room_id, thread_root))
+            run.tasks.spawn(self._export(client, entity, room_id, thread_root), "thread export")
+        if not config.room_thread_summary_models and config.defaults.thread_summary_model is None:
             return
         model = summary_model(config, room_id, run.room_keys(room_id), entity)
         key = (room_id, thread_root)
@@ -91,6 +103,16 @@ class ThreadSummaries:
             return
         self._busy.add(key)
         run.tasks.spawn(self._automatic(config, client, model, key), "thread summary")
+
+    async def _export(self, client: RoomAccount, entity: str, room_id: str, root: str) -> None:
+        run = self._run
+        try:
+            if run is not None:
+                exported = await read_thread(client, room_id, root, run.trusted())
+                folder = workspace_dir(run.storage_root, entity) / "thread_exports"
+                await asyncio.to_thread(write_export, exported, folder)
+        finally:
+            self._busy.discard((entity, room_id, root))
 
     async def _automatic(self, config: Config, client: RoomAccount, model: str, key: tuple[str, str]) -> None:
         try:

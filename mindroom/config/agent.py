@@ -17,7 +17,7 @@ from mindroom.config.settings import AgentSettings, entity_settings
 from mindroom.config.strict import StrictModel
 from mindroom.config.tool_entries import ToolEntry, parse_tool_entries
 
-__all__ = ["AgentConfig", "timezone_name", "workspace_relative"]
+__all__ = ["AgentConfig", "ThreadExportsConfig", "timezone_name", "workspace_relative"]
 
 
 def timezone_name(value: str) -> str:
@@ -37,6 +37,10 @@ def workspace_relative(value: str) -> str:
         msg = f"{value!r} must be a path inside the agent's workspace (relative, without '..')"
         raise ValueError(msg)
     return path.as_posix()
+
+
+class ThreadExportsConfig(StrictModel):
+    """`agents.<name>.thread_exports`: on (MindRoom's settings under it are accepted with a notice, see `key_notes`)."""
 
 
 class AgentConfig(StrictModel):
@@ -67,6 +71,8 @@ class AgentConfig(StrictModel):
     timezone: str | None = None
     """The zone this agent is told the date and time in (unset: the top-level `timezone`)."""
     compaction: CompactionOverrideConfig | None = None
+    thread_exports: ThreadExportsConfig | None = None
+    """Keep `thread_exports/` of its workspace current with the threads it answers in (`true`: on)."""
     context_files: list[str] = Field(default_factory=list)
     """Files of the agent's workspace whose text is added to its instructions (capped by `max_preload_chars`)."""
     include_default_tools: bool = True
@@ -108,6 +114,13 @@ class AgentConfig(StrictModel):
     @classmethod
     def _zone(cls, value: str | None) -> str | None:
         return None if value is None else timezone_name(value)
+
+    @field_validator("thread_exports", mode="before")
+    @classmethod
+    def _exports_switch(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        return None if value is False else value
 
     @field_validator("context_files")
     @classmethod

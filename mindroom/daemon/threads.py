@@ -21,6 +21,7 @@ def start_threads(running: RunningDaemon, commands: CommandTable, stops: PhaseSt
             trusted=lambda: frozenset(directory.bot_user_ids.values()),
             env=running.paths.env_values,
             tasks=TaskOwner("thread summaries"),
+            storage_root=running.paths.storage_root,
         )
     )
     stops.add("thread summaries", lambda stopping: summaries.stop(stopping.grace_s))

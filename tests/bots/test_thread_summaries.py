@@ -3,6 +3,9 @@ without a summary model does nothing per answer."""
 
 from __future__ import annotations
 
+import json
+import stat
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,7 +67,7 @@ async def test_answered_without_a_summary_model_does_nothing_at_all():
     asked: list[str] = []
     summaries = ThreadSummaries()
     tasks = TaskOwner("test")
-    summaries.attach(SummaryRun(lambda room: asked.append(room) or set(), frozenset, {}, tasks))
+    summaries.attach(SummaryRun(lambda room: asked.append(room) or set(), frozenset, {}, tasks, Path("/nowhere")))
     client = ThreadClient(RecordingHomeserver(), "helper")
 
     summaries.answered(config(), client, "helper", ROOM, "$root")
@@ -94,7 +97,7 @@ async def test_is_due_counts_messages_without_notices_or_commands(replies, last_
         content = {"set_by": ALICE, "set_at": "2026-11-29T10:00:00Z", "data": {}}
         server.state[(ROOM, THREAD_TAGS_EVENT_TYPE, state_key(root, RESOLVED_TAG))] = content
     summaries = ThreadSummaries()
-    summaries.attach(SummaryRun(lambda room: set(), lambda: {client.user_id}, {}, TaskOwner("test")))
+    summaries.attach(SummaryRun(lambda room: set(), lambda: {client.user_id}, {}, TaskOwner("test"), Path("/nowhere")))
     cfg = config(defaults={"thread_summary_first_threshold": 3, "thread_summary_subsequent_interval": 5})
     server.message(ROOM, ALICE, "!summary", thread_root=root)  # a chat command is not counted
 
@@ -132,3 +135,26 @@ def test_plain_summary_is_one_plain_line_of_at_most_300_characters(text, plain):
         assert result == plain
     else:
         assert result.endswith("...")
+
+
+@pytest.mark.asyncio
+async def test_answered_by_an_agent_keeping_thread_exports_writes_the_thread_into_its_workspace(tmp_path):
+    server = RecordingHomeserver()
+    client = ThreadClient(server, "helper")
+    root = thread(server, 1)
+    tasks = TaskOwner("test")
+    summaries = ThreadSummaries()
+    summaries.attach(SummaryRun(lambda room: set(), lambda: {client.user_id}, {}, tasks, tmp_path))
+    agents = {
+        "helper": {"display_name": "Helper", "thread_exports": True},
+        "writer": {"display_name": "Writer", "thread_exports": False},
+    }
+
+    summaries.answered(config(agents=agents), client, "writer", ROOM, root)
+    assert len(tasks) == 0
+    summaries.answered(config(agents=agents), client, "helper", ROOM, root)
+    await tasks.settled()
+
+    [written] = (tmp_path / "workspaces" / "helper" / "thread_exports").glob("*/*.json")
+    assert [m["text"] for m in json.loads(written.read_text())["messages"]] == ["the build is red", "reply 0"]
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
