@@ -12,9 +12,11 @@ answer's path; one thread is summarized once at a time.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from weakref import WeakValueDictionary
 
 from mindroom.bots.commands.table import is_command
 from mindroom.bots.thread_export import read_thread, write_export
@@ -28,9 +30,12 @@ from mindroom.matrix.thread_tags import RESOLVED_TAG, ThreadTagStore
 from mindroom.tasks import TaskOwner
 from mindroom.tool_system.spec import workspace_dir
 
-__all__ = ["SummaryRun", "ThreadSummaries", "summary_model"]
+__all__ = ["MAX_WAITING_THREADS", "SummaryRun", "ThreadSummaries", "summary_model"]
 
 logger = get_logger(__name__)
+
+MAX_WAITING_THREADS = 10_000
+"""The most threads whose next reading is put off, remembered at once (the oldest is forgotten: read again)."""
 
 
 def summary_model(config: Config, room_id: str, room_keys: Collection[str], entity: str | None) -> str | None:
@@ -68,7 +73,10 @@ class ThreadSummaries:
     def __init__(self) -> None:
         self._run: SummaryRun | None = None
         self._busy: set[tuple[str, ...]] = set()
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._locks: WeakValueDictionary[tuple[str, str], asyncio.Lock] = WeakValueDictionary()
+        self._waits: OrderedDict[tuple[str, str], int] = OrderedDict()
+        """Per thread, how many more answers pass before it is read again: each answer adds at least itself,
+        so a thread `n` messages short of its threshold is not due before `n` more answers."""
 
     def attach(self, run: SummaryRun) -> None:
         """Start summarizing for the running daemon."""
@@ -101,8 +109,18 @@ class ThreadSummaries:
         key = (room_id, thread_root)
         if model is None or key in self._busy:
             return
+        wait = self._waits.pop(key, 0)
+        if wait > 0:
+            self._note_wait(key, wait - 1)
+            return
         self._busy.add(key)
         run.tasks.spawn(self._automatic(config, client, model, key), "thread summary")
+
+    def _note_wait(self, key: tuple[str, str], answers: int) -> None:
+        if answers > 0:
+            self._waits[key] = answers
+            if len(self._waits) > MAX_WAITING_THREADS:
+                self._waits.popitem(last=False)
 
     async def _export(self, client: RoomAccount, entity: str, room_id: str, root: str) -> None:
         run = self._run
@@ -127,12 +145,16 @@ class ThreadSummaries:
         run = self._run
         if run is None:
             return None
-        async with self._locks.setdefault((room_id, root), asyncio.Lock()):
+        lock = self._locks.get((room_id, root))
+        if lock is None:
+            lock = self._locks[(room_id, root)] = asyncio.Lock()
+        async with lock:
             events = await thread_messages(client, room_id, root)
             trusted = run.trusted()
             messages = [event for event in events if _counted(event, trusted)]
             if not force and not await self.is_due(config, client, room_id, root, events):
                 return None
+            self._note_wait((room_id, root), config.defaults.thread_summary_subsequent_interval - 1)
             entry = config.models.get(model)
             if entry is None:
                 logger.warning("thread summary model not in models:", model=model, key="room_thread_summary_models")
@@ -160,6 +182,12 @@ class ThreadSummaries:
             if last is None
             else last.message_count + defaults.thread_summary_subsequent_interval
         )
-        if count < threshold or (last is not None and last.pinned):
+        key = (room_id, root)
+        if count < threshold:
+            self._note_wait(key, threshold - count - 1)
             return False
-        return RESOLVED_TAG not in await ThreadTagStore(client).thread_tags(room_id, root)
+        pinned = last is not None and last.pinned
+        if pinned or RESOLVED_TAG in await ThreadTagStore(client).thread_tags(room_id, root):
+            self._note_wait(key, defaults.thread_summary_subsequent_interval - 1)
+            return False
+        return True

@@ -158,3 +158,30 @@ async def test_answered_by_an_agent_keeping_thread_exports_writes_the_thread_int
     [written] = (tmp_path / "workspaces" / "helper" / "thread_exports").glob("*/*.json")
     assert [m["text"] for m in json.loads(written.read_text())["messages"]] == ["the build is red", "reply 0"]
     assert stat.S_IMODE(written.stat().st_mode) == 0o600
+
+
+class CountingClient(ThreadClient):
+    reads = 0
+
+    async def api(self, method: str, path: str, body: Any = None) -> JsonReply:
+        if "/relations/" in path:
+            type(self).reads += 1
+        return await super().api(method, path, body)
+
+
+@pytest.mark.asyncio
+async def test_answered_reads_a_thread_again_only_once_it_may_have_reached_its_threshold():
+    server = RecordingHomeserver()
+    client = CountingClient(server, "helper")
+    root = thread(server, 1)  # 2 messages, 4 short of the threshold of 6
+    tasks = TaskOwner("test")
+    summaries = ThreadSummaries()
+    summaries.attach(SummaryRun(lambda room: set(), lambda: {client.user_id}, {}, tasks, Path("/nowhere")))
+    cfg = config(defaults={"thread_summary_model": "summary", "thread_summary_first_threshold": 6})
+    reads = []
+    for _ in range(5):
+        summaries.answered(cfg, client, "helper", ROOM, root)
+        await tasks.settled()
+        reads.append(CountingClient.reads)
+
+    assert reads == [1, 1, 1, 1, 2]  # each answer adds at least one message: 3 answers cannot reach 6

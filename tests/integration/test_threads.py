@@ -113,6 +113,12 @@ async def test_thread_tags_and_resolution_by_command_and_tool_are_room_state_tha
     assert after[key(root, "blocked")]["set_by"] == alice.user_id
 
 
+def answer_to(event: dict[str, Any], root: str, sender: str, question: str) -> bool:
+    """Whether `event` is `sender`'s answer to `question` in the thread of `root`."""
+    relates = event.get("content", {}).get("m.relates_to", {})
+    return thread_replies(root, sender)(event) and relates.get("m.in_reply_to", {}).get("event_id") == question
+
+
 def summary_notices(root: str, sender: str) -> Any:
     """A predicate for the summary notices `sender` posts in the thread of `root`."""
 
@@ -162,7 +168,9 @@ async def test_thread_summary_is_written_past_the_threshold_renewed_as_it_grows_
 
     await alice.send(room_id, "any news?", thread_root=root)
     first = await bob.wait_for(summary_notices(root, agent_id))
-    await alice.send(room_id, "and now?", thread_root=root)
+    for text in ("and now?", "thanks"):  # the thread is read again only once it may have grown enough
+        sent = await alice.send(room_id, text, thread_root=root)
+        await alice.wait_for(lambda ev, sent=sent: answer_to(ev, root, agent_id, sent))
     second = await bob.wait_for(lambda ev: summary_notices(root, agent_id)(ev) and ev["event_id"] != first["event_id"])
     await summaries_settled(e2e, alice, room_id)
 
@@ -176,7 +184,7 @@ async def test_thread_summary_is_written_past_the_threshold_renewed_as_it_grows_
         "summary",
     )
     assert second["content"]["body"] == "CI fixed after the infra change; nothing open."  # plain text
-    assert second["content"][SUMMARY_KEY]["message_count"] == 6  # the first notice is not counted
+    assert second["content"][SUMMARY_KEY]["message_count"] == 8  # the first notice is not counted
     summary_requests = [r for r in e2e.model_server.requests if r.get("model") == "summary-model"]
     assert len(summary_requests) == 2
     assert "the build is red" in json.dumps(summary_requests[0]["messages"])
