@@ -379,9 +379,8 @@ async def _deliver(turn: _Turn, generated: _Generated, draft: ResponseDraft) -> 
         )
     logger.info("answered", event_id=turn.envelope.source_event_id, response_event_id=event_id, delivery=delivery)
     if envelope.resolved_thread_id is not None and turn.channel.in_room:
-        turn.stores.summaries.answered(
-            turn.live.config, turn.entity.client, turn.entity.name, envelope.room_id, envelope.resolved_thread_id
-        )
+        where = (envelope.room_id, envelope.resolved_thread_id)
+        turn.stores.summaries.answered(turn.live.config, turn.entity, *where, _opens_conversation(turn))
     return ResponseResult(text, event_id, delivery, draft.response_kind, turn.envelope, generated.usage)
 
 

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from weakref import WeakValueDictionary
 
 from mindroom.bots.commands.table import is_command
@@ -29,6 +30,9 @@ from mindroom.matrix.thread_summaries import ThreadSummary, is_summary, latest_s
 from mindroom.matrix.thread_tags import RESOLVED_TAG, ThreadTagStore
 from mindroom.tasks import TaskOwner
 from mindroom.tool_system.spec import workspace_dir
+
+if TYPE_CHECKING:
+    from mindroom.bots.runtime import Entity
 
 __all__ = ["MAX_WAITING_THREADS", "SummaryRun", "ThreadSummaries", "summary_model"]
 
@@ -93,12 +97,14 @@ class ThreadSummaries:
         if run is not None:
             await run.tasks.cancel_all(grace_s)
 
-    def answered(self, config: Config, client: RoomAccount, entity: str, room_id: str, thread_root: str) -> None:
+    def answered(self, config: Config, by: Entity, room_id: str, thread_root: str, opened: bool = False) -> None:
         """An answer was given in a thread: summarize it in the background if it has grown enough, and export it
-        into the agent's workspace if the agent keeps `thread_exports`."""
+        into the agent's workspace if the agent keeps `thread_exports`. `opened`: the question started the thread,
+        so it holds the question and this answer (it is not read while that is short of the first threshold)."""
         run = self._run
         if run is None:
             return
+        client, entity = by.client, by.name
         agent = config.agents.get(entity)
         if agent is not None and agent.thread_exports is not None and (entity, room_id, thread_root) not in self._busy:
             self._busy.add((entity, room_id, thread_root))
@@ -109,7 +115,10 @@ class ThreadSummaries:
         key = (room_id, thread_root)
         if model is None or key in self._busy:
             return
-        wait = self._waits.pop(key, 0)
+        wait = self._waits.pop(key, config.defaults.thread_summary_first_threshold - 3 if opened else 0)
+        if wait >= 0 and opened:
+            self._note_wait(key, wait)
+            return
         if wait > 0:
             self._note_wait(key, wait - 1)
             return

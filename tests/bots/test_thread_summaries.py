@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,14 @@ class ThreadClient(RecordingClient):
         return JsonReply(200, {"chunk": chunk})
 
 
+@dataclass(frozen=True)
+class Answering:
+    """The agent that answered, as the pipeline hands it over (its name and account)."""
+
+    name: str
+    client: Any
+
+
 def config(**extra: Any) -> Config:
     models = {"default": {"provider": "openai", "id": "m"}, "summary": {"provider": "openai", "id": "s"}}
     return Config.model_validate({"models": models, **extra})
@@ -70,7 +79,7 @@ async def test_answered_without_a_summary_model_does_nothing_at_all():
     summaries.attach(SummaryRun(lambda room: asked.append(room) or set(), frozenset, {}, tasks, Path("/nowhere")))
     client = ThreadClient(RecordingHomeserver(), "helper")
 
-    summaries.answered(config(), client, "helper", ROOM, "$root")
+    summaries.answered(config(), Answering("helper", client), ROOM, "$root")
 
     assert len(tasks) == 0 and asked == []  # not even the room's keys are looked up
 
@@ -150,9 +159,9 @@ async def test_answered_by_an_agent_keeping_thread_exports_writes_the_thread_int
         "writer": {"display_name": "Writer", "thread_exports": False},
     }
 
-    summaries.answered(config(agents=agents), client, "writer", ROOM, root)
+    summaries.answered(config(agents=agents), Answering("writer", client), ROOM, root)
     assert len(tasks) == 0
-    summaries.answered(config(agents=agents), client, "helper", ROOM, root)
+    summaries.answered(config(agents=agents), Answering("helper", client), ROOM, root)
     await tasks.settled()
 
     [written] = (tmp_path / "workspaces" / "helper" / "thread_exports").glob("*/*.json")
@@ -179,9 +188,11 @@ async def test_answered_reads_a_thread_again_only_once_it_may_have_reached_its_t
     summaries.attach(SummaryRun(lambda room: set(), lambda: {client.user_id}, {}, tasks, Path("/nowhere")))
     cfg = config(defaults={"thread_summary_model": "summary", "thread_summary_first_threshold": 6})
     reads = []
-    for _ in range(5):
-        summaries.answered(cfg, client, "helper", ROOM, root)
+    for number in range(5):
+        summaries.answered(cfg, Answering("helper", client), ROOM, root, opened=number == 0)
         await tasks.settled()
         reads.append(CountingClient.reads)
 
-    assert reads == [1, 1, 1, 1, 2]  # each answer adds at least one message: 3 answers cannot reach 6
+    # The first answer opened the thread (question and answer: 2 messages, not read); each answer adds at least
+    # one message, so the next three cannot reach 6 either.
+    assert reads == [0, 0, 0, 0, 1]
