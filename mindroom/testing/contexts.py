@@ -46,6 +46,7 @@ CONTEXT_TYPES: Mapping[str, type[HookContextBase]] = {
     if isinstance(value := getattr(hooks, name), type)
     and issubclass(value, HookContextBase)
     and value not in (HookContextBase, HookContext)
+    and name.endswith("Context")  # not a shared base such as ModelCallScope
 }
 """Every hook context the hooks package exports, by class name."""
 
