@@ -6,18 +6,18 @@ import asyncio
 import json
 import logging
 import re
+import sys
 import urllib.request
+from asyncio.subprocess import PIPE
 
 import pytest
 import pytest_asyncio
 import structlog
-from typer.testing import CliRunner
 
 from mindroom.api.app import create_app
 from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
-from mindroom.cli import app
 from mindroom.daemon.hooks_snapshot import snapshot_path, write_hooks_snapshot
 from mindroom.daemon.metrics import MetricsCollector
 from mindroom.daemon.wiring import DaemonApiView
@@ -155,23 +155,16 @@ async def test_operator_surfaces_show_real_counts_after_traffic(e2e: E2E, restor
     assert _value(_parse(again), "mindroom_hook_duration_seconds_count", **hook) == 3
 
     write_hooks_snapshot(snapshot_path(e2e.storage), running.live.registry, running=True)
-    result = await asyncio.to_thread(
-        CliRunner().invoke,
-        app,
-        [
-            "hooks",
-            "list",
-            "--config",
-            str(e2e.config_dir / "config.yaml"),
-            "--storage-path",
-            str(e2e.storage),
-            "--json",
-        ],
+    # A process of its own, as an operator runs it: the running daemon's log lines cannot mix into its output.
+    listing = ["hooks", "list", "--config", str(e2e.config_dir / "config.yaml"), "--storage-path", str(e2e.storage)]
+    result = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "mindroom", *listing, "--json", stdout=PIPE, stderr=PIPE
     )
-    assert result.exit_code == 0, result.output
-    rows = {row["hook_name"]: row for row in json.loads(result.stdout)}
+    stdout, stderr = await asyncio.wait_for(result.communicate(), 60)
+    assert result.returncode == 0, stderr.decode()
+    rows = {row["hook_name"]: row for row in json.loads(stdout)}
     assert rows["stamp"]["calls"] == 3 and rows["broken"]["failures"] == 3
-    assert [row["event_name"] for row in json.loads(result.stdout)] == [
+    assert [row["event_name"] for row in json.loads(stdout)] == [
         "message:received",
         "message:enrich",
         "message:before_response",
