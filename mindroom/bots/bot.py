@@ -22,6 +22,7 @@ from mindroom.bots.directory import Directory
 from mindroom.bots.fairness import FairSlots
 from mindroom.bots.pipeline_capabilities import RunClock
 from mindroom.bots.recent import RecentMessages
+from mindroom.bots.room_hook_policy import note_state_event, read_room_policies
 from mindroom.bots.runtime import (
     HANDLED,
     INTERRUPTED_NOTE,
@@ -166,6 +167,7 @@ class EntityBot(Generic[ClientT]):
             # batch reaches no bot as an event, and the first sync skips the backlog); later joins are noted.
             for room_id in sorted(self.joined_rooms):
                 await self._directory.members.read(self.client, room_id)
+        await read_room_policies(self.client, self._cell.live.registry.room_policies, sorted(self.joined_rooms))
         await self._lifecycle(self._cell.live, EVENT_BOT_READY)
 
     async def stop(self, reason: str = "shutdown", grace_s: float = 10.0, *, leave_rooms: bool = False) -> None:
@@ -265,6 +267,9 @@ class EntityBot(Generic[ClientT]):
         if not self._accepting:
             return
         kind = event.kind
+        if event.state_key is not None:
+            own_id = self._directory.bot_user_ids.get(self.name)
+            note_state_event(self.client, self._cell.live.registry.room_policies, event, own_id, self.spawn)
         if kind is MatrixEventKind.MEMBER:
             self._directory.members.note(event)
         if kind is MatrixEventKind.MEMBER and event.state_key == self._directory.bot_user_ids.get(self.name):

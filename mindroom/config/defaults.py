@@ -89,6 +89,8 @@ class DefaultsConfig(StrictModel):
     # A hook step that holds the event loop longer than this is logged and counted (`blocked_loop`); it
     # fails the hook only if the hook also runs past its timeout.
     hooks_blocking_threshold_ms: int = Field(default=100, ge=1)
+    hooks_room_policy_power_level: int = Field(default=100, ge=0)
+    """The power level a room's `com.mindroom.hooks.policy` sender needs for the policy to count."""
     history_token_budget: int | None = Field(default=12000, ge=0)
     """Past this many tokens (characters / 4) of stored history, older turns are folded into a summary the
     agent's model writes, before the next answer. 0 or null: never. `compaction` says more."""

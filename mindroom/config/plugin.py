@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["HookMode", "HookOverrideConfig", "PluginEntryConfig"]
+__all__ = ["HookMode", "HookOverrideConfig", "PluginEntryConfig", "RoomPolicyMode"]
 
 HookMode = Literal["enforce", "monitor", "off"]
+RoomPolicyMode = Literal["room", "fixed"]
 
 
 class HookOverrideConfig(BaseModel):
@@ -32,3 +33,5 @@ class PluginEntryConfig(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     hooks: dict[str, HookOverrideConfig] = Field(default_factory=dict)
     enabled: bool = True
+    room_policy: RoomPolicyMode = "room"
+    """`fixed`: rooms' hook policy (`com.mindroom.hooks.policy`) cannot turn this plugin or its hooks off or on."""

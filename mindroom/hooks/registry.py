@@ -19,6 +19,7 @@ from mindroom.hooks.background import BackgroundObservers
 from mindroom.hooks.breaker import CircuitBreaker
 from mindroom.hooks.decorators import HookMetadata, get_hook_metadata
 from mindroom.hooks.hook_context import RegistryGeneration
+from mindroom.hooks.room_policy import RoomHookPolicies
 from mindroom.hooks.types import default_timeout_ms
 from mindroom.logging_config import get_logger
 
@@ -149,12 +150,15 @@ class HookRegistry:
         "_by_event",
         "_claimed",
         "_filtered_events",
+        "_policies",
         "_scoped",
         "_without",
         "background",
         "blocking_threshold_ms",
+        "fixed_plugins",
         "generation",
         "plugin_names",
+        "room_policies",
     )
 
     def __init__(
@@ -166,6 +170,8 @@ class HookRegistry:
         blocking_threshold_ms: float = DEFAULT_BLOCKING_THRESHOLD_MS,
         generation: RegistryGeneration | None = None,
         background: BackgroundObservers | None = None,
+        room_policies: RoomHookPolicies | None = None,
+        fixed_plugins: frozenset[str] = frozenset(),
     ) -> None:
         self._by_event = MappingProxyType(dict(by_event))
         self._agent_plugins = MappingProxyType(dict(agent_plugins or {}))
@@ -181,6 +187,10 @@ class HookRegistry:
         self.plugin_names = plugin_names
         # The background queues outlive a registry: a reload hands them on, so shutdown drains them all.
         self.background = background if background is not None else BackgroundObservers()
+        # Room state outlives a registry too: a reload keeps what the rooms said.
+        self.room_policies = room_policies if room_policies is not None else RoomHookPolicies()
+        self._policies = self.room_policies.rooms
+        self.fixed_plugins = fixed_plugins
         self.blocking_threshold_ms = blocking_threshold_ms
         self.generation = generation if generation is not None else RegistryGeneration()
 
@@ -206,15 +216,19 @@ class HookRegistry:
         agent_plugins: Mapping[str, Iterable[str]] | None = None,
         previous: HookRegistry | None = None,
         blocking_threshold_ms: float = DEFAULT_BLOCKING_THRESHOLD_MS,
+        room_policy_power_level: int | None = None,
     ) -> HookRegistry:
         """Compile plugins into a registry; `previous` lends its telemetry to hooks that still exist."""
         old_stats = {hook.key: hook.stats for hook in previous.all_hooks()} if previous is not None else {}
         compiled: dict[str, list[RegisteredHook]] = {}
         names: list[str] = []
+        fixed: set[str] = set()
         for position, plugin in enumerate(plugins):
             name = str(plugin.name)
             names.append(name)
             entry = getattr(plugin, "entry_config", None)
+            if entry is not None and entry.room_policy == "fixed":
+                fixed.add(name)
             overrides: Mapping[str, HookOverrideConfig] = entry.hooks if entry is not None else {}
             settings: dict[str, Any] = dict(entry.settings) if entry is not None else {}
             plugin_order = int(getattr(plugin, "plugin_order", 0) or 0)
@@ -258,12 +272,17 @@ class HookRegistry:
                 logger.warning("hook override names no hook of this plugin", plugin=name, hook=unknown)
         by_event = {event: tuple(sorted(hooks, key=lambda h: h.order_key)) for event, hooks in compiled.items()}
         allow = {agent: frozenset(plugin_names) for agent, plugin_names in (agent_plugins or {}).items()}
+        policies = previous.room_policies if previous is not None else RoomHookPolicies()
+        if room_policy_power_level is not None:
+            policies.set_required_level(room_policy_power_level)
         return cls(
             by_event,
             agent_plugins=allow,
             plugin_names=tuple(names),
             blocking_threshold_ms=blocking_threshold_ms,
             background=previous.background if previous is not None else None,
+            room_policies=policies,
+            fixed_plugins=frozenset(fixed),
         )
 
     def hooks_for(self, event_name: str) -> tuple[RegisteredHook, ...]:
@@ -275,14 +294,22 @@ class HookRegistry:
         return event_name in self._by_event
 
     def matching(self, event_name: str, agent_name: str | None, room_id: str | None) -> tuple[RegisteredHook, ...]:
-        """The hooks that fire for this agent and room, in execution order (memoized per scope)."""
+        """The hooks that fire for this agent and room, in execution order (memoized per scope), less those the
+        room's hook policy turns off."""
         hooks = self._by_event.get(event_name, ())
-        if not hooks or event_name not in self._filtered_events:
+        if not hooks:
             return hooks
-        key = (event_name, agent_name, room_id)
-        cached = self._scoped.get(key)
-        if cached is not None:
-            return cached
+        if event_name in self._filtered_events:
+            key = (event_name, agent_name, room_id)
+            cached = self._scoped.get(key)
+            hooks = cached if cached is not None else self._select(hooks, key)
+        policy = self._policies.get(room_id)
+        return hooks if policy is None else policy.filter(hooks, self.fixed_plugins)
+
+    def _select(
+        self, hooks: tuple[RegisteredHook, ...], key: tuple[str, str | None, str | None]
+    ) -> tuple[RegisteredHook, ...]:
+        _, agent_name, room_id = key
         selected = tuple(
             hook
             for hook in hooks
@@ -320,6 +347,8 @@ class HookRegistry:
                 blocking_threshold_ms=self.blocking_threshold_ms,
                 generation=self.generation,
                 background=self.background,
+                room_policies=self.room_policies,
+                fixed_plugins=self.fixed_plugins,
             )
             self._without[plugin_name] = cached
         return cached

@@ -163,6 +163,7 @@ def build_registry(config: Config, plugins: tuple[Plugin, ...], previous: HookRe
         agent_plugins=allow,
         previous=previous,
         blocking_threshold_ms=config.defaults.hooks_blocking_threshold_ms,
+        room_policy_power_level=config.defaults.hooks_room_policy_power_level,
     )
 
 

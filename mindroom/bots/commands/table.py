@@ -122,7 +122,9 @@ class CommandTable:
 
 
 async def _hooks(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
-    return hooks_report_text(live.registry)
+    registry = live.registry
+    room = registry.room_policies.describe(envelope.room_id, registry.fixed_plugins)
+    return "\n".join([hooks_report_text(registry), "", *room]) if room else hooks_report_text(registry)
 
 
 async def _plugins(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
