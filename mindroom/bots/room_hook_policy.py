@@ -29,9 +29,11 @@ async def read_room_policy(client: BotClient, policies: RoomHookPolicies, room_i
         reply = await client.api("GET", f"/_matrix/client/v3/rooms/{quote_path(room_id)}/state")
     except MatrixError as exc:
         logger.warning("room state unreadable; its hook policy is not known", room_id=room_id, error=str(exc))
+        policies.forget(room_id)
         return
     if not reply.ok or not isinstance(reply.body, list):
         logger.warning("room state unreadable; its hook policy is not known", room_id=room_id, error=reply.errcode)
+        policies.forget(room_id)
         return
     policies.load(room_id, reply.body)
 

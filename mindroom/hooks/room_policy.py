@@ -143,13 +143,15 @@ class _RoomState:
 class RoomHookPolicies:
     """Every room's hook policy, kept from the room state the bots read; `rooms` holds those that count."""
 
-    __slots__ = ("_state", "required_level", "rooms")
+    __slots__ = ("_pending", "_state", "required_level", "rooms")
 
     def __init__(self, required_level: int = DEFAULT_POLICY_POWER_LEVEL) -> None:
         # Keyed `str | None` so dispatch looks up an event of no room without a test first.
         self.rooms: dict[str | None, RoomHookPolicy] = {}
         self.required_level = required_level
         self._state: dict[str, _RoomState] = {}
+        # Rooms being read: the state events noted meanwhile, applied again over what the read returns.
+        self._pending: dict[str, list[StateEventLike]] = {}
 
     def set_required_level(self, level: int) -> None:
         """The power level a policy's sender needs (from config; a change re-reads every room's policy)."""
@@ -167,7 +169,14 @@ class RoomHookPolicies:
         if room_id in self._state:
             return False
         self._state[room_id] = _RoomState()
+        self._pending[room_id] = []
         return True
+
+    def forget(self, room_id: str) -> None:
+        """A read that failed: the room is as never seen, so its next policy event or join reads it again."""
+        self._state.pop(room_id, None)
+        self._pending.pop(room_id, None)
+        self.rooms.pop(room_id, None)
 
     def load(self, room_id: str, events: Iterable[Any]) -> None:
         """A room's full state (the homeserver's `/state` list): its policy, power levels and members."""
@@ -188,6 +197,8 @@ class RoomHookPolicies:
                 joined.add(raw["state_key"])
         state.sender_joined = state.policy is not None and state.policy[0] in joined
         self._state[room_id] = state
+        for event in self._pending.pop(room_id, ()):
+            _apply(state, event)
         self._settle(room_id)
 
     def note(self, event: StateEventLike) -> bool:
@@ -197,29 +208,19 @@ class RoomHookPolicies:
         kind = event.type
         if kind not in _WATCHED:
             return False
-        state = self._state.get(event.room_id)
+        room_id = event.room_id
+        state = self._state.get(room_id)
+        unread = state is None
         if state is None:
-            if kind != POLICY_EVENT_TYPE:
+            if kind != POLICY_EVENT_TYPE or event.state_key != "":
                 return False  # a room with no policy seen: nothing to keep
-            state = self._state[event.room_id] = _RoomState()
-            unread = True
-        else:
-            unread = False
-        content = event.content if isinstance(event.content, dict) else {}
-        if kind == POLICY_EVENT_TYPE:
-            if event.state_key != "":
-                return False
-            # The homeserver took the event, so its sender was joined when it was sent.
-            state.policy, state.sender_joined = (event.sender, content), True
-        elif kind == _POWER_LEVELS:
-            state.power_levels = content
-        elif kind == _CREATE:
-            state.creator = content.get("creator") if isinstance(content.get("creator"), str) else event.sender
-        elif state.policy is not None and event.state_key == state.policy[0]:
-            state.sender_joined = content.get("membership") == "join"
-        else:
-            return False
-        self._settle(event.room_id)
+            state = self._state[room_id] = _RoomState()
+            self._pending[room_id] = []
+        pending = self._pending.get(room_id)
+        if pending is not None:
+            pending.append(event)
+        if _apply(state, event):
+            self._settle(room_id)
         return unread
 
     def _settle(self, room_id: str) -> None:
@@ -263,3 +264,21 @@ class RoomHookPolicies:
             note = " (fixed by config: ignored)" if plugin in fixed else ""
             lines.append(f"- hook {plugin}.{hook}: {'on' if flag else 'off'}{note}")
         return lines
+
+
+def _apply(state: _RoomState, event: StateEventLike) -> bool:
+    """Bring `state` up to one state event; True when it changed what the policy depends on."""
+    kind = event.type
+    content = event.content if isinstance(event.content, dict) else {}
+    if kind == POLICY_EVENT_TYPE and event.state_key == "":
+        # The homeserver took the event, so its sender was joined when it was sent.
+        state.policy, state.sender_joined = (event.sender, content), True
+    elif kind == _POWER_LEVELS and event.state_key == "":
+        state.power_levels = content
+    elif kind == _CREATE:
+        state.creator = content.get("creator") if isinstance(content.get("creator"), str) else event.sender
+    elif kind == _MEMBER and state.policy is not None and event.state_key == state.policy[0]:
+        state.sender_joined = content.get("membership") == "join"
+    else:
+        return False
+    return True

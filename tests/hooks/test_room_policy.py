@@ -193,3 +193,25 @@ async def test_room_policy_is_honoured_at_dispatch(hook_context_factory):
     assert calls == ["tag"]
     await emit(reg, EVENT_MESSAGE_RECEIVED, hook_context_factory(MessageReceivedContext, agent_name="x", room_id=OTHER))
     assert calls == ["tag", "log", "keep", "tag"]
+
+
+def test_room_policy_noted_while_the_room_is_being_read_wins_over_the_older_state_read():
+    reg = registry()
+    policies = reg.room_policies
+    assert policies.claim(ROOM) is True
+    assert policies.claim(ROOM) is False  # a second bot does not read it again
+
+    policies.note(state(POLICY_EVENT_TYPE, {"plugins": {"audit": False}})[1])
+    load(policies, BOB, {})  # the read's answer was taken before the event
+
+    assert running(reg) == ["tagger.tag"]
+
+
+def test_room_policy_a_room_whose_read_failed_is_read_again_at_its_next_policy():
+    policies = registry().room_policies
+    assert policies.note(state(POLICY_EVENT_TYPE, {"plugins": {"audit": False}}, state_key="x")[1]) is False
+    assert not policies.known(ROOM)  # a near miss does not count the room as read
+
+    assert policies.note(state(POLICY_EVENT_TYPE, {"plugins": {"audit": False}})[1]) is True
+    policies.forget(ROOM)
+    assert policies.note(state(POLICY_EVENT_TYPE, {"plugins": {"audit": False}})[1]) is True
