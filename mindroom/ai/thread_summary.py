@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from agno.models.message import Message
 
-from mindroom.ai.models import build_model, close_model
+from mindroom.ai.agents import agent_cache
 from mindroom.config.models import ModelConfig
 
 __all__ = ["SUMMARY_MAX_CHARS", "plain_summary", "write_thread_summary"]
@@ -36,13 +36,10 @@ async def write_thread_summary(
     temperature: float | None,
 ) -> str:
     """The summary of a thread given as (author, text) lines, from the model `name` at `temperature`."""
-    built = build_model(model.model_copy(update={"temperature": temperature}), env=env, name=name)
+    built = agent_cache.model(model.model_copy(update={"temperature": temperature}), env)  # closed on stop
     transcript = "\n".join(f"{author}: {text[:_MESSAGE_CHARS]}" for author, text in lines)
     messages = [Message(role="system", content=_INSTRUCTIONS), Message(role="user", content=transcript)]
-    try:
-        response = await built.aresponse(messages=messages)
-    finally:
-        await close_model(built)
+    response = await built.aresponse(messages=messages)
     text = response.content if isinstance(response.content, str) else str(response.content or "")
     summary = plain_summary(text)
     if not summary:
