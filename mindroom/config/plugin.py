@@ -35,3 +35,5 @@ class PluginEntryConfig(BaseModel):
     enabled: bool = True
     room_policy: RoomPolicyMode = "room"
     """`fixed`: rooms' hook policy (`com.mindroom.hooks.policy`) cannot turn this plugin or its hooks off or on."""
+    isolated: bool = False
+    """`true`: the plugin's hooks run in a worker process of their own (`mindroom.hooks.isolated`)."""

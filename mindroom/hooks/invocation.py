@@ -18,13 +18,16 @@ import contextlib
 import math
 import time
 import types
-from collections.abc import Callable, Generator, Iterator
-from contextvars import Context, ContextVar, copy_context
+from collections.abc import Callable, Generator
+from contextvars import Context, copy_context
 from enum import IntEnum
 from typing import Any
 
 import mindroom.hooks.breaker as breaker
 from mindroom.hooks.breaker import BREAKER_COOLDOWN_S
+from mindroom.hooks.hook_clock import PAUSE as _PAUSE
+from mindroom.hooks.hook_clock import RUN as _RUN
+from mindroom.hooks.hook_clock import hook_timeout_paused, when_deadline
 from mindroom.hooks.hook_context import HookContextBase
 from mindroom.hooks.registry import RegisteredHook
 from mindroom.hooks.trace import HOOK_TRACE
@@ -92,57 +95,6 @@ class _Run:
         self.max_step = first_step
         self.watching = False
         self.paused_s = 0.0  # time spent in `hook_timeout_paused`, which the hook's budget does not count
-
-
-class _Pause:
-    """One `hook_timeout_paused` block: when it began, and the suspended hook call whose clock it stopped."""
-
-    __slots__ = ("run", "started")
-
-    def __init__(self, started: float) -> None:
-        self.started = started
-        self.run: _Run | None = None
-
-
-# Both live in the hook's own context (each call runs in a copy of the emitter's): the call `_finish` drives,
-# and the pause block the hook is in, if any.
-_RUN: ContextVar[_Run | None] = ContextVar("mindroom_hook_run", default=None)
-_PAUSE: ContextVar[_Pause | None] = ContextVar("mindroom_hook_pause", default=None)
-
-
-def _when(deadline: float) -> float | None:
-    return None if deadline == math.inf else deadline
-
-
-@contextlib.contextmanager
-def hook_timeout_paused() -> Iterator[None]:
-    """Inside the block the running hook's timeout does not run: it waits for a person, not for itself.
-
-    Outside a hook (or in a hook that has not awaited yet, whose `_finish` then starts paused) it costs nothing.
-    """
-    pause = _Pause(_perf())
-    token = _PAUSE.set(pause)
-    run = _RUN.get()
-    # A run inherited from an enclosing hook's context is not this hook's: its context lacks this pause.
-    if run is not None and run.context.get(_PAUSE) is pause and not run.timeout.expired():
-        pause.run = run
-        run.deadline = math.inf
-        run.timeout.reschedule(None)
-    try:
-        yield
-    finally:
-        _PAUSE.reset(token)
-        if pause.run is not None:
-            _resume(pause.run, pause)
-
-
-def _resume(run: _Run, pause: _Pause) -> None:
-    """Start the hook's clock again with what was left of its budget."""
-    now = _perf()
-    run.paused_s += now - pause.started
-    run.deadline = run.task.get_loop().time() + run.limit_s - (now - run.start - run.paused_s)
-    if not run.timeout.expired():
-        run.timeout.reschedule(run.deadline)
 
 
 def _describe(exc: BaseException) -> str:
@@ -260,7 +212,7 @@ def _check_cancellation(run: _Run, finished: bool) -> None:
             run.timeout.reschedule(min(run.deadline, asyncio.get_running_loop().time() + _CANCEL_GRACE_S))
     elif run.watching:
         run.watching = False
-        run.timeout.reschedule(_when(run.deadline))
+        run.timeout.reschedule(when_deadline(run.deadline))
 
 
 @types.coroutine
@@ -306,7 +258,7 @@ async def _finish(hook: RegisteredHook, run: _Run, yielded: Any, threshold_s: fl
         run.deadline = math.inf
     else:
         run.deadline = task.get_loop().time() + hook.timeout_s - (_perf() - run.start)
-    run.timeout = timeout = asyncio.timeout_at(_when(run.deadline))
+    run.timeout = timeout = asyncio.timeout_at(when_deadline(run.deadline))
     try:
         async with timeout:
             value = await _drive(run, yielded)

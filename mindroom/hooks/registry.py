@@ -19,6 +19,7 @@ from mindroom.hooks.background import BackgroundObservers
 from mindroom.hooks.breaker import CircuitBreaker
 from mindroom.hooks.decorators import HookMetadata, get_hook_metadata
 from mindroom.hooks.hook_context import RegistryGeneration
+from mindroom.hooks.isolated import IsolatedPlugins, isolated_callback
 from mindroom.hooks.room_policy import RoomHookPolicies
 from mindroom.hooks.types import default_timeout_ms
 from mindroom.logging_config import get_logger
@@ -157,6 +158,7 @@ class HookRegistry:
         "blocking_threshold_ms",
         "fixed_plugins",
         "generation",
+        "isolated",
         "plugin_names",
         "room_policies",
     )
@@ -172,6 +174,7 @@ class HookRegistry:
         background: BackgroundObservers | None = None,
         room_policies: RoomHookPolicies | None = None,
         fixed_plugins: frozenset[str] = frozenset(),
+        isolated: IsolatedPlugins | None = None,
     ) -> None:
         self._by_event = MappingProxyType(dict(by_event))
         self._agent_plugins = MappingProxyType(dict(agent_plugins or {}))
@@ -191,6 +194,7 @@ class HookRegistry:
         self.room_policies = room_policies if room_policies is not None else RoomHookPolicies()
         self._policies = self.room_policies.rooms
         self.fixed_plugins = fixed_plugins
+        self.isolated = isolated if isolated is not None else IsolatedPlugins()
         self.blocking_threshold_ms = blocking_threshold_ms
         self.generation = generation if generation is not None else RegistryGeneration()
 
@@ -223,6 +227,8 @@ class HookRegistry:
         compiled: dict[str, list[RegisteredHook]] = {}
         names: list[str] = []
         fixed: set[str] = set()
+        workers = previous.isolated if previous is not None else IsolatedPlugins()
+        isolated: set[str] = set()
         for position, plugin in enumerate(plugins):
             name = str(plugin.name)
             names.append(name)
@@ -232,6 +238,11 @@ class HookRegistry:
             overrides: Mapping[str, HookOverrideConfig] = entry.hooks if entry is not None else {}
             settings: dict[str, Any] = dict(entry.settings) if entry is not None else {}
             plugin_order = int(getattr(plugin, "plugin_order", 0) or 0)
+            folder = getattr(plugin, "path", None)
+            worker = workers.worker(name, folder, settings) if entry is not None and entry.isolated and folder else None
+            if worker is not None:
+                isolated.add(name)
+                worker.warm()  # the first call does not wait for a process to start
             seen: set[str] = set()
             for index, callback in enumerate(getattr(plugin, "discovered_hooks", ())):
                 meta = get_hook_metadata(callback)
@@ -251,7 +262,7 @@ class HookRegistry:
                         plugin_name=name,
                         hook_name=meta.hook_name,
                         event_name=meta.event_name,
-                        callback=callback,
+                        callback=callback if worker is None else isolated_callback(worker, meta.hook_name),
                         priority=priority,
                         timeout_ms=timeout_ms,
                         timeout_s=timeout_ms / 1000.0,
@@ -273,6 +284,7 @@ class HookRegistry:
         by_event = {event: tuple(sorted(hooks, key=lambda h: h.order_key)) for event, hooks in compiled.items()}
         allow = {agent: frozenset(plugin_names) for agent, plugin_names in (agent_plugins or {}).items()}
         policies = previous.room_policies if previous is not None else RoomHookPolicies()
+        workers.keep_only(isolated)
         if room_policy_power_level is not None:
             policies.set_required_level(room_policy_power_level)
         return cls(
@@ -283,6 +295,7 @@ class HookRegistry:
             background=previous.background if previous is not None else None,
             room_policies=policies,
             fixed_plugins=frozenset(fixed),
+            isolated=workers,
         )
 
     def hooks_for(self, event_name: str) -> tuple[RegisteredHook, ...]:
@@ -349,6 +362,7 @@ class HookRegistry:
                 background=self.background,
                 room_policies=self.room_policies,
                 fixed_plugins=self.fixed_plugins,
+                isolated=self.isolated,
             )
             self._without[plugin_name] = cached
         return cached

@@ -123,8 +123,9 @@ class CommandTable:
 
 async def _hooks(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
     registry = live.registry
-    room = registry.room_policies.describe(envelope.room_id, registry.fixed_plugins)
-    return "\n".join([hooks_report_text(registry), "", *room]) if room else hooks_report_text(registry)
+    extra = registry.room_policies.describe(envelope.room_id, registry.fixed_plugins)
+    extra += [f"Isolated plugin {p.name}: worker restarts={p.restarts}" for p in registry.isolated.plugins.values()]
+    return "\n".join([hooks_report_text(registry), "", *extra]) if extra else hooks_report_text(registry)
 
 
 async def _plugins(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:

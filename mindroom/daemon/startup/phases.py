@@ -124,6 +124,7 @@ async def build_run(
     commands.register(auto_approve_command(desk, lambda: directory.bot_user_ids.values()))
     set_registry_provider(lambda: cell.live.registry)
     stops.add("background hooks", lambda stopping: cell.live.registry.background.drain(stopping.grace_s))
+    stops.add("isolated plugins", lambda _: asyncio.to_thread(cell.live.registry.isolated.close))
     stops.add("memory", lambda stopping: mind.stop(stopping.grace_s))
     stops.add("tools", lambda _: close_tool_runtime())  # tools stop resolving the registry set above
     stops.add("model clients and stores", lambda _: ai.close_caches())

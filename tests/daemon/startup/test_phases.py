@@ -153,6 +153,7 @@ async def test_run_phase_puts_the_chats_settings_over_the_live_state_and_wires_t
     assert [part.name for part in stops.parts] == [
         "usage",
         "background hooks",
+        "isolated plugins",
         "memory",
         "tools",
         "model clients and stores",

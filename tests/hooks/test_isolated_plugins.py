@@ -1,0 +1,140 @@
+"""Isolated plugins: hooks answered from a worker process, a worker killed mid-hook, a hook past its timeout."""
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from mindroom.config.plugin import PluginEntryConfig
+from mindroom.hooks import EVENT_MESSAGE_RECEIVED, HookRegistry, MessageReceivedContext
+from mindroom.hooks.execution import emit
+from mindroom.plugins.loader import load_plugin_dir
+from tests.integration.support import eventually
+
+pytestmark = pytest.mark.asyncio
+
+HOOKS = """
+import asyncio, json, os
+from pathlib import Path
+from mindroom.hooks import hook
+
+@hook("message:received", timeout_ms=5000)
+async def watch(ctx):
+    out = Path(ctx.settings["out"])
+    out.write_text(json.dumps({"pid": os.getpid(), "body": ctx.envelope.body, "room": ctx.envelope.room_id}))
+    if ctx.envelope.body == "exit":
+        os._exit(3)
+    if ctx.envelope.body == "hang":
+        await asyncio.sleep(60)
+    ctx.suppress = ctx.envelope.body == "hush"
+    return "answered"
+
+@hook("message:received", name="slow", timeout_ms=300)
+async def slow(ctx):
+    if ctx.envelope.body == "slow":
+        await asyncio.sleep(30)
+"""
+
+
+@pytest.fixture
+def isolated(tmp_path: Path):
+    folder = tmp_path / "plugins" / "guarded"
+    folder.mkdir(parents=True)
+    (folder / "mindroom.plugin.json").write_text(json.dumps({"name": "guarded", "hooks_module": "hooks.py"}))
+    (folder / "hooks.py").write_text(HOOKS)
+    out = tmp_path / "seen.json"
+    entry = PluginEntryConfig(path=str(folder), settings={"out": str(out)}, isolated=True)
+    registry = HookRegistry.from_plugins([load_plugin_dir(folder, entry_config=entry)])
+    yield registry, out
+    registry.isolated.close()
+
+
+def seen(out: Path) -> dict:
+    return json.loads(out.read_text())
+
+
+def stats(registry: HookRegistry, name: str):
+    return next(hook.stats for hook in registry.all_hooks() if hook.hook_name == name)
+
+
+async def ask(registry, factory, body: str) -> MessageReceivedContext:
+    ctx = factory(MessageReceivedContext, agent_name="helper", room_id="!lab:example.org", body=body)
+    await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
+    return ctx
+
+
+async def test_isolated_plugin_hook_answers_from_its_worker_with_the_contexts_data(isolated, hook_context_factory):
+    registry, out = isolated
+
+    ctx = await ask(registry, hook_context_factory, "hush")
+
+    assert seen(out)["body"] == "hush" and seen(out)["room"] == "!lab:example.org"
+    assert seen(out)["pid"] != os.getpid()
+    assert ctx.suppress is True  # a mutable field the hook set comes back
+    assert stats(registry, "watch").failures == 0
+
+
+async def test_isolated_plugin_worker_killed_mid_hook_is_a_failure_and_the_next_call_gets_a_fresh_one(
+    isolated, hook_context_factory
+):
+    registry, out = isolated
+    await ask(registry, hook_context_factory, "first")
+    first_pid = seen(out)["pid"]
+
+    call = asyncio.create_task(ask(registry, hook_context_factory, "hang"))
+    await eventually(lambda: out.exists() and seen(out)["body"] == "hang", "the hook to be running")
+    os.kill(first_pid, signal.SIGKILL)
+    await call
+
+    assert stats(registry, "watch").failures == 1
+    assert "worker process died" in (stats(registry, "watch").last_error or "")
+    assert registry.isolated.plugins["guarded"].restarts == 1
+    ctx = await ask(registry, hook_context_factory, "hush")
+    assert ctx.suppress is True
+    assert seen(out)["pid"] not in (first_pid, os.getpid())
+
+
+async def test_isolated_plugin_that_exits_its_worker_is_counted_and_the_daemon_goes_on(isolated, hook_context_factory):
+    registry, out = isolated
+
+    await ask(registry, hook_context_factory, "exit")
+    await ask(registry, hook_context_factory, "after")
+
+    assert stats(registry, "watch").failures == 1
+    assert "exit status 3" in (stats(registry, "watch").last_error or "")
+    assert seen(out)["body"] == "after"
+
+
+async def test_isolated_plugin_hook_past_its_timeout_is_cut_off_and_its_worker_replaced(isolated, hook_context_factory):
+    registry, out = isolated
+    await ask(registry, hook_context_factory, "first")
+    first_pid = seen(out)["pid"]
+
+    await ask(registry, hook_context_factory, "slow")
+
+    assert stats(registry, "slow").timeouts == 1
+    ctx = await ask(registry, hook_context_factory, "hush")
+    assert ctx.suppress is True
+    assert seen(out)["pid"] != first_pid
+
+
+async def test_isolated_plugin_worker_is_replaced_at_a_reload_and_the_old_one_stops(
+    isolated, hook_context_factory, tmp_path
+):
+    registry, out = isolated
+    await ask(registry, hook_context_factory, "first")
+    first = registry.isolated.plugins["guarded"]
+    first_pid = seen(out)["pid"]
+
+    folder = tmp_path / "plugins" / "guarded"
+    entry = PluginEntryConfig(path=str(folder), settings={"out": str(out)}, isolated=True)
+    reloaded = HookRegistry.from_plugins([load_plugin_dir(folder, entry_config=entry)], previous=registry)
+    await ask(reloaded, hook_context_factory, "hush")
+
+    assert seen(out)["pid"] not in (first_pid, os.getpid())
+    assert reloaded.isolated.plugins["guarded"] is not first
+    with pytest.raises(ProcessLookupError):
+        os.kill(first_pid, 0)  # stopped and reaped
