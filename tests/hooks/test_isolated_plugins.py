@@ -83,6 +83,7 @@ async def test_isolated_plugin_worker_killed_mid_hook_is_a_failure_and_the_next_
     registry, out = isolated
     await ask(registry, hook_context_factory, "first")
     first_pid = seen(out)["pid"]
+    assert first_pid != os.getpid()  # never kill the test's own process
 
     call = asyncio.create_task(ask(registry, hook_context_factory, "hang"))
     await eventually(lambda: out.exists() and seen(out)["body"] == "hang", "the hook to be running")
