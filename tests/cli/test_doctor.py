@@ -106,7 +106,9 @@ def test_doctor_reports_a_missing_key_and_a_broken_plugin(tmp_path):
     lines = _lines(_doctor(config).output)
 
     assert lines["model default"].startswith("FAIL") and "set OPENAI_API_KEY" in lines["model default"]
-    assert lines["plugin broken"].startswith("FAIL") and "not_a_module_anywhere" in lines["plugin broken"]
+    # `mindroom run` starts without a plugin that does not load: a warning, as `config validate` gives.
+    assert lines["plugin broken"].startswith("warn") and "not_a_module_anywhere" in lines["plugin broken"]
+    assert "mindroom run starts without it" in lines["plugin broken"]
 
 
 BAD_MANIFESTS = {
@@ -128,9 +130,9 @@ def test_doctor_reports_a_bad_manifest_as_that_plugins_failure(tmp_path, folder)
 
     result = _doctor(config, "--no-model-call")
 
-    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert result.exit_code == 0, result.output  # run starts without that plugin; doctor says so and passes
     lines = _lines(result.output)
-    assert lines[f"plugin {folder}"].startswith("FAIL") and "fix:" in lines[f"plugin {folder}"]
+    assert lines[f"plugin {folder}"].startswith("warn") and "fix:" in lines[f"plugin {folder}"]
     assert lines["plugin good"].startswith("ok")
 
 
