@@ -96,7 +96,7 @@ def _tool_rows(names: list[str]) -> list[str]:
         elif name in LATER:
             later = LATER[name]
             meanwhile = f"; meanwhile: {later.meanwhile}" if later.meanwhile else ""
-            kind, text = "later", f"known; the agent runs without it until {later.capability} come{meanwhile}"
+            kind, text = "later", f"known; the agent runs without it: it needs {later.capability}{meanwhile}"
         elif name in NOT_OFFERED:
             kind, text = "not offered", f"a config error: {NOT_OFFERED[name]}"
         else:
