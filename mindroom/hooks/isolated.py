@@ -79,6 +79,7 @@ class IsolatedPlugin:
         self.restarts = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._ready = False
+        self._closed = False
         self._lock: asyncio.Lock | None = None
 
     def warm(self) -> None:
@@ -124,6 +125,9 @@ class IsolatedPlugin:
         request = json.dumps({"hook": hook_name, "context": context_snapshot(ctx), "mutable": mutable}).encode()
         request += b"\n"
         async with self._lock:
+            if self._closed:  # a call of a registry a reload replaced: no worker is started for it any more
+                msg = f"plugin {self.name}: its worker was stopped (reload or shutdown)"
+                raise RuntimeError(msg)
             self.warm()
             process = self._process
             assert process is not None
@@ -166,7 +170,8 @@ class IsolatedPlugin:
         self._ready = True
 
     def close(self) -> None:
-        """Stop the worker (a call still running fails)."""
+        """Stop the worker for good (a call still running fails, and later calls do not start another)."""
+        self._closed = True
         if self._process is not None:
             self._kill("closed")
             self.restarts -= 1  # a stop asked for is no restart

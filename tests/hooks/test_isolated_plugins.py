@@ -139,3 +139,6 @@ async def test_isolated_plugin_worker_is_replaced_at_a_reload_and_the_old_one_st
     assert reloaded.isolated.plugins["guarded"] is not first
     with pytest.raises(ProcessLookupError):
         os.kill(first_pid, 0)  # stopped and reaped
+    await ask(registry, hook_context_factory, "late")  # a call the old registry makes after the reload
+    assert "worker was stopped" in (stats(registry, "watch").last_error or "")
+    assert seen(out)["body"] == "hush"  # it reached no worker
