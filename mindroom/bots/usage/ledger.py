@@ -99,6 +99,11 @@ class UsageLedger:
         self._roll_month(self._clock())
         return self._month.get(requester, 0.0)
 
+    def month_total(self) -> float:
+        """What everyone spent this month (UTC) on priced models, in USD, turns not yet written included."""
+        self._roll_month(self._clock())
+        return sum(self._month.values())
+
     def month_spends(self) -> dict[str, float]:
         """What each person spent this month (UTC) on priced models, in USD."""
         self._roll_month(self._clock())

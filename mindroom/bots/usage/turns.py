@@ -6,7 +6,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-from mindroom.bots.usage.budgets import budget_call, crossed_warning, reset_day, usd
+from mindroom.bots.usage.budgets import budget_call, crossed_daemon_warning, crossed_warning, reset_day, usd
 from mindroom.bots.usage.cost import turn_cost
 from mindroom.bots.usage.ledger import UsageLedger
 from mindroom.config.main import Config
@@ -27,7 +27,15 @@ def turn_model(
 ) -> tuple[str, ModelConfig | None, str]:
     """The model a turn runs with (its name and config), or None and the message the turn is answered with."""
     if ledger is not None and config.budgets is not None:
-        call = budget_call(config, requester, model_name, ledger.month_spend, ledger.month_end, ledger.cap(requester))
+        call = budget_call(
+            config,
+            requester,
+            model_name,
+            ledger.month_spend,
+            ledger.month_end,
+            ledger.cap(requester),
+            ledger.month_total,
+        )
         if call.refusal is not None:
             ledger.budget_turns["refused"] += 1
             logger.info("turn refused: budget used up", requester=requester, model=model_name)
@@ -74,12 +82,28 @@ def record_turn(
         tool_calls,
         cost,
     )
+    turn_cost_usd = record.cost_usd or 0.0
+    total_before = ledger.month_total() if turn_cost_usd else 0.0
     before, after = ledger.record(record)
+    daemon_limit = crossed_daemon_warning(config, total_before, total_before + turn_cost_usd)
+    if daemon_limit is not None and ledger.tell_admins is not None:
+        ledger.spawn(_warn_admins(config, total_before + turn_cost_usd, daemon_limit, ledger), "budget warning")
     limit = crossed_warning(config, before, after, ledger.cap(envelope.requester_id))
     if limit is not None and account is not None and envelope.requester_id:
         warning = _warn(account, config, envelope, after, limit, ledger.month_end, ledger.tell_admins)
         ledger.spawn(warning, "budget warning")
     return before, after
+
+
+async def _warn_admins(config: Config, spent: float, limit: float, ledger: UsageLedger) -> None:
+    fallback = config.budgets.fallback_model if config.budgets is not None else None
+    then = f"turns on priced models use {fallback}" if fallback is not None else "turns on priced models are refused"
+    logger.info("daemon budget warning", spent_usd=round(spent, 6), limit_usd=limit)
+    if ledger.tell_admins is not None:
+        await ledger.tell_admins(
+            f"⚠️ This month's spend is {spent / limit:.0%} of the daemon's budget ({usd(spent)} of {usd(limit)}). "
+            f"At the limit, {then} until {reset_day(ledger.month_end)} (UTC)."
+        )
 
 
 async def _warn(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mindroom.bots.usage.budgets import BudgetCall, budget_call, crossed_warning
+from mindroom.bots.usage.budgets import BudgetCall, budget_call, crossed_daemon_warning, crossed_warning
 from mindroom.bots.usage.cost import turn_cost
 from mindroom.config.main import Config
 from mindroom.config.models import ModelPricing
@@ -87,3 +87,30 @@ def test_budget_a_persons_own_limit_comes_before_the_default_and_needs_budgets()
     assert budget_call(config, "@bob:hs", "big", lambda who: 0.0, RESET, own=0.0) == BudgetCall("small")
     assert crossed_warning(config, 1.0, 1.7, own=2.0) == 2.0
     assert budget_call(_config(None), "@bob:hs", "big", lambda who: 3.0, RESET, own=2.0) == BudgetCall("big")
+
+
+def test_budget_the_daemons_limit_over_everyones_spend_falls_back_or_refuses_naming_the_reset():
+    with_fallback = _config({"daemon_monthly_limit_usd": 50.0, "fallback_model": "small"})
+    refusing = _config({"daemon_monthly_limit_usd": 50.0, "monthly_limit_usd": 100.0})
+    nobody = lambda who: 0.0  # noqa: E731  # each person far under their own limit
+
+    assert budget_call(with_fallback, "@alice:hs", "big", nobody, RESET, total=lambda: 49.99) == BudgetCall("big")
+    assert budget_call(with_fallback, "@alice:hs", "big", nobody, RESET, total=lambda: 50.0) == BudgetCall("small")
+    call = budget_call(refusing, "@alice:hs", "big", nobody, RESET, total=lambda: 50.01)
+    assert call.model_name == "big" and call.refusal == (
+        "This service's monthly budget of $50.00 is used up ($50.01 spent this month). It resets on 2026-04-01 (UTC)."
+    )
+    # A turn without a requester (a schedule's) counts against the daemon's limit too; an unpriced model never.
+    assert budget_call(refusing, "", "big", nobody, RESET, total=lambda: 60.0).refusal is not None
+    assert budget_call(refusing, "@alice:hs", "local", nobody, RESET, total=lambda: 60.0) == BudgetCall("local")
+    assert budget_call(_config({"monthly_limit_usd": 100.0}), "@a:hs", "big", nobody, RESET, total=lambda: 1e9) == (
+        BudgetCall("big")
+    )
+
+
+def test_budget_the_daemons_warning_is_given_once_at_eighty_percent_of_everyones_spend():
+    config = _config({"daemon_monthly_limit_usd": 50.0})
+
+    assert crossed_daemon_warning(config, 39.9, 40.0) == 50.0
+    assert crossed_daemon_warning(config, 40.0, 45.0) is None
+    assert crossed_daemon_warning(_config({"monthly_limit_usd": 50.0}), 39.9, 40.0) is None
