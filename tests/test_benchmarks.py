@@ -93,6 +93,11 @@ SMOKES = [
         (rf"^this\s+median p50\s+{NUMBER} ms",),
     ),
     Smoke(
+        "thread_summaries.py",
+        {"BENCH_ROUNDS": "1", "BENCH_MESSAGES": "2"},
+        (rf"^none\s+median p50\s+{NUMBER} ms", rf"^every\s+median p50\s+{NUMBER} ms"),
+    ),
+    Smoke(
         "e2e_encrypted.py",
         {"BENCH_MESSAGES": "1"},
         (rf"^daemon encrypted\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$", rf"^encryption adds {NUMBER} ms"),
