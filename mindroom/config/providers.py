@@ -42,7 +42,7 @@ class Provider:
     packages: tuple[str, ...] = ()
     """Modules its agno model imports beyond the core dependencies."""
     extra: str | None = None
-    """The install extra that brings `packages` (`pip install 'mindroom[<extra>]'`)."""
+    """The install extra that brings `packages` (`config.project_extras.install_extra_command` names it)."""
     local: bool = False
     """A server on the user's own machine: it may stay silent for minutes while it loads a model."""
 
