@@ -37,29 +37,35 @@ def tool_rows(config_path: Path | None, storage_path: Path | None) -> list[ToolR
     """Every name an agent can use: built-in groups, agno toolkits (available, missing a package or a
     credential), MindRoom's tools that come later or are not offered, and the configured MCP servers."""
     from mindroom.config.loading import load_config
+    from mindroom.tool_system.builtin.groups import missing_needs
     from mindroom.tool_system.builtin_groups import BUILTIN_PROVIDERS
     from mindroom.tool_system.named_tools import later_fix, later_reason
     from mindroom.tool_system.tool_names import LATER, NOT_OFFERED
     from mindroom.tool_system.toolkit_table import AGNO_TOOLKITS
-    from mindroom.tool_system.toolkits import toolkit_status
+    from mindroom.tool_system.toolkits import credential_fix, toolkit_status
 
     environment = read_cli_environment(config_path, storage_path, config_required=False)
     users: dict[str, list[str]] = {}
+    settings: dict[str, list[dict[str, object]]] = {}
     servers: dict[str, str] = {}
     if environment.config_path.is_file():
         config = load_config(environment.config_path, environment.values)
         for agent_name, agent in config.agents.items():
             for entry in agent.tool_entries():
                 users.setdefault(entry.name, []).append(agent_name)
+                settings.setdefault(entry.name, []).append(dict(entry.overrides))
         servers = {
             f"mcp_{server_id}": f"{server.transport}, {'enabled' if server.enabled else 'disabled'}"
             for server_id, server in config.mcp_servers.items()
         }
     groups = {provider.name for provider in BUILTIN_PROVIDERS}
-    rows = [
-        ToolRow(provider.name, "built-in group", "available", ", ".join(provider.tool_names))
-        for provider in BUILTIN_PROVIDERS
-    ]
+    rows = []
+    for provider in BUILTIN_PROVIDERS:
+        entries = settings.get(provider.name) or [{}]  # a URL set in an agent's tool entry counts as set
+        needed = min((missing_needs(provider.name, entry, environment.values) for entry in entries), key=len)
+        state = "missing credential" if needed else "available"
+        detail = f"{', '.join(needed)}: {credential_fix(needed)}" if needed else ", ".join(provider.tool_names)
+        rows.append(ToolRow(provider.name, "built-in group", state, detail))
     for name, toolkit in sorted(AGNO_TOOLKITS.items()):
         status = toolkit_status(toolkit, environment.values)
         state = status.state.replace("_", " ")

@@ -348,6 +348,7 @@ def build_tool_catalog(
     named = named_tools(config, env, {provider.name for provider in providers})
     problems.extend(named.problems)
     providers.extend(toolkit_providers(named.toolkits, config, env, adapt))
+    providers = [provider for provider in providers if provider.name not in named.absent]  # a group missing a need
     providers.extend(ToolProvider(name, "tool not available here", (), _no_tools) for name in named.absent)
     providers.extend(mcp_providers(config, mcp, {provider.name for provider in providers}, problems))
     by_name, owners = _catalog(providers, problems)

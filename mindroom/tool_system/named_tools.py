@@ -17,9 +17,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from mindroom.config.main import Config
+from mindroom.tool_system.builtin.groups import missing_needs
 from mindroom.tool_system.tool_names import LATER, NOT_OFFERED
 from mindroom.tool_system.toolkit_table import AGNO_TOOLKITS, AgnoToolkit
-from mindroom.tool_system.toolkits import ToolkitStatus, check_toolkit_settings, toolkit_status
+from mindroom.tool_system.toolkits import ToolkitStatus, check_toolkit_settings, credential_fix, toolkit_status
 
 __all__ = ["NamedTools", "UnavailableTool", "later_fix", "later_reason", "named_tools"]
 
@@ -70,6 +71,12 @@ def named_tools(config: Config, env: Mapping[str, str], taken: Collection[str]) 
     for agent_name, agent in config.agents.items():
         for entry in agent.tool_entries():
             name = entry.name
+            needed = missing_needs(name, entry.overrides, env)
+            if needed:  # a built-in group missing a credential: the agent runs without it, as without a toolkit
+                reason = f"missing credential {', '.join(needed)}"
+                unavailable.append(UnavailableTool(agent_name, name, reason, credential_fix(needed)))
+                absent[name] = None
+                continue
             if name in taken:
                 continue
             toolkit = AGNO_TOOLKITS.get(name)

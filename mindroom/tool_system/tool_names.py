@@ -60,7 +60,6 @@ LATER: Mapping[str, LaterTool] = MappingProxyType(
         **_later(_OAUTH, "atlassian", "jira and confluence, with an API token"),
         **_later(_OAUTH, "google_docs", "google_drive, with a service account"),
         **_later(_OAUTH, "google_tasks"),
-        **_later(_OWN, "homeassistant", "Home Assistant's MCP server under mcp_servers"),
         **_later(_OWN, "composio", "Composio's MCP servers under mcp_servers"),
         **_later(_OWN, "google_scholar", "arxiv or pubmed"),
         **_later(_OWN, "coding", "the file and shell groups"),

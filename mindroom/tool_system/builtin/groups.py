@@ -8,12 +8,14 @@ a daemon whose agents use none of them never loads them.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from mindroom.config.environment import secret_value
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
 
-__all__ = ["DAEMON_PART_GROUPS", "GROUP_FUNCTIONS"]
+__all__ = ["DAEMON_PART_GROUPS", "GROUP_FUNCTIONS", "GROUP_NEEDS", "missing_needs"]
 
 GROUP_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "scheduler": ("scheduler", ("schedule", "edit_schedule", "list_schedules", "cancel_schedule")),
@@ -42,8 +44,22 @@ GROUP_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("list_models", "get_thread_model", "switch_thread_model", "reset_thread_model"),
     ),
     "thread_move": ("thread_move", ("move_thread",)),
+    "homeassistant": ("homeassistant", ("list_entities", "get_entity_state", "call_service")),
 }
 """Group name -> (its module under `mindroom.tool_system.builtin`, the function names it gives)."""
+
+GROUP_NEEDS: dict[str, tuple[str, ...]] = {"homeassistant": ("HOMEASSISTANT_URL", "HOMEASSISTANT_TOKEN")}
+"""Group name -> the variables it cannot run without; the agent runs without the group until they are set."""
+_SETTABLE = frozenset({"HOMEASSISTANT_URL"})  # the others are credentials: environment (or `<VAR>_FILE`) only
+
+
+def missing_needs(group: str, overrides: Mapping[str, Any], env: Mapping[str, str]) -> tuple[str, ...]:
+    """The variables `group` needs that neither the agent's tool entry (where allowed) nor `env` sets."""
+    return tuple(
+        name
+        for name in GROUP_NEEDS.get(group, ())
+        if not (name in _SETTABLE and overrides.get(name)) and secret_value(env, name) is None
+    )
 
 
 def _lazy(module: str, group: str) -> Callable[[AgentToolEnvironment], tuple[ToolSpec, ...]]:
