@@ -222,7 +222,10 @@ class ToolCatalog:
             return built[owner]
 
         chosen: dict[str, ToolSpec] = {}
+        withheld = {tool.tool for tool in self.unavailable if tool.agent == env.agent_name}
         for name in wanted:
+            if name in withheld:  # a group this agent lacks a credential for (another agent may have it)
+                continue
             provider = self.providers.get(name)
             if provider is not None:
                 owned = of(name)
@@ -348,7 +351,6 @@ def build_tool_catalog(
     named = named_tools(config, env, {provider.name for provider in providers})
     problems.extend(named.problems)
     providers.extend(toolkit_providers(named.toolkits, config, env, adapt))
-    providers = [provider for provider in providers if provider.name not in named.absent]  # a group missing a need
     providers.extend(ToolProvider(name, "tool not available here", (), _no_tools) for name in named.absent)
     providers.extend(mcp_providers(config, mcp, {provider.name for provider in providers}, problems))
     by_name, owners = _catalog(providers, problems)

@@ -72,10 +72,9 @@ def named_tools(config: Config, env: Mapping[str, str], taken: Collection[str]) 
         for entry in agent.tool_entries():
             name = entry.name
             needed = missing_needs(name, entry.overrides, env)
-            if needed:  # a built-in group missing a credential: the agent runs without it, as without a toolkit
+            if needed:  # a built-in group missing a credential: this agent runs without it, as without a toolkit
                 reason = f"missing credential {', '.join(needed)}"
                 unavailable.append(UnavailableTool(agent_name, name, reason, credential_fix(needed)))
-                absent[name] = None
                 continue
             if name in taken:
                 continue

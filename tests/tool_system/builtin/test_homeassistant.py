@@ -164,3 +164,22 @@ async def test_homeassistant_tools_list_names_the_missing_variables(tmp_path: Pa
     row = next(row for row in json.loads(result.output) if row["name"] == "homeassistant")
     assert row["status"] == "missing credential" and row["used_by"] == ["a"]
     assert row["detail"].startswith("HOMEASSISTANT_URL, HOMEASSISTANT_TOKEN: set HOMEASSISTANT_URL")
+
+
+async def test_homeassistant_an_agent_with_its_own_url_gets_it_and_one_without_does_not(tmp_path: Path):
+    own = {"homeassistant": {"HOMEASSISTANT_URL": "http://homeassistant.local:8123"}}
+    agents = {
+        "house": {"display_name": "House", "tools": ["calculator", own]},
+        "other": {"display_name": "Other", "tools": ["calculator", "homeassistant"]},
+    }
+    config = Config.model_validate({"agents": agents})
+    paths = RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {"HOMEASSISTANT_TOKEN": TOKEN})
+    catalog = build_tool_catalog(config, [], adapt=foreign_tool_specs, runtime_paths=paths)
+    names = ["calculator", "homeassistant"]
+
+    house = catalog.tools_for(names, AgentToolEnvironment("house", tmp_path))
+    other = catalog.tools_for(names, AgentToolEnvironment("other", tmp_path))
+
+    assert [s.name for s in house] == ["calculate", "list_entities", "get_entity_state", "call_service"]
+    assert [s.name for s in other] == ["calculate"]
+    assert [(u.agent, u.reason) for u in catalog.unavailable] == [("other", "missing credential HOMEASSISTANT_URL")]
