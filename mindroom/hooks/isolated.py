@@ -7,6 +7,12 @@ which runs the hook on a read-only copy; what the hook set of the context's `MUT
 and its return value come back. The call is an ordinary hook call for the engine, so the hook's timeout, its
 circuit breaker and its counters apply: a call cut off, or whose worker died, is a failure, the worker is
 killed, and the next call starts a fresh one (`restarts` counts them). One call runs at a time per plugin.
+
+The worker's context offers the real context's async methods (`send_message`, `query_room_state`, ...): while
+the hook runs, each call comes back as a `{"call", "args", "kwargs"}` line, the daemon runs it on the real
+context (its own checks and limits apply) and answers `{"value"}` or `{"error"}` on the worker's stdin. Only
+the call in progress is served, so a worker cut off or replaced gets no answer, and a stopped plugin's call is
+refused.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import inspect
 import json
 import os
 import signal
@@ -27,7 +34,7 @@ from mindroom.config.environment import process_environ
 from mindroom.hooks.hook_clock import hook_timeout_paused
 from mindroom.logging_config import get_logger
 
-__all__ = ["IsolatedPlugin", "IsolatedPlugins", "context_snapshot", "isolated_callback"]
+__all__ = ["IsolatedPlugin", "IsolatedPlugins", "context_methods", "context_snapshot", "isolated_callback"]
 
 logger = get_logger(__name__)
 
@@ -67,6 +74,16 @@ def _fields(value: Any) -> dict[str, Any]:
 def context_snapshot(ctx: Any) -> dict[str, Any]:
     """The plain-data fields of a hook context (nested dataclasses too), as the worker rebuilds them."""
     return _fields(ctx)
+
+
+def context_methods(ctx: Any) -> list[str]:
+    """The public async methods of a hook context, which the worker's copy forwards to the daemon."""
+    kind = type(ctx)
+    return sorted(
+        name
+        for name in dir(kind)
+        if not name.startswith("_") and inspect.iscoroutinefunction(getattr(kind, name, None))
+    )
 
 
 class IsolatedPlugin:
@@ -122,8 +139,10 @@ class IsolatedPlugin:
         if self._lock is None:
             self._lock = asyncio.Lock()
         mutable = list(getattr(ctx, "MUTABLE_FIELDS", ()))
-        request = json.dumps({"hook": hook_name, "context": context_snapshot(ctx), "mutable": mutable}).encode()
-        request += b"\n"
+        methods = context_methods(ctx)
+        snapshot = context_snapshot(ctx)
+        fields = {"hook": hook_name, "context": snapshot, "mutable": mutable, "methods": methods}
+        request = json.dumps(fields).encode() + b"\n"
         async with self._lock:
             if self._closed:  # a call of a registry a reload replaced: no worker is started for it any more
                 msg = f"plugin {self.name}: its worker was stopped (reload or shutdown)"
@@ -138,24 +157,63 @@ class IsolatedPlugin:
                     await self._started(process)
                 process.stdin.write(request)
                 process.stdin.flush()
-                line = await asyncio.to_thread(process.stdout.readline)
+                answer = await self._serve(process, ctx, methods)
             except BaseException:  # cut off (its timeout) or cancelled: the worker may be mid-hook
                 self._kill("the call was cut off")
                 raise
-            if not line:
+            if answer is None:
                 returncode = process.wait()
                 self._process = None
                 self.restarts += 1
                 logger.warning("isolated plugin worker died", plugin=self.name, hook=hook_name, returncode=returncode)
                 msg = f"plugin {self.name}: its worker process died (exit status {returncode}) in hook {hook_name}"
                 raise RuntimeError(msg)
-        answer = json.loads(line)
         if not answer.get("ok"):
             raise RuntimeError(str(answer.get("error", "the isolated hook failed")))
         for name, value in (answer.get("fields") or {}).items():
             if name in getattr(ctx, "MUTABLE_FIELDS", ()):
                 setattr(ctx, name, value)
         return answer.get("value")
+
+    async def _serve(self, process: subprocess.Popen[bytes], ctx: Any, methods: list[str]) -> dict[str, Any] | None:
+        """Run the context-method calls the hook makes until its answer comes; None when the worker died."""
+        assert process.stdin is not None
+        assert process.stdout is not None
+        while True:
+            line = await asyncio.to_thread(process.stdout.readline)
+            if not line:
+                return None
+            message = json.loads(line)
+            if "call" not in message:
+                return dict(message)
+            self._refuse_if_stopped(process, message)
+            reply = await self._method(ctx, methods, message)
+            self._refuse_if_stopped(process, message)  # stopped while the method ran: the worker gets nothing
+            process.stdin.write(json.dumps(reply).encode() + b"\n")
+            process.stdin.flush()
+
+    def _refuse_if_stopped(self, process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+        """A call from a worker stopped (reload, shutdown) or replaced meanwhile fails the hook call."""
+        if self._closed or process is not self._process:
+            msg = f"plugin {self.name}: context method {message.get('call')!s} refused: its worker was stopped"
+            raise RuntimeError(msg)
+
+    async def _method(self, ctx: Any, methods: list[str], message: dict[str, Any]) -> dict[str, Any]:
+        """One context-method call from the worker, run on the real context: its value or its error."""
+        name = str(message.get("call"))
+        if name not in methods:
+            return {"error": f"plugin {self.name}: the hook context has no method {name!r}"}
+        args, kwargs = message.get("args") or [], message.get("kwargs") or {}
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            return {"error": f"plugin {self.name}: {name} called with malformed arguments"}
+        try:
+            value = await getattr(ctx, name)(*args, **kwargs)
+        except Exception as exc:  # the method's failure is the hook's to handle, in the worker
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        try:
+            return {"value": _plain(value)}
+        except _UnserializableError:
+            return {"error": f"plugin {self.name}: {name} returned a value with no plain-data form"}
 
     async def _started(self, process: subprocess.Popen[bytes]) -> None:
         """Wait until the worker has loaded the plugin; a process starting is no part of the hook's time."""

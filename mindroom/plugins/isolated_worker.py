@@ -1,9 +1,11 @@
 """The worker process of an isolated plugin: loads the plugin's folder once, then runs one hook call per line.
 
 `mindroom.hooks.isolated` starts it as `python -m mindroom.plugins.isolated_worker PARENT_PID FOLDER`; the first
-line in carries the plugin's settings, each later one `{"hook", "context"}`. The hook gets a read-only copy of
-the context's plain-data fields (nested ones by attribute, as in the daemon); each answer line carries the
-context's `MUTABLE_FIELDS` as the hook left them and its return value. Its stdout carries answers only.
+line in carries the plugin's settings, each later one `{"hook", "context", "mutable", "methods"}`. The hook gets
+a read-only copy of the context's plain-data fields (nested ones by attribute, as in the daemon) and its async
+`methods`, each of which sends a `{"call", "args", "kwargs"}` line to the daemon and waits for the `{"value"}`
+or `{"error"}` line it runs on the real context; each answer line carries the context's `MUTABLE_FIELDS` as the
+hook left them and its return value. Its stdout carries calls and answers only.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import json
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable, Coroutine
 from types import SimpleNamespace
 from typing import Any, BinaryIO
 
+from mindroom.errors import MindroomError
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.plugins.loader import load_plugin_dir
 
-__all__ = ["main", "rebuild", "serve"]
+__all__ = ["ContextMethodError", "main", "rebuild", "serve"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -54,13 +59,54 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _answer(hooks: dict[str, Any], line: bytes, settings: dict[str, Any]) -> dict[str, Any]:
+class ContextMethodError(MindroomError, RuntimeError):
+    """A context method the daemon ran for the hook failed (or was refused); the message says why."""
+
+
+class _Channel:
+    """The worker's side of its pipes: one context-method call at a time, while a hook runs."""
+
+    def __init__(self, source: BinaryIO, sink: BinaryIO) -> None:
+        self.source = source
+        self.sink = sink
+        self._lock = threading.Lock()
+
+    def ask(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Have the daemon run `name` on the real context; its value, or its error raised."""
+        line = json.dumps({"call": name, "args": list(args), "kwargs": kwargs}).encode() + b"\n"
+        with self._lock:
+            self.sink.write(line)
+            self.sink.flush()
+            reply = self.source.readline()
+        if not reply:
+            msg = f"{name}: the daemon closed the worker's channel"
+            raise ContextMethodError(msg)
+        answer = json.loads(reply)
+        if "error" in answer:
+            raise ContextMethodError(str(answer["error"]))
+        return rebuild(answer.get("value"))
+
+    def method(self, name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+        """The worker's stand-in for the context's async method `name`."""
+
+        async def forwarded(*args: Any, **kwargs: Any) -> Any:
+            """The context method, run by the daemon."""
+            return await asyncio.to_thread(self.ask, name, args, kwargs)
+
+        forwarded.__name__ = name
+        return forwarded
+
+
+def _answer(hooks: dict[str, Any], line: bytes, settings: dict[str, Any], channel: _Channel) -> dict[str, Any]:
     request = json.loads(line)
     callback = hooks.get(request.get("hook"))
     if callback is None:
         return {"ok": False, "error": f"no hook named {request.get('hook')!r} in this plugin"}
     ctx = rebuild({"__ctx__": request.get("context") or {}})
     ctx.settings = settings
+    for name in request.get("methods") or ():
+        if isinstance(name, str) and not name.startswith("_"):
+            setattr(ctx, name, channel.method(name))
     mutable = [name for name in request.get("mutable") or () if isinstance(name, str)]
     try:
         value = asyncio.run(callback(ctx))
@@ -86,8 +132,9 @@ def serve(folder: str, source: BinaryIO, sink: BinaryIO) -> None:
             hooks.setdefault(meta.hook_name, callback)
     sink.write(b'{"ready": true}\n')
     sink.flush()
-    for line in source:
-        answer = _answer(hooks, line, settings)
+    channel = _Channel(source, sink)
+    for line in iter(source.readline, b""):
+        answer = _answer(hooks, line, settings, channel)
         sink.write(json.dumps(answer).encode() + b"\n")
         sink.flush()
 

@@ -1,4 +1,5 @@
-"""Isolated plugins: hooks answered from a worker process, a worker killed mid-hook, a hook past its timeout."""
+"""Isolated plugins: hooks answered from a worker process, a worker killed mid-hook, a hook past its timeout,
+and the context's methods, which the worker's hook calls and the daemon runs on the real context."""
 
 import asyncio
 import json
@@ -32,6 +33,23 @@ async def watch(ctx):
     ctx.suppress = ctx.envelope.body == "hush"
     return "answered"
 
+@hook("message:received", name="speak", timeout_ms=5000)
+async def speak(ctx):
+    if not ctx.envelope.body.startswith("speak"):
+        return
+    topic = await ctx.query_room_state(ctx.envelope.room_id, "m.room.topic", "")
+    event_id = await ctx.send_message(ctx.envelope.room_id, "topic: " + topic["topic"], thread_id="$t")
+    error = None
+    try:
+        await ctx.query_room_state("!broken:example.org", "m.room.topic", "")
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    Path(ctx.settings["out"] + ".speak").write_text(json.dumps({"event_id": event_id, "error": error}))
+    if ctx.envelope.body == "speak twice":
+        await ctx.send_message(ctx.envelope.room_id, "again")
+    if ctx.envelope.body == "speak loudly":
+        await ctx.query_room_state("!broken:example.org", "m.room.topic", "")
+
 @hook("message:received", name="slow", timeout_ms=300)
 async def slow(ctx):
     if ctx.envelope.body == "slow":
@@ -54,6 +72,10 @@ def isolated(tmp_path: Path):
 
 def seen(out: Path) -> dict:
     return json.loads(out.read_text())
+
+
+def spoken(out: Path) -> dict:
+    return json.loads(Path(f"{out}.speak").read_text())
 
 
 def stats(registry: HookRegistry, name: str):
@@ -142,3 +164,87 @@ async def test_isolated_plugin_worker_is_replaced_at_a_reload_and_the_old_one_st
     await ask(registry, hook_context_factory, "late")  # a call the old registry makes after the reload
     assert "worker was stopped" in (stats(registry, "watch").last_error or "")
     assert seen(out)["body"] == "hush"  # it reached no worker
+
+
+class Room:
+    """The daemon's side of the context: a sender and a room state reader, recording what they were asked."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+        self.release: asyncio.Event | None = None
+        self.asked = 0
+
+    async def send(self, room_id, text, *, thread_id=None, extra_content=None):
+        self.asked += 1
+        if self.release is not None:
+            await self.release.wait()
+        self.sent.append({"room_id": room_id, "text": text, "thread_id": thread_id, "content": extra_content})
+        return "$sent:example.org"
+
+    async def state(self, room_id, event_type, state_key):
+        if room_id == "!broken:example.org":
+            raise PermissionError(f"M_FORBIDDEN: not joined to {room_id}")
+        return {"topic": f"{event_type} of {room_id}"}
+
+
+async def speak(registry, factory, room: Room, body: str) -> None:
+    ctx = factory(
+        MessageReceivedContext,
+        agent_name="helper",
+        room_id="!lab:example.org",
+        body=body,
+        message_sender=room.send,
+        room_state_querier=room.state,
+    )
+    await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
+
+
+async def test_isolated_plugin_hook_calls_the_contexts_methods_and_the_daemon_runs_them(isolated, hook_context_factory):
+    registry, out = isolated
+    room = Room()
+
+    await speak(registry, hook_context_factory, room, "speak")
+
+    (sent,) = room.sent
+    assert (sent["room_id"], sent["text"], sent["thread_id"]) == (
+        "!lab:example.org",
+        "topic: m.room.topic of !lab:example.org",
+        "$t",
+    )
+    assert sent["content"]["com.mindroom.hook_source"] == "guarded:speak"  # the real context's rules marked it
+    said = spoken(out)
+    assert said["event_id"] == "$sent:example.org"
+    assert said["error"] == "ContextMethodError: PermissionError: M_FORBIDDEN: not joined to !broken:example.org"
+    assert stats(registry, "speak").failures == 0
+    assert seen(out)["pid"] != os.getpid()
+
+
+async def test_isolated_plugin_hook_that_lets_a_method_error_through_fails_with_its_message(
+    isolated, hook_context_factory
+):
+    registry, _ = isolated
+    room = Room()
+
+    await speak(registry, hook_context_factory, room, "speak loudly")
+
+    assert stats(registry, "speak").failures == 1
+    assert "M_FORBIDDEN: not joined to !broken:example.org" in (stats(registry, "speak").last_error or "")
+    assert len(room.sent) == 1
+    await speak(registry, hook_context_factory, room, "speak")  # the same worker goes on serving
+    assert len(room.sent) == 2 and stats(registry, "speak").failures == 1
+
+
+async def test_isolated_plugin_method_call_of_a_worker_stopped_meanwhile_is_refused(isolated, hook_context_factory):
+    registry, _ = isolated
+    room = Room()
+    room.release = asyncio.Event()
+    call = asyncio.create_task(speak(registry, hook_context_factory, room, "speak twice"))
+    await eventually(lambda: room.asked == 1, "the worker's send_message to reach the daemon")
+
+    registry.isolated.close()  # a reload or the shutdown, while the daemon runs the worker's `send_message`
+    room.release.set()
+    await call
+
+    assert stats(registry, "speak").failures == 1
+    assert "context method send_message refused: its worker was stopped" in (stats(registry, "speak").last_error or "")
+    assert len(room.sent) == 1  # the first call ran before the stop; the worker never got to the second
