@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import inspect
 import json
 import os
@@ -78,11 +79,19 @@ def context_snapshot(ctx: Any) -> dict[str, Any]:
 
 def context_methods(ctx: Any) -> list[str]:
     """The public async methods of a hook context, which the worker's copy forwards to the daemon."""
-    kind = type(ctx)
-    return sorted(
-        name
-        for name in dir(kind)
-        if not name.startswith("_") and inspect.iscoroutinefunction(getattr(kind, name, None))
+    kind: type = type(ctx)
+    return list(_methods_of(kind))
+
+
+@functools.cache
+def _methods_of(kind: type) -> tuple[str, ...]:
+    # Looked up once per context class: every call of an isolated hook needs the list.
+    return tuple(
+        sorted(
+            name
+            for name in dir(kind)
+            if not name.startswith("_") and inspect.iscoroutinefunction(getattr(kind, name, None))
+        )
     )
 
 
