@@ -96,6 +96,9 @@ async def test_dashboard_in_chromium_shows_agents_hooks_approvals_and_config_err
             assert "Helper (helper)" in bots and "Writer (writer)" in bots and "synced" in bots
             row = page.locator("#hooks tbody tr", has_text="weather")
             assert (await row.locator("td").nth(2).inner_text()).strip() == "0"
+            # Drops are a background observer's: a hook the pipeline awaits has none to show.
+            assert "dropped" in (await page.inner_text("#hooks thead")).lower()
+            assert (await row.locator("td").nth(4).inner_text()).strip() == "—"
 
             await bench.deliver(bench.server.message(LOBBY, ALICE, "@helper how is the weather?"))
             await bench.settle()

@@ -101,6 +101,7 @@ function renderHooks(hooks) {
       `${hook.plugin_name} : ${hook.hook_name}`,
       numeric(hook.calls),
       numeric(hook.failures),
+      numeric(hook.background ? hook.dropped : "—"),
       numeric(hook.p95_ms === null ? "—" : hook.p95_ms.toFixed(1)),
       el("span", hook.breaker_state, breakerClass),
       hook.last_error || "",
