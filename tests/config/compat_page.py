@@ -24,7 +24,8 @@ DATA = Path(__file__).with_name("data")
 KEYS = DATA / "mindroom-2026.10-keys.txt"
 TOOLS = DATA / "mindroom-2026.10-tools.txt"
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "mindroom-compat.md"
-_REFERENCE = Path(os.environ.get("MINDROOM_REFERENCE", Path(__file__).resolve().parents[3] / "mindroom-ref"))
+_REFERENCE = Path(os.environ.get("MINDROOM_REFERENCE") or ".")
+"""A MindRoom install (a venv) to record its tool names from (`--record`): `MINDROOM_REFERENCE`."""
 _TOOLS_HEADER = (
     "# MindRoom 2026.10.589: every name of its tool catalogue (tools_metadata.json), one a line.\n"
     "# Regenerate with `python -m tests.config.compat_page --record` where MindRoom's install is present.\n"

@@ -24,8 +24,9 @@ from mindroom.config.unused_keys import model_key_paths
 from tests.config.reference_keys import reference_key_paths
 
 _WORK = Path(__file__).resolve().parents[3]
-_REFERENCE = Path(os.environ.get("MINDROOM_REFERENCE", _WORK / "mindroom-ref"))
-_SITE = next(iter(sorted(_REFERENCE.glob("lib/python3*/site-packages/mindroom"))), None)
+_REFERENCE = Path(os.environ["MINDROOM_REFERENCE"]) if os.environ.get("MINDROOM_REFERENCE") else None
+"""A MindRoom install (a venv) to compare with, when `MINDROOM_REFERENCE` names one."""
+_SITE = next(iter(sorted(_REFERENCE.glob("lib/python3*/site-packages/mindroom"))), None) if _REFERENCE else None
 RECORDED = Path(__file__).with_name("data") / "mindroom-2026.10-keys.txt"
 _HEADER = (
     "# MindRoom 2026.10.589: every key path of its config.yaml (`*` a mapping key, `[]` a list item).\n"
@@ -66,8 +67,7 @@ print(json.dumps(sorted(found)))
 
 def _imported_reference() -> set[str] | None:
     """MindRoom's key paths from its imported models, or None when it does not import without its dependencies."""
-    python = _REFERENCE / "bin" / "python"
-    if _SITE is None or not python.exists():
+    if _REFERENCE is None or _SITE is None or not (python := _REFERENCE / "bin" / "python").exists():
         return None
     done = subprocess.run([str(python), "-c", _IMPORT_WALK], capture_output=True, text=True, timeout=120, check=False)
     return set(json.loads(done.stdout)) if done.returncode == 0 else None
@@ -98,7 +98,7 @@ def test_mindroom_keys_are_mindroom_s_own():
 def test_mindroom_keys_recorded_match_mindroom_s_install():
     live = _live_reference()
     if live is None:
-        pytest.skip(f"MindRoom's install is not at {_REFERENCE} (set MINDROOM_REFERENCE)")
+        pytest.skip("no MindRoom install to compare with (MINDROOM_REFERENCE names one, a venv)")
 
     assert sorted(live ^ recorded_key_paths()) == [], f"{RECORDED.name} is out of date: python -m {__name__}"
 

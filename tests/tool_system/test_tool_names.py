@@ -4,7 +4,7 @@ later (the agent runs without it, saying so), or a name not offered (a config er
 from __future__ import annotations
 
 import json
-import re
+import os
 from pathlib import Path
 
 import pytest
@@ -19,20 +19,19 @@ from mindroom.tool_system.spec import AgentToolEnvironment
 from mindroom.tool_system.tool_names import LATER, NOT_OFFERED
 from mindroom.tool_system.toolkit_table import AGNO_TOOLKITS
 
-SPEC = Path("/work/shared/spec/mindroom-config-2026.md")
-REFERENCE = Path("/work/mindroom-ref/lib/python3.12/site-packages/mindroom/tools_metadata.json")
+RECORDED = Path(__file__).resolve().parents[1] / "config" / "data" / "mindroom-2026.10-tools.txt"
 GROUPS = {provider.name for provider in BUILTIN_PROVIDERS}
 
 
 def mindroom_catalogue() -> set[str]:
-    """MindRoom's tool names: its `tools_metadata.json` when installed for comparison, else the spec's tables."""
-    if REFERENCE.is_file():
-        return {tool["name"] for tool in json.loads(REFERENCE.read_text())["tools"]}
-    if not SPEC.is_file():
-        pytest.skip("neither MindRoom's tools_metadata.json nor the spec's tool tables are on this machine")
-    text = SPEC.read_text()
-    section = text[text.index("### 2.4 Built-in tool names") : text.index("## 3. `teams`")]
-    return set(re.findall(r"^\| `([a-z0-9_]+)` \|", section, flags=re.MULTILINE))
+    """MindRoom 2026.10's tool names, as recorded in the repository; when `MINDROOM_REFERENCE` names a MindRoom
+    install (a venv), the record is checked against its `tools_metadata.json` too."""
+    recorded = {line.strip() for line in RECORDED.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    reference = os.environ.get("MINDROOM_REFERENCE")
+    if reference:
+        for metadata in Path(reference).glob("lib/python3*/site-packages/mindroom/tools_metadata.json"):
+            assert {tool["name"] for tool in json.loads(metadata.read_text())["tools"]} == recorded
+    return recorded
 
 
 def catalog_for(tools: list, tmp_path: Path, env: dict | None = None):
