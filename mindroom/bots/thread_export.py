@@ -115,11 +115,16 @@ def export_folder(storage_root: Path) -> Path:
     return Path(storage_root) / "thread_exports"
 
 
+def _file_name(matrix_id: str) -> str:
+    # Letters, digits, '.', '_' and '-' only, never starting or ending with a dot: no '..', no hidden name.
+    return _FILE_NAME.sub("_", matrix_id).strip("._") or "_"
+
+
 def write_export(export: ThreadExport, folder: Path) -> tuple[Path, Path]:
     """Write the export as `<room>/<thread>.md` and `.json` under `folder` (0600 files, 0700 folders)."""
-    room_folder = folder / _FILE_NAME.sub("_", export.room_id).strip("_")
+    room_folder = folder / _file_name(export.room_id)
     private_dir(room_folder)
-    stem = _FILE_NAME.sub("_", export.thread_id).strip("_")
+    stem = _file_name(export.thread_id)
     markdown, data = room_folder / f"{stem}.md", room_folder / f"{stem}.json"
     write_private_file(markdown, export.as_markdown())
     write_private_file(data, export.as_json())

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from mindroom.bots.thread_export import export_folder, read_thread, write_export
+from mindroom.bots.thread_export import ThreadExport, export_folder, read_thread, write_export
 from mindroom.matrix.thread_summaries import send_summary
 from mindroom.matrix.thread_tags import THREAD_TAGS_EVENT_TYPE, state_key
 from mindroom.testing.recording_client import RecordingHomeserver
@@ -57,3 +57,13 @@ async def test_read_thread_of_an_unknown_root_is_a_lookup_error(tmp_path):
 
     with pytest.raises(LookupError, match=r"no thread \$nothing"):
         await read_thread(helper, ROOM, "$nothing", {helper.user_id})
+
+
+@pytest.mark.parametrize(("room_id", "thread_id"), [("..", ".."), ("!room:hs", "../../escape"), (".hidden", "$.x.")])
+def test_write_export_keeps_every_name_inside_the_export_folder(tmp_path, room_id, thread_id):
+    folder = export_folder(tmp_path)
+    markdown, data = write_export(ThreadExport(room_id, thread_id, "2026-11-29T10:00:00Z", ()), folder)
+
+    for path in (markdown, data):
+        assert path.resolve().parent.parent == folder.resolve()
+        assert not any(part.startswith(".") for part in path.relative_to(folder).parts)
