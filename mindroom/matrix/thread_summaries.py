@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from mindroom.matrix.events import MatrixEvent
+from mindroom.matrix.room_account import RoomAccount
 
 __all__ = [
     "SUMMARY_KEY",
-    "SummarySendingClient",
     "ThreadSummary",
     "is_summary",
     "latest_summary",
@@ -26,25 +26,6 @@ __all__ = [
 ]
 
 SUMMARY_KEY = "io.mindroom.thread_summary"
-
-
-class SummarySendingClient(Protocol):
-    """What sending a summary needs of an account."""
-
-    async def send_message(
-        self,
-        room_id: str,
-        body: str,
-        *,
-        thread_root: str | None = None,
-        reply_to: str | None = None,
-        extra_content: Mapping[str, Any] | None = None,
-        mentions: Sequence[str] | None = None,
-        formatted_body: str | None = None,
-        msgtype: str = "m.text",
-        txn_id: str | None = None,
-    ) -> str:
-        """Send a message; its event id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +80,7 @@ def latest_summary(events: Sequence[MatrixEvent], trusted: Collection[str]) -> T
 
 
 async def send_summary(
-    client: SummarySendingClient,
+    client: RoomAccount,
     room_id: str,
     thread_root: str,
     text: str,
