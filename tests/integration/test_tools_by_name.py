@@ -7,6 +7,8 @@ import asyncio
 import json
 import os
 import signal
+import sys
+import sysconfig
 from pathlib import Path
 
 import httpx
@@ -74,9 +76,27 @@ async def test_tools_an_agno_toolkit_named_in_config_answers_through_a_tool_call
     assert "Title: Plan" in result and "Reasoning: Add the numbers first." in result
 
 
-async def test_tools_a_stdio_mcp_server_answers_and_comes_back_after_a_crash(e2e: E2E):
-    servers = {"clock": {"transport": "stdio", "command": time_server_command(), "args": ["--local-timezone", "UTC"]}}
-    human, agent, room_id = await one_agent(e2e, {"tools": ["mcp_clock"]}, extra={"mcp_servers": servers})
+HELD_CLOCK = """
+import os, sys, time
+while os.path.exists("hold"):
+    time.sleep(0.05)
+from mcp_server_time import main
+sys.argv = ["mcp-server-time", *sys.argv[1:]]
+sys.exit(main())
+"""
+"""The time server, started only once no file `hold` is in its working folder: a restart the test can hold."""
+
+
+async def test_tools_a_stdio_mcp_server_answers_and_comes_back_after_a_crash(e2e: E2E, tmp_path: Path):
+    folder = tmp_path / "clock"
+    assert Path(time_server_command()).parent == Path(sys.executable).parent  # the same virtual environment
+    args = ["-c", HELD_CLOCK, "--local-timezone", "UTC"]
+    packages = {"PYTHONPATH": sysconfig.get_paths()["purelib"]}  # the interpreter starts outside the venv
+    clock = {"transport": "stdio", "command": sys.executable, "args": args, "cwd": str(folder), "env": packages}
+    servers = {"clock": clock}
+    python = {"mcp": {"readonly_paths": sorted({sys.prefix, sys.base_prefix})}}  # the interpreter, where it lives
+    extra = {"mcp_servers": servers, "tools": python}
+    human, agent, room_id = await one_agent(e2e, {"tools": ["mcp_clock"]}, extra=extra)
     await wait_server("clock")
     call = ToolCall("clock_convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})
     e2e.model_server.script(call, Text("It is 21:00 in Tokyo."), model="agent-model")
@@ -88,6 +108,7 @@ async def test_tools_a_stdio_mcp_server_answers_and_comes_back_after_a_crash(e2e
     assert tool_names(first) == ["clock_convert_time", "clock_get_current_time"]
     assert "T21:00:00+09:00" in last_tool_message(second)
 
+    (folder / "hold").touch()  # the restart waits until the test lets it go
     pid = MCPServerPool.shared().process_id("clock")
     assert pid is not None
     for victim in (*descendants(pid), pid):  # the server and its sandbox die at once
@@ -100,6 +121,7 @@ async def test_tools_a_stdio_mcp_server_answers_and_comes_back_after_a_crash(e2e
     assert reply["content"]["body"] == "The clock is away."
     assert "unavailable" in last_tool_message(agent_requests(e2e)[-1])
 
+    (folder / "hold").unlink()
     await wait_server("clock")
     e2e.model_server.script(call, Text("Back: 21:00."), model="agent-model")
     reply = await ask(e2e, human, room_id, agent, "once more")
