@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         generate,
         generate_early,
     )
-    from mindroom.ai.media import ImageInput, TranscriptionError, supports_vision, transcribe
+    from mindroom.ai.media import ImageInput, TranscriptionError, speech_service_model, supports_vision, transcribe
     from mindroom.ai.models import PLACEHOLDER_API_KEY, build_model
     from mindroom.ai.offline import OfflineModel
     from mindroom.ai.probe import ModelProbe, probe_model
@@ -68,6 +68,7 @@ __all__ = [
     "probe_model",
     "session_db_path",
     "session_exists",
+    "speech_service_model",
     "stream_generate",
     "strip_session_enrichment",
     "supports_vision",
@@ -93,6 +94,7 @@ _HOME = {
     "probe_model": "probe",
     "ImageInput": "media",
     "TranscriptionError": "media",
+    "speech_service_model": "media",
     "supports_vision": "media",
     "transcribe": "media",
     "PLACEHOLDER_API_KEY": "models",

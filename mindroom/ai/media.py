@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from mindroom.ai.model_recipes import PLACEHOLDER_API_KEY
 from mindroom.config.main import ModelConfig
+from mindroom.config.sections import SpeechToTextConfig
 from mindroom.errors import MindroomError
 from mindroom.logging_config import get_logger
 
-__all__ = ["ImageInput", "TranscriptionError", "supports_vision", "transcribe"]
+__all__ = ["ImageInput", "TranscriptionError", "speech_service_model", "supports_vision", "transcribe"]
 
 logger = get_logger(__name__)
 
@@ -30,6 +32,17 @@ class TranscriptionError(MindroomError):
     """Speech could not be turned into text (the endpoint failed, or answered nothing)."""
 
 
+def speech_service_model(service: SpeechToTextConfig) -> ModelConfig:
+    """The OpenAI-compatible connection of a speech service (`voice.stt`) as a model entry.
+
+    A service on a host of the operator's own never receives `OPENAI_API_KEY`: without a key of its own it
+    gets a placeholder, as keyless local servers expect.
+    """
+    extra = {"base_url": service.base_url} if service.base_url is not None else {}
+    api_key = service.api_key or (PLACEHOLDER_API_KEY if service.base_url is not None else None)
+    return ModelConfig(provider="openai", id=service.model, api_key=api_key, extra_kwargs=extra)
+
+
 def supports_vision(model: ModelConfig) -> bool:
     """Whether images go to this model as images: its `vision` setting, else what its provider and id suggest."""
     if model.vision is not None:
@@ -47,8 +60,10 @@ async def transcribe(
     filename: str,
     mimetype: str | None,
     env: Mapping[str, str],
+    fields: Mapping[str, Any] | None = None,
 ) -> str | None:
-    """The text of a voice message from `model`'s OpenAI-compatible endpoint; None when it has none.
+    """The text of a voice message from `model`'s OpenAI-compatible endpoint (with extra form `fields`); None when
+    it has none.
 
     Raises `TranscriptionError` when the endpoint fails.
     """
@@ -66,7 +81,9 @@ async def transcribe(
     )
     try:
         result = await client.audio.transcriptions.create(
-            model=transcription_id, file=(filename, audio, mimetype or "application/octet-stream")
+            model=transcription_id,
+            file=(filename, audio, mimetype or "application/octet-stream"),
+            extra_body=dict(fields or {}),
         )
     except openai.OpenAIError as exc:
         logger.warning("transcription failed", model=model.id, error=str(exc))

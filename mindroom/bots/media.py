@@ -118,20 +118,16 @@ async def _transcript(
     voice = live.config.voice
     if voice.enabled is False:
         return VOICE_OFF
-    transcription_id = voice.transcription_id
+    transcription_id, fields = voice.transcription_id, {}
     if voice.stt is not None:  # MindRoom's own speech-to-text service
-        stt = voice.stt
-        extra = {"base_url": stt.base_url} if stt.base_url is not None else {}
-        model: ModelConfig | None = ModelConfig(
-            provider="openai", id=stt.model, api_key=stt.api_key, extra_kwargs=extra
-        )
-        transcription_id = stt.model
+        model: ModelConfig | None = ai.speech_service_model(voice.stt)
+        transcription_id, fields = voice.stt.model, voice.stt.extra_kwargs
     else:
         model = live.config.models.get(voice.model or "default")
     if model is None:
         return NO_TRANSCRIPTION
     try:
-        text = await ai.transcribe(model, transcription_id, audio, name, mimetype, env)
+        text = await ai.transcribe(model, transcription_id, audio, name, mimetype, env, fields)
     except ai.TranscriptionError:
         return "[A voice message arrived, but transcribing it failed. Say so, and ask for the message as text.]"
     if text is None:

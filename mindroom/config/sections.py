@@ -16,6 +16,8 @@ from mindroom.config.teams import TeamConfig, team_problems
 
 __all__ = ["KnowledgeRerankerConfig", "SpeechToTextConfig", "StorageConfig", "VoiceConfig", "reference_problems"]
 
+_RESERVED_SPEECH_FIELDS = frozenset({"api_key", "base_url", "client", "model"})
+
 
 class SpeechToTextConfig(StrictModel):
     """MindRoom's `voice.stt`: an OpenAI (or OpenAI-compatible) transcription service of its own."""
@@ -27,11 +29,22 @@ class SpeechToTextConfig(StrictModel):
     host: str | None = None
     """The service's root or `/v1` URL (required for `openai_compatible`)."""
     extra_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Extra form fields sent with each request (`language`, `prompt`...)."""
 
     @field_validator("api_key", "host", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         return (value.strip() or None) if isinstance(value, str) else value
+
+    @field_validator("extra_kwargs")
+    @classmethod
+    def _no_connection_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # The connection has typed keys of its own; a second spelling here would contradict them.
+        reserved = sorted(set(value) & _RESERVED_SPEECH_FIELDS)
+        if reserved:
+            msg = f"extra_kwargs must not set {', '.join(reserved)} (they are keys of their own here)"
+            raise ValueError(msg)
+        return value
 
     @model_validator(mode="after")
     def _host_when_compatible(self) -> SpeechToTextConfig:

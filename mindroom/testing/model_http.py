@@ -93,7 +93,9 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = self.path.split("?")[0].rstrip("/")
         if path in ("/v1/audio/transcriptions", "/audio/transcriptions"):
-            text = self.server.owner._transcribe(self.headers.get("Content-Type", ""), raw)
+            text = self.server.owner._transcribe(
+                self.headers.get("Content-Type", ""), raw, self.headers.get("Authorization", "")
+            )
             self._send_json(HTTPStatus.OK, {"text": text})
             return
         if path in ("/v1/embeddings", "/embeddings"):

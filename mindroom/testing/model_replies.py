@@ -127,14 +127,17 @@ def content_text(content: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Transcription:
-    """One request to the scripted `/audio/transcriptions`: which model, which file, and its bytes."""
+    """One request to the scripted `/audio/transcriptions`: which model, which file, its bytes, the other fields
+    of the form, and the bearer key it came with."""
 
     model: str
     filename: str
     audio: bytes
+    fields: Mapping[str, str] = field(default_factory=dict)
+    api_key: str = ""
 
 
-def parse_transcription(content_type: str, raw: bytes) -> Transcription:
+def parse_transcription(content_type: str, raw: bytes, authorization: str = "") -> Transcription:
     """Read the multipart form an OpenAI client sends to `/audio/transcriptions`."""
     message = BytesParser(policy=email.policy.HTTP).parsebytes(
         b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
@@ -147,4 +150,15 @@ def parse_transcription(content_type: str, raw: bytes) -> Transcription:
             filename = part.get_filename() or ""
         fields[str(name)] = part.get_payload(decode=True)
     model = fields.get("model", b"")
-    return Transcription(model.decode() if isinstance(model, bytes) else "", filename, fields.get("file") or b"")
+    others = {
+        key: value.decode(errors="replace")
+        for key, value in fields.items()
+        if key not in ("model", "file") and isinstance(value, bytes)
+    }
+    return Transcription(
+        model.decode() if isinstance(model, bytes) else "",
+        filename,
+        fields.get("file") or b"",
+        others,
+        authorization.removeprefix("Bearer "),
+    )

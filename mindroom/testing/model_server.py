@@ -202,8 +202,8 @@ class ScriptedModelServer:
         with self._lock:
             return list(self._transcriptions)
 
-    def _transcribe(self, content_type: str, raw: bytes) -> str:
-        received = parse_transcription(content_type, raw)
+    def _transcribe(self, content_type: str, raw: bytes, authorization: str = "") -> str:
+        received = parse_transcription(content_type, raw, authorization)
         with self._lock:
             self._transcriptions.append(received)
             return self._transcript if self._transcript is not None else f"transcript of {len(received.audio)} bytes"

@@ -171,6 +171,19 @@ def test_meanings_voice_stt_needs_a_host_for_a_compatible_service():
         _config("voice: {stt: {provider: openai_compatible, model: w}}\n")
 
 
+@pytest.mark.parametrize("field", ["model", "api_key", "base_url", "client"])
+def test_meanings_voice_stt_extra_kwargs_may_not_respell_the_connection(field: str):
+    with pytest.raises(ConfigError, match=f"voice.stt.extra_kwargs.*must not set {field}"):
+        _config(f"voice: {{stt: {{model: w, extra_kwargs: {{{field}: x}}}}}}\n")
+
+
+def test_meanings_voice_stt_extra_kwargs_take_a_near_miss_name():
+    config = _config("voice: {stt: {model: w, extra_kwargs: {language: de, model_hint: x, base_url_x: y}}}\n")
+
+    assert config.voice.stt is not None
+    assert config.voice.stt.extra_kwargs == {"language": "de", "model_hint": "x", "base_url_x": "y"}
+
+
 def test_meanings_aliases_map_a_bridged_account_to_its_person():
     config = _config("authorization:\n  aliases: {'@alice:x': ['@tg_1:x', '@wa_2:x']}\n")
 
