@@ -385,6 +385,7 @@ LAYERS = [
     "plugins",
     "state",
     "matrix",
+    "oauth",  # people's connections: tokens sealed (state, matrix's sealer), the flow; tools ask it for tokens
     "tool_system",  # below ai: `ai/tools.py` turns the tool system's specs into agno functions
     "ai",
     "bots",

@@ -23,6 +23,7 @@ from mindroom.config.mcp import MCPServerConfig
 from mindroom.config.memory import MemoryConfig
 from mindroom.config.models import ModelConfig
 from mindroom.config.notices import ConfigNotice, notice
+from mindroom.config.oauth import OAuthProviderConfig, check_provider_ids
 from mindroom.config.plugin import PluginEntryConfig
 from mindroom.config.project_extras import install_extra_command
 from mindroom.config.providers import PROVIDERS, missing_packages
@@ -97,6 +98,8 @@ class Config(StrictModel):
     """A space holding the managed rooms (unset: none)."""
     prompts: dict[str, str] = Field(default_factory=dict)
     """Built-in prompt texts replaced by MindRoom's names for them."""
+    oauth_providers: dict[str, OAuthProviderConfig] = Field(default_factory=dict)
+    """OAuth providers people connect their accounts with (`!connect`), by MindRoom's provider id."""
     _notices: tuple[ConfigNotice, ...] = PrivateAttr(default=())
 
     @property
@@ -135,6 +138,13 @@ class Config(StrictModel):
             msg = f"MCP server ids must be letters, digits and underscores, not {bad}"
             raise ValueError(msg)
         return servers
+
+    @field_validator("oauth_providers")
+    @classmethod
+    def _provider_ids(cls, providers: dict[str, OAuthProviderConfig]) -> dict[str, OAuthProviderConfig]:
+        if problems := check_provider_ids(providers):
+            raise ValueError("; ".join(problems))
+        return providers
 
     @field_validator("administrators")
     @classmethod

@@ -1,0 +1,126 @@
+"""The OAuth providers of one config: endpoints, scopes and OAuth app, resolved from `oauth_providers` and seeds.
+
+Built-in ids carry their endpoints (MindRoom's ids: `github`); any other id needs `authorization_url` and
+`token_url` in its entry. A provider is usable once its app has a `client_id` (and a `client_secret`, unless
+its `token_endpoint_auth_method` is `none`). The callback is `<MINDROOM_PUBLIC_URL or MINDROOM_BASE_URL>
+/api/oauth/<provider>/callback`, else on `http://localhost:<MINDROOM_PORT or 8765>`, unless the app names
+its own `redirect_uri`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from mindroom.config.oauth import OAuthProviderConfig, read_client_seeds
+from mindroom.logging_config import register_secret_values
+from mindroom.oauth.errors import OAuthError
+
+__all__ = ["BUILTIN_ENDPOINTS", "CALLBACK_PATH", "OAuthProvider", "callback_base", "resolve_providers"]
+
+CALLBACK_PATH = "/api/oauth/{provider}/callback"
+_DEFAULT_PORT = "8765"
+
+BUILTIN_ENDPOINTS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        "github": MappingProxyType(
+            {
+                "display_name": "GitHub",
+                "authorization_url": "https://github.com/login/oauth/authorize",
+                "token_url": "https://github.com/login/oauth/access_token",
+                "api_base_url": "https://api.github.com",
+            }
+        ),
+    }
+)
+"""Endpoints of the providers MindRoom builds in, by its provider id (an entry's own values win)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthProvider:
+    """One provider, ready for a flow: where to authorize, exchange, refresh and revoke, and the app's client."""
+
+    id: str
+    display_name: str
+    authorization_url: str
+    token_url: str
+    redirect_uri: str
+    client_id: str
+    client_secret: str | None = field(default=None, repr=False)
+    revocation_url: str | None = None
+    api_base_url: str | None = None
+    scopes: tuple[str, ...] = ()
+    extra_auth_params: Mapping[str, str] = field(default_factory=dict)
+    auth_method: str = "client_secret_post"
+
+
+def callback_base(env: Mapping[str, str]) -> str:
+    """Where the provider sends the browser back to: the public URL, else this machine's API port."""
+    for name in ("MINDROOM_PUBLIC_URL", "MINDROOM_BASE_URL"):
+        if value := env.get(name, "").strip():
+            return value.rstrip("/")
+    return f"http://localhost:{env.get('MINDROOM_PORT', '').strip() or _DEFAULT_PORT}"
+
+
+def _one(
+    provider_id: str, entry: OAuthProviderConfig | None, env: Mapping[str, str], seeds: Mapping[str, Any]
+) -> OAuthProvider | str:
+    known = BUILTIN_ENDPOINTS.get(provider_id, {})
+    values = {**known, **(entry.model_dump(exclude_none=True, exclude={"client_secret"}) if entry else {})}
+    where = f"oauth_providers.{provider_id}"
+    missing = [key for key in ("authorization_url", "token_url") if not values.get(key)]
+    if missing:
+        return f"{where}: needs {' and '.join(missing)} (it is not a built-in provider)"
+    seed = seeds.get(provider_id)
+    secret = entry.client_secret.get_secret_value() if entry and entry.client_secret else None
+    client_id = values.get("client_id") or (seed.client_id if seed else None)
+    client_secret = secret or (seed.client_secret if seed else None)
+    method = values.get("token_endpoint_auth_method", "client_secret_post")
+    if not client_id or (method != "none" and not client_secret):
+        return (
+            f"{where}: needs client_id and client_secret (in the entry, or the seed {provider_id}_oauth_client)"
+            if method != "none"
+            else f"{where}: needs client_id (in the entry, or the seed {provider_id}_oauth_client)"
+        )
+    register_secret_values([client_secret])
+    redirect = values.get("redirect_uri") or (seed.redirect_uri if seed else None)
+    return OAuthProvider(
+        id=provider_id,
+        display_name=values.get("display_name") or provider_id,
+        authorization_url=values["authorization_url"],
+        token_url=values["token_url"],
+        redirect_uri=redirect or callback_base(env) + CALLBACK_PATH.format(provider=provider_id),
+        client_id=client_id,
+        client_secret=client_secret,
+        revocation_url=values.get("revocation_url"),
+        api_base_url=values.get("api_base_url"),
+        scopes=tuple(values.get("scopes", ())),
+        extra_auth_params=MappingProxyType(dict(values.get("extra_auth_params", {}))),
+        auth_method=method,
+    )
+
+
+def resolve_providers(
+    entries: Mapping[str, OAuthProviderConfig], env: Mapping[str, str], config_dir: Path
+) -> tuple[dict[str, OAuthProvider], list[str]]:
+    """The usable providers by id, and why each named one is not (each problem names its key or seed).
+
+    A provider is named by an `oauth_providers` entry or by a `<provider>_oauth_client` seed. `OAuthError`
+    when the seeds themselves cannot be read.
+    """
+    try:
+        seeds = read_client_seeds(env, config_dir)
+    except ValueError as error:
+        raise OAuthError(str(error)) from None
+    providers: dict[str, OAuthProvider] = {}
+    problems: list[str] = []
+    for provider_id in sorted({*entries, *seeds}):
+        resolved = _one(provider_id, entries.get(provider_id), env, seeds)
+        if isinstance(resolved, str):
+            problems.append(resolved)
+        else:
+            providers[provider_id] = resolved
+    return providers, problems
