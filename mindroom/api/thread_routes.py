@@ -1,11 +1,13 @@
 """`/api/threads`: the threads of the daemon's rooms with their summaries and tags, and their export.
 
 `GET /api/threads` lists a room's latest threads (`room`: key, alias or id; else every room the daemon is
-in), filtered by `tag` and `resolved`. `POST /api/threads/export` writes one thread (or a room's latest
-threads) as Markdown and JSON into `<data>/thread_exports/` (0600), through an account of the daemon in the
-room, decrypted where it can read, and answers with the files. Behind the same keys as the rest of `/api`.
+in) with their summary, tags, resolution and last activity, filtered by `tag` and `resolved`.
+`POST /api/threads/export` writes one thread (or a room's latest threads) as Markdown and JSON into
+`<data>/thread_exports/` (0600), through an account of the daemon in the room, decrypted where it can read,
+and answers with the files. Behind the same keys as the rest of `/api`.
 """
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException
@@ -16,6 +18,7 @@ from mindroom.api.operator import operator_dependency, running_or_503
 from mindroom.bots.directory import Directory
 from mindroom.bots.thread_export import export_folder, read_thread, write_export
 from mindroom.logging_config import get_logger
+from mindroom.matrix.events import MatrixEvent
 from mindroom.matrix.room_account import RoomAccount
 from mindroom.matrix.thread_reader import thread_messages
 from mindroom.matrix.thread_summaries import latest_summary
@@ -53,6 +56,12 @@ async def room_threads(client: RoomAccount, room_id: str, limit: int = MAX_THREA
     return [str(event["event_id"]) for event in chunk or [] if isinstance(event, dict) and "event_id" in event]
 
 
+def _last_activity(messages: Sequence[MatrixEvent]) -> float | None:
+    """When the thread's newest message was sent (Unix seconds), None for a thread the account cannot read."""
+    newest = max((event.origin_server_ts for event in messages), default=None)
+    return newest / 1000 if newest is not None else None
+
+
 def thread_router(ctx: ApiContext) -> APIRouter:
     """The thread routes on `ctx`."""
     router = APIRouter(prefix="/api", tags=["threads"])
@@ -73,11 +82,13 @@ def thread_router(ctx: ApiContext) -> APIRouter:
                 here = tags.get(root, {})
                 if (tag and tag not in here) or (resolved is not None and (RESOLVED_TAG in here) != resolved):
                     continue
-                summary = latest_summary(await thread_messages(client, room_id, root), trusted)
+                messages = await thread_messages(client, room_id, root)
+                summary = latest_summary(messages, trusted)
                 listed.append({
                     "room_id": room_id, "thread_id": root, "resolved": RESOLVED_TAG in here,
                     "tags": {name: record.content() for name, record in here.items()},
                     "summary": summary.text if summary is not None else None,
+                    "last_activity": _last_activity(messages),
                 })  # fmt: skip
         return {"threads": listed}
 

@@ -8,6 +8,9 @@ let generation = null;
 let timer = null;
 let effective = null;
 let refreshes = 0;
+let threadsRead = false;
+let threadsAsked = 0;  // only the latest listing asked for is shown
+const roomNames = new Map();  // room id -> name, from the bots' rooms
 
 const $ = (id) => document.getElementById(id);
 
@@ -171,6 +174,11 @@ async function refresh() {
     $("state").className = data.ready ? "pill ok" : "pill warn";
     $("uptime").textContent = `up ${duration(data.uptime_s)}`;
     renderBots(data.bots);
+    noteRooms(data.bots);
+    if (!threadsRead) {
+      threadsRead = true;
+      loadThreads();  // read once, then on demand: each listing reads every thread it shows from the homeserver
+    }
     renderApprovals(data.approvals);
     renderHooks(data.hooks);
     renderTurns(data.turns);
@@ -225,6 +233,119 @@ async function decide(id, verb) {
   const body = await response.json();
   notice(response.ok ? `${body.tool_name}: ${body.status} by ${body.decided_by}` : body.detail, !response.ok);
   await refresh();
+}
+
+function noteRooms(bots) {
+  const known = roomNames.size;
+  for (const bot of bots) for (const room of bot.rooms) roomNames.set(room.room_id, room.name || room.room_id);
+  if (roomNames.size === known) return;
+  const select = $("threads-room");
+  const chosen = select.value;
+  const every = el("option", "every room");
+  every.value = "";
+  const rooms = [...roomNames].sort((a, b) => a[1].localeCompare(b[1])).map(([id, name]) => {
+    const option = el("option", name);
+    option.value = id;
+    return option;
+  });
+  select.replaceChildren(every, ...rooms);
+  select.value = chosen;
+}
+
+async function loadThreads() {
+  const query = new URLSearchParams();
+  const tag = $("threads-tag").value.trim().toLowerCase();
+  if ($("threads-room").value) query.set("room", $("threads-room").value);
+  if (tag) query.set("tag", tag);
+  if ($("threads-resolved").value) query.set("resolved", $("threads-resolved").value);
+  const line = $("threads-status");
+  line.textContent = "Reading the threads…";
+  line.className = "muted";
+  const asked = ++threadsAsked;
+  try {
+    const response = await api("GET", `/api/threads?${query}`);
+    const body = await response.json();
+    if (asked !== threadsAsked) return;
+    if (!response.ok) {
+      line.textContent = `Not shown: ${typeof body.detail === "string" ? body.detail : response.statusText}`;
+      line.className = "bad";
+      return;
+    }
+    renderThreads(body.threads);
+  } catch (error) {
+    if (error.message !== "signed out") {
+      line.textContent = "Not shown: the daemon did not answer.";
+      line.className = "bad";
+    }
+  }
+}
+
+function tagPills(tags) {
+  const cell = document.createElement("td");
+  for (const name of Object.keys(tags).filter((tag) => tag !== "resolved").sort()) {
+    const record = tags[name];
+    const pill = el("span", record.note ? `${name}: ${record.note}` : name, "pill tag");
+    pill.title = `set by ${record.set_by || "unknown"}${record.set_at ? `, ${record.set_at}` : ""}`;
+    pill.dataset.tag = name;
+    cell.appendChild(pill);
+  }
+  if (!cell.childNodes.length) cell.textContent = "—";
+  return cell;
+}
+
+function threadRow(thread) {
+  const exportButton = el("button", "Export");
+  exportButton.type = "button";
+  exportButton.addEventListener("click", () => exportThread(thread.room_id, thread.thread_id));
+  const summary = el("td", thread.summary === null ? "no summary yet" : thread.summary, thread.summary === null ? "summary muted" : "summary");
+  const tr = row([
+    el("code", thread.thread_id),
+    summary,
+    tagPills(thread.tags),
+    el("span", thread.resolved ? "resolved" : "open", thread.resolved ? "pill" : "pill ok"),
+    when(thread.last_activity),
+    exportButton,
+  ]);
+  tr.dataset.thread = thread.thread_id;
+  tr.dataset.resolved = String(thread.resolved);
+  return tr;
+}
+
+function renderThreads(threads) {
+  const byRoom = new Map();
+  for (const thread of threads) {
+    if (!byRoom.has(thread.room_id)) byRoom.set(thread.room_id, []);
+    byRoom.get(thread.room_id).push(thread);
+  }
+  const parts = [];
+  for (const [roomId, list] of byRoom) {
+    list.sort((a, b) => (b.last_activity || 0) - (a.last_activity || 0));
+    const heading = el("h3", roomNames.get(roomId) || roomId);
+    const table = document.createElement("table");
+    const head = document.createElement("thead");
+    const titles = document.createElement("tr");
+    titles.append(...["Thread", "Summary", "Tags", "State", "Last activity", ""].map((title) => el("th", title)));
+    head.appendChild(titles);
+    const body = document.createElement("tbody");
+    body.append(...list.map(threadRow));
+    table.append(head, body);
+    table.dataset.room = heading.dataset.room = roomId;
+    parts.push(heading, table);
+  }
+  $("threads").replaceChildren(...parts);
+  const line = $("threads-status");
+  line.textContent = threads.length ? `${threads.length} thread(s) in ${byRoom.size} room(s)` : "No thread matches.";
+  line.className = "muted";
+}
+
+async function exportThread(roomId, threadId) {
+  const response = await api("POST", "/api/threads/export", { room: roomId, thread: threadId });
+  const body = await response.json();
+  if (!response.ok) {
+    notice(`Export of ${threadId} failed: ${typeof body.detail === "string" ? body.detail : response.statusText}`, true);
+    return;
+  }
+  notice(body.files.map((file) => `Exported ${file.thread_id}: ${file.markdown} ${file.json}`).join("\n"));
 }
 
 function showLines(errorLines) {
@@ -284,13 +405,14 @@ function renderEffective() {
   $("effective-chat").replaceChildren(...parts);
 }
 
-function notice(item) {
+// A config key accepted and not used here (the page's notice line above is `notice`).
+function keyNotice(item) {
   return el("li", `${item.path}${item.line ? ` (line ${item.line})` : ""}: ${item.message}`, "warn");
 }
 
 function noticeList(items) {
   const list = document.createElement("ul");
-  list.replaceChildren(...items.map(notice));
+  list.replaceChildren(...items.map(keyNotice));
   return list;
 }
 
@@ -318,7 +440,7 @@ async function validate() {
   const body = await response.json();
   showErrors(body.errors);
   const notices = body.notices || [];
-  $("config-errors").append(...notices.map(notice));
+  $("config-errors").append(...notices.map(keyNotice));
   const accepted = notices.length ? ` ${notices.length} key(s) accepted and not used here (listed below).` : "";
   $("config-state").textContent = body.valid ? `The config is valid.${accepted}` : `${body.errors.length} problem(s).`;
   $("config-state").className = body.valid ? (notices.length ? "warn" : "ok") : "bad";
@@ -382,6 +504,12 @@ function start() {
   $("config").addEventListener("input", () => showLines(new Set()));
   $("effective-filter").addEventListener("input", renderEffective);
   $("effective-defaults").addEventListener("change", renderEffective);
+  $("threads-filter").addEventListener("submit", (event) => {
+    event.preventDefault();
+    loadThreads();
+  });
+  $("threads-room").addEventListener("change", loadThreads);
+  $("threads-resolved").addEventListener("change", loadThreads);
   $("config").addEventListener("scroll", () => { $("gutter").scrollTop = $("config").scrollTop; });
   $("signin-form").addEventListener("submit", (event) => {
     event.preventDefault();
