@@ -98,6 +98,9 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
             )
             self._send_json(HTTPStatus.OK, {"text": text})
             return
+        if path in ("/v1/audio/speech", "/audio/speech"):
+            self._send_bytes(*self.server.owner.speech.answer(raw, self.headers.get("Authorization", "")))
+            return
         if path in ("/v1/embeddings", "/embeddings"):
             self._send_json(*embeddings_reply(raw))
             return
@@ -183,6 +186,14 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_bytes(self, status: int, content_type: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()

@@ -1,9 +1,9 @@
 """A scripted model server on loopback, the one stand-in for paid model providers.
 
-It speaks OpenAI's Chat Completions and Responses APIs (under `base_url`, `/v1`), Anthropic's Messages API
-(`/v1/messages`, the Anthropic client's `base_url` is `url`) and Ollama's chat API (`/api/chat`, Ollama's host
-is `url`), each with text, streaming, tool calls, token usage, errors and stalls, so that every provider's
-real client talks HTTP to it.
+It speaks OpenAI's Chat Completions and Responses APIs (under `base_url`, `/v1`, with `/audio/transcriptions`
+and `/audio/speech`), Anthropic's Messages API (`/v1/messages`, the Anthropic client's `base_url` is `url`)
+and Ollama's chat API (`/api/chat`, Ollama's host is `url`), each with text, streaming, tool calls, token
+usage, errors and stalls, so that every provider's real client talks HTTP to it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from mindroom.testing.model_replies import (
     last_user_message,
     parse_transcription,
 )
+from mindroom.testing.model_speech import ScriptedSpeech
 
 __all__ = [
     "ContextOverflow",
@@ -97,6 +98,8 @@ class ScriptedModelServer:
         self._cached_tokens = 0
         self._transcriptions: list[Transcription] = []
         self._transcript: str | None = None
+        self.speech = ScriptedSpeech()
+        """What `/audio/speech` answers, and the requests it had."""
         self._stopping = threading.Event()
         self._httpd: ModelHttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -185,6 +188,7 @@ class ScriptedModelServer:
             self._cached_tokens = 0
             self._transcriptions.clear()
             self._transcript = None
+        self.speech.reset()
 
     def set_cached_tokens(self, tokens: int) -> None:
         """Report this many input tokens of every answer as read from the provider's cache (0 by default)."""
