@@ -19,6 +19,7 @@ from mindroom.api.approval_routes import approval_router
 from mindroom.api.config_routes import config_router
 from mindroom.api.docs_page import add_docs
 from mindroom.api.limits import BodyLimit
+from mindroom.api.oauth_routes import oauth_router
 from mindroom.api.openai_protocol import OpenAIError
 from mindroom.api.openai_routes import v1_router
 from mindroom.api.operator import operator_dependency
@@ -93,6 +94,7 @@ def create_app(ctx: ApiContext, collector: "MetricsCollector | None" = None) -> 
     app.include_router(approval_router(ctx))
     app.include_router(usage_router(ctx))
     app.include_router(thread_router(ctx))
+    app.include_router(oauth_router(ctx))
     add_docs(app, ctx)
 
     def reloads() -> tuple[ReloadOutcome, ...]:

@@ -22,6 +22,7 @@ from mindroom.bots.runtime import LiveState
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
 from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 from mindroom.daemon.bot_start import BotDown, NewDevices, start_bots
+from mindroom.daemon.connections import start_connections
 from mindroom.daemon.mcp import MCPLifecycle
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome
 from mindroom.daemon.room_setup import set_up_rooms
@@ -221,6 +222,7 @@ class Orchestrator:
         )
         provide_tool_parts(running, run.scheduler, run.reloading.reloader, stores.overrides, reload_stops)
         start_threads(running, commands, reload_stops)
+        start_connections(running, stores, commands, self._options.devices.recovery_keys, reload_stops)
         progress.enter("ready")
         announce_ready(live, running.directory, accounts.down, postgres=self._state.postgresql)
         return running

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from mindroom.logging_config import get_logger
 from mindroom.state.answers import AnswerLog
 from mindroom.state.approvals import ApprovalStore
+from mindroom.state.connections import ConnectionStore
 from mindroom.state.crypto import CryptoVault
 from mindroom.state.errors import StateLockedError
 from mindroom.state.grants import GrantStore
@@ -64,6 +65,8 @@ class StateStores:
     """The settings changed from chat; None: none are kept (a state without the store)."""
     usage: UsageStore | None = None
     """What turns spent (tokens, cost) per person, agent, room and model; None: not kept."""
+    connections: ConnectionStore | None = None
+    """People's OAuth connections, sealed; None: not kept."""
 
     def close(self) -> None:
         """Close every store (each releases what it holds of its own; the backend closes shared connections)."""
@@ -76,6 +79,7 @@ class StateStores:
             self.grants,
             self.overrides,
             self.usage,
+            self.connections,
         )
         for store in stores:
             if store is not None:

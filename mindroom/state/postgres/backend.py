@@ -18,6 +18,7 @@ from mindroom.state.holder import LockHolder
 from mindroom.state.postgres.answers import PostgresAnswerLog
 from mindroom.state.postgres.approvals import PostgresApprovalStore
 from mindroom.state.postgres.connection import DEFAULT_LEASE_S, StateConnection
+from mindroom.state.postgres.connections import PostgresConnectionStore
 from mindroom.state.postgres.crypto import PostgresCryptoVault
 from mindroom.state.postgres.grants import PostgresGrantStore
 from mindroom.state.postgres.journal import PostgresTurnJournal
@@ -119,6 +120,7 @@ class PostgresState(StateBackend):
         schedules = PostgresScheduleStore(connection)
         tokens = PostgresSyncTokens(connection)
         overrides = PostgresOverrideStore(connection)
+        connections = PostgresConnectionStore(connection)
 
         def load(conn: psycopg.Connection[Any]) -> None:
             journal.load(conn)
@@ -129,6 +131,7 @@ class PostgresState(StateBackend):
             schedules.load(conn)
             tokens.load_all(conn)
             overrides.load(conn)
+            connections.load(conn)
 
         await self._run(load)
         return StateStores(
@@ -144,6 +147,7 @@ class PostgresState(StateBackend):
             crypto=PostgresCryptoVault(connection, self.location),
             overrides=overrides,
             usage=PostgresUsageStore(connection),
+            connections=connections,
         )
 
     async def wait_lost(self) -> str:

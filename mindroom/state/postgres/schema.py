@@ -167,6 +167,12 @@ _DDL = (
         limit_usd DOUBLE PRECISION NOT NULL,
         set_by TEXT NOT NULL,
         set_at DOUBLE PRECISION NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS mindroom.oauth_connections (
+        person TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        sealed BYTEA NOT NULL,
+        saved_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (person, provider))""",
 )
 
 

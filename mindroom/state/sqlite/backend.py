@@ -18,6 +18,7 @@ from mindroom.state.backend import StateBackend, StateStores
 from mindroom.state.holder import LockHolder
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
+from mindroom.state.sqlite.connections import SqliteConnectionStore
 from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.overrides import SqliteOverrideStore
@@ -61,8 +62,8 @@ def lock_held(path: Path) -> bool:
 
 
 class SqliteState(StateBackend):
-    """`daemon.db`, `rooms.db`, `answers.db`, `approvals.db`, `grants.db`, `schedules.db`, `overrides.db`, `usage.db`
-    and `hooks.json` under `<data>/state`."""
+    """`daemon.db`, `rooms.db`, `answers.db`, `approvals.db`, `grants.db`, `schedules.db`, `overrides.db`, `usage.db`,
+    `connections.db` and `hooks.json` under `<data>/state`."""
 
     kind = "sqlite"
 
@@ -109,6 +110,7 @@ class SqliteState(StateBackend):
             grants=SqliteGrantStore(self.state_dir / "grants.db"),
             overrides=SqliteOverrideStore(self.state_dir / "overrides.db"),
             usage=SqliteUsageStore(self.state_dir / "usage.db"),
+            connections=SqliteConnectionStore(self.state_dir / "connections.db"),
         )
 
     async def _release(self) -> None:

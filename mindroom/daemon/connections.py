@@ -1,0 +1,36 @@
+"""People's OAuth connections for one run: the sealed vault, `!connect`/`!disconnect`/`!connections`, and the
+service the HTTP app's callback and the tools of this run's turns find by its data directory."""
+
+from __future__ import annotations
+
+from mindroom.bots.commands.connections import connection_commands
+from mindroom.bots.commands.table import CommandTable
+from mindroom.daemon.startup.plan import PhaseStops, Stopping
+from mindroom.daemon.wiring import RunningDaemon
+from mindroom.matrix.crypto.recovery_key import RecoveryKeys
+from mindroom.matrix.crypto.sealing import Sealer
+from mindroom.oauth.service import OAuthConnections, provide_connections
+from mindroom.oauth.vault import TokenVault
+from mindroom.state.backend import StateStores
+
+__all__ = ["start_connections"]
+
+
+def start_connections(
+    running: RunningDaemon, stores: StateStores, commands: CommandTable, keys: RecoveryKeys, stops: PhaseStops
+) -> OAuthConnections | None:
+    """Offer this run's connections (sealed with the recovery key) until it stops; None without a store."""
+    if stores.connections is None:
+        return None
+    vault = TokenVault(stores.connections, Sealer(keys.load_or_create().key))
+    cell, paths = running.cell, running.paths
+    service = OAuthConnections(vault, lambda: cell.live.config.oauth_providers, paths.env_values, paths.config_dir)
+    for command in connection_commands(service, lambda: running.directory.bot_user_ids.values()):
+        commands.register(command)
+    withdraw = provide_connections(paths.storage_root, service)
+
+    async def stop(stopping: Stopping) -> None:
+        withdraw()
+
+    stops.add("oauth connections", stop)
+    return service

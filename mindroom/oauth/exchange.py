@@ -1,0 +1,108 @@
+"""The calls to a provider's endpoints: the code exchange, a refresh, a revocation (RFC 6749, 7636, 7009).
+
+Every call goes to the provider's configured URL only: redirects are not followed (a token or secret never
+goes to a second address), and each is bounded by a timeout. A provider's error is reported by its `error`
+code and HTTP status, never by the body, which may echo what was sent.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+from mindroom.oauth.errors import OAuthError
+from mindroom.oauth.providers import OAuthProvider
+from mindroom.oauth.vault import OAuthTokens
+
+__all__ = ["TIMEOUT_S", "exchange_code", "refresh_tokens", "revoke_tokens"]
+
+TIMEOUT_S = 15.0
+
+
+def _client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False)
+
+
+def _authenticated(provider: OAuthProvider, form: dict[str, str]) -> tuple[dict[str, str], httpx.Auth | None]:
+    if provider.auth_method == "client_secret_basic" and provider.client_secret:
+        return form, httpx.BasicAuth(provider.client_id, provider.client_secret)
+    form = {**form, "client_id": provider.client_id}
+    if provider.auth_method == "client_secret_post" and provider.client_secret:
+        form["client_secret"] = provider.client_secret
+    return form, None
+
+
+async def _token_request(provider: OAuthProvider, form: dict[str, str], action: str) -> dict[str, Any]:
+    data, auth = _authenticated(provider, form)
+    headers = {"Accept": "application/json"}
+    try:
+        async with _client() as client:
+            response = await client.post(
+                provider.token_url, data=data, auth=auth or httpx.USE_CLIENT_DEFAULT, headers=headers
+            )
+    except httpx.HTTPError as error:
+        raise OAuthError(f"{provider.id}: the {action} failed ({type(error).__name__})") from None
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if response.status_code != 200 or not isinstance(body, dict) or not body.get("access_token"):
+        code = body.get("error") if isinstance(body, dict) else None
+        raise OAuthError(f"{provider.id}: the {action} was refused (HTTP {response.status_code}, {code or 'no token'})")
+    return body
+
+
+def _tokens(provider: OAuthProvider, body: dict[str, Any], previous: OAuthTokens | None = None) -> OAuthTokens:
+    expires_in = body.get("expires_in")
+    expires_at = time.time() + float(expires_in) if isinstance(expires_in, int | float | str) and expires_in else None
+    return OAuthTokens(
+        access_token=str(body["access_token"]),
+        token_url=provider.token_url,
+        # A refresh that returns no new refresh token keeps the old one (RFC 6749 section 6).
+        refresh_token=body.get("refresh_token") or (previous.refresh_token if previous else None),
+        expires_at=expires_at,
+        scope=body.get("scope") or (previous.scope if previous else None),
+        connected_at=previous.connected_at if previous else time.time(),
+    )
+
+
+async def exchange_code(provider: OAuthProvider, code: str, verifier: str) -> OAuthTokens:
+    """Trade an authorization code (and its PKCE verifier) for tokens; `OAuthError` when refused."""
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": provider.redirect_uri,
+        "code_verifier": verifier,
+    }
+    return _tokens(provider, await _token_request(provider, form, "code exchange"))
+
+
+async def refresh_tokens(provider: OAuthProvider, tokens: OAuthTokens) -> OAuthTokens:
+    """New tokens from the refresh token, at the token endpoint they came from; `OAuthError` when refused."""
+    if not tokens.refresh_token:
+        raise OAuthError(f"{provider.id}: the access token expired and there is no refresh token")
+    if tokens.token_url != provider.token_url:
+        raise OAuthError(f"{provider.id}: the token endpoint changed since the account was connected")
+    form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
+    return _tokens(provider, await _token_request(provider, form, "refresh"), tokens)
+
+
+async def revoke_tokens(provider: OAuthProvider, tokens: OAuthTokens) -> bool:
+    """Revoke the tokens at the provider's RFC 7009 endpoint (refresh token first); False when it has none."""
+    if not provider.revocation_url:
+        return False
+    pairs = [(tokens.refresh_token, "refresh_token"), (tokens.access_token, "access_token")]
+    async with _client() as client:
+        for token, hint in pairs:
+            if not token:
+                continue
+            data, auth = _authenticated(provider, {"token": token, "token_type_hint": hint})
+            try:
+                response = await client.post(provider.revocation_url, data=data, auth=auth or httpx.USE_CLIENT_DEFAULT)
+            except httpx.HTTPError as error:
+                raise OAuthError(f"{provider.id}: the revocation failed ({type(error).__name__})") from None
+            if response.status_code != 200:
+                raise OAuthError(f"{provider.id}: the revocation was refused (HTTP {response.status_code})")
+    return True

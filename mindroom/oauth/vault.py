@@ -1,0 +1,70 @@
+"""`TokenVault`: a person's tokens per provider, sealed before they reach the state backend.
+
+Sealed with the daemon's recovery key (`mindroom.matrix.crypto.sealing.Sealer`, AES-256-GCM) and bound to
+their place (person and provider), so the file or row never holds a token in clear, and a value copied to
+another person's row does not open.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+
+from mindroom.logging_config import register_secret_values
+from mindroom.matrix.crypto.sealing import Sealer, SealError
+from mindroom.state.connections import ConnectionStore
+
+__all__ = ["OAuthTokens", "TokenVault"]
+
+_PLACE = "@oauth"  # never a bot's name: a connection's seal cannot open as a bot's crypto item
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthTokens:
+    """What a provider gave for one person: the tokens (hidden from `repr`), when they end, where they refresh."""
+
+    access_token: str = field(repr=False)
+    token_url: str
+    refresh_token: str | None = field(default=None, repr=False)
+    expires_at: float | None = None
+    scope: str | None = None
+    connected_at: float = field(default_factory=time.time)
+
+    def expires_within(self, seconds: float) -> bool:
+        """True when the access token ends within `seconds` (never for one without an end)."""
+        return self.expires_at is not None and self.expires_at - time.time() <= seconds
+
+
+class TokenVault:
+    """Seals and opens each person's tokens in a `ConnectionStore`."""
+
+    def __init__(self, store: ConnectionStore, sealer: Sealer) -> None:
+        self._store = store
+        self._sealer = sealer
+
+    def load(self, person: str, provider: str) -> OAuthTokens | None:
+        """The person's tokens for the provider; None when there are none, or they no longer open."""
+        sealed = self._store.get(person, provider)
+        if sealed is None:
+            return None
+        try:
+            tokens = OAuthTokens(**json.loads(self._sealer.unseal(_PLACE, provider, person, sealed)))
+        except (SealError, ValueError, TypeError):
+            return None
+        register_secret_values([tokens.access_token, tokens.refresh_token])
+        return tokens
+
+    def save(self, person: str, provider: str, tokens: OAuthTokens) -> None:
+        """Keep the tokens, sealed."""
+        register_secret_values([tokens.access_token, tokens.refresh_token])
+        value = json.dumps(asdict(tokens)).encode()
+        self._store.put(person, provider, self._sealer.seal(_PLACE, provider, person, value))
+
+    def forget(self, person: str, provider: str) -> bool:
+        """Drop the person's tokens for the provider; False when there were none."""
+        return self._store.delete(person, provider)
+
+    def providers(self, person: str) -> list[str]:
+        """The providers the person has tokens for."""
+        return self._store.providers(person)
