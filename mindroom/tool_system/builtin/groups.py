@@ -45,6 +45,7 @@ GROUP_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "thread_move": ("thread_move", ("move_thread",)),
     "homeassistant": ("homeassistant", ("list_entities", "get_entity_state", "call_service")),
+    "oauth_api": ("oauth_api", ("oauth_api_request",)),
 }
 """Group name -> (its module under `mindroom.tool_system.builtin`, the function names it gives)."""
 
