@@ -69,7 +69,7 @@ sys.path[:] = json.loads(sys.argv[1])
 report = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
 from mindroom.cli.plugin_check import report_in_child
-report.write(report_in_child(sys.argv[2]))
+report.write(report_in_child(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
 """
 
 Level = Literal["error", "warning", "ok"]
@@ -93,9 +93,9 @@ def has_errors(findings: list[Finding]) -> bool:
     return any(finding.level == "error" for finding in findings)
 
 
-def _load(path: Path) -> tuple[Plugin | None, list[Finding]]:
+def _load(path: Path, deps_dir: Path | None = None) -> tuple[Plugin | None, list[Finding]]:
     try:
-        plugin = load_plugin_dir(path)
+        plugin = load_plugin_dir(path, deps_dir=deps_dir)
     except PluginError as exc:
         return None, [Finding("error", f"{exc.plugin}: {exc.cause}")]
     except (OSError, ValueError) as exc:  # a folder is foreign input: anything it makes the loader raise
@@ -168,12 +168,12 @@ def _guarded(stage: str, check: Callable[[Plugin], list[Finding]], plugin: Plugi
         return [Finding("error", f"{plugin.name}: cannot check its {stage}: {type(exc).__name__}: {exc}")]
 
 
-def check_plugin(path: Path | str) -> list[Finding]:
-    """Every finding about the plugin folder at `path`, in the order manifest, hooks, tools, skills."""
+def check_plugin(path: Path | str, *, deps_dir: Path | None = None) -> list[Finding]:
+    """Every finding about the plugin folder at `path` (its packages in `deps_dir`): manifest, hooks, tools, skills."""
     folder = Path(path)
     if not folder.is_dir():
         return [Finding("error", f"{folder}: not a folder")]
-    plugin, findings = _load(folder)
+    plugin, findings = _load(folder, deps_dir)
     if plugin is None:
         return findings
     findings += _guarded("hooks", _hook_findings, plugin)
@@ -197,12 +197,13 @@ def check_manifest(path: Path | str) -> list[Finding]:
     return [Finding("ok", f"{manifest.name}: manifest read, modules not imported; needs {needs}")]
 
 
-def report_in_child(path: str) -> str:
+def report_in_child(path: str, deps_dir: str | None = None) -> str:
     """`check_plugin(path)` as JSON: what the sandboxed child hands back."""
     from mindroom.logging_config import configure_logging
 
     configure_logging("CRITICAL", json=True)
-    return json.dumps([asdict(finding) for finding in check_plugin(path)])
+    findings = check_plugin(path, deps_dir=Path(deps_dir) if deps_dir else None)
+    return json.dumps([asdict(finding) for finding in findings])
 
 
 def _python_paths() -> tuple[list[str], list[str]]:
@@ -242,7 +243,7 @@ def _child_failure(output: str) -> Finding:
     return Finding("error", cause)
 
 
-def check_plugin_sandboxed(path: Path | str, bwrap: str) -> list[Finding]:
+def check_plugin_sandboxed(path: Path | str, bwrap: str, *, deps_dir: Path | None = None) -> list[Finding]:
     """`check_plugin` run in a bubblewrap sandbox by `bwrap`; the first finding says so."""
     folder = Path(path).resolve()
     if not folder.is_dir():
@@ -258,10 +259,11 @@ def check_plugin_sandboxed(path: Path | str, bwrap: str) -> list[Finding]:
             accounts=write_etc(Path(scratch)),
             readonly=shown,
             hidden=(data,),
-            on_top=((folder, False),),
+            on_top=((folder, False),) if deps_dir is None else ((folder, False), (deps_dir.resolve(), False)),
             chdir=folder,
         )
         argv = [*options, "--", sys.executable, "-I", "-c", _CHILD, json.dumps(search), str(folder)]
+        argv += [str(deps_dir.resolve())] if deps_dir is not None else []
         try:
             done = subprocess.run(
                 argv, capture_output=True, text=True, timeout=SANDBOX_TIMEOUT_S, env={"PATH": _PATH}, check=False

@@ -16,6 +16,7 @@ from mindroom.errors import PluginError
 from mindroom.hooks.registry import HookRegistry
 from mindroom.logging_config import get_logger
 from mindroom.plugins.loader import Plugin, load_plugin_dir
+from mindroom.plugins.lock import LOCK_FILENAME, PluginInstallError, deps_folder, read_lock
 from mindroom.plugins.settings import PluginSettingsError, checked_settings
 
 __all__ = [
@@ -100,9 +101,10 @@ def load_plugins(config: Config, runtime_paths: RuntimePaths, *, last_good: Sequ
     names: dict[str, Path] = {}
     wheres = _settings_paths(config, runtime_paths)
     misfits: list[str] = []
+    deps = _installed_deps(runtime_paths)
     for order, (path, entry) in enumerate(plugin_folders(config, runtime_paths)):
         try:
-            plugin = _load_one(path, order, entry, names)
+            plugin = _load_one(path, order, entry, names, deps.get(path))
             settings, problems = checked_settings(plugin, entry.settings, wheres.get(path, _drop_in_where(path)))
         except PluginError as exc:
             errors.append(_logged(exc))
@@ -136,10 +138,30 @@ def _drop_in_where(path: Path) -> str:
     return f"{DROP_IN_DIRNAME}/{path.name} (a drop-in folder; a plugins: entry gives it settings): settings"
 
 
-def _load_one(path: Path, order: int, entry: PluginEntryConfig, names: dict[str, Path]) -> Plugin:
+def _installed_deps(runtime_paths: RuntimePaths) -> dict[Path, Path]:
+    """The packages folder of each plugin `mindroom plugins install` put in place, by its plugin folder."""
+    lock_path = runtime_paths.config_dir / LOCK_FILENAME
+    if not lock_path.is_file():
+        return {}
+    try:
+        lock = read_lock(lock_path)
+    except PluginInstallError as exc:
+        logger.error("plugins lock unreadable; installed plugins load without their packages", cause=exc.cause)
+        return {}
+    found: dict[Path, Path] = {}
+    for locked in lock.plugins.values():
+        folder = deps_folder(runtime_paths.storage_root, locked)
+        if folder is not None:
+            found[(runtime_paths.config_dir / locked.path).resolve()] = folder
+    return found
+
+
+def _load_one(
+    path: Path, order: int, entry: PluginEntryConfig, names: dict[str, Path], deps_dir: Path | None = None
+) -> Plugin:
     """Load one folder; every way it can fail is a `PluginError` naming it."""
     try:
-        plugin = load_plugin_dir(path, plugin_order=order, entry_config=entry)
+        plugin = load_plugin_dir(path, plugin_order=order, entry_config=entry, deps_dir=deps_dir)
     except (OSError, ValueError) as exc:
         # A plugin folder is foreign input: whatever its files make the loader raise fails that plugin alone.
         raise PluginError(path.name, path, f"{type(exc).__name__}: {exc}") from None

@@ -23,6 +23,7 @@ from mindroom.config.plugin import HookOverrideConfig, PluginEntryConfig
 from mindroom.errors import PluginError, PluginImportError
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.logging_config import get_logger
+from mindroom.plugins.dependency_path import dependency_finder
 from mindroom.plugins.manifest import PluginManifest, check_api_version, read_manifest
 
 __all__ = ["Plugin", "load_plugin_dir"]
@@ -159,8 +160,12 @@ def load_plugin_dir(
     hooks: Mapping[str, HookOverrideConfig | Mapping[str, Any]] | None = None,
     plugin_order: int = 0,
     entry_config: PluginEntryConfig | None = None,
+    deps_dir: Path | None = None,
 ) -> Plugin:
-    """Load one plugin folder the way the daemon does; the result goes straight into `HookRegistry.from_plugins`."""
+    """Load one plugin folder the way the daemon does; the result goes straight into `HookRegistry.from_plugins`.
+
+    `deps_dir` holds the packages `mindroom plugins install` installed for it: their names import from there.
+    """
     folder = Path(path).resolve()
     if not folder.is_dir():
         raise PluginError(folder.name, folder, "plugin folder not found")
@@ -173,6 +178,8 @@ def load_plugin_dir(
             {"path": str(folder), "settings": dict(settings or {}), "hooks": dict(hooks or {})}
         )
     package_name = _package_for(manifest.name, folder)
+    finder = dependency_finder()
+    previous_deps = finder.register(manifest.name, deps_dir)
     imported: dict[Path, ModuleType] = {}
 
     def module_for(relative: str | None) -> ModuleType | None:
@@ -188,6 +195,7 @@ def load_plugin_dir(
         hooks_module = module_for(manifest.hooks_module)
     except PluginError:
         _forget_generations(package_name, older=False)
+        finder.register(manifest.name, previous_deps)
         raise
     scanned = hooks_module if hooks_module is not None else tools_module
     discovered = _discover_hooks(scanned) if scanned is not None else ()
@@ -196,6 +204,7 @@ def load_plugin_dir(
         skill_dir = (folder / skill).resolve()
         if folder not in skill_dir.parents and skill_dir != folder:
             _forget_generations(package_name, older=False)
+            finder.register(manifest.name, previous_deps)
             raise PluginError(manifest.name, skill_dir, f"skills folder {skill!r} is outside the plugin folder")
         skill_dirs.append(skill_dir)
     _forget_generations(package_name, older=True)

@@ -7,6 +7,9 @@ nesting are capped before the JSON parser sees the text, so no file can exhaust 
 `settings_schema` (optional, the daemon's own key) is a JSON Schema for the plugin's `settings` (see
 `mindroom.plugins.settings`); one that is not a valid schema fails the manifest.
 
+`dependencies` (optional, the daemon's own key) lists the Python requirements `mindroom plugins install`
+installs for the plugin (see `mindroom.plugins.deps`).
+
 `api_version` (optional, `YYYY.MM`) is the plugin API the plugin needs; a plugin needing a newer one than
 `PLUGIN_API_VERSION` fails to load with `PluginApiVersionError` naming both. `oauth_module` (a 2026 API
 key) is accepted so such manifests load, and ignored: this daemon runs no OAuth providers.
@@ -58,6 +61,8 @@ class PluginManifest(BaseModel):
     api_version: str | None = Field(default=None, max_length=32)
     oauth_module: str | None = Field(default=None, max_length=_MAX_PATH_CHARS)
     settings_schema: dict[str, Any] | None = None
+    dependencies: list[str] = Field(default_factory=list, max_length=256)
+    """Python requirements `mindroom plugins install` installs for the plugin (this daemon's own key)."""
 
     @field_validator("settings_schema")
     @classmethod

@@ -1,0 +1,83 @@
+"""Reading an install SOURCE: Git URLs with `@REF`, GitHub's `OWNER/REPO@REF`, local folders and repositories."""
+
+import subprocess
+
+import pytest
+
+from mindroom.plugins.lock import PluginInstallError
+from mindroom.plugins.sources import PluginSource, fetch, parse_source
+
+
+def git(repo, *args):
+    done = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=dev@example.org", "-c", "user.name=Dev", *args],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("acme/sizes", PluginSource("git", "https://github.com/acme/sizes.git")),
+        ("acme/sizes@v1.2", PluginSource("git", "https://github.com/acme/sizes.git", "v1.2")),
+        ("sizes@main", PluginSource("git", "https://github.com/mindroom-ai/sizes.git", "main")),
+        (
+            "https://git.example.org/a/sizes.git@feature/x",
+            PluginSource("git", "https://git.example.org/a/sizes.git", "feature/x"),
+        ),
+        ("https://user@git.example.org/a/sizes", PluginSource("git", "https://user@git.example.org/a/sizes")),
+        ("git@github.com:acme/sizes.git", PluginSource("git", "git@github.com:acme/sizes.git")),
+        ("git@github.com:acme/sizes.git@v2", PluginSource("git", "git@github.com:acme/sizes.git", "v2")),
+    ],
+)
+def test_sources_remote_specs(tmp_path, spec, expected):
+    assert parse_source(spec, tmp_path) == expected
+
+
+@pytest.mark.parametrize("spec", ["", "a/b/c", "acme/../x", "acme/sizes@"])
+def test_sources_bad_specs_are_refused(tmp_path, spec):
+    with pytest.raises(PluginInstallError):
+        parse_source(spec, tmp_path)
+
+
+def test_sources_local_folder_and_repository(tmp_path):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+
+    assert parse_source("plain", tmp_path) == PluginSource("folder", str(folder))
+    assert parse_source(f"{repo}@v1", tmp_path) == PluginSource("git", str(repo), "v1")
+    with pytest.raises(PluginInstallError, match="a plain folder has no refs"):
+        parse_source("plain@v1", tmp_path)
+
+
+def test_sources_fetch_pins_the_ref_and_exports_no_repository(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "hooks.py").write_text("one")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "one")
+    git(repo, "tag", "v1")
+    first = git(repo, "rev-parse", "HEAD")
+    (repo / "hooks.py").write_text("two")
+    git(repo, "commit", "-q", "-am", "two")
+    newest = git(repo, "rev-parse", "HEAD")
+
+    (tmp_path / "a").mkdir()
+    tagged = fetch(PluginSource("git", str(repo), "v1"), tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    head = fetch(PluginSource("git", str(repo)), tmp_path / "b")
+    (tmp_path / "c").mkdir()
+    exact = fetch(PluginSource("git", str(repo), "main"), tmp_path / "c", commit=first)
+
+    assert (tagged.commit, (tagged.tree / "hooks.py").read_text()) == (first, "one")
+    assert (head.commit, (head.tree / "hooks.py").read_text()) == (newest, "two")
+    assert (exact.commit, (exact.tree / "hooks.py").read_text()) == (first, "one")
+    assert not (head.tree / ".git").exists()
+    (tmp_path / "d").mkdir()
+    with pytest.raises(PluginInstallError, match="ref 'v9' names no commit"):
+        fetch(PluginSource("git", str(repo), "v9"), tmp_path / "d")
