@@ -17,6 +17,8 @@
     ├── GenerationError           the model failed while answering; safe to show in chat  (ai.errors)
     │   └── StreamStalledError    a streamed answer went silent past its idle limit  (ai.resilience)
     ├── TranscriptionError        a voice message could not be turned into text  (ai.media)
+    ├── SpeechError               an answer could not be spoken by the speech service  (ai.speech)
+    ├── OggOpusError              audio is not the Ogg/Opus a voice message carries (also ValueError)  (matrix.voice)
     ├── UnreadableFileError       a knowledge file cannot be indexed; says why  (ai.knowledge.files)
     ├── GitSyncError              a knowledge base's Git checkout cannot sync; git's words  (ai.knowledge.git_checkout)
     ├── MatrixError               anything the Matrix layer reports  (matrix.errors)

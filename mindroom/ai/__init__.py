@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         session_exists,
         strip_session_enrichment,
     )
+    from mindroom.ai.speech import SpeechError, spoken_text, synthesize
     from mindroom.ai.streamed import stream_generate
     from mindroom.ai.turn_options import TurnOptions
     from mindroom.ai.usage import TokenUsage
@@ -53,6 +54,7 @@ __all__ = [
     "ModelConfigError",
     "ModelProbe",
     "OfflineModel",
+    "SpeechError",
     "TokenUsage",
     "TranscriptionError",
     "TurnOptions",
@@ -69,9 +71,11 @@ __all__ = [
     "session_db_path",
     "session_exists",
     "speech_service_model",
+    "spoken_text",
     "stream_generate",
     "strip_session_enrichment",
     "supports_vision",
+    "synthesize",
     "transcribe",
 ]
 
@@ -106,6 +110,9 @@ _HOME = {
     "session_db_path": "sessions.history",
     "session_exists": "sessions.history",
     "strip_session_enrichment": "sessions.history",
+    "SpeechError": "speech",
+    "spoken_text": "speech",
+    "synthesize": "speech",
 }
 """Where each public name lives; the module is imported when the name is first read."""
 _TURN_MODULES = ("generation", "streamed", "agents", "compaction", "routing_model", "media", "tools")

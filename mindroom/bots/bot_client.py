@@ -14,6 +14,7 @@ from mindroom.matrix import EventHandler, InviteHandler
 from mindroom.matrix.crypto.undecrypted import SenderCheck
 from mindroom.matrix.media import MediaFile
 from mindroom.matrix.room_account import RoomAccount
+from mindroom.matrix.voice import VoiceAudio
 
 __all__ = ["BotClient"]
 
@@ -75,6 +76,18 @@ class BotClient(RoomAccount, Protocol):
         txn_id: str | None = None,
     ) -> str:
         """Upload a file (encrypted in an encrypted room) and post it as `m.image` or `m.file`."""
+
+    async def send_voice(
+        self,
+        room_id: str,
+        audio: VoiceAudio,
+        body: str,
+        *,
+        thread_root: str | None = None,
+        reply_to: str | None = None,
+        txn_id: str | None = None,
+    ) -> str:
+        """Upload an Ogg/Opus recording (encrypted in an encrypted room) and post it as a voice message."""
 
     async def run_sync(
         self,

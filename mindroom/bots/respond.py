@@ -28,7 +28,7 @@ from mindroom.bots.fairness import QueueFullError
 from mindroom.bots.lifecycle import OpenAnswer, open_answer
 from mindroom.bots.matrix_answer import MatrixAnswer
 from mindroom.bots.media import images_for_model
-from mindroom.bots.outbox import draft_listing, send_files, take_files
+from mindroom.bots.outbox import draft_listing, take_files
 from mindroom.bots.pipeline_capabilities import TurnStores
 from mindroom.bots.reply import ReplyChannel
 from mindroom.bots.runtime import INTERRUPTED_NOTE, STOPPED_NOTE, Entity, LiveState
@@ -36,6 +36,7 @@ from mindroom.bots.turn_context import turn_context
 from mindroom.bots.turn_log import TurnLog, noting_turn
 from mindroom.bots.turn_mind import TurnMind
 from mindroom.bots.usage.turns import record_turn, turn_model
+from mindroom.bots.voice_reply import follow_answer
 from mindroom.constants import RuntimePaths
 from mindroom.hooks.context import (
     AfterResponseContext,
@@ -228,7 +229,7 @@ async def _final(turn: _Turn, generated: _Generated) -> ResponseResult | _Ended:
         await _cancelled(turn, "delivery_failed", generated.stream_event_id)
         raise
     if turn.channel.in_room:
-        await send_files(turn.entity, turn.envelope, files)
+        await follow_answer(turn.entity, turn.live, turn.envelope, files, result.response_text, turn.paths.env_values)
     return result
 
 

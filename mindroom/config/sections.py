@@ -1,4 +1,5 @@
-"""Small top-level sections of `config.yaml` (`voice:`, `storage:`), and the checks across sections.
+"""Small top-level sections of `config.yaml` (`storage:`; `voice:` lives in `mindroom.config.voice`), and the
+checks across sections.
 
 `reference_problems` is what `Config` checks once every section is read: each model, member and hand-off
 named anywhere exists.
@@ -9,72 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from mindroom.config.strict import StrictModel
 from mindroom.config.teams import TeamConfig, team_problems
+from mindroom.config.voice import SpeechToTextConfig, VoiceConfig
 
 __all__ = ["KnowledgeRerankerConfig", "SpeechToTextConfig", "StorageConfig", "VoiceConfig", "reference_problems"]
-
-_RESERVED_SPEECH_FIELDS = frozenset({"api_key", "base_url", "client", "model"})
-
-
-class SpeechToTextConfig(StrictModel):
-    """MindRoom's `voice.stt`: an OpenAI (or OpenAI-compatible) transcription service of its own."""
-
-    provider: Literal["openai", "openai_compatible"] = "openai"
-    model: str = "whisper-1"
-    api_key: str | None = None
-    """Unset: `OPENAI_API_KEY`."""
-    host: str | None = None
-    """The service's root or `/v1` URL (required for `openai_compatible`)."""
-    extra_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Extra form fields sent with each request (`language`, `prompt`...)."""
-
-    @field_validator("api_key", "host", mode="before")
-    @classmethod
-    def _blank_is_unset(cls, value: Any) -> Any:
-        return (value.strip() or None) if isinstance(value, str) else value
-
-    @field_validator("extra_kwargs")
-    @classmethod
-    def _no_connection_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
-        # The connection has typed keys of its own; a second spelling here would contradict them.
-        reserved = sorted(set(value) & _RESERVED_SPEECH_FIELDS)
-        if reserved:
-            msg = f"extra_kwargs must not set {', '.join(reserved)} (they are keys of their own here)"
-            raise ValueError(msg)
-        return value
-
-    @model_validator(mode="after")
-    def _host_when_compatible(self) -> SpeechToTextConfig:
-        if self.provider == "openai_compatible" and self.host is None:
-            msg = "voice.stt: an openai_compatible service needs host"
-            raise ValueError(msg)
-        if self.host is not None and not self.host.startswith(("http://", "https://")):
-            msg = "voice.stt.host must be an http(s) URL"
-            raise ValueError(msg)
-        return self
-
-    @property
-    def base_url(self) -> str | None:
-        """The OpenAI client's `base_url` for this service (`<host>/v1`), or None for OpenAI's own."""
-        if self.host is None:
-            return None
-        root = self.host.rstrip("/")
-        return root if root.endswith("/v1") else f"{root}/v1"
-
-
-class VoiceConfig(StrictModel):
-    """Speech to text for voice messages, through an OpenAI-compatible transcription endpoint."""
-
-    enabled: bool | None = None
-    """`false`: voice messages are not transcribed (the agent says it cannot listen); unset or `true`: they are."""
-    stt: SpeechToTextConfig | None = None
-    """MindRoom's transcription service settings; when set, they are used instead of `model`."""
-    model: str | None = None
-    """The entry under `models:` whose endpoint and key are used (unset: the `default` model)."""
-    transcription_id: str = "whisper-1"
 
 
 class KnowledgeRerankerConfig(StrictModel):

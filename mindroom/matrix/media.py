@@ -5,8 +5,9 @@ In an encrypted room the file itself is encrypted too (`content.file` holds the 
 it is decrypted here, after the hash is checked. A download larger than the limit is refused without
 reading more than the limit.
 
-`send_file` uploads a file and posts it as `m.image` or `m.file`: in an encrypted room the file is
-encrypted before it leaves (AES-CTR, the key and hash in the event, which is itself encrypted).
+`send_file` uploads a file and posts it as `m.image` or `m.file`, `send_voice` a recording as a voice message
+(`mindroom.matrix.voice`): in an encrypted room the file is encrypted before it leaves (AES-CTR, the key and
+hash in the event, which is itself encrypted).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from nio.crypto.attachments import decrypt_attachment, encrypt_attachment
 from mindroom.matrix.content import message_content
 from mindroom.matrix.errors import MatrixRequestError
 from mindroom.matrix.transport import guard_transport, quote_path
+from mindroom.matrix.voice import VOICE_MIMETYPE, VoiceAudio, voice_content
 
 __all__ = ["MediaFile", "MediaMethods", "MediaTooLargeError", "media_source"]
 
@@ -78,6 +80,37 @@ class MediaMethods:
         txn_id: str | None = None,
     ) -> str:
         """Upload `data` (encrypted first in an encrypted room) and post it as `m.image` or `m.file`."""
+        media: dict[str, Any] = {"filename": name, "info": {"mimetype": mimetype, "size": len(data)}}
+        media.update(await self._upload(room_id, data, name, mimetype))
+        msgtype = "m.image" if mimetype.startswith("image/") else "m.file"
+        content = message_content(
+            name, msgtype=msgtype, thread_root=thread_root, reply_to=reply_to, extra_content=media
+        )
+        return await self.send_event(room_id, "m.room.message", content, txn_id=txn_id)
+
+    async def send_voice(
+        self,
+        room_id: str,
+        audio: VoiceAudio,
+        body: str,
+        *,
+        thread_root: str | None = None,
+        reply_to: str | None = None,
+        txn_id: str | None = None,
+    ) -> str:
+        """Upload an Ogg/Opus recording (encrypted first in an encrypted room) and post it as a voice message."""
+        media = await self._upload(room_id, audio.data, "voice-message.ogg", VOICE_MIMETYPE)
+        content = message_content(
+            body,
+            msgtype="m.audio",
+            thread_root=thread_root,
+            reply_to=reply_to,
+            extra_content=voice_content(audio, body, media),
+        )
+        return await self.send_event(room_id, "m.room.message", content, txn_id=txn_id)
+
+    async def _upload(self, room_id: str, data: bytes, name: str, mimetype: str) -> dict[str, Any]:
+        """Upload a file; the event fields naming it (`url`, or `file` with its keys in an encrypted room)."""
         encrypted = await self.room_needs_encryption(room_id)
         payload, keys = encrypt_attachment(data) if encrypted else (data, None)
         response, _ = await guard_transport(
@@ -91,16 +124,9 @@ class MediaMethods:
         )
         if not isinstance(response, nio.UploadResponse):
             raise MatrixRequestError("upload media", None, str(getattr(response, "message", response)))
-        media: dict[str, Any] = {"filename": name, "info": {"mimetype": mimetype, "size": len(data)}}
         if keys is not None:
-            media["file"] = {**keys, "url": response.content_uri, "mimetype": mimetype}
-        else:
-            media["url"] = response.content_uri
-        msgtype = "m.image" if mimetype.startswith("image/") else "m.file"
-        content = message_content(
-            name, msgtype=msgtype, thread_root=thread_root, reply_to=reply_to, extra_content=media
-        )
-        return await self.send_event(room_id, "m.room.message", content, txn_id=txn_id)
+            return {"file": {**keys, "url": response.content_uri, "mimetype": mimetype}}
+        return {"url": response.content_uri}
 
     async def download_media(self, content: Mapping[str, Any], max_bytes: int) -> MediaFile:
         """Download a message's attachment (decrypted when it is encrypted); `MediaTooLargeError` past `max_bytes`."""

@@ -34,6 +34,7 @@ from mindroom.matrix.content import edit_content, message_content, reaction_cont
 from mindroom.matrix.crypto.undecrypted import SenderCheck
 from mindroom.matrix.media import MediaFile, MediaTooLargeError, media_source
 from mindroom.matrix.transport import JsonReply
+from mindroom.matrix.voice import VOICE_MIMETYPE, VoiceAudio, voice_content
 from mindroom.testing.recorded import (
     ApiRequest,
     Record,
@@ -265,6 +266,12 @@ class RecordingClient(RecordedSends):
         extra = {"url": self.server.upload(data, name, mimetype), "info": info, "filename": name}
         kind = "m.image" if mimetype.startswith("image/") else "m.file"
         return await self.send_message(room_id, name, msgtype=kind, extra_content=extra, **where)
+
+    async def send_voice(self, room_id: str, audio: VoiceAudio, body: str, **where: Any) -> str:
+        """Record a voice message whose recording the server keeps; `where`: thread, reply, txn id."""
+        media = {"url": self.server.upload(audio.data, "voice-message.ogg", VOICE_MIMETYPE)}
+        extra = voice_content(audio, body, media)
+        return await self.send_message(room_id, body, msgtype="m.audio", extra_content=extra, **where)
 
     async def edit_message(
         self,
