@@ -1,0 +1,133 @@
+"""OAuth connections on the real daemon and a real Synapse: `!connect` in a direct message gives the link, a
+browser (httpx) follows it through a real authorization server on loopback back to the daemon's callback,
+and the agent's `oauth_api` tool then calls the provider's API with that person's token. In a room where
+someone else could open it first, no link is given; a person who has not connected gets the link instead of
+an answer from the API."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mindroom.api.app import create_app
+from mindroom.api.app_context import ApiContext
+from mindroom.api.server import ApiServer
+from mindroom.api.settings import api_settings
+from mindroom.daemon.wiring import DaemonApiView
+from mindroom.testing.model_server import Text, ToolCall
+from tests.integration.conftest import E2E
+from tests.integration.support import HumanClient, thread_replies
+from tests.integration.test_tools import last_tool_message
+from tests.oauth.auth_server import LoopbackAuthServer, loopback_auth_server
+from tests.oauth.support import CLIENT_ID, CLIENT_SECRET, approve
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+_LINK = re.compile(r"https?://\S+/api/oauth/acme/authorize\?link=[\w-]+")
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackAuthServer]:
+    with loopback_auth_server() as running:
+        yield running
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _body(event: dict[str, Any]) -> str:
+    return str(event.get("content", {}).get("body", ""))
+
+
+async def _world(e2e: E2E, server: LoopbackAuthServer, humans: list[HumanClient]) -> tuple[str, str, int]:
+    """The daemon with one agent having `oauth_api`, public at a free port; the agent, its room, the port."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/acme/callback")
+    environment = e2e.environment
+    e2e.environment = lambda path: dataclasses.replace(  # type: ignore[method-assign]
+        environment(path), values={"MINDROOM_PUBLIC_URL": base}
+    )
+    agent, room = e2e.name("helper"), e2e.name("room")
+    provider = {
+        "authorization_url": server.authorization_url,
+        "token_url": server.token_url,
+        "revocation_url": server.revocation_url,
+        "api_base_url": server.api_url,
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+    }
+    users = [human.user_id for human in humans]
+    agents = {agent: {"display_name": "Helper", "model": "default", "rooms": [room], "tools": ["oauth_api"]}}
+    await e2e.start(e2e.basic_config(users, agents, oauth_providers={"acme": provider}))
+    return agent, e2e.room_id(room), port
+
+
+async def _command(human: HumanClient, room_id: str, agent_id: str, text: str) -> str:
+    """The answer to a command (the router answers it in a room it manages, the agent in a DM)."""
+    event_id = await human.send(room_id, text, mentions=[agent_id])
+    return _body(await human.wait_for(thread_replies(event_id)))
+
+
+def _stored(storage: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in (storage / "state").glob("connections.db*"))
+
+
+async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_persons_token(e2e: E2E, server):
+    alice, bob = await e2e.human(encrypted=True), await e2e.human("bob")
+    agent, room_id, port = await _world(e2e, server, [alice, bob])
+    agent_id = e2e.user_id(agent)
+    assert e2e.daemon is not None
+    ctx = ApiContext(DaemonApiView(e2e.daemon), api_settings({"MINDROOM_API_KEY": "dashboard-key"}, port=port))
+    await e2e.joined(alice, room_id)
+    await e2e.joined(bob, room_id)
+
+    async with ApiServer(ctx, create_app(ctx)):
+        shared = await _command(alice, room_id, agent_id, "!connect acme")
+        dm = await alice.create_room([agent_id], direct=True)
+        await alice.wait_for_member(dm, agent_id)
+        given = await _command(alice, dm, agent_id, "!connect acme")
+        [link] = _LINK.findall(given)
+        async with httpx.AsyncClient(follow_redirects=False) as browser:
+            opened = await browser.get(link)
+            callback, _, _ = await approve(opened.headers["location"], "alice-at-acme")
+            connected = await browser.get(callback)
+        listed = await _command(alice, dm, agent_id, "!connections")
+
+        e2e.model_server.script(
+            ToolCall("oauth_api_request", {"provider": "acme", "path": "/me"}),
+            Text("You are alice-at-acme."),
+            ToolCall("oauth_api_request", {"provider": "acme", "path": "/me"}),
+            Text("Please connect first."),
+            model="agent-model",
+        )
+        asked = await alice.send(dm, "who am I at acme?")
+        answer = await alice.wait_for(thread_replies(asked, agent_id))
+        alice_result = json.loads(last_tool_message(e2e.model_server.requests[-1]))
+        bob_asked = await bob.send(room_id, "who am I at acme?", mentions=[agent_id])
+        await bob.wait_for(thread_replies(bob_asked, agent_id))
+        bob_result = last_tool_message(e2e.model_server.requests[-1])
+        gone = await _command(alice, dm, agent_id, "!disconnect acme")
+
+    assert "direct message" in shared and not _LINK.search(shared)
+    assert opened.status_code == 302 and connected.status_code == 200
+    assert listed == "Your connected accounts: acme"
+    assert (alice_result["http_status"], json.loads(alice_result["body"])["user"]) == (200, "alice-at-acme")
+    assert _body(answer) == "You are alice-at-acme."
+    assert "not connected" in bob_result and _LINK.search(bob_result)
+    assert gone == "Disconnected acme and revoked its tokens."
+    assert server.live_tokens("alice-at-acme") == []
+    issued = server.issued()
+    stored = _stored(e2e.storage)
+    assert issued and not [token for token in issued if token.encode() in stored]
