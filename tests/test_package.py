@@ -400,6 +400,8 @@ LAYERS = [
     "turn_origin",
     "model_loading",
     "plugin_api",
+    "workspaces",
+    "thread_export",
     "cli",  # with `mindroom.__main__`, which runs it
     "testing",
 ]

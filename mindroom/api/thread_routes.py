@@ -20,10 +20,9 @@ from mindroom.bots.thread_export import export_folder, read_thread, write_export
 from mindroom.logging_config import get_logger
 from mindroom.matrix.events import MatrixEvent
 from mindroom.matrix.room_account import RoomAccount
-from mindroom.matrix.thread_reader import thread_messages
+from mindroom.matrix.thread_reader import room_thread_roots, thread_messages
 from mindroom.matrix.thread_summaries import latest_summary
 from mindroom.matrix.thread_tags import RESOLVED_TAG, ThreadTagStore
-from mindroom.matrix.transport import quote_path
 
 __all__ = ["MAX_THREADS", "ExportRequest", "room_threads", "thread_router"]
 
@@ -51,9 +50,7 @@ def _reader(directory: Directory, room: str) -> tuple[str, RoomAccount]:
 
 async def room_threads(client: RoomAccount, room_id: str, limit: int = MAX_THREADS) -> list[str]:
     """The room's latest thread roots, newest first (the homeserver's thread list)."""
-    reply = await client.api("GET", f"/_matrix/client/v1/rooms/{quote_path(room_id)}/threads?limit={limit}")
-    chunk = reply.body.get("chunk") if reply.ok and isinstance(reply.body, dict) else None
-    return [str(event["event_id"]) for event in chunk or [] if isinstance(event, dict) and "event_id" in event]
+    return await room_thread_roots(client, room_id, limit)
 
 
 def _last_activity(messages: Sequence[MatrixEvent]) -> float | None:

@@ -22,7 +22,7 @@ from mindroom.matrix.thread_summaries import is_summary, latest_summary
 from mindroom.matrix.thread_tags import ThreadTagStore
 from mindroom.private_files import private_dir, write_private_file
 
-__all__ = ["ExportedMessage", "ThreadExport", "export_folder", "read_thread", "write_export"]
+__all__ = ["ExportedMessage", "ThreadExport", "export_file_name", "export_folder", "read_thread", "write_export"]
 
 _FILE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _ATTACHMENT_TYPES = frozenset({"m.image", "m.file", "m.audio", "m.video"})
@@ -115,16 +115,17 @@ def export_folder(storage_root: Path) -> Path:
     return Path(storage_root) / "thread_exports"
 
 
-def _file_name(matrix_id: str) -> str:
+def export_file_name(matrix_id: str) -> str:
+    """A room or thread id as a file or folder name of an export."""
     # Letters, digits, '.', '_' and '-' only, never starting or ending with a dot: no '..', no hidden name.
     return _FILE_NAME.sub("_", matrix_id).strip("._") or "_"
 
 
 def write_export(export: ThreadExport, folder: Path) -> tuple[Path, Path]:
     """Write the export as `<room>/<thread>.md` and `.json` under `folder` (0600 files, 0700 folders)."""
-    room_folder = folder / _file_name(export.room_id)
+    room_folder = folder / export_file_name(export.room_id)
     private_dir(room_folder)
-    stem = _file_name(export.thread_id)
+    stem = export_file_name(export.thread_id)
     markdown, data = room_folder / f"{stem}.md", room_folder / f"{stem}.json"
     write_private_file(markdown, export.as_markdown())
     write_private_file(data, export.as_json())

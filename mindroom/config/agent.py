@@ -115,6 +115,11 @@ class AgentConfig(StrictModel):
     def _zone(cls, value: str | None) -> str | None:
         return None if value is None else timezone_name(value)
 
+    @property
+    def private(self) -> None:
+        """MindRoom's per-requester copies of the agent (`private:`): none here, one agent serves everyone."""
+        return None
+
     @field_validator("thread_exports", mode="before")
     @classmethod
     def _exports_switch(cls, value: Any) -> Any:

@@ -17,6 +17,7 @@ from mindroom.config.agent import AgentConfig, timezone_name
 from mindroom.config.approval import ToolApprovalConfig
 from mindroom.config.budgets import BudgetsConfig
 from mindroom.config.defaults import DefaultsConfig
+from mindroom.config.environment import homeserver_settings
 from mindroom.config.key_notes import MINDROOM_PROMPT_NAMES, PROMPTS_USED
 from mindroom.config.knowledge import KnowledgeBaseConfig, check_knowledge_references
 from mindroom.config.mcp import MCPServerConfig
@@ -34,7 +35,7 @@ from mindroom.config.strict import StrictModel
 from mindroom.config.teams import TeamConfig
 from mindroom.config.tool_entries import merged_entries, parse_tool_entries
 from mindroom.config.tool_settings import FileToolConfig, ShellToolConfig, ToolsConfig
-from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.constants import ROUTER_AGENT_NAME, RuntimePaths
 
 __all__ = [
     "AgentConfig",
@@ -350,6 +351,12 @@ class Config(StrictModel):
         for entity in self.responders().values():
             seen.update(dict.fromkeys(entity.rooms))
         return list(seen)
+
+    def get_domain(self, runtime_paths: RuntimePaths) -> str:
+        """MindRoom's name for the server name of the daemon's accounts: `MATRIX_SERVER_NAME`, else the host of
+        `MATRIX_HOMESERVER`, else the embedded homeserver's `localhost`."""
+        settings = homeserver_settings(runtime_paths.env_values)
+        return settings.server_name if settings is not None else "localhost"
 
     def prompt(self, name: str, default: str) -> str:
         """The text of built-in prompt `name`: the config's `prompts` entry, else `default`."""

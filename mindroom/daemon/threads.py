@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.commands.threads import thread_commands
+from mindroom.bots.thread_export_targets import attach_export_reader
 from mindroom.bots.thread_summaries import SummaryRun
 from mindroom.daemon.startup.plan import PhaseStops
 from mindroom.daemon.wiring import RunningDaemon
@@ -13,7 +14,8 @@ __all__ = ["start_threads"]
 
 
 def start_threads(running: RunningDaemon, commands: CommandTable, stops: PhaseStops) -> None:
-    """Summaries start with this run (their tasks stop with it); `!tag`, `!resolve`, `!reopen`, `!summary`."""
+    """Summaries start with this run (their tasks stop with it), as do export passes of plugins;
+    `!tag`, `!resolve`, `!reopen`, `!summary`."""
     directory, summaries = running.directory, running.stores.summaries
     summaries.attach(
         SummaryRun(
@@ -25,5 +27,7 @@ def start_threads(running: RunningDaemon, commands: CommandTable, stops: PhaseSt
         )
     )
     stops.add("thread summaries", lambda stopping: summaries.stop(stopping.grace_s))
+    stop_exports = attach_export_reader(running.paths.storage_root, directory)  # for `mindroom.thread_export`
+    stops.add("thread export passes", lambda stopping: stop_exports(stopping.grace_s))
     for command in thread_commands(summaries, directory.room_keys):
         commands.register(command)

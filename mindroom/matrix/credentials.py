@@ -116,6 +116,10 @@ class CredentialStore:
         bot_localpart(bot_name)  # validates the name before it becomes part of a path
         return self._dir / f"{bot_name}.json"
 
+    def names(self) -> list[str]:
+        """The bots with a credentials file here, sorted."""
+        return sorted(path.stem for path in self._dir.glob("*.json")) if self._dir.is_dir() else []
+
     def load(self, bot_name: str) -> BotCredentials | None:
         """The stored credentials, or None when there are none (an unreadable file is logged and ignored)."""
         path = self.path(bot_name)

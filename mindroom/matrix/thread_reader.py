@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from mindroom.matrix.events import MatrixEvent, event_from_raw
 from mindroom.matrix.transport import JsonReply, quote_path
 
-__all__ = ["MAX_THREAD_EVENTS", "ThreadReadingClient", "thread_messages"]
+__all__ = ["MAX_THREAD_EVENTS", "ThreadReadingClient", "room_thread_roots", "thread_messages"]
 
 MAX_THREAD_EVENTS = 1000
 _PAGE = 100
@@ -68,3 +68,19 @@ async def thread_messages(
             continue
         by_id[event.event_id] = event
     return list(by_id.values())
+
+
+async def room_thread_roots(client: ThreadReadingClient, room_id: str, limit: int) -> list[str]:
+    """The room's latest thread roots (at most `limit`), newest first: the homeserver's thread list, page by page."""
+    base = f"/_matrix/client/v1/rooms/{quote_path(room_id)}/threads?limit={min(limit, _PAGE)}"
+    roots: list[str] = []
+    token: str | None = None
+    while len(roots) < limit:
+        reply = await client.api("GET", base + (f"&from={quote_path(token)}" if token else ""))
+        body = reply.body if reply.ok and isinstance(reply.body, dict) else {}
+        chunk = body.get("chunk") or []
+        roots += [str(event["event_id"]) for event in chunk if isinstance(event, dict) and "event_id" in event]
+        token = body.get("next_batch") if isinstance(body.get("next_batch"), str) else None
+        if token is None:
+            break
+    return roots[:limit]

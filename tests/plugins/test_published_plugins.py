@@ -23,6 +23,7 @@ from mindroom.hooks import (
 )
 from mindroom.hooks.decorators import get_hook_metadata
 from mindroom.hooks.execution import emit_collect
+from mindroom.matrix.credentials import BotCredentials
 from mindroom.plugins import load_plugin_dir
 from mindroom.tool_system.skills import list_skill_listings
 from tests.hooks.support import stub_plugin
@@ -177,9 +178,7 @@ def test_published_plugin_with_type_statements_loads_on_python_312(tmp_path):
     assert get_hook_metadata(callback).hook_name == "thread-goal-context"
 
 
-@pytest.mark.parametrize(
-    "module", ["mindroom.config.entity_view", "mindroom.runtime_resolution", "mindroom.thread_export"]
-)
+@pytest.mark.parametrize("module", ["mindroom.config.entity_view", "mindroom.runtime_resolution"])
 def test_published_modules_left_out_are_named_with_the_reason_in_the_docs(module):
     listed = DOC.split("### Compatibility list", 1)[1]
     reasons = listed.split("Not provided, because", 1)[1].split("Not provided either", 1)[0]
@@ -190,3 +189,118 @@ def test_published_modules_left_out_are_named_with_the_reason_in_the_docs(module
 def test_published_skill_listings_are_in_the_compatibility_list():
     listed = DOC.split("### Compatibility list", 1)[1].split("Not provided, because", 1)[0]
     assert "- `mindroom.tool_system.skills`: `list_skill_listings(roots)`" in listed
+
+
+def test_published_thread_export_plugin_finds_each_agents_account_and_workspace(tmp_path):
+    """thread-export's hooks and tests: accounts saved as MindRoom's state, read back per agent, each agent's
+    workspace folder, and the targets it builds from them."""
+    from mindroom.config.agent import AgentConfig
+    from mindroom.config.main import Config
+    from mindroom.matrix.credentials import CredentialStore
+    from mindroom.matrix.identity import managed_account_key, managed_account_user_id
+    from mindroom.matrix.state import MatrixState
+    from mindroom.thread_export import ThreadExportTarget
+    from mindroom.tool_system.worker_routing import (
+        agent_workspace_root_path,
+        private_instance_state_root_for_requester,
+    )
+    from mindroom.workspaces import resolve_agent_workspace_from_state_path
+
+    config = Config(agents={name: AgentConfig(display_name=name.title()) for name in ("code", "research")})
+    paths = RuntimePaths(
+        config_path=tmp_path / "config.yaml", config_dir=tmp_path, env_path=tmp_path / ".env", storage_root=tmp_path
+    )
+    store = CredentialStore(tmp_path)
+    store.save("research", BotCredentials("@mindroom_research:localhost", "DEV1", "token-research", "old"))
+    state = MatrixState()
+    state.add_account(managed_account_key("code"), "mindroom_code", "pw-code", domain="localhost")
+    state.add_account(managed_account_key("research"), "mindroom_research", "pw-research", domain="localhost")
+    before = managed_account_user_id(managed_account_key("code"), config.get_domain(paths), paths)
+    state.save(paths)
+
+    domain = config.get_domain(paths)
+    code = managed_account_user_id(managed_account_key("code"), domain, paths)
+    workspace = agent_workspace_root_path(paths.storage_root, "code")
+    target = ThreadExportTarget(output_dir=workspace / "thread_exports", required_member_user_id=code)
+
+    assert managed_account_key("code") == "agent_code" and domain == "localhost"
+    assert before is None and code == "@mindroom_code:localhost"
+    for near_miss in ("agent_", "agents_code", "code", "agent_writer"):  # no account of the daemon's bots
+        assert managed_account_user_id(near_miss, domain, paths) is None
+    assert store.load("research") == BotCredentials(
+        "@mindroom_research:localhost", "DEV1", "token-research", "pw-research"
+    )
+    assert MatrixState.load(paths).get_account("agent_code").user_id == "@mindroom_code:localhost"
+    assert workspace == (tmp_path / "workspaces" / "code").resolve()  # where the agent's file tools work
+    assert (target.output_dir, target.include_invited_rooms) == (workspace / "thread_exports", True)
+    assert config.agents["code"].private is None  # no private copies: every agent is shared
+    assert (
+        private_instance_state_root_for_requester(
+            tmp_path, requester_id="@alice:hs", agent_name="code", worker_scope="user", runtime_paths=paths
+        )
+        is None
+    )
+    resolved = resolve_agent_workspace_from_state_path(
+        "code", config, runtime_paths=paths, state_storage_path=tmp_path / "x", use_state_storage_path=True
+    )
+    assert resolved is not None and resolved.root == workspace
+    assert (
+        resolve_agent_workspace_from_state_path(
+            "ghost", config, runtime_paths=paths, state_storage_path=tmp_path, use_state_storage_path=False
+        )
+        is None
+    )
+
+
+def test_published_matrix_state_refuses_a_key_of_no_bot(tmp_path):
+    from mindroom.matrix.state import MatrixState
+
+    with pytest.raises(ValueError, match="'user'"):
+        MatrixState().add_account("user", "alice", "pw", domain="localhost")
+
+
+def test_published_get_domain_is_the_server_name_of_the_daemons_accounts(tmp_path):
+    from mindroom.config.main import Config
+
+    def domain(env):
+        return Config().get_domain(RuntimePaths(tmp_path / "config.yaml", tmp_path, env))
+
+    assert domain({}) == "localhost"  # the embedded homeserver
+    assert domain({"MATRIX_HOMESERVER": "https://matrix.example.org:8448"}) == "matrix.example.org"
+    assert domain({"MATRIX_HOMESERVER": "https://m.example.org", "MATRIX_SERVER_NAME": "example.org"}) == "example.org"
+
+
+def test_published_thread_export_plugin_loads(tmp_path):
+    """thread-export's hooks module imports these names at its top."""
+    folder = tmp_path / "thread-export"
+    folder.mkdir()
+    (folder / "mindroom.plugin.json").write_text(json.dumps({"name": "thread-export", "hooks_module": "hooks.py"}))
+    (folder / "hooks.py").write_text(
+        textwrap.dedent(
+            """
+            import threading
+
+            import mindroom.thread_export as thread_export_pkg
+            from mindroom.constants import ROUTER_AGENT_NAME
+            from mindroom.hooks import AgentLifecycleContext, hook
+            from mindroom.matrix.identity import managed_account_key, managed_account_user_id
+            from mindroom.thread_export import ThreadExportTarget, export_threads_to_targets_once
+            from mindroom.tool_system.worker_routing import (
+                agent_workspace_root_path,
+                private_instance_state_root_for_requester,
+            )
+            from mindroom.workspaces import resolve_agent_workspace_from_state_path
+
+            LOCK = thread_export_pkg.__dict__.setdefault("_thread_export_plugin_pass_lock", threading.Lock())
+
+            @hook(event="bot:ready", name="thread-export-startup", agents=(ROUTER_AGENT_NAME,))
+            async def queue_initial_full_pass(ctx: AgentLifecycleContext) -> None:
+                pass
+            """
+        )
+    )
+
+    plugin = load_plugin_dir(folder)
+
+    (callback,) = plugin.discovered_hooks
+    assert get_hook_metadata(callback).agents == ("router",)

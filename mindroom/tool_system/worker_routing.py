@@ -1,0 +1,27 @@
+"""MindRoom's paths of where an agent works, for plugins written against MindRoom.
+
+Every agent here has one workspace, `<data>/workspaces/<agent>/` (its file and shell tools work in it), and
+there are no private per-requester copies of an agent and no worker processes to route them to.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mindroom.tool_system.spec import workspace_dir
+
+__all__ = ["agent_workspace_root_path", "private_instance_state_root_for_requester"]
+
+
+def agent_workspace_root_path(base_storage_path: Path, agent_name: str) -> Path:
+    """The agent's workspace: `<base_storage_path>/workspaces/<agent_name>/`."""
+    return workspace_dir(Path(base_storage_path), agent_name)
+
+
+def private_instance_state_root_for_requester(
+    base_storage_path: Path, *, requester_id: str, agent_name: str, worker_scope: str | None, runtime_paths: Any
+) -> Path | None:
+    """Where a requester's private copy of an agent keeps its state: None, since there are no private copies."""
+    del base_storage_path, requester_id, agent_name, worker_scope, runtime_paths
+    return None
