@@ -98,10 +98,11 @@ def _methods_of(kind: type) -> tuple[str, ...]:
 class IsolatedPlugin:
     """One isolated plugin's worker process, started when needed and restarted after it dies."""
 
-    def __init__(self, name: str, folder: Path, settings: Mapping[str, Any]) -> None:
+    def __init__(self, name: str, folder: Path, settings: Mapping[str, Any], deps_dir: Path | None = None) -> None:
         self.name = name
         self.folder = folder
         self.settings = dict(settings)
+        self.deps_dir = deps_dir
         self.restarts = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._ready = False
@@ -125,7 +126,8 @@ class IsolatedPlugin:
         )
         assert process.stdin is not None
         # Settings go through the pipe, not the command line, where any local user could read them.
-        process.stdin.write(json.dumps({"settings": self.settings}).encode() + b"\n")
+        deps = str(self.deps_dir) if self.deps_dir is not None else None
+        process.stdin.write(json.dumps({"settings": self.settings, "deps_dir": deps}).encode() + b"\n")
         process.stdin.flush()
         return process
 
@@ -261,12 +263,14 @@ class IsolatedPlugins:
     def __init__(self) -> None:
         self.plugins: dict[str, IsolatedPlugin] = {}
 
-    def worker(self, name: str, folder: Path, settings: Mapping[str, Any]) -> IsolatedPlugin:
+    def worker(
+        self, name: str, folder: Path, settings: Mapping[str, Any], deps_dir: Path | None = None
+    ) -> IsolatedPlugin:
         """A new worker for this plugin as loaded now; the previous one stops (a reload re-reads its code too)."""
         current = self.plugins.get(name)
         if current is not None:
             current.close()
-        plugin = self.plugins[name] = IsolatedPlugin(name, folder, settings)
+        plugin = self.plugins[name] = IsolatedPlugin(name, folder, settings, deps_dir)
         if current is not None:
             plugin.restarts = current.restarts
         return plugin

@@ -239,7 +239,12 @@ class HookRegistry:
             settings: dict[str, Any] = dict(entry.settings) if entry is not None else {}
             plugin_order = int(getattr(plugin, "plugin_order", 0) or 0)
             folder = getattr(plugin, "path", None)
-            worker = workers.worker(name, folder, settings) if entry is not None and entry.isolated and folder else None
+            deps = getattr(plugin, "deps_dir", None)
+            worker = (
+                workers.worker(name, folder, settings, deps)
+                if entry is not None and entry.isolated and folder
+                else None
+            )
             if worker is not None:
                 isolated.add(name)
                 worker.warm()  # the first call does not wait for a process to start

@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO
 
@@ -118,9 +119,11 @@ def _answer(hooks: dict[str, Any], line: bytes, settings: dict[str, Any], channe
 
 def serve(folder: str, source: BinaryIO, sink: BinaryIO) -> None:
     """Answer hook calls from `source` until it closes."""
-    settings = json.loads(source.readline() or b"{}").get("settings") or {}
+    first = json.loads(source.readline() or b"{}")
+    settings = first.get("settings") or {}
+    deps_dir = first.get("deps_dir")
     try:
-        plugin = load_plugin_dir(folder, settings)
+        plugin = load_plugin_dir(folder, settings, deps_dir=Path(deps_dir) if deps_dir else None)
     except Exception as exc:  # the daemon loaded it moments ago; whatever changed is told, not raised
         sink.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}).encode() + b"\n")
         sink.flush()

@@ -48,6 +48,8 @@ class Plugin:
     tools_module: ModuleType | None
     hooks_module: ModuleType | None
     skill_dirs: tuple[Path, ...]
+    deps_dir: Path | None = None
+    """The folder of the packages `mindroom plugins install` installed for it (an isolated worker imports them too)."""
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -218,4 +220,5 @@ def load_plugin_dir(
         tools_module=tools_module,
         hooks_module=hooks_module,
         skill_dirs=tuple(skill_dirs),
+        deps_dir=deps_dir,
     )

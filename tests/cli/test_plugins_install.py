@@ -212,5 +212,6 @@ def test_plugins_remove_deletes_folder_packages_and_lock_entry(deploy, tmp_path)
 
 
 def test_plugins_install_needs_exactly_one_of_source_or_locked(deploy):
-    assert mindroom(deploy, "install").exit_code == 2
-    assert mindroom(deploy, "install", "acme/sizes", "--locked").exit_code == 2
+    for args in (("install",), ("install", "acme/sizes", "--locked")):
+        result = mindroom(deploy, *args)
+        assert result.exit_code == 2 and "pass exactly one of SOURCE or --locked" in result.output

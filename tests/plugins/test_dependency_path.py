@@ -4,12 +4,16 @@ new generation fails to load."""
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
 import textwrap
 
 import pytest
 
+from mindroom.config.plugin import PluginEntryConfig
 from mindroom.errors import PluginImportError
+from mindroom.hooks import EVENT_MESSAGE_RECEIVED, HookRegistry, MessageReceivedContext
+from mindroom.hooks.execution import emit
 from mindroom.plugins import load_plugin_dir
 from mindroom.plugins.dependency_path import dependency_finder, top_level_names
 
@@ -96,3 +100,35 @@ def test_dependency_path_daemon_packages_win_over_a_plugin_folder(tmp_path, tag)
     spec = importlib.util.find_spec("pypdf")
 
     assert spec is not None and str(deps) not in str(spec.origin)
+
+
+ISOLATED_HOOKS = """
+import os
+from pathlib import Path
+
+import sizelib_{tag}
+from mindroom.hooks import hook
+
+@hook("message:received", timeout_ms=10000)
+async def seen(ctx):
+    Path(ctx.settings["out"]).write_text(f"{{os.getpid()}} {{sizelib_{tag}.VERSION}}")
+"""
+
+
+@pytest.mark.asyncio
+async def test_dependency_path_isolated_worker_imports_the_plugins_packages(tmp_path, tag, hook_context_factory):
+    folder = plugin(tmp_path, f"plug_{tag}", ISOLATED_HOOKS.format(tag=tag))
+    out = tmp_path / "seen"
+    entry = PluginEntryConfig(path=str(folder), settings={"out": str(out)}, isolated=True)
+    registry = HookRegistry.from_plugins(
+        [load_plugin_dir(folder, entry_config=entry, deps_dir=package_set(tmp_path, tag, "3.0"))]
+    )
+    try:
+        ctx = hook_context_factory(MessageReceivedContext, agent_name="helper", room_id="!lab:example.org", body="x")
+        await emit(registry, EVENT_MESSAGE_RECEIVED, ctx)
+    finally:
+        registry.isolated.close()
+
+    pid, version = out.read_text().split()
+    assert int(pid) != os.getpid() and version == "3.0"
+    assert next(hook.stats for hook in registry.all_hooks()).failures == 0
