@@ -5,8 +5,9 @@
 - `config` scope: a key path of `config.yaml` (`defaults.num_history_runs`, `agents.helper.instructions`) and
   its new value, applied to the document before it is validated (`apply_config_overrides`); only the keys
   `mindroom.config.chat_settable` lists, and one kept from before that falls outside them is passed over;
-- `room` scope (a Matrix room id): `model` for every agent, team and the router there, `thread_mode`, or
-  `instructions:<agent>`, extra instructions of one agent there;
+- `room` scope (a Matrix room id): `model` for every agent, team and the router there, `thread_mode`,
+  `voice_replies` (true or false: voice messages answered in voice too), or `instructions:<agent>`, extra
+  instructions of one agent there;
 - `thread` scope (a room id and a thread root): `model` or `instructions:<agent>` in that thread only.
 
 A turn picks its model thread first, then room, then `room_models`, then the entity's own (`model_name`);
@@ -183,6 +184,8 @@ def scoped_problems(override: Override, models: Collection[str], entities: Colle
         except ValidationError:
             return [f"thread_mode: {value!r} is neither 'thread' nor 'room'"]
         return []
+    if key == "voice_replies" and override.scope == "room":
+        return [] if isinstance(value, bool) else [f"voice_replies: {value!r} is neither true nor false"]
     if key.startswith("instructions:"):
         entity = key.partition(":")[2]
         if entity not in entities:

@@ -6,7 +6,14 @@ import pytest
 import yaml
 
 from mindroom.config.loading import parse_config_text
-from mindroom.config.overrides import ChatSettings, Override, apply_config_overrides, parse_key_path
+from mindroom.config.overrides import (
+    ChatSettings,
+    Override,
+    OverrideScope,
+    apply_config_overrides,
+    parse_key_path,
+    scoped_problems,
+)
 from mindroom.errors import ConfigError
 
 TEXT = yaml.safe_dump(
@@ -169,3 +176,19 @@ def test_settings_replace_an_override_of_the_same_slot_and_drop_one_by_slot():
     assert settings.instructions("helper", "!r:hs", "$t") == ("Be brief.",)
     assert settings.instructions("helper", "!r:hs", "$u") == ()
     assert settings.without(second.slot).thread_mode("!r:hs") is None
+
+
+@pytest.mark.parametrize(
+    ("scope", "value", "problems"),
+    [
+        pytest.param("room", True, [], id="on"),
+        pytest.param("room", False, [], id="off"),
+        pytest.param("room", "yes", ["voice_replies: 'yes' is neither true nor false"], id="a-word"),
+        pytest.param("room", 1, ["voice_replies: 1 is neither true nor false"], id="a-number"),
+        pytest.param("thread", True, ["'voice_replies' cannot be set for a thread"], id="for-a-thread"),
+    ],
+)
+def test_overrides_voice_replies_is_a_rooms_true_or_false(scope: OverrideScope, value: object, problems: list[str]):
+    override = Override(scope, "voice_replies", value, "@a:x", 0.0, "!r:x", "$t" if scope == "thread" else "")
+
+    assert scoped_problems(override, ["default"], ["helper"]) == problems

@@ -32,6 +32,7 @@ async def _world(e2e: E2E, voice: dict[str, Any]) -> tuple[HumanClient, str, str
         {agent: {"display_name": "Helper", "model": "default", "rooms": [room]}},
         rooms={room: {"name": "Vault", "encrypted": True}},
         voice=voice,
+        administrators=[human.user_id],
     )
     e2e.model_server.set_default(Text(ANSWER))
     e2e.model_server.set_transcript("book a table for two at eight")
@@ -145,3 +146,17 @@ async def test_voice_reply_an_agent_not_named_in_replies_answers_in_text_only(e2
     await e2e.idle()
 
     assert e2e.model_server.speech.requests == []
+
+
+async def test_voice_reply_voice_on_in_a_room_turns_them_on_there(e2e: E2E):
+    human, room_id, agent_id = await _world(e2e, {"tts": _tts(e2e)})
+    router_id = e2e.user_id("router")
+
+    command = await human.send(room_id, "!voice on")
+    said = await human.wait_for(lambda e: e.get("sender") == router_id and "voice" in e["content"].get("body", ""))
+    root = await _send_voice(human, room_id, ogg_opus_tone(0.5))
+    voice = await human.wait_for(_kind(root, agent_id, "m.audio"))
+
+    assert command and said["content"]["body"].startswith("✅ Agents here now answer voice messages in text, then")
+    assert voice["content"]["org.matrix.msc3245.voice"] == {}
+    assert [r.input for r in e2e.model_server.speech.requests] == [ANSWER]

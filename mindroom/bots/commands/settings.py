@@ -1,4 +1,5 @@
-"""Settings from chat: `!model`, `!room_model`, `!thread_mode`, `!instructions` and `!config` (MindRoom's names).
+"""Settings from chat: `!model`, `!room_model`, `!thread_mode`, `!instructions` and `!config` (MindRoom's names),
+and `!voice` (voice replies in a room).
 
 Anyone the daemon admits may see the settings; only `administrators` may change them (and `!config` answers
 only when `authorization.config_command_enabled` is on, and sets only the keys `mindroom.config.chat_settable`
@@ -132,6 +133,27 @@ class _Commands:
         where = "in threads" if mode == "thread" else "in the main timeline"
         return refused or f"✅ Agents and teams now answer {where} in this room; `!thread_mode reset` undoes it."
 
+    async def voice(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
+        """`!voice [on|off|reset]`: whether agents here answer a voice message in voice too."""
+        word, room = args.strip().lower(), envelope.room_id
+        if word in _SHOWS:
+            here = live.settings.get("room", "voice_replies", room)
+            if here is None:
+                return "Voice replies in this room: as config.yaml says (`voice.replies`)."
+            return f"Voice replies in this room: {'on' if here.value else 'off'} (set from chat by {here.set_by})."
+        if not is_administrator(live, envelope, "voice"):
+            return REFUSED
+        if word in _RESETS:
+            found = await self.desk.reset(("room", room, "", "voice_replies"), envelope.requester_id)
+            return "✅ Voice replies here follow config.yaml again." if found else "This room had no voice setting."
+        if word not in ("on", "off"):
+            return "Usage: `!voice on`, `!voice off`, `!voice reset`, or `!voice` to show."
+        if word == "on" and live.config.voice.tts is None:
+            return "❌ No text-to-speech service is set up: `voice.tts` in config.yaml names one."
+        refused = await self._set(envelope, "room", "voice_replies", word == "on", room, "")
+        how = "in text, then in voice" if word == "on" else "in text only"
+        return refused or f"✅ Agents here now answer voice messages {how}; `!voice reset` undoes it."
+
     async def instructions(self, entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
         """`!instructions [agent text|agent reset]`: an agent's extra instructions in this thread (or room)."""
         room, thread = envelope.room_id, envelope.thread_id or ""
@@ -253,6 +275,7 @@ def settings_commands(desk: SettingsChanger) -> list[Command]:
         Command(
             "thread_mode", "answers in threads or the room: `!thread_mode room|thread|reset`", commands.thread_mode
         ),
+        Command("voice", "voice replies in this room: `!voice on|off|reset`, `!voice` to show", commands.voice),
         Command(
             "instructions",
             "an agent's extra instructions here: `!instructions <agent> <text>|reset`",

@@ -13,6 +13,7 @@ import yaml
 from structlog.testing import capture_logs
 
 from mindroom.bots.commands.settings import REFUSED
+from mindroom.bots.voice_reply import voice_replies_on
 from mindroom.config.overrides import Override
 from mindroom.constants import HOOK_DISPATCH_KEY, ORIGINAL_SENDER_KEY, SYNTHETIC_DEPTH_KEY
 from mindroom.daemon.chat_settings import register_settings_commands, with_chat_settings
@@ -291,3 +292,51 @@ async def test_config_show_under_a_path_lists_defaults_too_and_names_each_source
     assert any(line.startswith("- agents.helper.num_history_runs = ") and line.endswith("(default)") for line in lines)
     assert all(line.startswith("- agents.helper.") for line in lines[1:])
     assert near == "No config key at or below `agents.help`."
+
+
+async def test_voice_command_turns_voice_replies_on_and_off_for_the_room(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path, voice={"tts": {"host": model_server.url}})
+
+    assert not voice_replies_on(bench.daemon.live, "helper", LOBBY)
+    assert (await say(bench, "!voice on")).startswith("✅ Agents here now answer voice messages in text, then in voice")
+    assert voice_replies_on(bench.daemon.live, "helper", LOBBY)
+    assert (await say(bench, "!voice")) == f"Voice replies in this room: on (set from chat by {ALICE})."
+    assert [(o.scope, o.room_id, o.key, o.value) for o in bench.store.all()] == [("room", LOBBY, "voice_replies", True)]
+    assert not voice_replies_on(bench.daemon.live, "helper", "!elsewhere:localhost")
+
+    assert (await say(bench, "!voice off")).startswith("✅ Agents here now answer voice messages in text only")
+    assert not voice_replies_on(bench.daemon.live, "helper", LOBBY)
+    assert (await say(bench, "!voice reset")) == "✅ Voice replies here follow config.yaml again."
+    assert bench.store.all() == [] and (await say(bench, "!voice")).endswith("as config.yaml says (`voice.replies`).")
+
+
+async def test_voice_command_off_wins_over_config_replies_in_that_room(make_bench, model_server, tmp_path):
+    voice = {"tts": {"host": model_server.url}, "replies": True}
+    bench = await settings_bench(make_bench, model_server, tmp_path, voice=voice)
+
+    await say(bench, "!voice off")
+
+    assert not voice_replies_on(bench.daemon.live, "helper", LOBBY)
+    assert voice_replies_on(bench.daemon.live, "helper", "!elsewhere:localhost")
+
+
+@pytest.mark.parametrize(
+    ("text", "sender", "reply"),
+    [
+        pytest.param("!voice on", BOB, REFUSED, id="not-an-administrator"),
+        pytest.param("!voice onn", ALICE, "Usage: `!voice on`", id="a-word-with-a-suffix"),
+        pytest.param("!voice yes", ALICE, "Usage: `!voice on`", id="another-word"),
+    ],
+)
+async def test_voice_command_refuses_and_changes_nothing(make_bench, model_server, tmp_path, text, sender, reply):
+    bench = await settings_bench(make_bench, model_server, tmp_path, voice={"tts": {"host": model_server.url}})
+
+    assert (await say(bench, text, sender=sender)).startswith(reply)
+    assert bench.store.all() == [] and not voice_replies_on(bench.daemon.live, "helper", LOBBY)
+
+
+async def test_voice_command_on_needs_a_speech_service(make_bench, model_server, tmp_path):
+    bench = await settings_bench(make_bench, model_server, tmp_path)
+
+    assert (await say(bench, "!voice on")).startswith("❌ No text-to-speech service is set up: `voice.tts`")
+    assert bench.store.all() == []
