@@ -5,7 +5,7 @@ its endpoints given here. Its OAuth app (`client_id`, `client_secret`, `redirect
 provider's entry, else from the credential seed MindRoom reads for it: the service `<provider>_oauth_client`
 in `MINDROOM_CREDENTIAL_SEEDS_JSON` or the file `MINDROOM_CREDENTIAL_SEEDS_FILE` names. A seed field is a
 literal, `{"value": ...}`, `{"env": "NAME"}` (else the file `NAME_FILE` names) or `{"file": "path"}`
-(relative to the config's folder). Secrets are `SecretStr`: they never show in a log, a repr or `/api`.
+(relative to the config's folder). A client secret never shows in a log, a `repr` or `/api` (its name marks it).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, field_validator
 
 from mindroom.config.strict import StrictModel
 
@@ -51,7 +51,8 @@ class OAuthProviderConfig(StrictModel):
     scopes: list[str] = Field(default_factory=list)
     extra_auth_params: dict[str, str] = Field(default_factory=dict)
     client_id: str | None = None
-    client_secret: SecretStr | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    """Shown nowhere: blanked in `/api` and logs under its name, left out of `repr`."""
     redirect_uri: str | None = None
     token_endpoint_auth_method: Literal["none", "client_secret_post", "client_secret_basic"] = "client_secret_post"
     pkce_code_challenge_method: Literal["S256"] = "S256"

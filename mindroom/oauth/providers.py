@@ -75,7 +75,7 @@ def _one(
     if missing:
         return f"{where}: needs {' and '.join(missing)} (it is not a built-in provider)"
     seed = seeds.get(provider_id)
-    secret = entry.client_secret.get_secret_value() if entry and entry.client_secret else None
+    secret = entry.client_secret if entry else None
     client_id = values.get("client_id") or (seed.client_id if seed else None)
     client_secret = secret or (seed.client_secret if seed else None)
     method = values.get("token_endpoint_auth_method", "client_secret_post")

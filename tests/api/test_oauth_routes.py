@@ -94,3 +94,25 @@ async def test_oauth_routes_unknown_provider_and_bad_link_are_pages_not_errors(a
 
     assert (unknown.status_code, bad.status_code, denied.status_code) == (404, 400, 400)
     assert "access_denied" in denied.text
+
+
+async def test_oauth_routes_the_client_secret_in_config_is_hidden_from_every_config_read(make_api):
+    secret = "literal-client-secret-in-config"
+    provider = {"authorization_url": "https://id.example/a", "token_url": "https://id.example/t"}
+    api = await make_api(
+        {"helper": HELPER},
+        env={"MINDROOM_API_KEY": KEY},
+        oauth_providers={"acme": {**provider, "client_id": "app", "client_secret": secret}},
+    )
+    keyed = api.client(KEY)
+
+    answers = [
+        await keyed.post("/api/config/load"),
+        await keyed.get("/api/config/effective"),
+        await keyed.get("/api/config/raw", params={"redacted": "true"}),
+    ]
+
+    assert [answer.status_code for answer in answers] == [200, 200, 200]
+    assert "acme" in answers[0].text
+    for answer in answers:
+        _no_secret_in(answer, [secret])

@@ -28,7 +28,7 @@ def test_oauth_providers_entry_keeps_endpoints_and_hides_the_secret():
 
     assert entry.scopes == ["read", "write"]
     assert "s3cret-value" not in repr(entry) and "s3cret-value" not in repr(config)
-    assert entry.client_secret is not None and entry.client_secret.get_secret_value() == "s3cret-value"
+    assert entry.client_secret == "s3cret-value"
 
 
 def test_oauth_providers_unknown_key_and_bad_id_are_errors_naming_them():
