@@ -18,6 +18,7 @@ from mindroom.state.grants import GRANT_COLUMNS, WINDOW_COLUMNS
 from mindroom.state.schedules import ScheduledTask
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
+from mindroom.state.sqlite.connections import SqliteConnectionStore
 from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.overrides import SqliteOverrideStore
@@ -108,6 +109,14 @@ _TABLES = (
     ),
     _Table("usage", "usage.db", "usage", USAGE_COLUMNS, ("record_id",)),
     _Table("budget caps", "usage.db", "budget_caps", CAP_COLUMNS, ("requester",)),
+    # Sealed as they are: the seal binds person and provider, not the database, and the key stays the same.
+    _Table(
+        "oauth connections",
+        "connections.db",
+        "oauth_connections",
+        ("person", "provider", "sealed", "saved_at"),
+        ("person", "provider"),
+    ),
 )
 _OPENERS: dict[
     str,
@@ -120,6 +129,7 @@ _OPENERS: dict[
         | SqliteGrantStore
         | SqliteOverrideStore
         | SqliteUsageStore
+        | SqliteConnectionStore
     ],
 ] = {
     "daemon.db": SqliteTurnJournal,
@@ -130,6 +140,7 @@ _OPENERS: dict[
     "schedules.db": SqliteScheduleStore,
     "overrides.db": SqliteOverrideStore,
     "usage.db": SqliteUsageStore,
+    "connections.db": SqliteConnectionStore,
 }
 
 

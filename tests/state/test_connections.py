@@ -77,3 +77,25 @@ async def test_connections_a_sealed_value_moved_to_another_person_does_not_open(
     store.put("@mallory:x", "acme", sealed)
 
     assert vault.load("@mallory:x", "acme") is None
+
+
+@pytest.mark.postgres
+async def test_connections_migrate_from_sqlite_to_postgresql_still_open(
+    tmp_path: Path, postgres_url: str, opened: list[StateBackend]
+):
+    from mindroom.state.migrate import copy_state
+    from mindroom.state.postgres.schema import create_tables
+
+    data, key = tmp_path / "data", os.urandom(32)
+    TokenVault(await _store(data, None, opened), Sealer(key)).save(
+        "@alice:x", "acme", OAuthTokens("migrated-access-token", "https://id/t")
+    )
+    await opened[0].close()
+    with psycopg.connect(postgres_url) as conn:
+        create_tables(conn)
+        counts = {count.kind: (count.source, count.target) for count in copy_state(data, conn)}
+
+    moved = TokenVault(await _store(data, postgres_url, opened), Sealer(key)).load("@alice:x", "acme")
+
+    assert counts["oauth connections"] == (1, 1)
+    assert moved is not None and moved.access_token == "migrated-access-token"

@@ -15,6 +15,7 @@ import pytest
 from mindroom.matrix.credentials import SyncTokenStore
 from mindroom.state.answers import AnswerLog
 from mindroom.state.approvals import ApprovalStore
+from mindroom.state.connections import ConnectionStore
 from mindroom.state.crypto import CryptoVault
 from mindroom.state.grants import GrantStore
 from mindroom.state.journal import TurnJournal
@@ -22,6 +23,7 @@ from mindroom.state.knowledge import KnowledgeIndex
 from mindroom.state.overrides import OverrideStore
 from mindroom.state.postgres.answers import PostgresAnswerLog
 from mindroom.state.postgres.approvals import PostgresApprovalStore
+from mindroom.state.postgres.connections import PostgresConnectionStore
 from mindroom.state.postgres.crypto import PostgresCryptoVault
 from mindroom.state.postgres.grants import PostgresGrantStore
 from mindroom.state.postgres.journal import PostgresTurnJournal
@@ -35,6 +37,7 @@ from mindroom.state.schedules import ScheduleStore
 from mindroom.state.snapshots import SnapshotStore
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.approvals import SqliteApprovalStore
+from mindroom.state.sqlite.connections import SqliteConnectionStore
 from mindroom.state.sqlite.crypto import SqliteCryptoVault
 from mindroom.state.sqlite.grants import SqliteGrantStore
 from mindroom.state.sqlite.journal import SqliteTurnJournal
@@ -57,6 +60,7 @@ IMPLEMENTATIONS: dict[type, tuple[type, type]] = {
     KnowledgeIndex: (SqliteKnowledgeIndex, PostgresKnowledgeIndex),
     CryptoVault: (SqliteCryptoVault, PostgresCryptoVault),
     OverrideStore: (SqliteOverrideStore, PostgresOverrideStore),
+    ConnectionStore: (SqliteConnectionStore, PostgresConnectionStore),
 }
 
 
