@@ -7,13 +7,15 @@ every target that takes the room. A target with `required_member_user_id` takes 
 is joined to it; once the room's members show the user gone, the room's files leave the target (a failed
 look-up leaves them). `include_invited_rooms=False` keeps out rooms the config does not name. A thread whose
 content did not change since it was last written is counted unchanged and left as it is. A pass started on
-another event loop (a plugin's worker thread) runs on the daemon's loop, as a task the daemon owns.
+another event loop (a plugin's worker thread) runs on the daemon's loop, as a task the daemon owns; one
+started while the daemon starts (from a `bot:ready` hook) waits until the daemon is ready to read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from mindroom.matrix.thread_reader import room_thread_roots
 from mindroom.tasks import TaskOwner
 
 __all__ = [
+    "ATTACH_WAIT_S",
     "ThreadExportFailure",
     "ThreadExportStats",
     "ThreadExportTarget",
@@ -98,17 +101,25 @@ class _Reader:
 
 _readers: dict[Path, _Reader] = {}
 """The running daemon's reader per data directory (one daemon runs per data directory)."""
+_attached = threading.Condition()
+"""Notified when a reader attaches: a pass may be started from any thread while the daemon starts."""
+
+ATTACH_WAIT_S = 30.0
+"""How long a pass waits for the daemon on its data directory to be ready to read (its hooks run before)."""
 
 
 def attach_export_reader(storage_root: Path, directory: Directory) -> Callable[[float], Coroutine[Any, Any, None]]:
     """Passes on `storage_root` read through `directory` on this loop; the returned stop ends that (and them)."""
     key = Path(storage_root).resolve()
     reader = _Reader(directory, asyncio.get_running_loop(), TaskOwner("thread export passes"))
-    _readers[key] = reader
+    with _attached:
+        _readers[key] = reader
+        _attached.notify_all()
 
     async def stop(grace_s: float) -> None:
-        if _readers.get(key) is reader:
-            del _readers[key]
+        with _attached:
+            if _readers.get(key) is reader:
+                del _readers[key]
         await reader.tasks.cancel_all(grace_s)
 
     return stop
@@ -126,17 +137,21 @@ async def _owned(reader: _Reader, work: Coroutine[Any, Any, _T]) -> _T:
     return done[0]
 
 
-def _reader_of(storage_root: Path) -> _Reader | None:
-    return _readers.get(Path(storage_root).resolve())
+def _reader_of(storage_root: Path, wait_s: float) -> _Reader | None:
+    key = Path(storage_root).resolve()
+    with _attached:
+        _attached.wait_for(lambda: key in _readers, wait_s)
+        return _readers.get(key)
 
 
 async def export_to_targets(
     storage_root: Path, targets: Sequence[ThreadExportTarget], room_filter: str | None, max_thread_roots: int
 ) -> tuple[ThreadExportStats, ...]:
-    """Export through the daemon running on `storage_root` into every target; `RuntimeError` when none runs."""
+    """Export through the daemon running on `storage_root` into every target; `RuntimeError` when none is ready
+    to read within `ATTACH_WAIT_S` (a pass from a hook that runs while the daemon starts waits for it)."""
     if not targets:
         return ()
-    reader = _reader_of(storage_root)
+    reader = await asyncio.to_thread(_reader_of, storage_root, ATTACH_WAIT_S)
     if reader is None or reader.loop.is_closed():
         msg = f"no running daemon reads threads for the data directory {storage_root}"
         raise RuntimeError(msg)
