@@ -48,9 +48,12 @@ def _parsed(plugin: str, lines: list[str], where: Path) -> list[str]:
         if not line or line.startswith("#"):
             continue
         try:
-            Requirement(line)
+            requirement = Requirement(line)
         except InvalidRequirement as exc:
             raise PluginInstallError(plugin, where, f"requirement {number} ({line!r}) is not valid: {exc}") from None
+        if requirement.url is not None:
+            cause = f"requirement {number} ({line!r}) names a URL; only packages from the index can be locked by hash"
+            raise PluginInstallError(plugin, where, cause)
         found.append(line)
     return found
 

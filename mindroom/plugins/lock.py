@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mindroom.errors import PluginError
+from mindroom.hooks.state import PLUGIN_NAME_PATTERN
 
 __all__ = [
     "DEPS_DIRNAME",
@@ -120,6 +121,15 @@ def _text(entry: dict[str, Any], key: str, where: str, *, optional: bool = False
 def _plugin(plugin: str, entry: Any, where: str) -> LockedPlugin:
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected an object")
+    # The name and path place files (the plugin's folder, its packages): a lock from elsewhere must not move them.
+    if not PLUGIN_NAME_PATTERN.fullmatch(plugin):
+        raise ValueError(f"{where}: not a plugin name")
+    if (
+        not isinstance(entry.get("path"), str)
+        or Path(entry["path"]).name != plugin
+        or ".." in Path(entry["path"]).parts
+    ):
+        raise ValueError(f"{where}.path: expected a folder named {plugin!r}, without '..'")
     deps: list[LockedDependency] = []
     raw_deps = entry.get("dependencies", [])
     if not isinstance(raw_deps, list):

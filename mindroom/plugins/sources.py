@@ -27,6 +27,8 @@ GITHUB_OWNER = "mindroom-ai"
 """The GitHub owner of a bare plugin NAME, as in MindRoom."""
 _SHORTHAND = re.compile(r"^(?:(?P<owner>[A-Za-z0-9][A-Za-z0-9-]*)/)?(?P<repo>[A-Za-z0-9._-]+)$")
 _URL_SCHEMES = ("https://", "http://", "ssh://", "git://", "file://")
+_REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+-]{0,254}$")
+"""A branch, tag or commit: never an option (`-…`), whitespace or a revision expression (`~`, `^`, `:`, `@{`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +56,8 @@ def _split_ref(spec: str) -> tuple[str, str | None]:
         return spec, None
     if ":" in tail or ("://" in head and "/" not in head.split("://", 1)[1]):
         return spec, None
-    if not tail:
-        raise PluginInstallError(spec, Path(head), "empty ref after '@'")
+    if not _REF.fullmatch(tail) or ".." in tail:
+        raise PluginInstallError(spec, Path(head), f"@{tail!r} is not a branch, tag or commit name")
     return head, tail
 
 

@@ -71,3 +71,9 @@ def test_deps_invalid_requirement_is_refused_naming_the_file(tmp_path):
 
     assert caught.value.path == tmp_path / "mindroom.plugin.json"
     assert "requirement 1 ('humanize===')" in caught.value.cause
+
+
+@pytest.mark.parametrize("requirement", ["humanize @ https://files.example.org/humanize-4.9.0-py3-none-any.whl"])
+def test_deps_direct_url_requirement_is_refused(tmp_path, requirement):
+    with pytest.raises(PluginInstallError, match=r"requirement 1 .* names a URL"):
+        declared_requirements("x", tmp_path, [requirement])

@@ -81,3 +81,15 @@ def test_lock_of_another_version_is_refused(tmp_path):
 
     with pytest.raises(PluginInstallError, match="version: expected 1"):
         read_lock(tmp_path / "plugins.lock")
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [("sizes", "../../outside/sizes"), ("sizes", "/etc/cron.d"), ("sizes", "plugins/sizes2"), ("../x", "plugins/x")],
+)
+def test_lock_entry_placing_files_elsewhere_is_refused(tmp_path, name, path):
+    raw = {"version": 1, "plugins": {name: {**entry().to_json(), "path": path}}}
+    (tmp_path / "plugins.lock").write_text(json.dumps(raw))
+
+    with pytest.raises(PluginInstallError, match=f"plugins.{name}"):
+        read_lock(tmp_path / "plugins.lock")

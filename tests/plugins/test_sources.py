@@ -21,6 +21,7 @@ def git(repo, *args):
     [
         ("acme/sizes", PluginSource("git", "https://github.com/acme/sizes.git")),
         ("acme/sizes@v1.2", PluginSource("git", "https://github.com/acme/sizes.git", "v1.2")),
+        ("acme/sizes@release/1.2+b", PluginSource("git", "https://github.com/acme/sizes.git", "release/1.2+b")),
         ("sizes@main", PluginSource("git", "https://github.com/mindroom-ai/sizes.git", "main")),
         (
             "https://git.example.org/a/sizes.git@feature/x",
@@ -35,7 +36,21 @@ def test_sources_remote_specs(tmp_path, spec, expected):
     assert parse_source(spec, tmp_path) == expected
 
 
-@pytest.mark.parametrize("spec", ["", "a/b/c", "acme/../x", "acme/sizes@"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "",
+        "a/b/c",
+        "acme/../x",
+        "acme/sizes@",
+        "-acme/sizes",
+        "acme/sizes@--upload-pack=touch",
+        "acme/sizes@main~1",
+        "acme/sizes@main^",
+        "acme/sizes@v1..v2",
+        "acme/sizes@v1 v2",
+    ],
+)
 def test_sources_bad_specs_are_refused(tmp_path, spec):
     with pytest.raises(PluginInstallError):
         parse_source(spec, tmp_path)
