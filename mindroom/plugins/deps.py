@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from mindroom.logging_config import get_logger
 from mindroom.plugins.lock import LockedDependency, PluginInstallError
+from mindroom.private_files import private_dir
 
 __all__ = [
     "PIP_TIMEOUT_S",
@@ -181,7 +182,7 @@ def install_locked(plugin: str, dependencies: tuple[LockedDependency, ...], targ
     """
     if target.is_dir() or not dependencies:
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)  # it may create the data directory itself, which holds credentials
     with tempfile.TemporaryDirectory(prefix=".installing-", dir=target.parent) as scratch:
         listed = Path(scratch) / "requirements.txt"
         listed.write_text("".join(dep.requirement_line() + "\n" for dep in dependencies))

@@ -73,6 +73,7 @@ def test_plugins_install_local_repository_locks_commit_and_package_hash(deploy, 
     assert result.exit_code == 0, result.output
     entry = lock(deploy)["sizes"]
     assert (entry["commit"], entry["ref"], entry["path"]) == (head, None, "plugins/sizes")
+    assert (deploy / "plugins.lock").stat().st_mode & 0o077 == 0
     wheel = tmp_path / "wheels" / "tinydep-1.0-py3-none-any.whl"
     sha = subprocess.run(["sha256sum", str(wheel)], capture_output=True, text=True, check=True).stdout.split()[0]
     assert entry["dependencies"] == [
@@ -161,6 +162,7 @@ def test_plugins_install_locked_installs_the_same_set_and_refuses_a_changed_hash
     [installed] = (fresh / "mindroom_data" / "plugin-deps" / "sizes").iterdir()
     assert (installed / "tinydep" / "__init__.py").read_text() == "VERSION = '1.0'\n"
     assert lock(fresh)["sizes"]["commit"] == head
+    assert (fresh / "mindroom_data").stat().st_mode & 0o077 == 0  # the data directory it made is private
 
     tampered = tmp_path / "tampered"
     tampered.mkdir()
