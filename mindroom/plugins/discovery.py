@@ -151,8 +151,14 @@ def _installed_deps(runtime_paths: RuntimePaths) -> dict[Path, Path]:
     found: dict[Path, Path] = {}
     for locked in lock.plugins.values():
         folder = deps_folder(runtime_paths.storage_root, locked)
-        if folder is not None:
-            found[(runtime_paths.config_dir / locked.path).resolve()] = folder
+        if folder is None:
+            continue
+        if not folder.is_dir():
+            # A lock brought to a fresh data directory: the plugin fails to import, and this says why.
+            fix = "mindroom plugins install --locked"
+            logger.warning("plugin packages are not installed", plugin=locked.name, path=str(folder), fix=fix)
+            continue
+        found[(runtime_paths.config_dir / locked.path).resolve()] = folder
     return found
 
 

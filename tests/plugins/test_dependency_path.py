@@ -5,17 +5,22 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import textwrap
 
 import pytest
+from structlog.testing import capture_logs
 
+from mindroom.config import load_config
 from mindroom.config.plugin import PluginEntryConfig
+from mindroom.constants import RuntimePaths
 from mindroom.errors import PluginImportError
 from mindroom.hooks import EVENT_MESSAGE_RECEIVED, HookRegistry, MessageReceivedContext
 from mindroom.hooks.execution import emit
-from mindroom.plugins import load_plugin_dir
+from mindroom.plugins import load_plugin_dir, load_plugins
 from mindroom.plugins.dependency_path import dependency_finder, top_level_names
+from mindroom.plugins.lock import LockedDependency, LockedPlugin, PluginsLock, deps_folder, write_lock
 
 HOOKS = """
 import sizelib_{tag}
@@ -132,3 +137,25 @@ async def test_dependency_path_isolated_worker_imports_the_plugins_packages(tmp_
     pid, version = out.read_text().split()
     assert int(pid) != os.getpid() and version == "3.0"
     assert next(hook.stats for hook in registry.all_hooks()).failures == 0
+
+
+def test_dependency_path_config_plugin_finds_its_locked_set_and_a_missing_set_says_how_to_install_it(tmp_path, tag):
+    name = f"plug_{tag}"
+    plugin(tmp_path / "plugins", name, HOOKS.format(tag=tag))
+    (tmp_path / "config.yaml").write_text("agents: {}\n")
+    dependency = LockedDependency(f"sizelib_{tag}", "1.0", f"sizelib_{tag}-1.0-py3-none-any.whl", "a" * 64)
+    locked = LockedPlugin(name, "https://example.org/x.git", None, "0" * 40, f"plugins/{name}", (), (dependency,))
+    write_lock(tmp_path / "plugins.lock", PluginsLock().with_plugin(locked))
+    paths = RuntimePaths(config_path=tmp_path / "config.yaml", storage_root=tmp_path / "data")
+    config = load_config(tmp_path / "config.yaml", env={})
+
+    with capture_logs() as logs:
+        missing = load_plugins(config, paths)
+    shutil.copytree(package_set(tmp_path, tag, "1.0"), deps_folder(paths.storage_root, locked))
+    present = load_plugins(config, paths)
+
+    assert [error.plugin for error in missing.errors] == [name]
+    assert f"No module named 'sizelib_{tag}'" in missing.errors[0].cause
+    warning = next(log for log in logs if log["event"] == "plugin packages are not installed")
+    assert warning["plugin"] == name and warning["fix"] == "mindroom plugins install --locked"
+    assert present.errors == () and present.plugins[0].hooks_module.version() == "1.0"
