@@ -206,6 +206,8 @@ def _checked_manifest_name(fetched: Fetched, source: PluginSource) -> str:
 
 def _source_of(entry: LockedPlugin, ref: str | None) -> PluginSource:
     if entry.commit is None:
+        if ref is not None:
+            raise PluginInstallError(entry.name, entry.source, "--ref: a plain folder has no refs")
         return PluginSource("folder", entry.source)
     return PluginSource("git", entry.source, ref if ref is not None else entry.ref)
 

@@ -111,6 +111,8 @@ def _git(args: list[str], where: Path, *, check: bool = True, text: bool = True)
 
 
 def _resolve(repo: Path, ref: str | None, label: str) -> str:
+    if ref is not None and (not _REF.fullmatch(ref) or ".." in ref):
+        raise PluginInstallError(label, repo, f"{ref!r} is not a branch, tag or commit name")
     candidates = ["HEAD"] if ref is None else [f"origin/{ref}", ref]
     for candidate in candidates:
         done = _git(["-C", str(repo), "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"], repo, check=False)

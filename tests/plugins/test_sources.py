@@ -96,3 +96,6 @@ def test_sources_fetch_pins_the_ref_and_exports_no_repository(tmp_path):
     (tmp_path / "d").mkdir()
     with pytest.raises(PluginInstallError, match="ref 'v9' names no commit"):
         fetch(PluginSource("git", str(repo), "v9"), tmp_path / "d")
+    (tmp_path / "e").mkdir()
+    with pytest.raises(PluginInstallError, match="'--output=x' is not a branch, tag or commit name"):
+        fetch(PluginSource("git", str(repo), "--output=x"), tmp_path / "e")
