@@ -55,7 +55,7 @@ def load_registry(environment: DaemonEnvironment) -> tuple[LoadedPlugins, HookRe
 
 @plugins_app.command("list")
 def plugins_list(config: ConfigOption = None, storage_path: StorageOption = None) -> None:
-    """List plugins: name, folder, hooks, and any load error."""
+    """List plugins: name, folder, the commit installed (plugins.lock), hooks, and any load error."""
     configure_logging("CRITICAL")
     environment = read_cli_environment(config, storage_path)
     try:
@@ -63,14 +63,17 @@ def plugins_list(config: ConfigOption = None, storage_path: StorageOption = None
     except ConfigError as exc:
         fail(str(exc))
         return
-    table = Table("plugin", "folder", "hooks", "status", box=None, pad_edge=False)
+    pinned = _locked_commits(environment.runtime_paths.config_dir)
+    table = Table("plugin", "folder", "commit", "hooks", "status", box=None, pad_edge=False)
     for plugin in loaded.plugins:
         hooks = sum(1 for hook in registry.all_hooks() if hook.plugin_name == plugin.name)
-        table.add_row(Text(plugin.name), Text(str(plugin.path)), str(hooks), Text("loaded", style="green"))
+        commit = pinned.get(plugin.name, "-")
+        table.add_row(Text(plugin.name), Text(str(plugin.path)), commit, str(hooks), Text("loaded", style="green"))
     for error in loaded.errors:
         # Text, not markup: a folder name or an exception text must print as it is, and redacted.
         cause = Text(f"ERROR: {redact_text(error.cause)}", style="red")
-        table.add_row(Text(redact_text(error.plugin)), Text(redact_text(str(error.path))), "-", cause)
+        commit = pinned.get(error.plugin, "-")
+        table.add_row(Text(redact_text(error.plugin)), Text(redact_text(str(error.path))), commit, "-", cause)
     new_console().print(table if loaded.plugins or loaded.errors else "No plugins are configured.")
     if loaded.errors:
         raise typer.Exit(code=1)
@@ -126,6 +129,17 @@ def plugins_check(
         typer.echo(redact_text(format_finding(finding)))
     if has_errors(findings):
         raise typer.Exit(code=1)
+
+
+def _locked_commits(config_dir: Path) -> dict[str, str]:
+    """The commit (or folder digest) `plugins.lock` names for each installed plugin, shortened."""
+    from mindroom.plugins.lock import LOCK_FILENAME, read_lock
+
+    try:
+        lock = read_lock(config_dir / LOCK_FILENAME)
+    except PluginError:
+        return {}
+    return {name: (entry.commit or entry.digest or "-")[:12] for name, entry in lock.plugins.items()}
 
 
 def _install_paths(config: Path | None, storage_path: Path | None, plugins_dir: Path | None) -> InstallPaths:

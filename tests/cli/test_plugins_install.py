@@ -83,7 +83,7 @@ def test_plugins_install_local_repository_locks_commit_and_package_hash(deploy, 
     assert not (deploy / "plugins" / "sizes" / ".git").exists()
     listed = mindroom(deploy, "list")
     assert listed.exit_code == 0, listed.output
-    assert "loaded" in listed.output
+    assert "loaded" in listed.output and head[:12] in listed.output
 
     again = mindroom(deploy, "install", str(tmp_path / "sizes"))
     assert again.exit_code == 1
