@@ -39,15 +39,19 @@ def oauth_router(ctx: ApiContext) -> APIRouter:
     """The OAuth connection routes on `ctx`."""
     router = APIRouter(prefix="/api/oauth", tags=["oauth"])
 
-    def service() -> OAuthConnections:
+    def service(request: Request) -> OAuthConnections:
+        # No key here, so the limit is per address, as for the rest of `/api` without a credential.
+        wait = ctx.api_limiter.retry_after(request.client.host if request.client is not None else "local")
+        if wait is not None:
+            raise HTTPException(429, "Rate limit reached", headers={"Retry-After": str(int(wait) + 1)})
         found = connections_for(running_or_503(ctx).paths.storage_root)
         if found is None:
             raise HTTPException(503, "OAuth connections are not available in this daemon")
         return found
 
     @router.get("/{provider}/authorize", summary="Open a connect link: go on to the provider's sign-in")
-    async def authorize(provider: str, link: str = "") -> Response:
-        connections = service()
+    async def authorize(request: Request, provider: str, link: str = "") -> Response:
+        connections = service(request)
         try:
             url, secret = connections.authorize(provider, link)
             # The callback comes back over HTTPS when the provider sends it to an HTTPS address.
@@ -70,7 +74,11 @@ def oauth_router(ctx: ApiContext) -> APIRouter:
 
     @router.get("/{provider}/callback", summary="The provider's redirect back: finish connecting the account")
     async def callback(request: Request, provider: str, state: str = "", code: str = "", error: str = "") -> Response:
-        connections = service()
+        connections = service(request)
+        try:
+            connections.provider(provider)
+        except OAuthError as unknown:
+            return _page("Not available", str(unknown), 404)
         if error or not code:
             # The flow ends here either way: its state is used up.
             if state:

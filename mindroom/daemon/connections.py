@@ -22,7 +22,7 @@ def start_connections(
     """Offer this run's connections (sealed with the recovery key) until it stops; None without a store."""
     if stores.connections is None:
         return None
-    vault = TokenVault(stores.connections, Sealer(keys.load_or_create().key))
+    vault = TokenVault(stores.connections, lambda: Sealer(keys.load_or_create().key))
     cell, paths = running.cell, running.paths
     service = OAuthConnections(vault, lambda: cell.live.config.oauth_providers, paths.env_values, paths.config_dir)
     for command in connection_commands(service, lambda: running.directory.bot_user_ids.values()):

@@ -7,27 +7,41 @@ code and HTTP status, never by the body, which may echo what was sent.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import time
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
+from mindroom.hidden_imports import hidden_while_importing
 from mindroom.oauth.errors import OAuthError
 from mindroom.oauth.providers import OAuthProvider
 from mindroom.oauth.vault import OAuthTokens
 
-__all__ = ["TIMEOUT_S", "exchange_code", "refresh_tokens", "revoke_tokens"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["TIMEOUT_S", "exchange_code", "http_client", "httpx_module", "refresh_tokens", "revoke_tokens"]
 
 TIMEOUT_S = 15.0
 
 
-def _client() -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False)
+@functools.cache
+def httpx_module() -> ModuleType:
+    """httpx, imported at the first OAuth call (not at start), without its command line's pygments."""
+    with hidden_while_importing("pygments"):
+        return importlib.import_module("httpx")
+
+
+def http_client(timeout_s: float = TIMEOUT_S) -> httpx.AsyncClient:
+    """A client that never follows a redirect: a token or secret goes to the one URL it was meant for."""
+    client: httpx.AsyncClient = httpx_module().AsyncClient(timeout=timeout_s, follow_redirects=False)
+    return client
 
 
 def _authenticated(provider: OAuthProvider, form: dict[str, str]) -> tuple[dict[str, str], httpx.Auth | None]:
     if provider.auth_method == "client_secret_basic" and provider.client_secret:
-        return form, httpx.BasicAuth(provider.client_id, provider.client_secret)
+        return form, httpx_module().BasicAuth(provider.client_id, provider.client_secret)
     form = {**form, "client_id": provider.client_id}
     if provider.auth_method == "client_secret_post" and provider.client_secret:
         form["client_secret"] = provider.client_secret
@@ -35,10 +49,11 @@ def _authenticated(provider: OAuthProvider, form: dict[str, str]) -> tuple[dict[
 
 
 async def _token_request(provider: OAuthProvider, form: dict[str, str], action: str) -> dict[str, Any]:
+    httpx = httpx_module()
     data, auth = _authenticated(provider, form)
     headers = {"Accept": "application/json"}
     try:
-        async with _client() as client:
+        async with http_client() as client:
             response = await client.post(
                 provider.token_url, data=data, auth=auth or httpx.USE_CLIENT_DEFAULT, headers=headers
             )
@@ -93,8 +108,9 @@ async def revoke_tokens(provider: OAuthProvider, tokens: OAuthTokens) -> bool:
     """Revoke the tokens at the provider's RFC 7009 endpoint (refresh token first); False when it has none."""
     if not provider.revocation_url:
         return False
+    httpx = httpx_module()
     pairs = [(tokens.refresh_token, "refresh_token"), (tokens.access_token, "access_token")]
-    async with _client() as client:
+    async with http_client() as client:
         for token, hint in pairs:
             if not token:
                 continue

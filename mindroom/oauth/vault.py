@@ -8,7 +8,9 @@ another person's row does not open.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from mindroom.logging_config import register_secret_values
@@ -37,11 +39,25 @@ class OAuthTokens:
 
 
 class TokenVault:
-    """Seals and opens each person's tokens in a `ConnectionStore`."""
+    """Seals and opens each person's tokens in a `ConnectionStore`.
 
-    def __init__(self, store: ConnectionStore, sealer: Sealer) -> None:
+    `sealer` is a `Sealer`, or what makes one when a connection is first kept or read (reading the recovery key
+    then, not at start: a daemon nobody connects through never touches it).
+    """
+
+    def __init__(self, store: ConnectionStore, sealer: Sealer | Callable[[], Sealer]) -> None:
         self._store = store
-        self._sealer = sealer
+        self._make = sealer
+        self._made: Sealer | None = sealer if isinstance(sealer, Sealer) else None
+        self._lock = threading.Lock()
+
+    @property
+    def _sealer(self) -> Sealer:
+        with self._lock:
+            if self._made is None:
+                assert not isinstance(self._make, Sealer)
+                self._made = self._make()
+            return self._made
 
     def load(self, person: str, provider: str) -> OAuthTokens | None:
         """The person's tokens for the provider; None when there are none, or they no longer open."""

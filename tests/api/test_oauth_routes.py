@@ -91,8 +91,9 @@ async def test_oauth_routes_unknown_provider_and_bad_link_are_pages_not_errors(a
     unknown = await browser.get("/api/oauth/nope/authorize?link=x")
     bad = await browser.get("/api/oauth/acme/authorize?link=not-a-ticket")
     denied = await browser.get("/api/oauth/acme/callback?error=access_denied&state=x")
+    elsewhere = await browser.get("/api/oauth/acme2/callback?code=c&state=x")
 
-    assert (unknown.status_code, bad.status_code, denied.status_code) == (404, 400, 400)
+    assert (unknown.status_code, bad.status_code, denied.status_code, elsewhere.status_code) == (404, 400, 400, 404)
     assert "access_denied" in denied.text
 
 

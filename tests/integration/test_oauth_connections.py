@@ -1,8 +1,8 @@
 """OAuth connections on the real daemon and a real Synapse: `!connect` in a direct message gives the link, a
 browser (httpx) follows it through a real authorization server on loopback back to the daemon's callback,
 and the agent's `oauth_api` tool then calls the provider's API with that person's token. In a room where
-someone else could open it first, no link is given; a person who has not connected gets the link instead of
-an answer from the API."""
+someone else could open it first, no link is given; a person who has not connected gets, instead of an answer
+from the API, the link in a direct message, and elsewhere the advice to connect in one."""
 
 from __future__ import annotations
 
@@ -110,6 +110,8 @@ async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_perso
             Text("You are alice-at-acme."),
             ToolCall("oauth_api_request", {"provider": "acme", "path": "/me"}),
             Text("Please connect first."),
+            ToolCall("oauth_api_request", {"provider": "acme", "path": "/me"}),
+            Text("Please connect with the link."),
             model="agent-model",
         )
         asked = await alice.send(dm, "who am I at acme?")
@@ -118,6 +120,11 @@ async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_perso
         bob_asked = await bob.send(room_id, "who am I at acme?", mentions=[agent_id])
         await bob.wait_for(thread_replies(bob_asked, agent_id))
         bob_result = last_tool_message(e2e.model_server.requests[-1])
+        bob_dm = await bob.create_room([agent_id], encrypted=False, direct=True)
+        await bob.wait_for_member(bob_dm, agent_id)
+        bob_privately = await bob.send(bob_dm, "who am I at acme?")
+        await bob.wait_for(thread_replies(bob_privately, agent_id))
+        bob_private_result = last_tool_message(e2e.model_server.requests[-1])
         gone = await _command(alice, dm, agent_id, "!disconnect acme")
 
     assert "direct message" in shared and not _LINK.search(shared)
@@ -125,7 +132,8 @@ async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_perso
     assert listed == "Your connected accounts: acme"
     assert (alice_result["http_status"], json.loads(alice_result["body"])["user"]) == (200, "alice-at-acme")
     assert _body(answer) == "You are alice-at-acme."
-    assert "not connected" in bob_result and _LINK.search(bob_result)
+    assert "not connected" in bob_result and "direct message" in bob_result and not _LINK.search(bob_result)
+    assert "not connected" in bob_private_result and _LINK.search(bob_private_result)
     assert gone == "Disconnected acme and revoked its tokens."
     assert server.live_tokens("alice-at-acme") == []
     issued = server.issued()

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-
 from mindroom.oauth.errors import OAuthConnectionRequiredError, OAuthError
+from mindroom.oauth.exchange import http_client, httpx_module
 from mindroom.oauth.service import OAuthConnections, connections_for
-from mindroom.tool_system.builtin.parts import tool_caller, tool_payload
+from mindroom.tool_system.builtin.parts import daemon_parts, tool_caller, tool_payload
 from mindroom.tool_system.runtime_context import get_runtime_context
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
@@ -40,14 +39,33 @@ def _connections() -> OAuthConnections:
     return found
 
 
+async def _in_private_room(person: str) -> bool:
+    """Whether the calling turn's room holds nobody but `person` and the daemon's accounts."""
+    bound = get_runtime_context()
+    room_id, agent = (bound.room_id, bound.agent_name) if bound is not None else (None, None)
+    try:
+        rooms = daemon_parts().rooms
+    except ToolError:
+        return False
+    account = rooms.client(agent) if rooms is not None and agent and room_id else None
+    if rooms is None or account is None or room_id is None:
+        return False
+    members = set(await account.room_members(room_id))
+    return not members - {person} - set(rooms.user_ids().values())
+
+
 async def token_for(person: str, provider: str) -> str:
-    """A fresh access token of `person` at `provider`; `ConnectionNeededError` (with the connect link) if none."""
+    """A fresh access token of `person` at `provider`; `ConnectionNeededError` if there is none, with the
+    connect link when the turn is in a direct message."""
     if not person:
         raise ToolError("there is no person this turn speaks for, so no account to use")
     try:
         return await _connections().token_for(person, provider)
     except OAuthConnectionRequiredError as error:
-        raise ConnectionNeededError(str(error)) from None
+        if await _in_private_room(person):
+            raise ConnectionNeededError(str(error)) from None
+        message = f"Your {provider} account is not connected: send !connect {provider} to me in a direct message."
+        raise ConnectionNeededError(message) from None
     except OAuthError as error:
         raise ToolError(str(error)) from None
 
@@ -89,9 +107,9 @@ async def oauth_api_request(provider: str, path: str, method: str = "GET", body:
     token = await token_for(caller.requester_id, provider)
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
     try:
-        async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as client:
+        async with http_client(30.0) as client:
             response = await client.request(verb, url, headers=headers, json=payload)
-    except httpx.HTTPError as error:
+    except httpx_module().HTTPError as error:
         raise ToolError(f"{provider}: the request failed ({type(error).__name__})") from None
     return tool_payload(
         _TOOL, "ok", provider=provider, http_status=response.status_code, body=response.text[:MAX_BODY_CHARS]

@@ -12,6 +12,7 @@ import pytest
 from mindroom.constants import RuntimePaths
 from mindroom.oauth.service import OAuthConnections, provide_connections
 from mindroom.tool_system.builtin.oauth_api import ConnectionNeededError, oauth_api_request, token_for
+from mindroom.tool_system.builtin.parts import DaemonParts, provide_daemon_parts
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 from mindroom.tool_system.spec import ToolError
 from tests.oauth.auth_server import LoopbackAuthServer, loopback_auth_server
@@ -64,14 +65,50 @@ async def test_oauth_api_calls_the_api_as_the_person_the_turn_speaks_for(tmp_pat
     assert json.loads(bob["body"])["user"] == "bob-at-acme"
 
 
-async def test_oauth_api_a_person_without_a_connection_gets_the_link_not_a_trace(tmp_path, connections):
-    await _connect(connections, ALICE, "alice-at-acme")
+class _Members:
+    """The room's members as the agent's account reads them (the only part of a room these tests need)."""
 
-    with turn(tmp_path, BOB), pytest.raises(ConnectionNeededError) as refused:
-        await oauth_api_request("acme", "/me")
+    def __init__(self, members: list[str]) -> None:
+        self.members = members
+
+    def client(self, agent: str) -> _Members | None:
+        return self if agent == "helper" else None
+
+    async def room_members(self, room_id: str) -> list[str]:
+        return self.members
+
+    def user_ids(self) -> dict[str, str]:
+        return {"router": "@router:hs", "helper": "@helper:hs"}
+
+
+@pytest.mark.parametrize(
+    ("members", "linked"),
+    [
+        (["@helper:hs", BOB], True),
+        (["@helper:hs", "@router:hs", BOB], True),
+        (["@helper:hs", BOB, ALICE], False),
+        (["@helper:hs", BOB, "@helper:hs.evil"], False),
+        (None, False),
+    ],
+)
+async def test_oauth_api_a_person_without_a_connection_gets_a_message_with_the_link_in_a_dm_only(
+    tmp_path, connections, members, linked
+):
+    await _connect(connections, ALICE, "alice-at-acme")
+    withdraw = provide_daemon_parts(
+        tmp_path / "data", DaemonParts(rooms=_Members(members)) if members else DaemonParts()
+    )
+
+    try:
+        with turn(tmp_path, BOB), pytest.raises(ConnectionNeededError) as refused:
+            await oauth_api_request("acme", "/me")
+    finally:
+        withdraw()
 
     assert isinstance(refused.value, ToolError)
-    assert f"{BASE}/api/oauth/acme/authorize?link=" in str(refused.value)
+    assert "not connected" in str(refused.value)
+    assert (f"{BASE}/api/oauth/acme/authorize?link=" in str(refused.value)) is linked
+    assert ("direct message" in str(refused.value)) is not linked
     with turn(tmp_path, ""), pytest.raises(ToolError, match="no person"):
         await token_for("", "acme")
 
