@@ -6,6 +6,7 @@ from the API, the link in a direct message, and elsewhere the advice to connect 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from mindroom.api.app import create_app
@@ -28,8 +30,10 @@ from tests.integration.support import HumanClient, thread_replies
 from tests.integration.test_tools import last_tool_message
 from tests.oauth.auth_server import LoopbackAuthServer, loopback_auth_server
 from tests.oauth.support import CLIENT_ID, CLIENT_SECRET, approve
+from tests.state.postgres_server import postgres_server, postgres_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+__all__ = ["postgres_server", "postgres_url"]
 
 _LINK = re.compile(r"https?://\S+/api/oauth/acme/authorize\?link=[\w-]+")
 
@@ -50,7 +54,9 @@ def _body(event: dict[str, Any]) -> str:
     return str(event.get("content", {}).get("body", ""))
 
 
-async def _world(e2e: E2E, server: LoopbackAuthServer, humans: list[HumanClient]) -> tuple[str, str, int]:
+async def _world(
+    e2e: E2E, server: LoopbackAuthServer, humans: list[HumanClient], database_url: str | None
+) -> tuple[str, str, int]:
     """The daemon with one agent having `oauth_api`, public at a free port; the agent, its room, the port."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
@@ -70,7 +76,10 @@ async def _world(e2e: E2E, server: LoopbackAuthServer, humans: list[HumanClient]
     }
     users = [human.user_id for human in humans]
     agents = {agent: {"display_name": "Helper", "model": "default", "rooms": [room], "tools": ["oauth_api"]}}
-    await e2e.start(e2e.basic_config(users, agents, oauth_providers={"acme": provider}))
+    config = e2e.basic_config(users, agents, oauth_providers={"acme": provider})
+    if database_url is not None:
+        config["storage"] = {"database_url": database_url}
+    await e2e.start(config)
     return agent, e2e.room_id(room), port
 
 
@@ -80,13 +89,22 @@ async def _command(human: HumanClient, room_id: str, agent_id: str, text: str) -
     return _body(await human.wait_for(thread_replies(event_id)))
 
 
-def _stored(storage: Path) -> bytes:
-    return b"".join(path.read_bytes() for path in (storage / "state").glob("connections.db*"))
+def _stored(storage: Path, database_url: str | None) -> bytes:
+    """Everything the state holds of the connections, as bytes: the SQLite files, or the table's rows."""
+    if database_url is None:
+        return b"".join(path.read_bytes() for path in (storage / "state").glob("connections.db*"))
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute("SELECT person, provider, sealed FROM mindroom.oauth_connections").fetchall()
+    return repr(rows).encode() + b"".join(bytes(row[2]) for row in rows)
 
 
-async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_persons_token(e2e: E2E, server):
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_persons_token(
+    e2e: E2E, server, database: str, request: pytest.FixtureRequest
+):
+    database_url = request.getfixturevalue("postgres_url") if database == "postgresql" else None
     alice, bob = await e2e.human(encrypted=True), await e2e.human("bob")
-    agent, room_id, port = await _world(e2e, server, [alice, bob])
+    agent, room_id, port = await _world(e2e, server, [alice, bob], database_url)
     agent_id = e2e.user_id(agent)
     assert e2e.daemon is not None
     ctx = ApiContext(DaemonApiView(e2e.daemon), api_settings({"MINDROOM_API_KEY": "dashboard-key"}, port=port))
@@ -104,6 +122,7 @@ async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_perso
             callback, _, _ = await approve(opened.headers["location"], "alice-at-acme")
             connected = await browser.get(callback)
         listed = await _command(alice, dm, agent_id, "!connections")
+        stored = await asyncio.to_thread(_stored, e2e.storage, database_url)
 
         e2e.model_server.script(
             ToolCall("oauth_api_request", {"provider": "acme", "path": "/me"}),
@@ -137,5 +156,4 @@ async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_perso
     assert gone == "Disconnected acme and revoked its tokens."
     assert server.live_tokens("alice-at-acme") == []
     issued = server.issued()
-    stored = _stored(e2e.storage)
-    assert issued and not [token for token in issued if token.encode() in stored]
+    assert b"acme" in stored and issued and not [token for token in issued if token.encode() in stored]
