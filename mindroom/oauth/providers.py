@@ -3,8 +3,8 @@
 Built-in ids carry their endpoints (MindRoom's ids: `github`); any other id needs `authorization_url` and
 `token_url` in its entry. A provider is usable once its app has a `client_id` (and a `client_secret`, unless
 its `token_endpoint_auth_method` is `none`). The callback is `<MINDROOM_PUBLIC_URL or MINDROOM_BASE_URL>
-/api/oauth/<provider>/callback`, else on `http://localhost:<MINDROOM_PORT or 8765>`, unless the app names
-its own `redirect_uri`.
+/api/oauth/<provider>/callback`, else on `http://localhost:<port>` (`MINDROOM_API_PORT`, else MindRoom's
+`MINDROOM_PORT`, else 8765), unless the app names its own `redirect_uri`.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def callback_base(env: Mapping[str, str]) -> str:
     for name in ("MINDROOM_PUBLIC_URL", "MINDROOM_BASE_URL"):
         if value := env.get(name, "").strip():
             return value.rstrip("/")
-    return f"http://localhost:{env.get('MINDROOM_PORT', '').strip() or _DEFAULT_PORT}"
+    port = env.get("MINDROOM_API_PORT", "").strip() or env.get("MINDROOM_PORT", "").strip() or _DEFAULT_PORT
+    return f"http://localhost:{port}"
 
 
 def _one(

@@ -130,3 +130,12 @@ def test_oauth_provider_problems_name_the_key(tmp_path: Path):
     assert any(
         p.startswith("oauth_providers.github_enterprise: needs authorization_url and token_url") for p in problems
     )
+
+
+def test_oauth_callback_without_a_public_url_is_on_the_api_port(tmp_path: Path):
+    from mindroom.oauth.providers import callback_base
+
+    assert callback_base({}) == "http://localhost:8765"
+    assert callback_base({"MINDROOM_PORT": "9000"}) == "http://localhost:9000"
+    assert callback_base({"MINDROOM_PORT": "9000", "MINDROOM_API_PORT": "8800"}) == "http://localhost:8800"
+    assert callback_base({"MINDROOM_BASE_URL": "https://b.example", "MINDROOM_API_PORT": "8800"}) == "https://b.example"
