@@ -11,10 +11,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from mindroom import ai
 from mindroom.bots.directory import Directory
 from mindroom.bots.runtime import LiveCell
+from mindroom.bots.voice_reply import voice_audio
+from mindroom.config.voice import TextToSpeechConfig
 from mindroom.logging_config import get_logger
+from mindroom.matrix import MatrixError
 from mindroom.matrix.room_account import RoomAccount
+from mindroom.matrix.voice import OggOpusError
 from mindroom.state.journal import TurnJournal
 from mindroom.tool_system.spec import ToolError
 
@@ -76,3 +81,27 @@ class AgentRooms:
         if send is None:
             raise ToolError("this account cannot send raw events")
         return str(await send(room_id, event_type, content))
+
+    async def send_voice(
+        self,
+        agent: str,
+        room_id: str,
+        text: str,
+        service: TextToSpeechConfig,
+        env: Mapping[str, str],
+        *,
+        body: str,
+        thread_root: str | None,
+    ) -> tuple[str, int]:
+        """Speak `text` and send it as the agent's voice message; its event id and length in ms."""
+        running = self._directory.entities.get(agent)
+        if running is None:
+            raise ToolError("your Matrix account is not running")
+        try:
+            audio = await voice_audio(service, text, env)
+            event_id = await running.client.send_voice(room_id, audio, body, thread_root=thread_root)
+        except (ai.SpeechError, OggOpusError) as exc:
+            raise ToolError(f"the speech service gave no voice message: {exc}") from None
+        except MatrixError as exc:
+            raise ToolError(f"the voice message could not be sent: {exc}") from None
+        return event_id, audio.duration_ms

@@ -13,14 +13,15 @@ from collections.abc import Mapping, Sequence
 from mindroom import ai
 from mindroom.bots.outbox import send_files
 from mindroom.bots.runtime import Entity, LiveState
+from mindroom.config.voice import TextToSpeechConfig
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixError
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
-from mindroom.matrix.voice import OggOpusError, read_ogg_opus
+from mindroom.matrix.voice import OggOpusError, VoiceAudio, read_ogg_opus
 from mindroom.tool_system.spec import OutboundFile
 
-__all__ = ["ROOM_VOICE_KEY", "follow_answer", "speak_answer", "voice_replies_on"]
+__all__ = ["ROOM_VOICE_KEY", "follow_answer", "speak_answer", "voice_audio", "voice_replies_on"]
 
 logger = get_logger(__name__)
 
@@ -37,6 +38,11 @@ def voice_replies_on(live: LiveState, entity: str, room_id: str) -> bool:
     return bool(here.value) if here is not None else voice.replies_for(entity)
 
 
+async def voice_audio(service: TextToSpeechConfig, text: str, env: Mapping[str, str]) -> VoiceAudio:
+    """`text` spoken by `service`, read as a voice message's recording (`SpeechError`, `OggOpusError`)."""
+    return read_ogg_opus(await ai.synthesize(service, text, env))
+
+
 async def speak_answer(
     entity: Entity, live: LiveState, envelope: MessageEnvelope, text: str, env: Mapping[str, str]
 ) -> str | None:
@@ -48,7 +54,7 @@ async def speak_answer(
     if not spoken:
         return None
     try:
-        audio = read_ogg_opus(await ai.synthesize(tts, spoken, env))
+        audio = await voice_audio(tts, spoken, env)
 
         async def send(txn_id: str) -> str:
             return await entity.client.send_voice(

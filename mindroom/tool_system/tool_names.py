@@ -52,7 +52,6 @@ LATER: Mapping[str, LaterTool] = MappingProxyType(
         **_later("skills managed from chat", "skill_manage"),
         **_later("config changes by tool", "config_manager self_config", "!config set, for administrators"),
         **_later("usage and budgets", "usage_stats"),
-        **_later("voice replies", "matrix_voice_message"),
         **_later("external triggers", "external_trigger_manager"),
         **_later(_OAUTH, "oauth_connections outlook_calendar outlook_mail"),
         **_later(_OAUTH, "microsoft_files microsoft_meetings microsoft_onenote microsoft_people"),

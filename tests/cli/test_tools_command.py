@@ -23,7 +23,7 @@ CONFIG = """
 agents:
   a:
     display_name: A
-    tools: [reasoning, tavily, mcp_clock, matrix_voice_message]
+    tools: [reasoning, tavily, mcp_clock, external_trigger_manager, matrix_voice_message]
 mcp_servers:
   clock: {transport: stdio, command: mcp-server-time}
 """
@@ -51,9 +51,13 @@ def test_tools_list_says_available_missing_package_or_credential(tmp_path: Path,
     }  # fmt: skip
     assert rows["python"]["status"] == "not offered"
     assert rows["shell"]["kind"] == "built-in group"
-    assert (rows["matrix_voice_message"]["status"], rows["matrix_voice_message"]["used_by"]) == (
-        "comes with voice replies",
+    assert (rows["external_trigger_manager"]["status"], rows["external_trigger_manager"]["used_by"]) == (
+        "comes with external triggers",
         ["a"],
+    )
+    assert (rows["matrix_voice_message"]["status"], rows["matrix_voice_message"]["kind"]) == (
+        "available",
+        "built-in group",
     )
     assert rows["desktop"]["status"] == "not offered" and "hosted service" in rows["desktop"]["detail"]
     assert rows["gmail"]["status"] == "missing package" and "tools-google" in rows["gmail"]["detail"]
@@ -91,7 +95,7 @@ def _doctor_tool_lines(tmp_path: Path, tools: list[str]) -> list:
 
 
 def test_doctor_warns_of_each_tool_that_cannot_run_and_fails_what_run_refuses(tmp_path: Path):
-    tavily, tags = _doctor_tool_lines(tmp_path, ["tavily", "reasoning", "matrix_voice_message"])
+    tavily, tags = _doctor_tool_lines(tmp_path, ["tavily", "reasoning", "external_trigger_manager"])
 
     assert (tavily.status, tavily.detail) == (
         CheckStatus.WARN,

@@ -19,7 +19,8 @@ EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["option
 
 
 def test_tools_install_refuses_unknown_names_and_those_not_offered_installing_nothing():
-    result = CliRunner().invoke(app, ["tools", "install", "wikipedia", "tavilyy", "desktop", "matrix_voice_message"])
+    names = ["wikipedia", "tavilyy", "desktop", "external_trigger_manager"]
+    result = CliRunner().invoke(app, ["tools", "install", *names])
 
     assert result.exit_code == 2
     assert result.output.splitlines() == [
@@ -27,7 +28,7 @@ def test_tools_install_refuses_unknown_names_and_those_not_offered_installing_no
         "  tavilyy: unknown tool (`mindroom tools list` shows every name)",
         "  desktop: not offered here: it exists for MindRoom's hosted service: it reaches into a person's own "
         "computer through MindRoom's desktop app",
-        "  matrix_voice_message: nothing to install, it comes with voice replies",
+        "  external_trigger_manager: nothing to install, it comes with external triggers",
     ]
 
 

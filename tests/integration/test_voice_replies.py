@@ -1,10 +1,12 @@
 """Voice replies on a real homeserver, in an encrypted room: a voice message is transcribed and answered in
 text and in voice (a real Ogg/Opus recording, encrypted, flagged as voice, with its length); a text message
-costs no speech; a failed speech call leaves the text answer alone."""
+costs no speech; a failed speech call leaves the text answer alone; `!voice on` turns them on for a room; the
+`matrix_voice_message` tool speaks into the agent's thread."""
 
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -14,7 +16,7 @@ import pytest
 from nio.crypto.attachments import decrypt_attachment, encrypt_attachment
 
 from mindroom.constants import VOICE_PREFIX
-from mindroom.testing.model_server import Text, last_user_message
+from mindroom.testing.model_server import Text, ToolCall, last_user_message
 from mindroom.testing.model_speech import ogg_opus_tone
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
@@ -24,12 +26,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 ANSWER = "Your table for two is booked at eight. I will remind you an hour before."
 
 
-async def _world(e2e: E2E, voice: dict[str, Any]) -> tuple[HumanClient, str, str]:
+async def _world(e2e: E2E, voice: dict[str, Any], tools: tuple[str, ...] = ()) -> tuple[HumanClient, str, str]:
     human = await e2e.human(encrypted=True)
     agent, room = e2e.name("helper"), e2e.name("vault")
     config = e2e.basic_config(
         [human.user_id],
-        {agent: {"display_name": "Helper", "model": "default", "rooms": [room]}},
+        {agent: {"display_name": "Helper", "model": "default", "rooms": [room], "tools": list(tools)}},
         rooms={room: {"name": "Vault", "encrypted": True}},
         voice=voice,
         administrators=[human.user_id],
@@ -160,3 +162,47 @@ async def test_voice_reply_voice_on_in_a_room_turns_them_on_there(e2e: E2E):
     assert command and said["content"]["body"].startswith("✅ Agents here now answer voice messages in text, then")
     assert voice["content"]["org.matrix.msc3245.voice"] == {}
     assert [r.input for r in e2e.model_server.speech.requests] == [ANSWER]
+
+
+def _tool_result(e2e: E2E) -> dict[str, Any]:
+    message = [r for r in e2e.model_server.requests if r.get("model") == "agent-model"][-1]["messages"][-1]
+    assert message["role"] == "tool", message
+    return json.loads(message["content"])
+
+
+async def test_voice_reply_the_voice_message_tool_speaks_into_the_agents_thread(e2e: E2E):
+    human, room_id, agent_id = await _world(e2e, {"tts": _tts(e2e)}, tools=("matrix_voice_message",))
+    e2e.model_server.speech.speak_for(0.7)
+    e2e.model_server.script(
+        ToolCall("matrix_voice_message", {"text": "Dinner is at eight.", "companion_message": "Spoken note:"}),
+        Text("I said it aloud."),
+        model="agent-model",
+    )
+
+    root = await human.send(room_id, "say it out loud")
+    voice = await human.wait_for(_kind(root, agent_id, "m.audio"))
+    await human.wait_for(lambda e: _kind(root, agent_id, "m.text")(e) and e["content"]["body"] == "I said it aloud.")
+
+    result = _tool_result(e2e)
+    assert result["status"] == "ok" and result["event_id"] == voice["event_id"] and result["thread_id"] == root
+    companion = [e for e in human.matching(_kind(root, agent_id, "m.text")) if e["content"]["body"] == "Spoken note:"]
+    assert [e["event_id"] for e in companion] == [result["companion_event_id"]]
+    content = voice["content"]
+    assert voice.get("decrypted") is True and content["org.matrix.msc3245.voice"] == {}
+    assert content["body"] == "Voice message" and 680 <= content["info"]["duration"] <= 720
+    assert [r.input for r in e2e.model_server.speech.requests] == ["Dinner is at eight."]
+
+
+async def test_voice_reply_the_voice_message_tool_tells_the_model_when_speech_fails(e2e: E2E):
+    human, room_id, agent_id = await _world(e2e, {"tts": _tts(e2e)}, tools=("matrix_voice_message",))
+    e2e.model_server.speech.fail(500, "no voice today")
+    e2e.model_server.script(
+        ToolCall("matrix_voice_message", {"text": "Dinner is at eight."}), Text("Could not speak."), model="agent-model"
+    )
+
+    root = await human.send(room_id, "say it out loud")
+    await human.wait_for(lambda e: _kind(root, agent_id, "m.text")(e) and e["content"]["body"] == "Could not speak.")
+
+    result = _tool_result(e2e)
+    assert result["status"] == "error" and "no voice today" in result["message"]
+    assert human.matching(_kind(root, agent_id, "m.audio")) == []

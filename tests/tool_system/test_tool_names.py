@@ -74,18 +74,27 @@ def test_tool_names_an_agent_naming_a_tool_not_offered_is_refused_naming_it_and_
 
 
 def test_tool_names_a_tool_that_comes_later_leaves_the_agent_running_without_it(tmp_path: Path):
-    catalog = catalog_for(["matrix_voice_message", "calculator", "external_trigger_manager"], tmp_path)
+    catalog = catalog_for(["google_scholar", "calculator", "external_trigger_manager"], tmp_path)
 
-    named = ["matrix_voice_message", "calculator", "external_trigger_manager"]
+    named = ["google_scholar", "calculator", "external_trigger_manager"]
     tools = catalog.tools_for(named, AgentToolEnvironment("a", tmp_path))
     assert [spec.name for spec in tools] == ["calculate"]
     assert [(u.tool, u.reason, u.fix) for u in catalog.unavailable] == [
-        ("matrix_voice_message", "comes with voice replies", "nothing meanwhile"),
+        ("google_scholar", "comes with a toolkit of its own (agno 3.1 has none)", "meanwhile: arxiv or pubmed"),
         ("external_trigger_manager", "comes with external triggers", "nothing meanwhile"),
     ]
-    assert catalog.unavailable[0].describe() == (
-        "agents.a.tools: 'matrix_voice_message' cannot run here (comes with voice replies); the agent runs without it"
+    assert catalog.unavailable[1].describe() == (
+        "agents.a.tools: 'external_trigger_manager' cannot run here (comes with external triggers); the agent runs"
+        " without it"
     )
+
+
+def test_tool_names_matrix_voice_message_is_a_built_in_group_now(tmp_path: Path):
+    catalog = catalog_for(["matrix_voice_message"], tmp_path)
+
+    tools = catalog.tools_for(["matrix_voice_message"], AgentToolEnvironment("a", tmp_path))
+    assert [spec.name for spec in tools] == ["matrix_voice_message"] and catalog.unavailable == ()
+    assert "matrix_voice_message" not in LATER
 
 
 def test_tool_names_a_group_registered_under_a_later_name_takes_it_over():

@@ -29,6 +29,7 @@ GROUP_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "matrix_message": ("matrix_message", ("matrix_message",)),
     "matrix_room": ("matrix_room", ("matrix_room",)),
     "matrix_api": ("matrix_api", ("matrix_api",)),
+    "matrix_voice_message": ("matrix_voice_message", ("matrix_voice_message",)),
     "compact_context": ("compact_context", ("compact_context",)),
     "dynamic_tools": ("dynamic_tools", ("tool_search", "call_tool")),
     "stop_reply": ("stop_reply", ("stop_agent_reply",)),

@@ -23,6 +23,7 @@ from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
 if TYPE_CHECKING:
     from mindroom.config.effective import EffectiveConfig
+    from mindroom.config.voice import TextToSpeechConfig
     from mindroom.matrix.room_account import RoomAccount
 
 __all__ = [
@@ -174,6 +175,20 @@ class RoomDesk(Protocol):
 
     async def send_event(self, agent: str, room_id: str, event_type: str, content: Mapping[str, Any]) -> str:
         """Send a room event as the agent, encrypted in an encrypted room (never plaintext there); its event id."""
+
+    async def send_voice(
+        self,
+        agent: str,
+        room_id: str,
+        text: str,
+        service: TextToSpeechConfig,
+        env: Mapping[str, str],
+        *,
+        body: str,
+        thread_root: str | None,
+    ) -> tuple[str, int]:
+        """Speak `text` with `service` and send it as the agent's voice message (its recording encrypted in an
+        encrypted room); its event id and length in ms. `ToolError` when the speech or the sending fails."""
 
 
 class ToolLookup(Protocol):
