@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from pathlib import Path
 
 import yaml
+from typer.testing import CliRunner
+
+from mindroom.cli.app import app
+from tests.cli.test_plugins_install import commit
+from tests.plugins.wheels import make_wheel
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
+runner = CliRunner()
 
 
 def _compose() -> dict:
@@ -83,3 +91,40 @@ def test_docs_keep_the_registration_secret_from_other_users_but_readable_by_both
         assert "chmod 0640 secrets/registration_shared_secret" in text, where
         assert f"chown {synapse_uid}:{daemon_gid.group(1)} secrets/registration_shared_secret" in text, where
         assert "umask 077" in text, where  # never world-readable, not even before the chmod
+
+
+def test_dockerfile_installs_the_plugins_lock_exactly_with_git_in_the_image(tmp_path, monkeypatch):
+    """The image's own `plugins install --locked` line, run against a lock: plugins and packages land where the
+    daemon in the image reads them (/config/plugins, /data/plugin-deps)."""
+    text = (DOCKER / "Dockerfile").read_text()
+    ignored = (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+    assert "!plugins.lock" in ignored  # the lock reaches the build context
+    assert re.search(r"COPY config\.yaml plugins\.lock\* /config/", text)
+    assert re.search(r"apt-get install[^\n]* git ", text)  # installs and updates fetch with git
+    line = re.search(r"MINDROOM_STORAGE_PATH=(\S+) /opt/mindroom/bin/mindroom (plugins install --locked[^\\\n]*)", text)
+    assert line is not None and line.group(1) == "/data"
+
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, "tinydep", "1.0", "VERSION = '1.0'\n")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    source, config = tmp_path / "sizes", tmp_path / "config"
+    config.mkdir()
+    (config / "config.yaml").write_text("agents: {}\n")
+    head = commit(source)
+    made = runner.invoke(app, ["plugins", "install", str(source), "--config", str(config / "config.yaml")])
+    assert made.exit_code == 0, made.output
+    image_config, data = tmp_path / "image" / "config", tmp_path / "image" / "data"
+    image_config.mkdir(parents=True)
+    shutil.copy(config / "config.yaml", image_config)
+    shutil.copy(config / "plugins.lock", image_config)
+    monkeypatch.setenv("MINDROOM_STORAGE_PATH", str(data))
+    args = [arg.replace("/config/", f"{image_config}/") for arg in line.group(2).split()]
+
+    result = runner.invoke(app, args)
+
+    assert result.exit_code == 0, result.output
+    assert (image_config / "plugins" / "sizes" / "hooks.py").is_file()
+    [packages] = (data / "plugin-deps" / "sizes").iterdir()
+    assert (packages / "tinydep" / "__init__.py").read_text() == "VERSION = '1.0'\n"
+    assert json.loads((image_config / "plugins.lock").read_text())["plugins"]["sizes"]["commit"] == head
