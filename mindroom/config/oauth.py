@@ -22,6 +22,7 @@ from pydantic import Field, field_validator
 from mindroom.config.strict import StrictModel
 
 __all__ = [
+    "BUILTIN_PROVIDER_IDS",
     "CLIENT_SERVICE_SUFFIX",
     "SEEDS_FILE_ENV",
     "SEEDS_JSON_ENV",
@@ -34,6 +35,8 @@ __all__ = [
 SEEDS_JSON_ENV = "MINDROOM_CREDENTIAL_SEEDS_JSON"
 SEEDS_FILE_ENV = "MINDROOM_CREDENTIAL_SEEDS_FILE"
 CLIENT_SERVICE_SUFFIX = "_oauth_client"
+BUILTIN_PROVIDER_IDS = frozenset({"github"})
+"""MindRoom's provider ids whose endpoints are built in (`mindroom.oauth.providers.BUILTIN_ENDPOINTS`)."""
 _PROVIDER_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _CLIENT_FIELDS = ("client_id", "client_secret", "redirect_uri")
 
@@ -64,12 +67,16 @@ class OAuthProviderConfig(StrictModel):
 
 
 def check_provider_ids(providers: Mapping[str, OAuthProviderConfig]) -> list[str]:
-    """Problems of the provider ids under `oauth_providers`, each naming its key."""
-    return [
-        f"oauth_providers.{name}: a provider id is letters, digits and '_' (at most 64, not starting with a digit)"
-        for name in providers
-        if not _PROVIDER_ID.match(name)
-    ]
+    """Problems of the entries under `oauth_providers` (ids, endpoints), each naming its key."""
+    problems = []
+    for name, entry in providers.items():
+        if not _PROVIDER_ID.match(name):
+            problems.append(
+                f"oauth_providers.{name}: a provider id is letters, digits and '_' (at most 64, no digit first)"
+            )
+        elif name not in BUILTIN_PROVIDER_IDS and not (entry.authorization_url and entry.token_url):
+            problems.append(f"oauth_providers.{name}: needs authorization_url and token_url (not a built-in provider)")
+    return problems
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,17 @@ from mindroom.bots.commands.connections import connection_commands
 from mindroom.bots.commands.table import CommandTable
 from mindroom.daemon.startup.plan import PhaseStops, Stopping
 from mindroom.daemon.wiring import RunningDaemon
+from mindroom.logging_config import get_logger
 from mindroom.matrix.crypto.recovery_key import RecoveryKeys
 from mindroom.matrix.crypto.sealing import Sealer
+from mindroom.oauth.errors import OAuthError
 from mindroom.oauth.service import OAuthConnections, provide_connections
 from mindroom.oauth.vault import TokenVault
 from mindroom.state.backend import StateStores
 
-__all__ = ["start_connections"]
+__all__ = ["announce_providers", "start_connections"]
+
+logger = get_logger(__name__)
 
 
 def start_connections(
@@ -33,4 +37,18 @@ def start_connections(
         withdraw()
 
     stops.add("oauth connections", stop)
+    announce_providers(service)
     return service
+
+
+def announce_providers(service: OAuthConnections) -> None:
+    """Say at start which providers people can connect, and why the others named cannot be (never silent)."""
+    try:
+        providers, problems = service.providers()
+    except OAuthError as error:
+        logger.warning("OAuth providers not usable", problem=str(error))
+        return
+    for problem in problems:
+        logger.warning("OAuth provider not usable", problem=problem)
+    if providers:
+        logger.info("OAuth providers ready", providers=sorted(providers))

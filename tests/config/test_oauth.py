@@ -9,10 +9,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from mindroom.config.loading import parse_config_text
-from mindroom.config.oauth import read_client_seeds
+from mindroom.config.oauth import BUILTIN_PROVIDER_IDS, OAuthProviderConfig, read_client_seeds
 from mindroom.errors import ConfigError
 from mindroom.oauth.errors import OAuthError
-from mindroom.oauth.providers import resolve_providers
+from mindroom.oauth.providers import BUILTIN_ENDPOINTS, resolve_providers
 
 _CUSTOM = (
     "oauth_providers:\n  acme:\n    authorization_url: https://id.acme.example/authorize\n"
@@ -115,7 +115,7 @@ def test_oauth_builtin_github_needs_only_its_client_and_public_url_sets_the_call
 def test_oauth_provider_problems_name_the_key(tmp_path: Path):
     config = parse_config_text(
         _CUSTOM + "  nosecret:\n    authorization_url: https://a.example/a\n    token_url: https://a.example/t\n"
-        "    client_id: x\n  github_enterprise: {client_id: x, client_secret: y}\n"
+        "    client_id: x\n"
         "  public:\n    authorization_url: https://p.example/a\n    token_url: https://p.example/t\n"
         "    client_id: p\n    token_endpoint_auth_method: none\n",
         "config.yaml",
@@ -127,9 +127,19 @@ def test_oauth_provider_problems_name_the_key(tmp_path: Path):
     assert set(providers) == {"public"}
     assert any(p.startswith("oauth_providers.acme: needs client_id and client_secret") for p in problems)
     assert any(p.startswith("oauth_providers.nosecret: needs client_id and client_secret") for p in problems)
-    assert any(
-        p.startswith("oauth_providers.github_enterprise: needs authorization_url and token_url") for p in problems
-    )
+    unchecked = {"ghe": OAuthProviderConfig(client_id="x", client_secret="y")}  # built past config's checks
+    assert resolve_providers(unchecked, {}, tmp_path)[1] == [
+        "oauth_providers.ghe: needs authorization_url and token_url (it is not a built-in provider)"
+    ]
+
+
+def test_oauth_providers_a_provider_without_endpoints_is_a_config_error_unless_built_in():
+    with pytest.raises(ConfigError, match=r"oauth_providers\.github_enterprise: needs authorization_url and token_url"):
+        parse_config_text("oauth_providers:\n  github_enterprise: {client_id: x}\n", "config.yaml", {})
+    with pytest.raises(ConfigError, match=r"oauth_providers\.acme: needs authorization_url and token_url"):
+        parse_config_text("oauth_providers:\n  acme: {authorization_url: https://a.example/a}\n", "config.yaml", {})
+
+    assert parse_config_text("oauth_providers:\n  github: {client_id: x}\n", "config.yaml", {}).oauth_providers
 
 
 def test_oauth_callback_without_a_public_url_is_on_the_api_port(tmp_path: Path):
@@ -139,3 +149,7 @@ def test_oauth_callback_without_a_public_url_is_on_the_api_port(tmp_path: Path):
     assert callback_base({"MINDROOM_PORT": "9000"}) == "http://localhost:9000"
     assert callback_base({"MINDROOM_PORT": "9000", "MINDROOM_API_PORT": "8800"}) == "http://localhost:8800"
     assert callback_base({"MINDROOM_BASE_URL": "https://b.example", "MINDROOM_API_PORT": "8800"}) == "https://b.example"
+
+
+def test_oauth_builtin_ids_of_config_are_those_with_endpoints():
+    assert set(BUILTIN_ENDPOINTS) == BUILTIN_PROVIDER_IDS
