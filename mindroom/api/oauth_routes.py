@@ -8,6 +8,7 @@ carries a token: the callback answers with a short page saying whether the accou
 
 import contextlib
 from html import escape
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -35,6 +36,11 @@ def _page(title: str, text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(body, status_code=status, headers=_NO_STORE)
 
 
+def _cookie_path(callback: str) -> str:
+    """The folder of the callback URL: the browser sends the cookie back with the callback, and nowhere else."""
+    return urlsplit(callback).path.rsplit("/", 1)[0] + "/"
+
+
 def oauth_router(ctx: ApiContext) -> APIRouter:
     """The OAuth connection routes on `ctx`."""
     router = APIRouter(prefix="/api/oauth", tags=["oauth"])
@@ -54,8 +60,7 @@ def oauth_router(ctx: ApiContext) -> APIRouter:
         connections = service(request)
         try:
             url, secret = connections.authorize(provider, link)
-            # The callback comes back over HTTPS when the provider sends it to an HTTPS address.
-            secure = connections.provider(provider).redirect_uri.startswith("https:")
+            callback = connections.provider(provider).redirect_uri
         except OAuthFlowError as error:
             return _page("Link not valid", str(error), 400)
         except OAuthError as error:
@@ -65,10 +70,11 @@ def oauth_router(ctx: ApiContext) -> APIRouter:
             BROWSER_COOKIE,
             secret,
             max_age=int(connections.flows.ttl_s),
-            path=f"/api/oauth/{provider}/",
+            # The callback's own folder as the browser sees it (a reverse proxy's prefix included).
+            path=_cookie_path(callback),
             httponly=True,
             samesite="lax",
-            secure=secure,
+            secure=urlsplit(callback).scheme == "https",
         )
         return response
 
@@ -94,7 +100,7 @@ def oauth_router(ctx: ApiContext) -> APIRouter:
             logger.warning("OAuth callback failed", provider=provider, error=str(failed))
             return _page("Not connected", str(failed), 502)
         response = _page("Connected", "Your account is connected. You can close this page and go back to the chat.")
-        response.delete_cookie(BROWSER_COOKIE, path=f"/api/oauth/{provider}/")
+        response.delete_cookie(BROWSER_COOKIE, path=_cookie_path(connections.provider(provider).redirect_uri))
         return response
 
     return router

@@ -51,7 +51,9 @@ async def test_oauth_routes_a_browser_connects_through_link_provider_and_callbac
 
     opened = await browser.get(link)
     assert opened.status_code == 302 and opened.headers["location"].startswith(server.authorization_url)
-    assert "httponly" in opened.headers["set-cookie"].lower()
+    cookie = opened.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "path=/api/oauth/acme/;" in cookie and "samesite=lax" in cookie
+    assert "secure" not in cookie  # the callback is plain HTTP here; an HTTPS one gets a secure cookie
     callback, _, _ = await approve(opened.headers["location"], "alice-at-acme")
     done = await browser.get(callback)
 

@@ -39,7 +39,7 @@ def connection_commands(connections: OAuthConnections, bot_user_ids: Callable[[]
         return not others
 
     async def connect(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
-        provider = args.strip().lower()
+        provider = args.strip()
         if not provider:
             return f"Usage: !connect <provider> (providers: {_providers_line(connections)})"
         try:
@@ -53,7 +53,7 @@ def connection_commands(connections: OAuthConnections, bot_user_ids: Callable[[]
         return f"Open this link to connect your {provider} account (it works once, for 10 minutes):\n{link}"
 
     async def disconnect(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
-        provider = args.strip().lower()
+        provider = args.strip()
         if not provider:
             return "Usage: !disconnect <provider>"
         return await connections.disconnect(envelope.requester_id, provider)
