@@ -386,6 +386,7 @@ LAYERS = [
     "state",
     "matrix",
     "oauth",  # people's connections: tokens sealed (state, matrix's sealer), the flow; tools ask it for tokens
+    "tools",  # MindRoom's path of the shell tool's environment builder, which the shell tool calls (plugins patch it)
     "tool_system",  # below ai: `ai/tools.py` turns the tool system's specs into agno functions
     "ai",
     "bots",

@@ -35,6 +35,7 @@ from mindroom.tool_system.sandbox.launch import (
     start_launch,
 )
 from mindroom.tool_system.spec import WORKSPACES_DIRNAME, AgentToolEnvironment, ToolError, ToolSpec
+from mindroom.tools import shell as shell_environment
 
 __all__ = ["SHELL_TOOL_NAMES", "STOP_GRACE_S", "run_command", "shell_tools"]
 
@@ -96,12 +97,18 @@ async def _stop(process: asyncio.subprocess.Process, launch: Launch) -> None:
 
 
 def _with_hook_environment(launch: Launch) -> Launch:
-    """The command's environment with the `tool:environment` hooks' changes; HOME stays the sandbox's own."""
+    """The command's environment with the `tool:environment` hooks' changes, then as `mindroom.tools.shell`'s
+    `_shell_subprocess_env` gives it; HOME stays the sandbox's own."""
     changes = current_tool_environment()
     if changes is None or changes.is_empty:
+        env = dict(launch.env)
+    else:
+        env = changes.apply(launch.env, process_environ())
+        env.setdefault("PATH", launch.env["PATH"])
+    # Looked up at every command: MindRoom plugins replace this function to change what commands get.
+    env = shell_environment._shell_subprocess_env(env, base_process_env=process_environ())
+    if env == launch.env:
         return launch
-    env = changes.apply(launch.env, process_environ())
-    env.setdefault("PATH", launch.env["PATH"])
     if "--clearenv" not in launch.argv:
         env["HOME"] = launch.env["HOME"]
         return dataclasses.replace(launch, env=env)

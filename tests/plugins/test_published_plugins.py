@@ -6,6 +6,7 @@ Each test stands for one plugin's use (named in its docstring): the shapes are M
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -304,3 +305,137 @@ def test_published_thread_export_plugin_loads(tmp_path):
 
     (callback,) = plugin.discovered_hooks
     assert get_hook_metadata(callback).agents == ("router",)
+
+
+def test_published_agent_vault_bridge_plugin_loads_and_patches_the_shell_tools_environment(tmp_path, monkeypatch):
+    """agent-vault-bridge's hooks module wraps `tool_hooks._call_tool`, `sandbox_proxy._call_proxy_sync` and
+    `mindroom.tools.shell._shell_subprocess_env` at import, each only once."""
+    from mindroom.tool_system import sandbox_proxy, tool_hooks
+    from mindroom.tools import shell
+
+    for module, name in (
+        (tool_hooks, "_call_tool"),
+        (sandbox_proxy, "_call_proxy_sync"),
+        (shell, "_shell_subprocess_env"),
+    ):
+        monkeypatch.setattr(module, name, getattr(module, name))  # put back after the test
+    folder = tmp_path / "agent-vault-bridge"
+    folder.mkdir()
+    (folder / "mindroom.plugin.json").write_text(json.dumps({"name": "agent-vault-bridge", "hooks_module": "hooks.py"}))
+    (folder / "hooks.py").write_text(
+        textwrap.dedent(
+            """
+            from mindroom.hooks import EVENT_TOOL_BEFORE_CALL, ToolBeforeCallContext, hook
+
+            def _wrap(module, name, make):
+                original = getattr(module, name)
+                if not getattr(original, "_bridge", False):
+                    wrapper = make(original)
+                    wrapper._bridge = True
+                    setattr(module, name, wrapper)
+
+            def _install():
+                from mindroom.tool_system import sandbox_proxy, tool_hooks
+                from mindroom.tools import shell
+
+                def call_tool(original):
+                    async def wrapper(func, args, *, tool_name, agent_name):
+                        return await original(func, args, tool_name=tool_name, agent_name=agent_name)
+                    return wrapper
+
+                def proxy(original):
+                    def wrapper(*, tool_name, function_name, kwargs, execution_env=None, **rest):
+                        return original(tool_name=tool_name, function_name=function_name, kwargs=kwargs, **rest)
+                    return wrapper
+
+                def subprocess_env(original):
+                    def wrapper(runtime_env, **kwargs):
+                        env = original(runtime_env, **kwargs)
+                        for name in ("GITHUB_TOKEN", "GH_TOKEN"):
+                            env.pop(name, None)
+                        return env
+                    return wrapper
+
+                _wrap(tool_hooks, "_call_tool", call_tool)
+                _wrap(sandbox_proxy, "_call_proxy_sync", proxy)
+                _wrap(shell, "_shell_subprocess_env", subprocess_env)
+
+            @hook(EVENT_TOOL_BEFORE_CALL, name="agent-vault-bridge-before", priority=20, timeout_ms=5000)
+            async def prepare_brokered_tool_call(ctx: ToolBeforeCallContext) -> None:
+                pass
+
+            _install()
+            """
+        )
+    )
+
+    load_plugin_dir(folder)
+
+    assert shell._shell_subprocess_env({"GITHUB_TOKEN": "t", "GH_TOKEN": "t", "GITHUB_TOKEN_PATH": "/p", "A": "1"}) == {
+        "GITHUB_TOKEN_PATH": "/p",
+        "A": "1",
+    }
+    assert all(
+        getattr(getattr(module, name), "_bridge", False)
+        for module, name in (
+            (tool_hooks, "_call_tool"),
+            (sandbox_proxy, "_call_proxy_sync"),
+            (shell, "_shell_subprocess_env"),
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "sandbox",
+    [pytest.param("bwrap", marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap")), "none"],
+)
+@pytest.mark.asyncio
+async def test_published_shell_subprocess_env_is_what_the_shell_tools_commands_get(tmp_path, monkeypatch, sandbox):
+    """agent-vault-bridge drops GitHub tokens by wrapping `mindroom.tools.shell._shell_subprocess_env`."""
+    from types import MappingProxyType
+
+    from mindroom.config.main import ShellToolConfig
+    from mindroom.hooks.context import ToolEnvironment
+    from mindroom.tool_system.shell import run_command
+    from mindroom.tool_system.tool_hooks import bind_tool_environment
+    from mindroom.tools import shell
+
+    original = shell._shell_subprocess_env
+    given = []
+
+    def without_github_tokens(runtime_env, **kwargs):
+        given.append(dict(runtime_env))
+        env = original(runtime_env, **kwargs)
+        for name in ("GITHUB_TOKEN", "GH_TOKEN"):
+            env.pop(name, None)
+        return {**env, "HTTPS_PROXY": "https://127.0.0.1:14322", "HOME": "/elsewhere"}
+
+    settings = ShellToolConfig(allowed_commands=["env"], sandbox=sandbox, readonly_paths=sorted({sys.prefix}))
+    hook_env = {"GITHUB_TOKEN": "ghp_secret", "GH_TOKEN": "ghp_secret", "GITHUB_TOKENS": "kept", "X_GH_TOKEN": "kept"}
+    monkeypatch.setattr(shell, "_shell_subprocess_env", without_github_tokens)
+
+    with bind_tool_environment(ToolEnvironment(MappingProxyType(hook_env))):
+        output = await run_command("env", tmp_path / "ws", settings)
+    seen = dict(line.split("=", 1) for line in output.split("\n", 1)[1].splitlines() if "=" in line)
+
+    assert given[0]["GITHUB_TOKEN"] == "ghp_secret"  # it gets what the hooks gave the command
+    assert "GITHUB_TOKEN" not in seen and "GH_TOKEN" not in seen
+    assert (seen["GITHUB_TOKENS"], seen["X_GH_TOKEN"], seen["HTTPS_PROXY"]) == (
+        "kept",
+        "kept",
+        "https://127.0.0.1:14322",
+    )
+    assert seen["HOME"] != "/elsewhere"  # HOME stays the sandbox's own
+
+
+def test_published_sandbox_proxy_is_never_called_here_and_the_docs_say_so(tmp_path):
+    """agent-vault-bridge wraps `sandbox_proxy._call_proxy_sync`; no call goes through a sandbox proxy here."""
+    from mindroom.tool_system import sandbox_proxy
+
+    paths = RuntimePaths(tmp_path / "config.yaml", tmp_path, {})
+
+    with pytest.raises(RuntimeError, match=r"'run_shell_command'.*no sandbox proxy"):
+        sandbox_proxy._call_proxy_sync(tool_name="run_shell_command", function_name="run_shell_command", kwargs={})
+    assert sandbox_proxy.sandbox_proxy_enabled_for_tool("shell", runtime_paths=paths) is False
+    (row,) = [line for line in DOC.splitlines() if line.startswith("| agent-vault-bridge |")]
+    assert "`sandbox_proxy._call_proxy_sync`" in row and "no effect" in row
