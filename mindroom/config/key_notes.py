@@ -102,7 +102,7 @@ USED: Mapping[str, str] = MappingProxyType(
         "teams": "agents answering together as one account, key for key (unknown keys are errors here)",
         "timezone": "the zone agents are told the date in and !schedule times are read in",
         "tool_approval": "which tool calls wait for a person's approval, key for key",
-        "voice": "voice messages: transcribed, and answered as text",
+        "voice": "voice messages: transcribed, answered as text, and in voice too with tts and replies (own keys)",
         "voice.enabled": "false: voice messages are not transcribed (the agent says it cannot listen)",
         "voice.stt": "the speech-to-text service: provider, model, host, api_key, extra_kwargs",
     }

@@ -239,6 +239,7 @@ class Config(StrictModel):
             and entity.compaction.model is not None
             and entity.compaction.model not in self.models
         ]
+        problems += self.voice.unknown_responders([*self.agents, *self.teams])
         if problems:
             raise ValueError("; ".join(problems))
         if self.knowledge_reranker is not None and self.knowledge_reranker.provider != "cohere":

@@ -7,6 +7,7 @@ them); `tts.voice`, `tts.max_chars` and `voice.replies` are this daemon's own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -97,6 +98,14 @@ class VoiceConfig(StrictModel):
             msg = "voice.replies needs voice.tts (the text-to-speech service that speaks them)"
             raise ValueError(msg)
         return self
+
+    def unknown_responders(self, known: Sequence[str]) -> list[str]:
+        """The names in `replies` that are no agent or team of `known`."""
+        named = self.replies if isinstance(self.replies, list) else []
+        listing = ", ".join(known) or "none"
+        return [
+            f"voice.replies: {name!r} is no agent or team (known: {listing})" for name in named if name not in known
+        ]
 
     def replies_for(self, entity: str) -> bool:
         """Whether `entity` answers voice messages with voice too, as config.yaml says (a room may differ)."""

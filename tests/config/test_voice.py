@@ -52,7 +52,8 @@ def test_voice_refuses_what_cannot_speak(voice: str, message: str):
 
 
 def test_voice_replies_named_are_for_those_agents_only():
-    voice = _config("{tts: {}, replies: [helper]}").voice
+    text = "agents: {helper: {display_name: H}, helper2: {display_name: H2}}\nvoice: {tts: {}, replies: [helper]}\n"
+    voice = parse_config_text(text, "config.yaml", {}).voice
 
     assert voice.replies_for("helper")
     assert not voice.replies_for("helper2") and not voice.replies_for("Helper")
@@ -61,3 +62,21 @@ def test_voice_replies_named_are_for_those_agents_only():
 def test_voice_replies_are_off_by_default_even_with_a_service():
     assert not _config("{tts: {}}").voice.replies_for("helper")
     assert not _config("{}").voice.replies_for("helper")
+
+
+@pytest.mark.parametrize("name", ["helper2", "Helper", "helpe", "router"])
+def test_voice_replies_naming_no_agent_or_team_is_an_error(name: str):
+    text = f"agents: {{helper: {{display_name: H}}}}\nvoice: {{tts: {{}}, replies: [helper, {name}]}}\n"
+
+    with pytest.raises(ConfigError, match=f"voice.replies: '{name}' is no agent or team \\(known: helper\\)"):
+        parse_config_text(text, "config.yaml", {})
+
+
+def test_voice_replies_may_name_a_team():
+    text = (
+        "agents: {a: {display_name: A}, b: {display_name: B}}\n"
+        "teams: {duo: {display_name: Duo, role: Both, agents: [a, b]}}\n"
+        "voice: {tts: {}, replies: [duo, a]}\n"
+    )
+
+    assert parse_config_text(text, "config.yaml", {}).voice.replies_for("duo")

@@ -140,8 +140,8 @@ async def test_voice_reply_a_failed_speech_call_leaves_the_text_answer_alone(e2e
     assert not any("speech" in body.lower() or "503" in body for body in bodies)
 
 
-async def test_voice_reply_an_agent_not_named_in_replies_answers_in_text_only(e2e: E2E):
-    human, room_id, agent_id = await _world(e2e, {"tts": _tts(e2e), "replies": ["someone_else"]})
+async def test_voice_reply_a_speech_service_alone_turns_no_replies_on(e2e: E2E):
+    human, room_id, agent_id = await _world(e2e, {"tts": _tts(e2e)})
 
     root = await _send_voice(human, room_id, ogg_opus_tone(0.5))
     await human.wait_for(_kind(root, agent_id, "m.text"))
