@@ -214,15 +214,17 @@ async def daemon_single(
     root: Path,
     env: dict[str, str] | None = None,
     defaults: dict[str, Any] | None = None,
+    sections: dict[str, Any] | None = None,
 ) -> dict[str, float]:
     """One agent with the no-op hooks: latencies, CPU per message, RSS, cold start; `env` adds to the daemon's,
-    `defaults` to its config's `defaults:`."""
+    `defaults` to its config's `defaults:`, `sections` top-level sections (`voice:`) to its config."""
     tag = secrets.token_hex(3)
     workdir = root / f"single{tag}"
     _noop_plugin(workdir / "plugins" / "noop")
     room_key = f"lat{tag}"
     config = _config(model.base_url, human.user_id, {"solo": room_key})
     config["defaults"].update(defaults or {})
+    config.update(sections or {})
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     process, cold_start = _start_daemon(workdir, hs, f"b{tag}_", {"MINDROOM_API": "false", **(env or {})})
     _drain(process)

@@ -93,6 +93,15 @@ SMOKES = [
         (rf"^this\s+median p50\s+{NUMBER} ms",),
     ),
     Smoke(
+        "voice_replies.py",
+        {"BENCH_ROUNDS": "1", "BENCH_MESSAGES": "1"},
+        (
+            rf"^no-speech\s+median p50\s+{NUMBER} ms",
+            rf"^speech\s+median p50\s+{NUMBER} ms",
+            r"^speech requests made by text turns: 0$",
+        ),
+    ),
+    Smoke(
         "thread_summaries.py",
         {"BENCH_ROUNDS": "1", "BENCH_MESSAGES": "2"},
         (rf"^none\s+median p50\s+{NUMBER} ms", rf"^every\s+median p50\s+{NUMBER} ms"),
