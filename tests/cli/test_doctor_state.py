@@ -121,7 +121,7 @@ def test_doctor_state_on_sqlite_names_the_files_and_a_free_lock(tmp_path):
 
     _, lines = _doctor(config)
 
-    assert lines["state"].startswith("ok") and f"SQLite in {state_dir}: 8 databases" in lines["state"]
+    assert lines["state"].startswith("ok") and f"SQLite in {state_dir}: 9 databases" in lines["state"]
     assert "readable and private" in lines["state"]
     assert lines["state lock"].startswith("ok") and "free: no daemon runs on this state" in lines["state lock"]
     assert f"the last was host {socket.gethostname()}, pid {os.getpid()}" in lines["state lock"]
