@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from mindroom.ai.model_recipes import PLACEHOLDER_API_KEY
 from mindroom.config.voice import TextToSpeechConfig
 from mindroom.errors import MindroomError
-from mindroom.logging_config import get_logger
+from mindroom.logging_config import get_logger, register_secret_values
 
 __all__ = ["SpeechError", "spoken_text", "synthesize"]
 
@@ -54,6 +54,8 @@ async def synthesize(service: TextToSpeechConfig, text: str, env: Mapping[str, s
     api_key = service.api_key or (PLACEHOLDER_API_KEY if base_url is not None else env.get("OPENAI_API_KEY"))
     if not api_key:
         raise SpeechError("no key for the speech service (voice.tts.api_key or OPENAI_API_KEY)")
+    if api_key != PLACEHOLDER_API_KEY:
+        register_secret_values([api_key])  # an error the service echoes it in stays out of the log
     import openai  # kept off the daemon's start (see `mindroom.ai.models`)
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=_SPEECH_TIMEOUT_S, max_retries=0)

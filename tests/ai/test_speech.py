@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
 from mindroom import ai
 from mindroom.config.voice import TextToSpeechConfig
+from mindroom.logging_config import redact_value
 from mindroom.testing.model_server import ScriptedModelServer
 
 
@@ -60,3 +62,15 @@ async def test_speech_of_openai_itself_without_any_key_is_refused_before_a_reque
 )
 def test_speech_spoken_text(text: str, limit: int, spoken: str):
     assert ai.spoken_text(text, limit) == spoken
+
+
+@pytest.mark.asyncio
+async def test_speech_key_never_reaches_the_log_when_the_service_echoes_it(model_server: ScriptedModelServer):
+    key = "plain-speech-pass-4242"  # no token shape: only its registration keeps it out
+    model_server.speech.fail(401, f"Incorrect API key provided: {key}")
+
+    with capture_logs() as logs, pytest.raises(ai.SpeechError):
+        await ai.synthesize(_service(model_server, api_key=key), "Hello.", {})
+
+    rendered = [redact_value(entry) for entry in logs]
+    assert rendered and key not in str(rendered)
