@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mindroom.hidden_imports import hidden_while_importing
 from mindroom.oauth.errors import OAuthError
-from mindroom.oauth.providers import OAuthProvider
+from mindroom.oauth.providers import ResolvedProvider
 from mindroom.oauth.vault import OAuthTokens
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def http_client(timeout_s: float = TIMEOUT_S) -> httpx.AsyncClient:
     return client
 
 
-def _authenticated(provider: OAuthProvider, form: dict[str, str]) -> tuple[dict[str, str], httpx.Auth | None]:
+def _authenticated(provider: ResolvedProvider, form: dict[str, str]) -> tuple[dict[str, str], httpx.Auth | None]:
     if provider.auth_method == "client_secret_basic" and provider.client_secret:
         return form, httpx_module().BasicAuth(provider.client_id, provider.client_secret)
     form = {**form, "client_id": provider.client_id}
@@ -48,7 +48,7 @@ def _authenticated(provider: OAuthProvider, form: dict[str, str]) -> tuple[dict[
     return form, None
 
 
-async def _token_request(provider: OAuthProvider, form: dict[str, str], action: str) -> dict[str, Any]:
+async def _token_request(provider: ResolvedProvider, form: dict[str, str], action: str) -> dict[str, Any]:
     httpx = httpx_module()
     data, auth = _authenticated(provider, form)
     headers = {"Accept": "application/json"}
@@ -69,7 +69,7 @@ async def _token_request(provider: OAuthProvider, form: dict[str, str], action: 
     return body
 
 
-def _tokens(provider: OAuthProvider, body: dict[str, Any], previous: OAuthTokens | None = None) -> OAuthTokens:
+def _tokens(provider: ResolvedProvider, body: dict[str, Any], previous: OAuthTokens | None = None) -> OAuthTokens:
     expires_in = body.get("expires_in")
     expires_at = time.time() + float(expires_in) if isinstance(expires_in, int | float | str) and expires_in else None
     return OAuthTokens(
@@ -83,7 +83,7 @@ def _tokens(provider: OAuthProvider, body: dict[str, Any], previous: OAuthTokens
     )
 
 
-async def exchange_code(provider: OAuthProvider, code: str, verifier: str) -> OAuthTokens:
+async def exchange_code(provider: ResolvedProvider, code: str, verifier: str) -> OAuthTokens:
     """Trade an authorization code (and its PKCE verifier) for tokens; `OAuthError` when refused."""
     form = {
         "grant_type": "authorization_code",
@@ -94,7 +94,7 @@ async def exchange_code(provider: OAuthProvider, code: str, verifier: str) -> OA
     return _tokens(provider, await _token_request(provider, form, "code exchange"))
 
 
-async def refresh_tokens(provider: OAuthProvider, tokens: OAuthTokens) -> OAuthTokens:
+async def refresh_tokens(provider: ResolvedProvider, tokens: OAuthTokens) -> OAuthTokens:
     """New tokens from the refresh token, at the token endpoint they came from; `OAuthError` when refused."""
     if not tokens.refresh_token:
         raise OAuthError(f"{provider.id}: the access token expired and there is no refresh token")
@@ -104,7 +104,7 @@ async def refresh_tokens(provider: OAuthProvider, tokens: OAuthTokens) -> OAuthT
     return _tokens(provider, await _token_request(provider, form, "refresh"), tokens)
 
 
-async def revoke_tokens(provider: OAuthProvider, tokens: OAuthTokens) -> bool:
+async def revoke_tokens(provider: ResolvedProvider, tokens: OAuthTokens) -> bool:
     """Revoke the tokens at the provider's RFC 7009 endpoint (refresh token first); False when it has none."""
     if not provider.revocation_url:
         return False

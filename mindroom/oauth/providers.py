@@ -19,7 +19,7 @@ from mindroom.config.oauth import OAuthProviderConfig, read_client_seeds
 from mindroom.logging_config import register_secret_values
 from mindroom.oauth.errors import OAuthError
 
-__all__ = ["BUILTIN_ENDPOINTS", "CALLBACK_PATH", "OAuthProvider", "callback_base", "resolve_providers"]
+__all__ = ["BUILTIN_ENDPOINTS", "CALLBACK_PATH", "ResolvedProvider", "callback_base", "resolve_providers"]
 
 CALLBACK_PATH = "/api/oauth/{provider}/callback"
 _DEFAULT_PORT = "8765"
@@ -40,8 +40,11 @@ BUILTIN_ENDPOINTS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
 
 
 @dataclass(frozen=True, slots=True)
-class OAuthProvider:
-    """One provider, ready for a flow: where to authorize, exchange, refresh and revoke, and the app's client."""
+class ResolvedProvider:
+    """One provider, ready for a flow: where to authorize, exchange, refresh and revoke, and the app's client.
+
+    Not MindRoom's plugin-facing `OAuthProvider` (providers from plugins are not offered here yet).
+    """
 
     id: str
     display_name: str
@@ -68,7 +71,7 @@ def callback_base(env: Mapping[str, str]) -> str:
 
 def _one(
     provider_id: str, entry: OAuthProviderConfig | None, env: Mapping[str, str], seeds: Mapping[str, Any]
-) -> OAuthProvider | str:
+) -> ResolvedProvider | str:
     known = BUILTIN_ENDPOINTS.get(provider_id, {})
     values = {**known, **(entry.model_dump(exclude_none=True, exclude={"client_secret"}) if entry else {})}
     where = f"oauth_providers.{provider_id}"
@@ -88,7 +91,7 @@ def _one(
         )
     register_secret_values([client_secret])
     redirect = values.get("redirect_uri") or (seed.redirect_uri if seed else None)
-    return OAuthProvider(
+    return ResolvedProvider(
         id=provider_id,
         display_name=values.get("display_name") or provider_id,
         authorization_url=values["authorization_url"],
@@ -106,7 +109,7 @@ def _one(
 
 def resolve_providers(
     entries: Mapping[str, OAuthProviderConfig], env: Mapping[str, str], config_dir: Path
-) -> tuple[dict[str, OAuthProvider], list[str]]:
+) -> tuple[dict[str, ResolvedProvider], list[str]]:
     """The usable providers by id, and why each named one is not (each problem names its key or seed).
 
     A provider is named by an `oauth_providers` entry or by a `<provider>_oauth_client` seed. `OAuthError`
@@ -116,7 +119,7 @@ def resolve_providers(
         seeds = read_client_seeds(env, config_dir)
     except ValueError as error:
         raise OAuthError(str(error)) from None
-    providers: dict[str, OAuthProvider] = {}
+    providers: dict[str, ResolvedProvider] = {}
     problems: list[str] = []
     for provider_id in sorted({*entries, *seeds}):
         resolved = _one(provider_id, entries.get(provider_id), env, seeds)

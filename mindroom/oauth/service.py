@@ -18,7 +18,7 @@ from mindroom.logging_config import get_logger
 from mindroom.oauth.errors import OAuthConnectionRequiredError, OAuthError
 from mindroom.oauth.exchange import exchange_code, refresh_tokens, revoke_tokens
 from mindroom.oauth.flow import PendingFlows
-from mindroom.oauth.providers import OAuthProvider, callback_base, resolve_providers
+from mindroom.oauth.providers import ResolvedProvider, callback_base, resolve_providers
 from mindroom.oauth.vault import TokenVault
 
 __all__ = ["AUTHORIZE_PATH", "REFRESH_MARGIN_S", "OAuthConnections", "connections_for", "provide_connections"]
@@ -48,11 +48,11 @@ class OAuthConnections:
         self._config_dir = config_dir
         self._refreshing: dict[tuple[str, str], asyncio.Lock] = {}
 
-    def providers(self) -> tuple[dict[str, OAuthProvider], list[str]]:
+    def providers(self) -> tuple[dict[str, ResolvedProvider], list[str]]:
         """The usable providers of the live config, and why the others are not."""
         return resolve_providers(self._entries(), self._env, self._config_dir)
 
-    def provider(self, provider_id: str) -> OAuthProvider:
+    def provider(self, provider_id: str) -> ResolvedProvider:
         """The usable provider of this id; `OAuthError` saying why not (unknown, or not set up)."""
         providers, problems = self.providers()
         if provider_id in providers:
