@@ -21,6 +21,8 @@ __all__ = [
     "PLUGIN_MANIFEST_FILENAME",
     "ROUTER_AGENT_NAME",
     "SCHEDULE_ID_KEY",
+    "STREAM_STATUS_KEY",
+    "STREAM_STATUS_STREAMING",
     "SYNTHETIC_DEPTH_KEY",
     "VOICE_PREFIX",
     "RuntimePaths",
@@ -39,6 +41,10 @@ HOPS_KEY = "com.mindroom.hops"
 """On a bot's answer: how many bot answers led to it (1 for an answer to a person), to stop bots looping."""
 HANDOFF_KEY = "com.mindroom.handoff"
 """On a question one agent hands to another: the agent it is for (answered within the asking turn, not by sync)."""
+STREAM_STATUS_KEY = "io.mindroom.stream_status"
+"""MindRoom's key on a reply saying whether it is still being written; this daemon's replies do not carry it."""
+STREAM_STATUS_STREAMING = "streaming"
+"""MindRoom's `STREAM_STATUS_KEY` value while a reply is being streamed."""
 PLUGIN_MANIFEST_FILENAME = "mindroom.plugin.json"
 DEFAULT_CONFIG_FILENAME = "config.yaml"
 DEFAULT_STORAGE_DIRNAME = "mindroom_data"
@@ -106,6 +112,10 @@ class RuntimePaths:
         if name in self.env_values:
             return self.env_values[name]
         return os.environ.get(name, default)
+
+    def env_value(self, name: str, *, default: str | None = None) -> str | None:
+        """MindRoom's name for `env`."""
+        return self.env(name, default)
 
     @classmethod
     def for_directory(cls, root: Path) -> RuntimePaths:

@@ -34,7 +34,9 @@
     │   ├── SecretStorageError      a secret does not open with that key (ValueError)  (matrix.crypto.secret_storage)
     │   ├── SealError               a sealed crypto item does not open (also ValueError)  (matrix.crypto.sealing)
     │   ├── MatrixEncryptionError   an event for an encrypted room could not be encrypted (so it was not sent)
-    │   └── ThreadTagError          a thread tag is not read or written: bad name, no power  (matrix.thread_tags)
+    │   ├── ThreadTagError          a thread tag is not read or written: bad name, no power  (matrix.thread_tags)
+    │   └── AgentMessageSnapshotUnavailable   MindRoom's "latest message unreadable" (also RuntimeError); never
+    │                               raised here: the daemon reads it from memory  (matrix.cache.agent_message_snapshot)
     ├── StateError                the daemon's state cannot be used  (state.errors)
     │   ├── StateLockedError      another daemon holds the state; names it (host, pid, since when)
     │   └── StateLostError        the state's lock was lost while running

@@ -403,6 +403,7 @@ LAYERS = [
     "plugin_api",
     "workspaces",
     "thread_export",
+    "runtime_resolution",
     "cli",  # with `mindroom.__main__`, which runs it
     "testing",
 ]

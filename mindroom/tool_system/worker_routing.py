@@ -7,11 +7,27 @@ there are no private per-requester copies of an agent and no worker processes to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from mindroom.tool_system.runtime_context import (
+    ResolvedWorkerTarget,
+    ToolExecutionIdentity,
+    build_execution_identity_from_runtime_context,
+    get_tool_runtime_context,
+)
 from mindroom.tool_system.spec import workspace_dir
 
-__all__ = ["agent_workspace_root_path", "private_instance_state_root_for_requester"]
+__all__ = [
+    "ResolvedWorkerTarget",
+    "ToolExecutionIdentity",
+    "WorkerScope",
+    "agent_workspace_root_path",
+    "get_tool_execution_identity",
+    "private_instance_state_root_for_requester",
+]
+
+WorkerScope = Literal["shared", "user", "user_agent"]
+"""MindRoom's scopes of a worker (who shares one); none of them applies here, where there are no workers."""
 
 
 def agent_workspace_root_path(base_storage_path: Path, agent_name: str) -> Path:
@@ -25,3 +41,9 @@ def private_instance_state_root_for_requester(
     """Where a requester's private copy of an agent keeps its state: None, since there are no private copies."""
     del base_storage_path, requester_id, agent_name, worker_scope, runtime_paths
     return None
+
+
+def get_tool_execution_identity() -> ToolExecutionIdentity | None:
+    """The identity the running tool call runs as (agent, requester, conversation); None outside a tool call."""
+    context = get_tool_runtime_context()
+    return build_execution_identity_from_runtime_context(context) if context is not None else None

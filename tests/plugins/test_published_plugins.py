@@ -6,6 +6,7 @@ Each test stands for one plugin's use (named in its docstring): the shapes are M
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -179,7 +180,7 @@ def test_published_plugin_with_type_statements_loads_on_python_312(tmp_path):
     assert get_hook_metadata(callback).hook_name == "thread-goal-context"
 
 
-@pytest.mark.parametrize("module", ["mindroom.config.entity_view", "mindroom.runtime_resolution"])
+@pytest.mark.parametrize("module", ["mindroom.config.entity_view"])
 def test_published_modules_left_out_are_named_with_the_reason_in_the_docs(module):
     listed = DOC.split("### Compatibility list", 1)[1]
     reasons = listed.split("Not provided, because", 1)[1].split("Not provided either", 1)[0]
@@ -439,3 +440,125 @@ def test_published_sandbox_proxy_is_never_called_here_and_the_docs_say_so(tmp_pa
     assert sandbox_proxy.sandbox_proxy_enabled_for_tool("shell", runtime_paths=paths) is False
     (row,) = [line for line in DOC.splitlines() if line.startswith("| agent-vault-bridge |")]
     assert "`sandbox_proxy._call_proxy_sync`" in row and "no effect" in row
+
+
+def test_published_workloop_plugin_loads(tmp_path):
+    """workloop's modules import these names at their tops (its hooks module and its tools module)."""
+    folder = tmp_path / "workloop"
+    folder.mkdir()
+    (folder / "mindroom.plugin.json").write_text(json.dumps({"name": "workloop", "hooks_module": "hooks.py"}))
+    (folder / "hooks.py").write_text(
+        textwrap.dedent(
+            """
+            from mindroom.constants import STREAM_STATUS_KEY, STREAM_STATUS_STREAMING
+            from mindroom.hooks import AgentLifecycleContext, hook
+            from mindroom.matrix.cache import AgentMessageSnapshotUnavailable as Unavailable
+            from mindroom.matrix.cache.agent_message_snapshot import AgentMessageSnapshotUnavailable
+            from mindroom.matrix.identity import MatrixID
+            from mindroom.runtime_resolution import resolve_agent_runtime
+            from mindroom.tool_system.worker_routing import agent_workspace_root_path
+
+            assert Unavailable is AgentMessageSnapshotUnavailable
+
+            @hook(event="agent:started", name="workloop-auto-poke-start")
+            async def start_auto_poke(ctx: AgentLifecycleContext) -> None:
+                pass
+            """
+        )
+    )
+
+    plugin = load_plugin_dir(folder)
+
+    (callback,) = plugin.discovered_hooks
+    assert get_hook_metadata(callback).hook_name == "workloop-auto-poke-start"
+
+
+def test_published_matrix_id_of_an_agent_is_the_account_the_daemon_keeps(tmp_path, monkeypatch):
+    """workloop finds each agent's messages by `MatrixID.from_agent(name, domain, runtime_paths).full_id`."""
+    from mindroom.matrix.credentials import CredentialStore
+    from mindroom.matrix.identity import MatrixID
+
+    monkeypatch.delenv("MINDROOM_ACCOUNT_PREFIX", raising=False)
+    paths = RuntimePaths(tmp_path / "config.yaml", tmp_path, {})
+    prefixed = RuntimePaths(tmp_path / "config.yaml", tmp_path, {"MINDROOM_ACCOUNT_PREFIX": "team1_"})
+    CredentialStore(tmp_path).save("code", BotCredentials("@renamed_code:hs.example", "D", "token", "pw"))
+
+    assert MatrixID.from_agent("code", "localhost", paths).full_id == "@renamed_code:hs.example"  # its stored account
+    assert MatrixID.from_agent("research", "localhost", paths).full_id == "@mindroom_research:localhost"
+    assert str(MatrixID.from_agent("research", "localhost", prefixed)) == "@team1_research:localhost"
+    assert MatrixID.from_agent("Research", "hs.example").full_id == "@mindroom_research:hs.example"
+    assert MatrixID.parse("@alice:example.org:8448") == MatrixID.from_username("alice", "example.org:8448")
+    for bad in ("alice:example.org", "@alice", "@:example.org", "@alice:", ""):
+        with pytest.raises(ValueError, match="is not a Matrix user id"):
+            MatrixID.parse(bad)
+    with pytest.raises(ValueError, match=r"'\.\./code'"):
+        MatrixID.from_agent("../code", "localhost", paths)
+
+
+def test_published_runtime_resolution_gives_a_shared_agents_folders(tmp_path):
+    """workloop resolves the workspace of a private agent with `resolve_agent_runtime`; every agent here is
+    resolved as MindRoom resolves a shared one: the same folders whoever asks."""
+    from mindroom.config.agent import AgentConfig
+    from mindroom.config.main import Config
+    from mindroom.runtime_resolution import resolve_agent_runtime, resolve_agent_storage
+    from mindroom.tool_system.runtime_context import ToolExecutionIdentity
+
+    config = Config(
+        agents={
+            "code": AgentConfig(display_name="Code"),
+            "notes": AgentConfig(display_name="Notes", memory_backend="file"),
+        }
+    )
+    paths = RuntimePaths(tmp_path / "config.yaml", tmp_path / "data", {})
+    alice = ToolExecutionIdentity("matrix", "code", "@alice:hs", "!r", "$t", "$t", "s1")
+    bob = ToolExecutionIdentity("matrix", "code", "@bob:hs", "!r", "$t", "$t", "s2")
+
+    runtime = resolve_agent_runtime("code", config, paths, execution_identity=alice, create=True)
+    notes = resolve_agent_runtime("notes", config, paths, None)
+
+    workspace = (tmp_path / "data" / "workspaces" / "code").resolve()
+    assert runtime.workspace is not None and runtime.workspace.root == workspace == runtime.tool_base_dir
+    assert workspace.is_dir() and workspace.stat().st_mode & 0o777 == 0o700
+    assert runtime.file_memory_root is None
+    assert (runtime.execution.is_private, runtime.execution.worker_key, runtime.execution.execution_identity) == (
+        False,
+        None,
+        alice,
+    )
+    assert resolve_agent_runtime("code", config, paths, bob).workspace == runtime.workspace  # whoever asks
+    assert runtime.state_root == runtime.session_state_root == (tmp_path / "data" / "sessions").resolve()
+    assert notes.file_memory_root == notes.tool_base_dir and not notes.tool_base_dir.exists()  # not created
+    for ghost in ("ghost", "Code", "code "):
+        with pytest.raises(ValueError, match=re.escape(repr(ghost))):
+            resolve_agent_storage(ghost, config, paths, None)
+
+
+def test_published_tool_execution_identity_is_the_running_calls(tmp_path):
+    from mindroom.hooks import HookRegistry
+    from mindroom.tool_system.runtime_context import ToolRuntimeContext, tool_runtime_context
+    from mindroom.tool_system.worker_routing import get_tool_execution_identity
+
+    context = ToolRuntimeContext(HookRegistry.empty(), "code", "!r", "$t", requester_id="@alice:hs")
+
+    with tool_runtime_context(context):
+        identity = get_tool_execution_identity()
+
+    assert identity is not None and (identity.agent_name, identity.requester_id, identity.room_id) == (
+        "code",
+        "@alice:hs",
+        "!r",
+    )
+    assert get_tool_execution_identity() is None
+
+
+def test_published_stream_status_is_mindrooms_and_the_docs_say_replies_here_lack_it():
+    """workloop skips an agent whose latest message has `io.mindroom.stream_status: streaming`."""
+    from mindroom.constants import STREAM_STATUS_KEY, STREAM_STATUS_STREAMING
+    from mindroom.hooks import AgentMessageSnapshot
+    from mindroom.matrix.cache import AgentMessageSnapshot as CacheSnapshot
+    from mindroom.matrix.cache import AgentMessageSnapshotUnavailable
+
+    assert (STREAM_STATUS_KEY, STREAM_STATUS_STREAMING) == ("io.mindroom.stream_status", "streaming")
+    assert CacheSnapshot is AgentMessageSnapshot and issubclass(AgentMessageSnapshotUnavailable, RuntimeError)
+    (row,) = [line for line in DOC.splitlines() if line.startswith("| workloop |")]
+    assert "`io.mindroom.stream_status`" in row
