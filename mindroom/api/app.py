@@ -17,6 +17,7 @@ from mindroom import __version__
 from mindroom.api.app_context import ApiContext
 from mindroom.api.approval_routes import approval_router
 from mindroom.api.config_routes import config_router
+from mindroom.api.connection_routes import connection_router
 from mindroom.api.docs_page import add_docs
 from mindroom.api.limits import BodyLimit
 from mindroom.api.oauth_routes import oauth_router
@@ -94,6 +95,7 @@ def create_app(ctx: ApiContext, collector: "MetricsCollector | None" = None) -> 
     app.include_router(approval_router(ctx))
     app.include_router(usage_router(ctx))
     app.include_router(thread_router(ctx))
+    app.include_router(connection_router(ctx))
     app.include_router(oauth_router(ctx))
     add_docs(app, ctx)
 

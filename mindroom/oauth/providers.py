@@ -19,7 +19,15 @@ from mindroom.config.oauth import OAuthProviderConfig, read_client_seeds
 from mindroom.logging_config import register_secret_values
 from mindroom.oauth.errors import OAuthError
 
-__all__ = ["BUILTIN_ENDPOINTS", "CALLBACK_PATH", "ResolvedProvider", "callback_base", "resolve_providers"]
+__all__ = [
+    "BUILTIN_ENDPOINTS",
+    "CALLBACK_PATH",
+    "ProviderState",
+    "ResolvedProvider",
+    "callback_base",
+    "provider_states",
+    "resolve_providers",
+]
 
 CALLBACK_PATH = "/api/oauth/{provider}/callback"
 _DEFAULT_PORT = "8765"
@@ -107,24 +115,47 @@ def _one(
     )
 
 
-def resolve_providers(
-    entries: Mapping[str, OAuthProviderConfig], env: Mapping[str, str], config_dir: Path
-) -> tuple[dict[str, ResolvedProvider], list[str]]:
-    """The usable providers by id, and why each named one is not (each problem names its key or seed).
+@dataclass(frozen=True, slots=True)
+class ProviderState:
+    """One provider named by the config or a seed: its name, and either its resolved form or why it is not usable."""
 
-    A provider is named by an `oauth_providers` entry or by a `<provider>_oauth_client` seed. `OAuthError`
-    when the seeds themselves cannot be read.
+    id: str
+    display_name: str
+    resolved: ResolvedProvider | None
+    problem: str | None = None
+
+
+def provider_states(
+    entries: Mapping[str, OAuthProviderConfig], env: Mapping[str, str], config_dir: Path
+) -> dict[str, ProviderState]:
+    """Every provider an `oauth_providers` entry or a `<provider>_oauth_client` seed names, by id (sorted).
+
+    `OAuthError` when the seeds themselves cannot be read.
     """
     try:
         seeds = read_client_seeds(env, config_dir)
     except ValueError as error:
         raise OAuthError(str(error)) from None
-    providers: dict[str, ResolvedProvider] = {}
-    problems: list[str] = []
+    states: dict[str, ProviderState] = {}
     for provider_id in sorted({*entries, *seeds}):
-        resolved = _one(provider_id, entries.get(provider_id), env, seeds)
+        entry = entries.get(provider_id)
+        resolved = _one(provider_id, entry, env, seeds)
         if isinstance(resolved, str):
-            problems.append(resolved)
+            builtin = BUILTIN_ENDPOINTS.get(provider_id, {})
+            named = (entry.display_name if entry else None) or builtin.get("display_name")
+            states[provider_id] = ProviderState(provider_id, named or provider_id, None, resolved)
         else:
-            providers[provider_id] = resolved
-    return providers, problems
+            states[provider_id] = ProviderState(provider_id, resolved.display_name, resolved)
+    return states
+
+
+def resolve_providers(
+    entries: Mapping[str, OAuthProviderConfig], env: Mapping[str, str], config_dir: Path
+) -> tuple[dict[str, ResolvedProvider], list[str]]:
+    """The usable providers by id, and why each named one is not (each problem names its key or seed).
+
+    `OAuthError` when the seeds themselves cannot be read.
+    """
+    states = provider_states(entries, env, config_dir).values()
+    providers = {state.id: state.resolved for state in states if state.resolved is not None}
+    return providers, [state.problem for state in states if state.problem is not None]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -18,16 +19,34 @@ from mindroom.logging_config import get_logger
 from mindroom.oauth.errors import OAuthConnectionRequiredError, OAuthError
 from mindroom.oauth.exchange import exchange_code, refresh_tokens, revoke_tokens
 from mindroom.oauth.flow import PendingFlows
-from mindroom.oauth.providers import ResolvedProvider, callback_base, resolve_providers
+from mindroom.oauth.providers import ProviderState, ResolvedProvider, callback_base, provider_states, resolve_providers
 from mindroom.oauth.vault import TokenVault
 
-__all__ = ["AUTHORIZE_PATH", "REFRESH_MARGIN_S", "OAuthConnections", "connections_for", "provide_connections"]
+__all__ = [
+    "AUTHORIZE_PATH",
+    "REFRESH_MARGIN_S",
+    "Disconnection",
+    "OAuthConnections",
+    "connections_for",
+    "provide_connections",
+]
 
 logger = get_logger(__name__)
 
 REFRESH_MARGIN_S = 60.0
 """An access token ending sooner than this is refreshed before it is handed out."""
 AUTHORIZE_PATH = "/api/oauth/{provider}/authorize"
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnection:
+    """What a disconnect did: whether there was a connection, whether the provider revoked it, and why not."""
+
+    person: str
+    provider: str
+    found: bool
+    revoked: bool = False
+    problem: str | None = None
 
 
 class OAuthConnections:
@@ -47,6 +66,10 @@ class OAuthConnections:
         self._env = env
         self._config_dir = config_dir
         self._refreshing: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def states(self) -> dict[str, ProviderState]:
+        """Every provider the live config or a seed names, usable or not (and why not)."""
+        return provider_states(self._entries(), self._env, self._config_dir)
 
     def providers(self) -> tuple[dict[str, ResolvedProvider], list[str]]:
         """The usable providers of the live config, and why the others are not."""
@@ -120,8 +143,12 @@ class OAuthConnections:
                 logger.info("OAuth token refreshed", requester=person, provider=provider.id)
             return tokens.access_token
 
-    async def disconnect(self, person: str, provider_id: str) -> str:
-        """Revoke the person's tokens at the provider (when it has an RFC 7009 endpoint) and forget them."""
+    async def revoke_and_forget(self, person: str, provider_id: str) -> Disconnection:
+        """Revoke the person's tokens at the provider (when it has an RFC 7009 endpoint) and forget them.
+
+        The connection is forgotten even when the provider cannot revoke it (then `problem` says why), or when
+        its tokens no longer open.
+        """
         tokens = await asyncio.to_thread(self.vault.load, person, provider_id)
         revoked, problem = False, None
         if tokens is not None:
@@ -129,13 +156,19 @@ class OAuthConnections:
                 revoked = await revoke_tokens(self.provider(provider_id), tokens)
             except OAuthError as error:
                 problem = str(error)
-        forgot = await asyncio.to_thread(self.vault.forget, person, provider_id)
-        if not forgot:
-            return f"You have no {provider_id} connection."
+        if not await asyncio.to_thread(self.vault.forget, person, provider_id):
+            return Disconnection(person, provider_id, found=False)
         logger.info("OAuth account disconnected", requester=person, provider=provider_id, revoked=revoked)
-        if problem:
-            return f"Disconnected {provider_id} here, but the provider did not revoke it: {problem}."
-        return f"Disconnected {provider_id}" + (" and revoked its tokens." if revoked else ".")
+        return Disconnection(person, provider_id, True, revoked, problem)
+
+    async def disconnect(self, person: str, provider_id: str) -> str:
+        """`revoke_and_forget`, told as the person reads it in chat."""
+        done = await self.revoke_and_forget(person, provider_id)
+        if not done.found:
+            return f"You have no {provider_id} connection."
+        if done.problem:
+            return f"Disconnected {provider_id} here, but the provider did not revoke it: {done.problem}."
+        return f"Disconnected {provider_id}" + (" and revoked its tokens." if done.revoked else ".")
 
     def connections(self, person: str) -> list[str]:
         """The providers the person is connected to."""

@@ -84,3 +84,7 @@ class TokenVault:
     def providers(self, person: str) -> list[str]:
         """The providers the person has tokens for."""
         return self._store.providers(person)
+
+    def connected(self) -> list[tuple[str, str]]:
+        """Every (person, provider) with tokens kept, sorted."""
+        return self._store.connected()

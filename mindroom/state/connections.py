@@ -27,5 +27,8 @@ class ConnectionStore(Protocol):
     def providers(self, person: str) -> list[str]:
         """The providers the person has a connection to, sorted."""
 
+    def connected(self) -> list[tuple[str, str]]:
+        """Every (person, provider) with a connection, sorted."""
+
     def close(self) -> None:
         """Release what the store holds of its own."""

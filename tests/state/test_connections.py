@@ -59,6 +59,7 @@ async def test_connections_sealed_tokens_round_trip_and_never_rest_in_clear(
     )
     assert again.load("@bob:x", "acme") is None
     assert again.providers("@alice:x") == ["acme", "github"]
+    assert again.connected() == [("@alice:x", "acme"), ("@alice:x", "github")]
     assert "alice-access-token-1" not in repr(alice)
     raw = _raw(data, url)
     assert raw and b"alice-access-token-1" not in raw and b"alice-refresh-token-1" not in raw

@@ -56,5 +56,10 @@ class PostgresConnectionStore:
         with self._lock:
             return sorted(provider for who, provider in self._values if who == person)
 
+    def connected(self) -> list[tuple[str, str]]:
+        """Every (person, provider) with a connection, sorted."""
+        with self._lock:
+            return sorted(self._values)
+
     def close(self) -> None:
         """Nothing of its own to close: the backend flushes and closes the connection."""

@@ -61,6 +61,14 @@ class SqliteConnectionStore:
             ).fetchall()
         return [row[0] for row in rows]
 
+    def connected(self) -> list[tuple[str, str]]:
+        """Every (person, provider) with a connection, sorted."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT person, provider FROM oauth_connections ORDER BY person, provider"
+            ).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
     def close(self) -> None:
         """Close the database."""
         with self._lock:
