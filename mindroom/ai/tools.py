@@ -2,6 +2,8 @@
 
 Every `Function` built here runs `mindroom.tool_system.calls.call_tool`, so the tool hooks wrap each call
 whatever the tool's origin. Build them once per agent and reuse them: the agent cache keys on their identity.
+A plugin toolkit's function may take agno's `agent` or `team` parameter: it gets the agno agent or team that
+runs the call (never a model argument, so the hooks do not see it); agno's other injected parameters are refused.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,6 +24,11 @@ if TYPE_CHECKING:
     from agno.tools.function import Function
 
 __all__ = ["agno_function", "agno_tools", "described", "foreign_tool_specs"]
+
+_CALLER_PARAMETERS = frozenset({"agent", "team"})
+_WANTS_CALLER = "_mindroom_wants_agno_caller"
+_caller: ContextVar[tuple[Any, Any]] = ContextVar("mindroom_agno_caller", default=(None, None))
+"""The agno agent and team running the current tool call, for the plugin functions that take them."""
 
 
 @functools.cache
@@ -109,11 +118,19 @@ def agno_function(spec: ToolSpec, agent_name: str) -> Function:
     async def entrypoint(**arguments: Any) -> str:
         return await call_tool(ready, agent_name, arguments)
 
+    # agno fills its `_agno_` parameters with the running agent and team; only tools that need them ask.
+    async def entrypoint_with_caller(_agno_agent: Any = None, _agno_team: Any = None, **arguments: Any) -> str:
+        token = _caller.set((_agno_agent, _agno_team))
+        try:
+            return await call_tool(ready, agent_name, arguments)
+        finally:
+            _caller.reset(token)
+
     return _function_class()(
         name=ready.name,
         description=ready.description,
         parameters=dict(ready.parameters or {}),
-        entrypoint=entrypoint,
+        entrypoint=entrypoint_with_caller if getattr(ready.function, _WANTS_CALLER, False) else entrypoint,
         skip_entrypoint_processing=True,
     )
 
@@ -128,19 +145,39 @@ def _spec_from_function(function: Function) -> ToolSpec:
     if entrypoint is None:
         msg = f"agno Function {function.name!r} has no entrypoint"
         raise ValueError(msg)
-    injected = sorted(set(inspect.signature(entrypoint).parameters) & _injected())
-    if injected:
-        msg = f"tool {function.name!r} takes agno framework parameters ({', '.join(injected)}), which it would not get"
+    injected = frozenset(inspect.signature(entrypoint).parameters) & _injected()
+    if injected - _CALLER_PARAMETERS:
+        names = ", ".join(sorted(injected - _CALLER_PARAMETERS))
+        msg = f"tool {function.name!r} takes agno framework parameters ({names}), which it would not get"
         raise ValueError(msg)
     prepared = function.model_copy()
     prepared.process_entrypoint()
+    run = prepared.entrypoint or entrypoint
     return ToolSpec(
         name=prepared.name,
-        function=prepared.entrypoint or entrypoint,
+        function=_given_caller(run, injected) if injected else run,
         description=prepared.description or "",
         parameters=dict(prepared.parameters),
         in_thread=not inspect.iscoroutinefunction(entrypoint),
     )
+
+
+def _given_caller(function: Callable[..., Any], wanted: frozenset[str]) -> Callable[..., Any]:
+    """`function` called with the model's arguments and the `agent` and/or `team` running the call."""
+
+    def caller() -> dict[str, Any]:
+        agent, team = _caller.get()
+        return {name: value for name, value in (("agent", agent), ("team", team)) if name in wanted}
+
+    async def call_async(**arguments: Any) -> Any:
+        return await function(**arguments, **caller())
+
+    def call(**arguments: Any) -> Any:
+        return function(**arguments, **caller())
+
+    chosen = call_async if inspect.iscoroutinefunction(function) else call
+    setattr(chosen, _WANTS_CALLER, True)
+    return chosen
 
 
 def foreign_tool_specs(value: Any) -> tuple[ToolSpec, ...] | None:

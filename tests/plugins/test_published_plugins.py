@@ -562,3 +562,61 @@ def test_published_stream_status_is_mindrooms_and_the_docs_say_replies_here_lack
     assert CacheSnapshot is AgentMessageSnapshot and issubclass(AgentMessageSnapshotUnavailable, RuntimeError)
     (row,) = [line for line in DOC.splitlines() if line.startswith("| workloop |")]
     assert "`io.mindroom.stream_status`" in row
+
+
+def test_published_workloop_toolkit_taking_agnos_agent_is_accepted_but_clashes_with_the_todo_group(tmp_path):
+    """workloop's toolkit methods take agno's injected `agent` (typed `Agent | Team`) before their own arguments,
+    and are named as the built-in `todo` group's tools (as MindRoom's own `todo` toolkit's are)."""
+    from mindroom.cli.plugin_check import check_plugin
+
+    folder = tmp_path / "workloop"
+    folder.mkdir()
+    manifest = {"name": "workloop", "hooks_module": "hooks.py", "tools_module": "tools.py"}
+    (folder / "mindroom.plugin.json").write_text(json.dumps(manifest))
+    (folder / "hooks.py").write_text(
+        "from mindroom.hooks import hook\n\n@hook('message:received')\nasync def x(ctx):\n    pass\n"
+    )
+    (folder / "tools.py").write_text(
+        textwrap.dedent(
+            """
+            from agno.agent import Agent
+            from agno.team.team import Team
+            from agno.tools import Toolkit
+            from mindroom.tool_system.metadata import (
+                SetupType, ToolCategory, ToolManagedInitArg, ToolStatus, register_tool_with_metadata,
+            )
+
+            class WorkloopTodoManager(Toolkit):
+                def __init__(self, runtime_paths=None):
+                    self._runtime_paths = runtime_paths
+                    super().__init__(name="workloop_todo_manager", tools=[self.plan, self.list_todos])
+
+                def plan(self, agent: Agent | Team, tasks: str) -> str:
+                    \"\"\"Create a plan.\"\"\"
+                    return tasks
+
+                def list_todos(self, agent: Agent | Team) -> str:
+                    \"\"\"List the plan.\"\"\"
+                    return ""
+
+            @register_tool_with_metadata(
+                name="workloop_todo_manager",
+                display_name="Workloop Todo Manager",
+                description="Plans.",
+                category=ToolCategory.PRODUCTIVITY,
+                status=ToolStatus.AVAILABLE,
+                setup_type=SetupType.NONE,
+                managed_init_args=(ToolManagedInitArg.RUNTIME_PATHS,),
+            )
+            def workloop_todo_manager_factory():
+                return WorkloopTodoManager
+            """
+        )
+    )
+
+    findings = [(finding.level, finding.message) for finding in check_plugin(folder)]
+
+    assert [message for level, message in findings if level == "error"] == [
+        f"tool {name!r} is defined by plugin toolkit 'workloop_todo_manager' and by built-in group 'todo'"
+        for name in ("plan", "list_todos")
+    ]

@@ -160,3 +160,57 @@ async def test_described_derives_schema_from_signature_and_docstring():
     assert spec.parameters["required"] == ["name"]
     assert spec.parameters["properties"]["name"]["description"] == "Who to greet."
     assert spec.function(name="x") == "x"
+
+
+async def test_agno_toolkit_function_gets_the_agno_agent_running_the_call(
+    model_server: ScriptedModelServer, scripted_model, storage_root
+):
+    """A plugin toolkit's function taking agno's `agent` (and `team`) gets the agent that runs the call; the model
+    and the hooks see only its own arguments."""
+    from agno.agent import Agent
+    from agno.team.team import Team
+    from agno.tools import Toolkit
+
+    from mindroom.ai.tools import foreign_tool_specs
+
+    class Planner(Toolkit):
+        def __init__(self) -> None:
+            super().__init__(name="planner", tools=[self.plan, self.note])
+
+        def plan(self, agent: Agent | Team, tasks: str) -> str:
+            """Plan the tasks.
+
+            Args:
+                agent: The calling agent.
+                tasks: What to do.
+            """
+            received.append(agent)
+            return f"{agent.name} plans {tasks}"
+
+        async def note(self, text: str, team: Team | None = None) -> str:
+            """Note something."""
+            return f"{text} (team: {team})"
+
+    seen, received = [], []
+
+    @hook(EVENT_TOOL_BEFORE_CALL)
+    async def gate(ctx):
+        seen.append(ctx.arguments)
+
+    specs = foreign_tool_specs(Planner())
+    tools = agno_tools(specs, "helper")
+    model_server.script(ToolCall("plan", {"tasks": "a, b"}), ToolCall("note", {"text": "done"}), Text("Planned."))
+    context = ToolRuntimeContext(HookRegistry.from_plugins([stub_plugin("audit", [gate])]), "helper")
+
+    with bind_runtime_context(context):
+        result = await generate(request(scripted_model, "plan it", tools), storage_root=storage_root, env={})
+    agent, _ = _agent_for(request(scripted_model, "plan it", tools), storage_root, {})
+
+    assert result.text == "Planned."
+    first, second, third = model_server.requests
+    schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in first["tools"]}
+    assert (list(schemas["plan"]["properties"]), list(schemas["note"]["properties"])) == (["tasks"], ["text"])
+    assert second["messages"][-1]["content"] == "Helper plans a, b"
+    assert received == [agent] and isinstance(agent, Agent)  # the cached agent that ran the turn
+    assert third["messages"][-1]["content"] == "done (team: None)"  # run by an agent, not a team
+    assert seen == [{"tasks": "a, b"}, {"text": "done"}]

@@ -123,13 +123,14 @@ def test_agno_function_needing_framework_parameters_is_a_catalogue_error(tmp_pat
     from agno.tools import tool
 
     @tool
-    def whoami(agent) -> str:
+    def whoami(agent, run_context, images) -> str:
         """Who is calling."""
         return agent.name
     '''
     plugin = make_plugin(tmp_path, "needy", source)
 
-    with pytest.raises(ToolCatalogError, match=r"plugin 'needy'.*framework parameters \(agent\)"):
+    # agno's `agent` and `team` are given; what else it injects is not
+    with pytest.raises(ToolCatalogError, match=r"plugin 'needy'.*framework parameters \(images, run_context\)"):
         build_tool_catalog(config(), [plugin], adapt=foreign_tool_specs)
 
 
