@@ -1,6 +1,6 @@
 """The built-in `file` tool: read, write and list files inside the agent's own workspace, and nowhere else.
 
-Every path is relative to `<storage_root>/workspaces/<agent>/`. `..` is resolved by name and may not climb
+Every path is relative to `<storage_root>/agents/<agent>/workspace/`. `..` is resolved by name and may not climb
 out of the workspace. A path is then opened one folder at a time from a descriptor of the workspace
 (`openat` with `O_NOFOLLOW | O_DIRECTORY`: the walk of `confined_open`), so checking and opening are one
 step: a link at any level is refused, and a folder swapped for a link between two calls (or during one) is

@@ -34,7 +34,8 @@ from mindroom.tool_system.sandbox.launch import (
     prepare_launch,
     start_launch,
 )
-from mindroom.tool_system.spec import WORKSPACES_DIRNAME, AgentToolEnvironment, ToolError, ToolSpec
+from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
+from mindroom.tool_system.workspace_layout import data_root_of
 from mindroom.tools import shell as shell_environment
 
 __all__ = ["SHELL_TOOL_NAMES", "STOP_GRACE_S", "run_command", "shell_tools"]
@@ -231,8 +232,9 @@ def shell_tools(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
     """The `shell` group: `run_shell_command(command)` in the agent's workspace."""
     settings = env.settings.shell
     workspace = env.workspace
-    # The workspace is <data>/workspaces/<agent>: the sandbox hides the rest of the data directory.
-    hidden = (workspace.parent.parent,) if workspace.parent.name == WORKSPACES_DIRNAME else ()
+    # The workspace is <data>/agents/<agent>/workspace: the sandbox hides the rest of the data directory.
+    data_root = data_root_of(workspace)
+    hidden = (data_root,) if data_root is not None else ()
     allowed = ", ".join(settings.allowed_commands) or "none"
 
     async def run_shell_command(command: str) -> str:

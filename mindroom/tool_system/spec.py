@@ -13,10 +13,10 @@ from typing import Any
 from mindroom.config.main import ToolsConfig
 from mindroom.errors import MindroomError
 from mindroom.state.attachments import AttachmentStore
+from mindroom.tool_system.workspace_layout import workspace_dir
 
 __all__ = [
     "RESERVED_PARAMETERS",
-    "WORKSPACES_DIRNAME",
     "AgentToolEnvironment",
     "IsolationLimits",
     "MessageSendFunction",
@@ -27,7 +27,6 @@ __all__ = [
     "workspace_dir",
 ]
 
-WORKSPACES_DIRNAME = "workspaces"
 # Parameter names the model layer fills itself and hides from the model, so a tool would never receive them.
 RESERVED_PARAMETERS = frozenset({"agent", "team", "run_context", "images", "videos", "audios", "files"})
 
@@ -115,8 +114,3 @@ class AgentToolEnvironment:
     joined_rooms: Callable[[], Collection[str]] = frozenset
     room_aliases: Callable[[], Mapping[str, str]] = dict
     attachments: AttachmentStore | None = None
-
-
-def workspace_dir(storage_root: Path, agent_name: str) -> Path:
-    """`<storage_root>/workspaces/<agent_name>/`: the only folder an agent's file and shell tools work in."""
-    return Path(storage_root).resolve() / WORKSPACES_DIRNAME / agent_name

@@ -20,6 +20,7 @@ from mindroom.matrix.thread_tags import RESOLVED_TAG, THREAD_TAGS_EVENT_TYPE, st
 from mindroom.matrix.transport import JsonReply
 from mindroom.tasks import TaskOwner
 from mindroom.testing.recording_client import RecordingClient, RecordingHomeserver
+from mindroom.tool_system.workspace_layout import workspace_dir
 
 ROOM, ALICE = "!room:localhost", "@alice:localhost"
 
@@ -164,7 +165,7 @@ async def test_answered_by_an_agent_keeping_thread_exports_writes_the_thread_int
     summaries.answered(config(agents=agents), Answering("helper", client), ROOM, root)
     await tasks.settled()
 
-    [written] = (tmp_path / "workspaces" / "helper" / "thread_exports").glob("*/*.json")
+    [written] = (workspace_dir(tmp_path, "helper") / "thread_exports").glob("*/*.json")
     assert [m["text"] for m in json.loads(written.read_text())["messages"]] == ["the build is red", "reply 0"]
     assert stat.S_IMODE(written.stat().st_mode) == 0o600
 

@@ -254,12 +254,13 @@ async def test_mindroom_config_developer_reads_its_context_files_and_its_compani
     dev = await e2e.human("dev")
     config = mindroom_config(e2e, "developer_and_companion.yaml", {"@dev:chat.example.net": dev.user_id})
     devbot, buddy = e2e.name("DevBot"), e2e.name("Buddy")
-    workspaces = e2e.storage / "workspaces"
-    (workspaces / devbot).mkdir(parents=True)
-    (workspaces / devbot / "AGENTS.md").write_text("Always run pytest with -q.\n")
-    (workspaces / devbot / "NOTES.md").write_text("The release is on Friday.\n")
-    (workspaces / buddy).mkdir(parents=True)
-    (workspaces / buddy / "MEMORY.md").write_text("Dev prefers short answers.\n")
+    mindroom_layout = e2e.storage / "agents" / devbot / "workspace"  # a MindRoom data directory's own folder
+    mindroom_layout.mkdir(parents=True)
+    (mindroom_layout / "AGENTS.md").write_text("Always run pytest with -q.\n")
+    (mindroom_layout / "NOTES.md").write_text("The release is on Friday.\n")
+    older_layout = e2e.storage / "workspaces" / buddy  # this daemon's earlier folder: moved into place at start
+    older_layout.mkdir(parents=True)
+    (older_layout / "MEMORY.md").write_text("Dev prefers short answers.\n")
     e2e.model_server.set_default(Text("Understood."))
     await e2e.start(config, watch=False)
     room = e2e.room_id(e2e.name("dev"))

@@ -9,6 +9,7 @@ import pytest
 
 from mindroom.private_files import shared_paths
 from mindroom.testing.model_server import Text, ToolCall
+from mindroom.tool_system.workspace_layout import workspace_dir
 from tests.integration.conftest import E2E
 from tests.integration.support import thread_replies
 
@@ -71,5 +72,5 @@ async def test_private_data_mindroom_run_keeps_plugin_state_and_workspaces_priva
     assert await daemon.terminate() == 0
 
     assert (e2e.storage / "plugins" / "remember" / "seen.txt").is_file()
-    assert (e2e.storage / "workspaces" / agent / "notes" / "todo.md").read_text() == "buy milk"
+    assert (workspace_dir(e2e.storage, agent) / "notes" / "todo.md").read_text() == "buy milk"
     assert shared_paths(e2e.storage) == []

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mindroom.testing.model_server import Text, ToolCall
+from mindroom.tool_system.workspace_layout import workspace_dir
 from tests.integration.conftest import E2E
 from tests.integration.support import edits_of, thread_replies
 
@@ -240,5 +241,5 @@ async def test_tools_file_tool_writes_only_in_the_agents_workspace(e2e: E2E):
     assert last_tool_message(requests[1]) == "wrote 8 bytes to notes/todo.md"
     assert "outside your workspace" in last_tool_message(requests[2])
     assert last_tool_message(requests[3]) == "buy milk"
-    assert (e2e.storage / "workspaces" / agent / "notes" / "todo.md").read_text() == "buy milk"
+    assert (workspace_dir(e2e.storage, agent) / "notes" / "todo.md").read_text() == "buy milk"
     assert not (e2e.storage / "escape.txt").exists()

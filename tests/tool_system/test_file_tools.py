@@ -14,7 +14,7 @@ from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, workspace
 
 @pytest.fixture
 def workspace(tmp_path):
-    return tmp_path / "workspaces" / "helper"
+    return workspace_dir(tmp_path, "helper")
 
 
 def tools(workspace, **settings):
@@ -25,7 +25,7 @@ def tools(workspace, **settings):
 
 
 def test_workspace_dir_is_per_agent_under_storage_root(tmp_path):
-    assert workspace_dir(tmp_path, "helper") == tmp_path.resolve() / "workspaces" / "helper"
+    assert workspace_dir(tmp_path, "helper") == tmp_path.resolve() / "agents" / "helper" / "workspace"  # as MindRoom
 
 
 def test_file_tools_write_read_and_list_round_trip(workspace):

@@ -29,7 +29,7 @@ SECRET = "registration-shared-secret-" + secrets.token_hex(4)
 
 @pytest.fixture
 def data_dir(tmp_path):
-    """A data directory as the daemon lays it out, with a homeserver secret next to the workspaces."""
+    """A data directory as the daemon lays it out, with a homeserver secret next to the agents' folders."""
     data = tmp_path / "data"
     (data / "homeserver").mkdir(parents=True)
     (data / "homeserver" / "registration.yaml").write_text(f"registration_shared_secret: {SECRET}\n")
@@ -171,12 +171,12 @@ async def test_shell_sandbox_hides_the_data_directory(data_dir, visible_parent):
     secret_file = data_dir / "homeserver" / "registration.yaml"
 
     by_path = await spec.function(f"cat {secret_file}")
-    relative = await spec.function("cat ../../homeserver/registration.yaml")
+    relative = await spec.function("cat ../../../homeserver/registration.yaml")
     listing = await spec.function(f"ls -A {data_dir}")
 
     assert SECRET not in by_path + relative
     assert by_path.startswith("exit code: 1") and relative.startswith("exit code: 1")
-    assert listing == "exit code: 0\nworkspaces\n"
+    assert listing == "exit code: 0\nagents\n"
 
 
 @BOTH

@@ -1,4 +1,5 @@
-"""The `state` phase: the data directory made private, the state's lock taken, its stores opened; and released.
+"""The `state` phase: the data directory made private, the state's lock taken, agents' workspaces of an older layout
+moved into place, its stores opened; and released.
 
 The state is the caller's when it passes one (already locked: `mindroom run` takes the lock before it
 starts the homeserver), or one this holder opens from the environment and the config, and closes itself.
@@ -6,12 +7,15 @@ starts the homeserver), or one this holder opens from the environment and the co
 
 from __future__ import annotations
 
+import asyncio
+
 from mindroom.config.environment import DaemonEnvironment
 from mindroom.config.main import Config
 from mindroom.daemon.standby import daemon_state
 from mindroom.daemon.startup.plan import PhaseStops
 from mindroom.private_files import private_dir, warn_if_shared
 from mindroom.state.backend import StateBackend, StateStores
+from mindroom.tool_system.workspace_layout import move_old_workspaces
 
 __all__ = ["StateHolder"]
 
@@ -45,6 +49,8 @@ class StateHolder:
         stops.add("state", lambda _: self.release())
         if not self.backend.locked:
             await self.backend.acquire()
+        # Under the lock: no other daemon moves the same folders.
+        await asyncio.to_thread(move_old_workspaces, storage_root)
         self.stores = await self.backend.open_stores()
         return self.stores
 
