@@ -2,7 +2,7 @@
 
 Every agent here is shared: there are no private per-requester copies and no worker processes, so an agent
 resolves to the same folders whoever asks, as MindRoom resolves a non-private agent. Its workspace is
-`<data>/workspaces/<agent>/` (its file and shell tools work there, `MEMORY.md` is there with file memory) and
+`<data>/agents/<agent>/workspace/` (its file and shell tools work there, `MEMORY.md` is there with file memory) and
 its sessions are kept in `<data>/sessions/<agent>.db`.
 """
 

@@ -1,6 +1,6 @@
 """MindRoom's paths of where an agent works, for plugins written against MindRoom.
 
-Every agent here has one workspace, `<data>/workspaces/<agent>/` (its file and shell tools work in it), and
+Every agent here has one workspace, `<data>/agents/<agent>/workspace/` (its file and shell tools work in it), and
 there are no private per-requester copies of an agent and no worker processes to route them to.
 """
 
@@ -31,7 +31,7 @@ WorkerScope = Literal["shared", "user", "user_agent"]
 
 
 def agent_workspace_root_path(base_storage_path: Path, agent_name: str) -> Path:
-    """The agent's workspace: `<base_storage_path>/workspaces/<agent_name>/`."""
+    """The agent's workspace: `<base_storage_path>/agents/<agent_name>/workspace/`, as in MindRoom."""
     return workspace_dir(Path(base_storage_path), agent_name)
 
 

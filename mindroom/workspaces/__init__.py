@@ -1,7 +1,8 @@
 """MindRoom's resolution of an agent's workspace, for plugins written against MindRoom.
 
-Every configured agent has one workspace here, `<data>/workspaces/<agent>/`, whoever it serves: a state folder
-of a private copy (MindRoom's `state_storage_path`) has no counterpart, so it never moves the workspace.
+Every configured agent has one workspace here, `<data>/agents/<agent>/workspace/` (MindRoom's folder), whoever
+it serves: a state folder of a private copy (MindRoom's `state_storage_path`) has no counterpart, so it never
+moves the workspace.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
+from mindroom.private_files import private_dir
 from mindroom.tool_system.worker_routing import agent_workspace_root_path
 
 __all__ = ["ResolvedAgentWorkspace", "resolve_agent_workspace_from_state_path"]
@@ -42,5 +44,5 @@ def resolve_agent_workspace_from_state_path(
         return None
     root = agent_workspace_root_path(runtime_paths.storage_root, agent_name)
     if create:
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(root)
     return ResolvedAgentWorkspace(root, root, tuple(root / name for name in agent.context_files))

@@ -233,7 +233,7 @@ def test_published_thread_export_plugin_finds_each_agents_account_and_workspace(
         "@mindroom_research:localhost", "DEV1", "token-research", "pw-research"
     )
     assert MatrixState.load(paths).get_account("agent_code").user_id == "@mindroom_code:localhost"
-    assert workspace == (tmp_path / "workspaces" / "code").resolve()  # where the agent's file tools work
+    assert workspace == (tmp_path / "agents" / "code" / "workspace").resolve()  # MindRoom's folder, the file tools'
     assert (target.output_dir, target.include_invited_rooms) == (workspace / "thread_exports", True)
     assert config.agents["code"].private is None  # no private copies: every agent is shared
     assert (
@@ -516,7 +516,7 @@ def test_published_runtime_resolution_gives_a_shared_agents_folders(tmp_path):
     runtime = resolve_agent_runtime("code", config, paths, execution_identity=alice, create=True)
     notes = resolve_agent_runtime("notes", config, paths, None)
 
-    workspace = (tmp_path / "data" / "workspaces" / "code").resolve()
+    workspace = (tmp_path / "data" / "agents" / "code" / "workspace").resolve()
     assert runtime.workspace is not None and runtime.workspace.root == workspace == runtime.tool_base_dir
     assert workspace.is_dir() and workspace.stat().st_mode & 0o777 == 0o700
     assert runtime.file_memory_root is None
