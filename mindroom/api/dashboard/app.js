@@ -10,6 +10,8 @@ let effective = null;
 let refreshes = 0;
 let threadsRead = false;
 let threadsAsked = 0;  // only the latest listing asked for is shown
+let connectionsAsked = 0;
+let confirming = false;  // a Disconnect waiting for its confirmation: the listing is not redrawn under it
 const roomNames = new Map();  // room id -> name, from the bots' rooms
 
 const $ = (id) => document.getElementById(id);
@@ -185,7 +187,7 @@ async function refresh() {
     renderPlugins(data.plugins);
     renderToolProblems(data.agents);
     if (generation === null) await loadConfig();
-    if (refreshes++ % EFFECTIVE_EVERY === 0) await Promise.all([loadEffective(), loadUsage()]);
+    if (refreshes++ % EFFECTIVE_EVERY === 0) await Promise.all([loadEffective(), loadUsage(), loadConnections()]);
   } catch (error) {
     if (error.message !== "signed out") {
       $("state").textContent = "unreachable";
@@ -346,6 +348,120 @@ async function exportThread(roomId, threadId) {
     return;
   }
   notice(body.files.map((file) => `Exported ${file.thread_id}: ${file.markdown} ${file.json}`).join("\n"));
+}
+
+function connectionsLine(text, className) {
+  const line = $("connections-status");
+  line.textContent = text;
+  line.className = className;
+}
+
+async function loadConnections(force) {
+  if (confirming && !force) return;
+  const asked = ++connectionsAsked;
+  try {
+    const response = await api("GET", "/api/oauth/providers");
+    const body = await response.json();
+    if (asked !== connectionsAsked || (confirming && !force)) return;
+    if (response.status === 503 && body.detail === "OAuth connections are not available in this daemon") {
+      $("connections-section").hidden = true;
+      return;
+    }
+    if (!response.ok) {
+      connectionsLine(`Not shown: ${typeof body.detail === "string" ? body.detail : response.statusText}`, "bad");
+      return;
+    }
+    confirming = false;
+    renderConnections(body.providers);
+  } catch (error) {
+    if (error.message !== "signed out") connectionsLine("Not shown: the daemon did not answer.", "bad");
+  }
+}
+
+function connectionState(connection) {
+  const classes = { connected: "pill ok", expired: "pill warn", unreadable: "pill bad" };
+  const pill = el("span", connection.state, classes[connection.state] || "pill");
+  if (connection.state === "unreadable") pill.title = "sealed with another recovery key: the person connects again";
+  if (connection.state === "expired") pill.title = "ended, and there is no refresh token: the person connects again";
+  return pill;
+}
+
+function disconnectCell(provider, connection) {
+  const cell = document.createElement("td");
+  const ask = el("button", "Disconnect", "deny");
+  ask.type = "button";
+  ask.addEventListener("click", () => {
+    confirming = true;
+    const question = el("span", `Revoke and forget ${connection.person}'s ${provider.display_name} connection? `);
+    const yes = el("button", "Yes, disconnect", "deny confirm");
+    const no = el("button", "Cancel");
+    yes.type = no.type = "button";
+    yes.addEventListener("click", () => disconnect(provider, connection.person));
+    no.addEventListener("click", () => {
+      confirming = false;
+      cell.replaceChildren(ask);
+    });
+    cell.replaceChildren(question, yes, " ", no);
+  });
+  cell.appendChild(ask);
+  return cell;
+}
+
+function connectionRow(provider, connection) {
+  const tr = row([
+    el("code", connection.person),
+    connection.scopes === null ? "unknown" : connection.scopes.join(" ") || "—",
+    connectionState(connection),
+    when(connection.connected_at),
+    connection.expires_at === null ? "no end" : when(connection.expires_at) + (connection.refreshable ? " (refreshed when used)" : ""),
+    disconnectCell(provider, connection),
+  ]);
+  tr.dataset.person = connection.person;
+  return tr;
+}
+
+function providerPart(provider) {
+  const heading = el("h3", provider.display_name === provider.provider ? provider.provider : `${provider.display_name} (${provider.provider})`);
+  heading.appendChild(el("span", provider.ready ? "ready" : "not ready", provider.ready ? "pill ok" : "pill bad"));
+  heading.dataset.provider = provider.provider;
+  const about = provider.ready
+    ? `Scopes asked for: ${provider.scopes.join(" ") || "none"}. ${provider.revocable ? "A disconnect revokes the tokens at the provider." : "The provider has no revocation_url: a disconnect only forgets the tokens here."}`
+    : provider.problem;
+  const parts = [heading, el("p", about, provider.ready ? "muted" : "bad")];
+  if (!provider.connections.length) {
+    parts.push(el("p", "Nobody is connected.", "muted"));
+    return parts;
+  }
+  const table = document.createElement("table");
+  const head = document.createElement("thead");
+  const titles = document.createElement("tr");
+  titles.append(...["Person", "Scopes", "State", "Connected", "Expires", ""].map((title) => el("th", title)));
+  head.appendChild(titles);
+  const body = document.createElement("tbody");
+  body.append(...provider.connections.map((connection) => connectionRow(provider, connection)));
+  table.append(head, body);
+  table.dataset.provider = provider.provider;
+  parts.push(table);
+  return parts;
+}
+
+function renderConnections(providers) {
+  $("connections").replaceChildren(...providers.flatMap(providerPart));
+  const people = providers.reduce((sum, provider) => sum + provider.connections.length, 0);
+  connectionsLine(providers.length ? `${people} connection(s) to ${providers.length} provider(s)` : "No OAuth provider is set up (oauth_providers in config.yaml).", "muted");
+}
+
+async function disconnect(provider, person) {
+  const response = await api("POST", `/api/oauth/${encodeURIComponent(provider.provider)}/disconnect`, { person });
+  const body = await response.json();
+  if (!response.ok) {
+    notice(`Disconnecting ${person} from ${provider.display_name} failed: ${typeof body.detail === "string" ? body.detail : response.statusText}`, true);
+  } else if (body.problem) {
+    notice(`Disconnected ${person} from ${provider.display_name} here, but the provider did not revoke it: ${body.problem}`, true);
+  } else {
+    notice(`Disconnected ${person} from ${provider.display_name}${body.revoked ? " and revoked the tokens at the provider" : ""}.`);
+  }
+  await loadConnections(true);
 }
 
 function showLines(errorLines) {
@@ -510,6 +626,7 @@ function start() {
   });
   $("threads-room").addEventListener("change", loadThreads);
   $("threads-resolved").addEventListener("change", loadThreads);
+  $("connections-refresh").addEventListener("click", () => loadConnections(true));
   $("config").addEventListener("scroll", () => { $("gutter").scrollTop = $("config").scrollTop; });
   $("signin-form").addEventListener("submit", (event) => {
     event.preventDefault();
