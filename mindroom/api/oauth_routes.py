@@ -1,6 +1,6 @@
 """`/api/oauth/{provider}/authorize` and `/callback`: a browser connecting a person's account at a provider.
 
-Outside the operator's keys (MindRoom's `/api/oauth/*`: per-flow state): the connect link a person got in
+Outside the operator's keys (as MindRoom's flow routes: per-flow state): the connect link a person got in
 chat is their authorization. The link works once and gives the browser opening it a cookie; the provider's
 callback finishes only with that cookie and the `state` sent with it (`mindroom.oauth.flow`). No response
 carries a token: the callback answers with a short page saying whether the account is connected.
