@@ -5,10 +5,14 @@ becomes one `ToolSpec` run through `call_tool` like any other tool: synchronous 
 (a toolkit doing blocking I/O never stalls the event loop), each call under the toolkit's timeout. A
 function's `ToolResult` becomes a `ToolOutput`: its text for the model, its images and files for the person.
 Functions that take agno's `run_context` (the reasoning toolkit keeps its steps there) get one per turn.
+A toolkit that acts with the requester's OAuth connection (`ToolkitRef.connection`) is built afresh for
+each call with that person's token (`mindroom.tool_system.toolkit_connections`); the instance built here
+only lists its functions, so no instance carries one person's token into another's call.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import mimetypes
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.runtime_context import get_runtime_context
 from mindroom.tool_system.spec import OutboundFile, ToolOutput, ToolSpec
+from mindroom.tool_system.toolkit_connections import connection_argument, placeholder_argument
 from mindroom.tool_system.toolkits import ToolkitRef
 
 if TYPE_CHECKING:
@@ -109,6 +114,37 @@ def _runner(function: Function, entrypoint: Callable[..., Any], needs_context: b
     return run
 
 
+def _prepared(function: Function) -> Callable[..., Any] | None:
+    prepared = function.model_copy()
+    prepared.process_entrypoint()
+    return prepared.entrypoint or function.entrypoint
+
+
+def _for_requester(name: str, ref: ToolkitRef, needs_context: bool) -> Callable[..., Any]:
+    """The function `name` of an instance built for this call with the requester's token."""
+    connection = ref.connection
+    assert connection is not None
+
+    async def run_for_requester(**arguments: Any) -> Any:
+        argument = await connection_argument(connection)
+        toolkit = await asyncio.to_thread(_instance, ref, argument)
+        entrypoint = _prepared(toolkit.get_async_functions()[name])
+        assert entrypoint is not None
+        if needs_context:
+            arguments["run_context"] = _RunContexts.current()
+        if inspect.iscoroutinefunction(entrypoint):
+            return media_output(await entrypoint(**arguments))
+        return media_output(await asyncio.to_thread(entrypoint, **arguments))
+
+    run_for_requester.__name__ = name
+    return run_for_requester
+
+
+def _instance(ref: ToolkitRef, extra: dict[str, Any]) -> Any:
+    module = importlib.import_module(f"agno.tools.{ref.toolkit.module}")
+    return getattr(module, ref.toolkit.class_name)(**{**ref.kwargs, **extra})
+
+
 def _spec(function: Function, ref: ToolkitRef) -> ToolSpec | None:
     raw = function.entrypoint
     if raw is None:
@@ -125,12 +161,18 @@ def _spec(function: Function, ref: ToolkitRef) -> ToolSpec | None:
     prepared = function.model_copy()
     prepared.process_entrypoint()
     entrypoint = prepared.entrypoint or raw
+    per_call = ref.connection is not None
+    run = (
+        _for_requester(prepared.name, ref, "run_context" in taken)
+        if per_call
+        else _runner(prepared, entrypoint, "run_context" in taken)
+    )
     return ToolSpec(
         name=prepared.name,
-        function=_runner(prepared, entrypoint, "run_context" in taken),
+        function=run,
         description=prepared.description or "",
         parameters=dict(prepared.parameters),
-        in_thread=not inspect.iscoroutinefunction(entrypoint),
+        in_thread=not per_call and not inspect.iscoroutinefunction(entrypoint),
         toolkit=ref.toolkit.name,
         timeout_s=ref.timeout_s,
     )
@@ -141,8 +183,7 @@ def toolkit_specs(ref: ToolkitRef) -> tuple[ToolSpec, ...]:
 
     `ValueError` when `include_tools` or `exclude_tools` names a function the toolkit does not have.
     """
-    module = importlib.import_module(f"agno.tools.{ref.toolkit.module}")
-    toolkit = getattr(module, ref.toolkit.class_name)(**ref.kwargs)
+    toolkit = _instance(ref, placeholder_argument(ref.connection) if ref.connection is not None else {})
     functions = toolkit.get_async_functions()
     for label, names in (("Included", ref.include or ()), ("Excluded", ref.exclude)):
         unknown = [name for name in names if name not in functions]

@@ -17,7 +17,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["AGNO_TOOLKITS", "EXTRAS", "SHARED", "AgnoToolkit", "Credential", "Package"]
+__all__ = [
+    "AGNO_TOOLKITS",
+    "CONNECTIONS",
+    "EXTRAS",
+    "SHARED",
+    "AgnoToolkit",
+    "Credential",
+    "Package",
+    "ToolkitConnection",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +47,18 @@ class Package:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolkitConnection:
+    """A toolkit that acts with the requesting person's OAuth connection: the provider id, the constructor
+    argument the token goes in (`form`: the token itself, or `google` Credentials built from it), and the
+    operator's credential that, when set, is used instead for everyone."""
+
+    provider: str
+    kwarg: str
+    operator: str
+    form: str = "token"
+
+
+@dataclass(frozen=True, slots=True)
 class AgnoToolkit:
     """One catalogue tool that is an agno toolkit."""
 
@@ -50,6 +71,7 @@ class AgnoToolkit:
     credentials: tuple[Credential, ...] = ()
     workspace_args: tuple[str, ...] = ()
     file_access: str = "none"
+    connection: ToolkitConnection | None = None
 
     @property
     def target(self) -> str:
@@ -60,7 +82,7 @@ class AgnoToolkit:
 SHARED: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
         "google": {
-            # A service account for now: an account per person comes with OAuth connections.
+            # The operator's service account, when set; else each person's connection (CONNECTIONS).
             "packages": "googleapiclient:google-api-python-client,google_auth_httplib2:google-auth-httplib2,"
             "google_auth_oauthlib:google-auth-oauthlib",
             "credentials": "service_account_path=GOOGLE_SERVICE_ACCOUNT_FILE,delegated_user=GOOGLE_DELEGATED_USER?,"
@@ -75,6 +97,24 @@ def _items(cell: str, column: str) -> list[str]:
     if cell.startswith("@"):
         cell = SHARED[cell[1:]][column]
     return [item for item in cell.split(",") if item]
+
+
+CONNECTIONS: Mapping[str, ToolkitConnection] = MappingProxyType(
+    {
+        "github": ToolkitConnection("github", "access_token", "access_token"),
+        "spotify": ToolkitConnection("spotify", "access_token", "access_token"),
+        **{
+            name: ToolkitConnection(provider, "creds", "service_account_path", "google")
+            for name, provider in (
+                ("gmail", "google_gmail"),
+                ("google_calendar", "google_calendar"),
+                ("google_drive", "google_drive"),
+                ("google_sheets", "google_sheets"),
+            )
+        },
+    }
+)
+"""The toolkits that take a person's OAuth connection, by catalogue name, with MindRoom's provider ids."""
 
 
 def _row(line: str) -> AgnoToolkit:
@@ -93,6 +133,7 @@ def _row(line: str) -> AgnoToolkit:
         ),
         workspace_args=tuple(_items(workspace, "workspace")),
         file_access=files or "none",
+        connection=CONNECTIONS.get(name),
     )
 
 

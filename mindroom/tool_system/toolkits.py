@@ -29,7 +29,7 @@ from mindroom.logging_config import get_logger, register_secret_values
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
 from mindroom.tool_system.tool_packages import install_fix
-from mindroom.tool_system.toolkit_table import AgnoToolkit
+from mindroom.tool_system.toolkit_table import AgnoToolkit, ToolkitConnection
 
 __all__ = [
     "DEFAULT_TOOLKIT_TIMEOUT_S",
@@ -82,6 +82,8 @@ class ToolkitRef:
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
     timeout_s: float = DEFAULT_TOOLKIT_TIMEOUT_S
+    connection: ToolkitConnection | None = None
+    """Set when each call acts with the requester's connection (the operator set no credential of their own)."""
 
 
 def _installed(module: str) -> bool:
@@ -98,10 +100,12 @@ def toolkit_status(toolkit: AgnoToolkit, env: Mapping[str, str]) -> ToolkitStatu
     absent = tuple(package.pip for package in toolkit.packages if not _installed(package.module))
     if absent or not _installed("agno"):
         return ToolkitStatus(toolkit.name, "missing_package", absent or ("agno",), install_fix(toolkit))
+    # A person's connection stands in for the operator's credential it replaces.
+    replaced = toolkit.connection.operator if toolkit.connection is not None else None
     unset = tuple(
         credential.env
         for credential in toolkit.credentials
-        if credential.required and secret_value(env, credential.env) is None
+        if credential.required and credential.kwarg != replaced and secret_value(env, credential.env) is None
     )
     if unset:
         return ToolkitStatus(toolkit.name, "missing_credential", unset, credential_fix(unset))
@@ -243,10 +247,15 @@ def toolkit_build(
         include = overrides.pop("include_tools", None)
         exclude = overrides.pop("exclude_tools", None) or ()
         kwargs: dict[str, Any] = {**overrides, **_credentials(toolkit, env)}
+        # As in MindRoom, the operator's own credential wins: then nobody's connection is asked for.
+        connection = toolkit.connection
+        if connection is not None and kwargs.get(connection.operator):
+            connection = None
         if toolkit.workspace_args:
             agent_env.workspace.mkdir(parents=True, exist_ok=True, mode=0o700)
         kwargs.update(dict.fromkeys(toolkit.workspace_args, str(agent_env.workspace)))
-        ref = ToolkitRef(toolkit, kwargs, None if include is None else tuple(include), tuple(exclude))
+        chosen = None if include is None else tuple(include)
+        ref = ToolkitRef(toolkit, kwargs, chosen, tuple(exclude), connection=connection)
         try:
             return tuple(adapt(ref) or ())
         except Exception as exc:  # the toolkit's constructor (third-party code): the agent goes without it
