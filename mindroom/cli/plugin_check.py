@@ -141,6 +141,9 @@ def _tool_findings(plugin: Plugin) -> list[Finding]:
     except ToolCatalogError as exc:
         findings.extend(Finding("error", problem) for problem in exc.problems)
         return findings
+    for tool_name, owners in catalog.shared_names.items():
+        labels = " and by ".join(catalog.providers[owner].label for owner in owners)
+        findings.append(Finding("warning", f"tool {tool_name!r} is defined by {labels}: an agent may have one of them"))
     builtin = {"calculator", "file", "shell", "matrix"}
     for name, provider in catalog.providers.items():
         if name in builtin or not provider.tool_names:

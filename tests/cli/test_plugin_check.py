@@ -140,9 +140,13 @@ def test_plugins_check_tool_clash_and_missing_file_access(tmp_path):
 
     code, lines = check(folder)
 
-    assert code == 1
+    assert code == 0  # an agent may have the toolkit or the group: checked per agent
     assert any(line.startswith("warning: tool 'reader' declares no file_access") for line in lines)
-    assert "error: tool 'read_file' is defined by plugin toolkit 'reader' and by built-in group 'file'" in lines
+    text = " ".join(" ".join(lines).split())  # a long finding is wrapped at the terminal's width
+    assert (
+        "warning: tool 'read_file' is defined by built-in group 'file' and by plugin toolkit 'reader': "
+        "an agent may have one of them"
+    ) in text
 
 
 def test_plugins_check_warns_about_duplicate_hook_names_and_empty_hooks_modules(tmp_path):

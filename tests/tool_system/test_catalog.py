@@ -158,21 +158,39 @@ def test_catalog_builtin_has_every_builtin_group():
     assert catalog.unknown(["file", "nope", "calculate"]) == ["nope"]
 
 
-def test_catalog_tool_name_clash_between_plugins_names_both(tmp_path):
+def test_catalog_tool_name_two_plugins_define_is_an_error_only_for_an_agent_with_both(tmp_path):
     first = make_plugin(tmp_path, "weather", PLAIN_TOOLS)
     second = make_plugin(tmp_path, "weather-two", "def forecast(city: str) -> str:\n    return city\n")
 
-    with pytest.raises(ToolCatalogError) as caught:
-        build_tool_catalog(config(), [first, second])
+    catalog = build_tool_catalog(config(one=["weather"], two=["weather-two"]), [first, second])
+    with pytest.raises(ToolCatalogError) as both:
+        build_tool_catalog(config(one=["weather"], greedy=["weather-two", "weather"]), [first, second])
+    with pytest.raises(ToolCatalogError) as alone:
+        build_tool_catalog(config(vague=["forecast"]), [first, second])
 
-    assert "tool 'forecast' is defined by plugin 'weather-two' and by plugin 'weather'" in str(caught.value)
+    assert catalog.shared_names == {"forecast": ("weather", "weather-two")}
+    assert [spec.function("Oslo") for spec in catalog.tools_for(["weather-two"], env(tmp_path))] == ["Oslo"]
+    assert both.value.problems == [
+        "agents.greedy.tools: tool 'forecast' is defined by plugin 'weather' and by plugin 'weather-two': take one"
+    ]
+    assert alone.value.problems == [
+        "agents.vague.tools: 'forecast' is a tool of plugin 'weather' and plugin 'weather-two': "
+        "name the one whose tools the agent gets"
+    ]
 
 
-def test_catalog_plugin_tool_clashing_with_a_builtin_tool_is_an_error(tmp_path):
+def test_catalog_plugin_tool_named_as_a_builtin_tool_is_for_an_agent_without_that_group(tmp_path):
     plugin = make_plugin(tmp_path, "legacy", "def read_file(path):\n    return 'legacy'\n")
 
-    with pytest.raises(ToolCatalogError, match="tool 'read_file' is defined by plugin 'legacy' and by built-in group"):
-        build_tool_catalog(config(), [plugin])
+    catalog = build_tool_catalog(config(old=["legacy"], new=["file"]), [plugin])
+    with pytest.raises(ToolCatalogError, match=r"agents\.both\.tools: tool 'read_file' is defined by plugin 'legacy'"):
+        build_tool_catalog(config(both=["file", "legacy"]), [plugin])
+
+    [legacy] = catalog.tools_for(["legacy"], env(tmp_path))
+    assert legacy.function("x") == "legacy" and legacy.toolkit == "legacy"
+    assert [spec.toolkit for spec in catalog.tools_for(["file"], env(tmp_path))] == ["file"] * len(
+        catalog.providers["file"].tool_names
+    )
 
 
 def test_catalog_plugin_named_like_a_builtin_group_or_tool_is_an_error(tmp_path):
