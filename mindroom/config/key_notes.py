@@ -164,7 +164,6 @@ NOT_USED: Mapping[str, str] = MappingProxyType(
         "external_trigger_policy": f"{_NOT_OFFERED} signed external triggers",
         "knowledge_graph": f"{_NOT_OFFERED} knowledge graphs",
         "matrix_sync": "each bot syncs with /v3/sync (or the appservice receives); no sliding sync",
-        "mcp_servers.*.auth": f"{_NOT_OFFERED} OAuth to MCP servers yet: the server is reached without it",
         "memory.auto_flush": f"{_NOT_OFFERED} flushing conversations into memory files",
         "memory.file.path": "teams keep no memory of their own here",
         "memory.search": "searches file memory, which here is MEMORY.md in the prompt only",

@@ -35,6 +35,7 @@ __all__ = [
     "ReadonlyPaths",
     "SandboxNetworkSetting",
     "check_mcp_agent_overrides",
+    "mcp_oauth_provider_id",
     "mcp_tool_name",
 ]
 
@@ -65,7 +66,12 @@ def mcp_tool_name(server_id: str) -> str:
 
 
 class MCPOAuthConfig(StrictModel):
-    """MindRoom's `auth:` block (OAuth to a remote server): parsed so its keys are known, refused on use."""
+    """A remote server's `auth:` block: each person connects their own account (OAuth), its tools use that token.
+
+    Endpoints come from the server (`discovery: auto`: RFC 9728, then RFC 8414) unless given here; the app's
+    client comes from `client_config_services` (default the seed `<provider_id>_oauth_client`), else from the
+    server's dynamic client registration (RFC 7591).
+    """
 
     type: Literal["oauth"]
     provider_id: str | None = None
@@ -84,6 +90,38 @@ class MCPOAuthConfig(StrictModel):
     extra_token_params: dict[str, Any] = Field(default_factory=dict)
     client_config_services: list[str] = Field(default_factory=list)
     shared_client_config_services: list[str] = Field(default_factory=list)
+
+    @field_validator("provider_id")
+    @classmethod
+    def _provider_id(cls, value: str | None) -> str | None:
+        if value is not None and not _IDENTIFIER.match(value):
+            msg = "provider_id must be letters, digits and underscores"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("display_name")
+    @classmethod
+    def _display_name(cls, value: str | None) -> str | None:
+        return (value or "").strip() or None
+
+    @field_validator("scopes")
+    @classmethod
+    def _scopes(cls, scopes: list[str]) -> list[str]:
+        return [scope.strip() for scope in scopes if scope.strip()]
+
+    @model_validator(mode="after")
+    def _manual_endpoints(self) -> MCPOAuthConfig:
+        missing = [key for key in ("authorization_url", "token_url") if not (getattr(self, key) or "").strip()]
+        if self.discovery == "manual" and missing:
+            msg = f"discovery: manual needs {' and '.join(missing)}"
+            raise ValueError(msg)
+        return self
+
+
+def mcp_oauth_provider_id(server_id: str, auth: MCPOAuthConfig) -> str:
+    """The OAuth provider id of a server's `auth` (`mcp_<server_id>` unless set; always starting `mcp_`)."""
+    provider_id = auth.provider_id or server_id
+    return provider_id if provider_id.startswith(MCP_TOOL_PREFIX) else f"{MCP_TOOL_PREFIX}{provider_id}"
 
 
 def _tool_names(values: Any) -> list[str]:
@@ -140,8 +178,10 @@ class MCPServerConfig(StrictModel):
         if self.transport == "stdio":
             if not (self.command or "").strip():
                 problems.append("a stdio server needs command")
-            if self.url or self.headers or self.allow_private_network or self.auth is not None:
-                problems.append("url, headers, allow_private_network and auth are for remote servers, not stdio")
+            if self.url or self.headers or self.allow_private_network:
+                problems.append("url, headers and allow_private_network are for remote servers, not stdio")
+            if self.auth is not None:
+                problems.append("auth (OAuth) is for remote servers (sse, streamable-http), not stdio")
         else:
             if not (self.url or "").strip():
                 problems.append(f"a {self.transport} server needs url")
@@ -149,8 +189,8 @@ class MCPServerConfig(StrictModel):
                 problems.append("command, args, cwd and env are for stdio servers")
         if self.description is not None and self.auth is None:
             problems.append("description needs auth")
-        if self.auth is not None:
-            problems.append("auth (OAuth) is not supported here: send a token in headers instead")
+        if self.auth is not None and any(name.lower() == "authorization" for name in self.headers):
+            problems.append("headers.Authorization and auth both give the server's credentials: keep one")
         shared = sorted(set(self.include_tools) & set(self.exclude_tools))
         if shared:
             problems.append(f"include_tools and exclude_tools both name {shared}")

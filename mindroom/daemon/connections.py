@@ -14,6 +14,7 @@ from mindroom.oauth.errors import OAuthError
 from mindroom.oauth.service import OAuthConnections, provide_connections
 from mindroom.oauth.vault import TokenVault
 from mindroom.state.backend import StateStores
+from mindroom.tool_system.mcp.oauth_providers import MCPOAuthProviders
 
 __all__ = ["announce_providers", "start_connections"]
 
@@ -29,6 +30,7 @@ def start_connections(
     vault = TokenVault(stores.connections, lambda: Sealer(keys.load_or_create().key))
     cell, paths = running.cell, running.paths
     service = OAuthConnections(vault, lambda: cell.live.config.oauth_providers, paths.env_values, paths.config_dir)
+    service.sources.append(MCPOAuthProviders(service, lambda: cell.live.config.mcp_servers))
     for command in connection_commands(service, lambda: running.directory.bot_user_ids.values()):
         commands.register(command)
     withdraw = provide_connections(paths.storage_root, service)

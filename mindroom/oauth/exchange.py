@@ -50,7 +50,7 @@ def _authenticated(provider: ResolvedProvider, form: dict[str, str]) -> tuple[di
 
 async def _token_request(provider: ResolvedProvider, form: dict[str, str], action: str) -> dict[str, Any]:
     httpx = httpx_module()
-    data, auth = _authenticated(provider, form)
+    data, auth = _authenticated(provider, {**provider.extra_token_params, **form})
     headers = {"Accept": "application/json"}
     try:
         async with http_client() as client:

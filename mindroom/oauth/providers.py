@@ -66,6 +66,8 @@ class ResolvedProvider:
     scopes: tuple[str, ...] = ()
     extra_auth_params: Mapping[str, str] = field(default_factory=dict)
     auth_method: str = "client_secret_post"
+    extra_token_params: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Sent with each token request (an MCP server's `auth.extra_token_params`); secret."""
 
 
 def callback_base(env: Mapping[str, str]) -> str:

@@ -2,16 +2,18 @@
 
 One per run of the daemon, offered for its data directory (`provide_connections`) so the HTTP app and the
 tools of its turns find it (`connections_for`). Providers are read from the live config each time one is
-asked for, so a reload that adds one needs no restart.
+asked for, so a reload that adds one needs no restart. Providers whose endpoints are found over the network
+(an MCP server's `auth`) come from a `ProviderSource`: `prepare` finds them before a link or token is made.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import urlencode
 
 from mindroom.config.oauth import OAuthProviderConfig
@@ -19,7 +21,7 @@ from mindroom.logging_config import get_logger
 from mindroom.oauth.errors import OAuthConnectionRequiredError, OAuthError
 from mindroom.oauth.exchange import exchange_code, refresh_tokens, revoke_tokens
 from mindroom.oauth.flow import PendingFlows
-from mindroom.oauth.providers import ProviderState, ResolvedProvider, callback_base, provider_states, resolve_providers
+from mindroom.oauth.providers import ProviderState, ResolvedProvider, callback_base, provider_states
 from mindroom.oauth.vault import TokenVault
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "REFRESH_MARGIN_S",
     "Disconnection",
     "OAuthConnections",
+    "ProviderSource",
     "connections_for",
     "provide_connections",
 ]
@@ -49,6 +52,16 @@ class Disconnection:
     problem: str | None = None
 
 
+class ProviderSource(Protocol):
+    """Providers the config implies (an MCP server's `auth`), whose endpoints are found when first needed."""
+
+    def states(self) -> Mapping[str, ProviderState]:
+        """The source's providers as they stand now (found, or why not yet)."""
+
+    async def prepare(self, provider_id: str) -> None:
+        """Find the provider's endpoints and client, when the source has it and has not yet (`OAuthError`)."""
+
+
 class OAuthConnections:
     """People's connections to the OAuth providers of the live config."""
 
@@ -66,24 +79,48 @@ class OAuthConnections:
         self._env = env
         self._config_dir = config_dir
         self._refreshing: dict[tuple[str, str], asyncio.Lock] = {}
+        self.sources: list[ProviderSource] = []
+        """Where providers beyond `oauth_providers` come from (the MCP servers' `auth`)."""
+        self.on_disconnect: list[Callable[[str, str], Awaitable[None]]] = []
+        """Told (person, provider) after a connection is forgotten (an MCP server closes that person's session)."""
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The environment the providers are resolved with."""
+        return self._env
+
+    @property
+    def config_dir(self) -> Path:
+        """The config's folder (seed files are relative to it)."""
+        return self._config_dir
 
     def states(self) -> dict[str, ProviderState]:
         """Every provider the live config or a seed names, usable or not (and why not)."""
-        return provider_states(self._entries(), self._env, self._config_dir)
+        states = provider_states(self._entries(), self._env, self._config_dir)
+        for source in self.sources:
+            states.update(source.states())
+        return dict(sorted(states.items()))
 
     def providers(self) -> tuple[dict[str, ResolvedProvider], list[str]]:
         """The usable providers of the live config, and why the others are not."""
-        return resolve_providers(self._entries(), self._env, self._config_dir)
+        states = self.states().values()
+        providers = {state.id: state.resolved for state in states if state.resolved is not None}
+        return providers, [state.problem for state in states if state.problem is not None]
+
+    async def prepare(self, provider_id: str) -> None:
+        """Find a provider's endpoints and client when a source has them to find (`OAuthError` when that fails)."""
+        for source in self.sources:
+            await source.prepare(provider_id)
 
     def provider(self, provider_id: str) -> ResolvedProvider:
         """The usable provider of this id; `OAuthError` saying why not (unknown, or not set up)."""
-        providers, problems = self.providers()
-        if provider_id in providers:
-            return providers[provider_id]
-        about = [problem for problem in problems if problem.startswith(f"oauth_providers.{provider_id}:")]
-        if about:
-            raise OAuthError(f"{provider_id} is not set up: {about[0]}")
-        known = ", ".join(sorted(providers)) or "none"
+        states = self.states()
+        state = states.get(provider_id)
+        if state is not None and state.resolved is not None:
+            return state.resolved
+        if state is not None:
+            raise OAuthError(f"{provider_id} is not set up: {state.problem}")
+        known = ", ".join(sorted(found.id for found in states.values() if found.resolved is not None)) or "none"
         raise OAuthError(f"unknown OAuth provider {provider_id!r} (set up here: {known})")
 
     def connect_link(self, person: str, provider_id: str) -> str:
@@ -127,6 +164,7 @@ class OAuthConnections:
 
         `OAuthConnectionRequiredError` (carrying a connect link) when there is no usable connection.
         """
+        await self.prepare(provider_id)
         provider = self.provider(provider_id)
         async with self._lock(person, provider.id):
             tokens = await asyncio.to_thread(self.vault.load, person, provider.id)
@@ -153,10 +191,14 @@ class OAuthConnections:
         revoked, problem = False, None
         if tokens is not None:
             try:
+                await self.prepare(provider_id)
                 revoked = await revoke_tokens(self.provider(provider_id), tokens)
             except OAuthError as error:
                 problem = str(error)
-        if not await asyncio.to_thread(self.vault.forget, person, provider_id):
+        forgotten = await asyncio.to_thread(self.vault.forget, person, provider_id)
+        for listener in self.on_disconnect:
+            await listener(person, provider_id)
+        if not forgotten:
             return Disconnection(person, provider_id, found=False)
         logger.info("OAuth account disconnected", requester=person, provider=provider_id, revoked=revoked)
         return Disconnection(person, provider_id, True, revoked, problem)

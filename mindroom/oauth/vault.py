@@ -17,9 +17,11 @@ from mindroom.logging_config import register_secret_values
 from mindroom.matrix.crypto.sealing import Sealer, SealError
 from mindroom.state.connections import ConnectionStore
 
-__all__ = ["OAuthTokens", "TokenVault"]
+__all__ = ["CLIENT_HOLDER", "OAuthTokens", "TokenVault"]
 
 _PLACE = "@oauth"  # never a bot's name: a connection's seal cannot open as a bot's crypto item
+CLIENT_HOLDER = "!registered-clients"
+"""The row holder of clients a provider registered for the daemon: never a Matrix user id, so never a person."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,26 @@ class TokenVault:
         value = json.dumps(asdict(tokens)).encode()
         self._store.put(person, provider, self._sealer.seal(_PLACE, provider, person, value))
 
+    def load_client(self, provider: str) -> dict[str, str] | None:
+        """The client the provider registered for the daemon (RFC 7591), None when there is none or it does not open."""
+        sealed = self._store.get(CLIENT_HOLDER, provider)
+        if sealed is None:
+            return None
+        try:
+            values = json.loads(self._sealer.unseal(_PLACE, provider, CLIENT_HOLDER, sealed))
+        except (SealError, ValueError, TypeError):
+            return None
+        if not isinstance(values, dict):
+            return None
+        register_secret_values([values.get("client_secret")])
+        return {str(key): str(value) for key, value in values.items() if value is not None}
+
+    def save_client(self, provider: str, values: dict[str, str | None]) -> None:
+        """Keep a client the provider registered for the daemon, sealed as tokens are."""
+        register_secret_values([values.get("client_secret")])
+        value = json.dumps(values).encode()
+        self._store.put(CLIENT_HOLDER, provider, self._sealer.seal(_PLACE, provider, CLIENT_HOLDER, value))
+
     def forget(self, person: str, provider: str) -> bool:
         """Drop the person's tokens for the provider; False when there were none."""
         return self._store.delete(person, provider)
@@ -86,5 +108,5 @@ class TokenVault:
         return self._store.providers(person)
 
     def connected(self) -> list[tuple[str, str]]:
-        """Every (person, provider) with tokens kept, sorted."""
-        return self._store.connected()
+        """Every (person, provider) with tokens kept, sorted (registered clients are nobody's connection)."""
+        return [pair for pair in self._store.connected() if pair[0] != CLIENT_HOLDER]

@@ -158,7 +158,6 @@ def test_mindroom_keys_not_used_here_are_not_declared_unless_kept():
     kept = {path for path in NOT_USED if path in declared}
 
     assert kept == {
-        "mcp_servers.*.auth",
         "memory.auto_flush",
         "memory.file.path",
         "memory.search",

@@ -7,7 +7,7 @@ import pytest
 from mindroom.config.approval import ToolApprovalConfig
 from mindroom.config.loading import parse_config_text
 from mindroom.config.main import AgentConfig, Config
-from mindroom.config.mcp import MCPServerConfig, check_mcp_agent_overrides
+from mindroom.config.mcp import MCPServerConfig, check_mcp_agent_overrides, mcp_oauth_provider_id
 from mindroom.config.tool_entries import ToolEntry, parse_tool_entries
 from mindroom.errors import ConfigError
 
@@ -75,7 +75,11 @@ def test_config_reports_a_bad_tool_entry_with_its_path_and_line():
         ({"transport": "stdio", "command": "x", "url": "http://h"}, "for remote servers"),
         ({"transport": "sse", "url": "http://h", "command": "x"}, "for stdio servers"),
         ({"transport": "streamable-http"}, "needs url"),
-        ({"transport": "sse", "url": "http://h", "auth": {"type": "oauth"}}, "OAuth"),
+        ({"transport": "stdio", "command": "x", "auth": {"type": "oauth"}}, "auth .OAuth. is for remote servers"),
+        ({"transport": "sse", "url": "http://h", "auth": {"type": "oauth", "discovery": "manual"}}, "token_url"),
+        ({"transport": "sse", "url": "http://h", "auth": {"type": "oauth", "provider_id": "a-b"}}, "provider_id"),
+        ({"transport": "sse", "url": "http://h", "auth": {"type": "oauth", "scopes_": ["a"]}}, "scopes_"),
+        ({"transport": "sse", "url": "http://h", "auth": {"type": "oauth2"}}, "auth.type"),
         ({"transport": "stdio", "command": "x", "include_tools": ["a"], "exclude_tools": ["a"]}, "both name"),
         ({"transport": "stdio", "command": "x", "tool_prefix": "a-b"}, "tool_prefix"),
         ({"transport": "stdio", "command": "x", "timeout": 3}, "Extra inputs"),
@@ -85,6 +89,22 @@ def test_config_reports_a_bad_tool_entry_with_its_path_and_line():
 def test_mcp_server_config_follows_the_transport_matrix(server, problem):
     with pytest.raises(ValueError, match=problem):
         MCPServerConfig.model_validate(server)
+
+
+def test_mcp_server_config_takes_oauth_on_remote_servers_with_mindrooms_provider_id():
+    plain = MCPServerConfig.model_validate({"transport": "sse", "url": "https://h/sse", "auth": {"type": "oauth"}})
+    named = MCPServerConfig.model_validate(
+        {"transport": "streamable-http", "url": "https://h/mcp", "auth": {"type": "oauth", "provider_id": "notes"}}
+    )
+    kept = MCPServerConfig.model_validate(
+        {"transport": "streamable-http", "url": "https://h/mcp", "auth": {"type": "oauth", "provider_id": "mcp_x"}}
+    )
+
+    assert plain.auth is not None and named.auth is not None and kept.auth is not None
+    assert plain.auth.discovery == "auto" and plain.auth.dynamic_client_registration
+    assert mcp_oauth_provider_id("docs", plain.auth) == "mcp_docs"
+    assert mcp_oauth_provider_id("docs", named.auth) == "mcp_notes"
+    assert mcp_oauth_provider_id("docs", kept.auth) == "mcp_x"
 
 
 def test_mcp_server_config_defaults_are_mindrooms():

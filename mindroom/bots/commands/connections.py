@@ -43,6 +43,7 @@ def connection_commands(connections: OAuthConnections, bot_user_ids: Callable[[]
         if not provider:
             return f"Usage: !connect <provider> (providers: {_providers_line(connections)})"
         try:
+            await connections.prepare(provider)  # an MCP server's endpoints are found (and a client registered) now
             connections.provider(provider)
             if not await private(entity, envelope):
                 return f"Send `!connect {provider}` to me in a direct message: connect links are only given there."

@@ -65,8 +65,13 @@ def _embedded_ipv4(address: _IPAddress) -> ipaddress.IPv4Address | None:
     return None
 
 
-def address_refusal(address: _IPAddress, allow_private_network: bool, named_local: bool = False) -> str | None:
-    """Why `address` may not be reached (a phrase to follow "resolves to"), or None when it may."""
+def address_refusal(
+    address: _IPAddress, allow_private_network: bool, named_local: bool = False, switch: str = "allow_private_network"
+) -> str | None:
+    """Why `address` may not be reached (a phrase to follow "resolves to"), or None when it may.
+
+    `switch` names the setting that would allow a private address, for the message.
+    """
     embedded = _embedded_ipv4(address)
     judged = embedded or address
     shown = f"{address} (which carries {embedded})" if embedded is not None else str(address)
@@ -76,11 +81,11 @@ def address_refusal(address: _IPAddress, allow_private_network: bool, named_loca
         return f"{shown}, which is never reached"
     private = judged.is_private or judged.is_loopback or named_local or address in _LOCAL_NAT64
     if private and not allow_private_network:
-        return f"the private address {shown} (allow_private_network is off)"
+        return f"the private address {shown} ({switch} is off)"
     return None
 
 
-async def check_remote_url(url: str, allow_private_network: bool) -> CheckedHost:
+async def check_remote_url(url: str, allow_private_network: bool, switch: str = "allow_private_network") -> CheckedHost:
     """The URL's host and its addresses; `ToolError` unless `url` is http(s) and every address may be reached."""
     parsed = urlparse(url)
     host = parsed.hostname or ""
@@ -98,7 +103,7 @@ async def check_remote_url(url: str, allow_private_network: bool) -> CheckedHost
     if not addresses:
         raise ToolError(f"cannot resolve {host}: no address")
     for text in addresses:
-        refusal = address_refusal(ipaddress.ip_address(text), allow_private_network, named_local)
+        refusal = address_refusal(ipaddress.ip_address(text), allow_private_network, named_local, switch)
         if refusal is not None:
             raise ToolError(f"{host} resolves to {refusal}")
     return CheckedHost(host, addresses)

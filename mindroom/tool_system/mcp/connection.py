@@ -76,6 +76,7 @@ class MCPConnection:
         self._stopping = asyncio.Event()
         self._calls = asyncio.Semaphore(config.max_concurrent_calls)
         self._task: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
 
     @property
     def tools(self) -> tuple[RemoteTool, ...]:
@@ -99,9 +100,19 @@ class MCPConnection:
             await asyncio.gather(self._task, return_exceptions=True)
         self._set("stopped", "")
 
+    async def settled(self, timeout_s: float) -> ServerState:
+        """Its state once it is no longer starting (ready, failed or stopped), waiting at most `timeout_s`."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._settled.wait(), timeout_s)
+        return self._state
+
     def _set(self, state: ServerState, reason: str, retry_at: float | None = None) -> None:
         changed = (state, reason) != (self._state, self._reason)
         self._state, self._reason, self._retry_at = state, reason[:_REASON_CHARS], retry_at
+        if state == "starting":
+            self._settled.clear()
+        else:
+            self._settled.set()
         if changed and self._on_change is not None:
             self._on_change(self)
 

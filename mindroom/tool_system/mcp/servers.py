@@ -9,6 +9,10 @@ An agent lists a server as the tool `mcp_<id>`; the model sees each remote tool 
 (`tool_prefix`, else the server id), filtered by the server's `include_tools`/`exclude_tools` and then
 the agent's own. Every call runs through `call_tool`, under the server's (or the agent's)
 `call_timeout_seconds` and its `max_concurrent_calls`.
+
+A server with `auth` is not connected at start: each person gets their own session, opened with their own
+token on their first call (`personal`), and the agents' functions for it act as the person asking
+(`oauth_tools`).
 """
 
 from __future__ import annotations
@@ -23,15 +27,23 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mindroom.backoff import Backoff
 from mindroom.config.main import Config
-from mindroom.config.mcp import MCPSandboxConfig, MCPServerConfig, check_mcp_agent_overrides, mcp_tool_name
+from mindroom.config.mcp import (
+    MCPSandboxConfig,
+    MCPServerConfig,
+    check_mcp_agent_overrides,
+    mcp_oauth_provider_id,
+    mcp_tool_name,
+)
 from mindroom.constants import RuntimePaths, resolve_config_relative_path
 from mindroom.logging_config import get_logger
+from mindroom.oauth.service import connections_for
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
 if TYPE_CHECKING:
     # The connections, their transports and the sandbox load when the first server starts (`apply`).
     from mindroom.tool_system.mcp.connection import MCPConnection, ServerStatus
+    from mindroom.tool_system.mcp.personal import PersonalSessions
     from mindroom.tool_system.mcp.stdio import StdioSession
     from mindroom.tool_system.mcp.wire import RemoteTool
 
@@ -70,6 +82,12 @@ class _Running:
     fingerprint: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Personal:
+    sessions: PersonalSessions
+    fingerprint: str
+
+
 class MCPServerPool:
     """The running MCP servers of one daemon (owner of their supervisor tasks and processes).
 
@@ -100,6 +118,7 @@ class MCPServerPool:
         self._running: dict[str, _Running] = {}
         self._sessions: dict[str, StdioSession] = {}
         self._listed: dict[str, tuple[RemoteTool, ...]] = {}
+        self._personal: dict[str, _Personal] = {}
         self.revision = 0
 
     def connection(self, server_id: str) -> MCPConnection | None:
@@ -107,9 +126,16 @@ class MCPServerPool:
         running = self._running.get(server_id)
         return running.connection if running is not None else None
 
+    def personal(self, server_id: str) -> PersonalSessions | None:
+        """The people's sessions to a server with `auth`, if it is configured."""
+        found = self._personal.get(server_id)
+        return found.sessions if found is not None else None
+
     def statuses(self) -> list[ServerStatus]:
         """Every running server's status, by id."""
-        return [running.connection.status() for _, running in sorted(self._running.items())]
+        found = [running.connection.status() for running in self._running.values()]
+        found += [personal.sessions.status() for personal in self._personal.values()]
+        return sorted(found, key=lambda status: status.server_id)
 
     def process_id(self, server_id: str) -> int | None:
         """The process id of a stdio server's current process (bubblewrap's, when sandboxed), if it runs."""
@@ -138,8 +164,20 @@ class MCPServerPool:
                 del self._running[server_id]
                 await running.connection.close()
                 logger.info("mcp server stopped", server=server_id)
+        for server_id, personal in list(self._personal.items()):
+            server = wanted.get(server_id)
+            if server is None or _fingerprint(server, config.tools.mcp) != personal.fingerprint:
+                del self._personal[server_id]
+                await personal.sessions.close()
+                logger.info("mcp server stopped", server=server_id)
         for server_id, server in wanted.items():
-            if server_id in self._running:
+            if server_id in self._running or server_id in self._personal:
+                continue
+            if server.auth is not None:
+                self._personal[server_id] = _Personal(
+                    self._sessions_of(server_id, server), _fingerprint(server, config.tools.mcp)
+                )
+                changed.append(server_id)
                 continue
             from mindroom.tool_system.mcp.connection import MCP_RETRY, MCPConnection
 
@@ -157,10 +195,40 @@ class MCPServerPool:
         return tuple(changed)
 
     async def close(self) -> None:
-        """Stop every server (and all their processes)."""
+        """Stop every server (and all their processes), and close every person's session."""
         running, self._running = self._running, {}
         for item in running.values():
             await item.connection.close()
+        personal, self._personal = self._personal, {}
+        for sessions in personal.values():
+            await sessions.sessions.close()
+
+    def _sessions_of(self, server_id: str, server: MCPServerConfig) -> PersonalSessions:
+        from mindroom.tool_system.mcp.connection import MCP_RETRY
+        from mindroom.tool_system.mcp.personal import PersonalSessions
+
+        assert server.auth is not None
+        provider_id = mcp_oauth_provider_id(server_id, server.auth)
+
+        async def token(person: str) -> str:
+            service = connections_for(self._paths.storage_root) if self._paths is not None else None
+            if service is None:
+                raise ToolError("OAuth connections work with the running daemon only")
+            if self._forget_person not in service.on_disconnect:
+                service.on_disconnect.append(self._forget_person)
+            return await service.token_for(person, provider_id)
+
+        def listed() -> None:
+            self.revision += 1
+
+        retry = self._retry if self._retry is not None else MCP_RETRY
+        return PersonalSessions(server_id, server, provider_id, token, retry=retry, on_tools=listed)
+
+    async def _forget_person(self, person: str, provider_id: str) -> None:
+        """Close a person's sessions to the servers of a provider they disconnected from."""
+        for personal in list(self._personal.values()):
+            if personal.sessions.provider_id == provider_id:
+                await personal.sessions.close_person(person)
 
     def _changed(self, connection: MCPConnection) -> None:
         if self._listed.get(connection.server_id) != connection.tools:
@@ -204,7 +272,8 @@ class MCPServerPool:
         """The server's tools as one agent gets them (its last listing while it is down)."""
         server = config.mcp_servers.get(server_id)
         connection = self.connection(server_id)
-        if server is None or connection is None:
+        personal = self.personal(server_id)
+        if server is None or (connection is None and personal is None):
             return ()
         agent_config = config.agents.get(agent.agent_name)
         entries = agent_config.tool_entries() if agent_config is not None else ()
@@ -212,6 +281,18 @@ class MCPServerPool:
             (entry.overrides for entry in entries if entry.name == mcp_tool_name(server_id)), {}
         )
         timeout = float(overrides.get("call_timeout_seconds") or server.call_timeout_seconds)
+        if personal is not None:
+            from mindroom.tool_system.mcp.oauth_tools import oauth_tool_specs
+
+            def selected(remote: str) -> bool:
+                return _selected(server.include_tools, server.exclude_tools, remote) and _selected(
+                    overrides.get("include_tools"), overrides.get("exclude_tools"), remote
+                )
+
+            prefix = server.tool_prefix or server_id
+            bridged = oauth_tool_specs(server_id, prefix, personal, timeout, selected, mcp_tool_name(server_id))
+            return tuple(spec for spec in bridged if _FUNCTION_NAME.match(spec.name))
+        assert connection is not None
         specs: list[ToolSpec] = []
         for remote in connection.tools:
             if not _selected(server.include_tools, server.exclude_tools, remote.name):

@@ -97,8 +97,12 @@ async def connect_client(
     *,
     stdio: StdioServerSpec | None,
     on_session: Callable[[StdioSession], None] | None = None,
+    auth: Any = None,
 ) -> tuple[Any, Callable[[], Awaitable[Any]]]:
-    """An initialized `mcp.Client` for the server (entered on `stack`), and what to await for its end."""
+    """An initialized `mcp.Client` for the server (entered on `stack`), and what to await for its end.
+
+    `auth`: an `httpx2.Auth` for a remote server's requests (one person's bearer token, for `auth:` servers).
+    """
     from mcp import Client
 
     exited: Callable[[], Awaitable[Any]]
@@ -113,7 +117,7 @@ async def connect_client(
     else:
         assert config.url is not None
         checked = await check_remote_url(config.url, config.allow_private_network)
-        transport = await _remote_transport(config, checked, stack)
+        transport = await _remote_transport(config, checked, stack, auth)
         exited = asyncio.Event().wait  # a remote server's end shows as a failed call
     client = await stack.enter_async_context(Client(transport, client_info=_client_info(), cache=None))
     if config.transport == "stdio":
@@ -128,7 +132,7 @@ def _client_info() -> Any:
     return Implementation(name=_CLIENT_NAME, version="1")
 
 
-async def _remote_transport(config: MCPServerConfig, checked: CheckedHost, stack: AsyncExitStack) -> Any:
+async def _remote_transport(config: MCPServerConfig, checked: CheckedHost, stack: AsyncExitStack, auth: Any) -> Any:
     """The SDK's transport for the server, its HTTP clients connecting to the checked addresses only."""
     import httpx2
     from mcp.client.sse import sse_client
@@ -144,10 +148,12 @@ async def _remote_transport(config: MCPServerConfig, checked: CheckedHost, stack
     assert config.url is not None
     if config.transport == "sse":
         seconds = config.startup_timeout_seconds
-        return sse_client(config.url, headers=dict(config.headers), timeout=seconds, httpx_client_factory=client)
+        return sse_client(
+            config.url, headers=dict(config.headers), timeout=seconds, httpx_client_factory=client, auth=auth
+        )
     timeout = httpx2.Timeout(config.startup_timeout_seconds, read=max(300.0, config.call_timeout_seconds))
     # The SDK leaves a client it was given open: the connection's stack closes it after the transport.
-    http = await stack.enter_async_context(client(dict(config.headers), timeout))
+    http = await stack.enter_async_context(client(dict(config.headers), timeout, auth))
     return streamable_http_client(config.url, http_client=http)
 
 
