@@ -187,6 +187,10 @@ def loopback_mcp_auth_server() -> Iterator[LoopbackMCPAuthServer]:
             return Response("unknown request", status_code=400)
         return RedirectResponse(provider.consent(ticket, user), status_code=302)
 
+    @server.custom_route("/moved", methods=["GET", "POST"])
+    async def moved(request: Request) -> Response:
+        return RedirectResponse(f"{base}/mcp", status_code=307)
+
     app = server.streamable_http_app(host="127.0.0.1")
     uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=lambda: asyncio.run(uv.serve()), daemon=True)

@@ -59,6 +59,7 @@ def notes_config(url: str, **auth: object) -> Config:
 
 
 def make_connections(tmp_path: Path, config: Config, env: dict[str, str]) -> OAuthConnections:
+    """Connections over the state in `tmp_path` (made again, they are the same daemon after a restart)."""
     vault = TokenVault(SqliteConnectionStore(tmp_path / "state" / "connections.db"), Sealer(bytes(range(32))))
     connections = OAuthConnections(vault, dict, {"MINDROOM_PUBLIC_URL": BASE, **env}, tmp_path)
     connections.sources.append(MCPOAuthProviders(connections, lambda: config.mcp_servers))
@@ -227,4 +228,28 @@ async def test_mcp_oauth_discovery_goes_to_public_https_hosts_only_unless_relaxe
         await connections.prepare("mcp_notes")
 
     assert "mcp_servers.notes.auth" in str(refused.value)
+    assert server.provider.clients == {}
+
+
+async def test_mcp_oauth_the_registered_client_is_kept_sealed_and_used_after_a_restart(tmp_path, server, setup):
+    config, connections, _ = setup
+    await connections.prepare("mcp_notes")
+    (client_id,) = server.provider.clients
+    raw = (tmp_path / "state" / "connections.db").read_bytes()
+
+    again = make_connections(tmp_path, config, RELAXED)
+    await again.prepare("mcp_notes")
+
+    assert list(server.provider.clients) == [client_id]
+    assert again.provider("mcp_notes").client_id == client_id
+    assert client_id.encode() not in raw
+    assert again.vault.connected() == []  # the registered client is nobody's connection
+
+
+async def test_mcp_oauth_discovery_does_not_follow_a_redirect(tmp_path, server):
+    connections = make_connections(tmp_path, notes_config(f"{server.base}/moved"), RELAXED)
+
+    with pytest.raises(OAuthError, match="redirect"):
+        await connections.prepare("mcp_notes")
+
     assert server.provider.clients == {}
