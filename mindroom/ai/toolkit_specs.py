@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.runtime_context import get_runtime_context
 from mindroom.tool_system.spec import OutboundFile, ToolOutput, ToolSpec
-from mindroom.tool_system.toolkit_connections import connection_argument, placeholder_argument
+from mindroom.tool_system.toolkit_connections import connection_argument, fit_credentials, placeholder_argument
 from mindroom.tool_system.toolkits import ToolkitRef
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ def _for_requester(name: str, ref: ToolkitRef, needs_context: bool) -> Callable[
     async def run_for_requester(**arguments: Any) -> Any:
         argument = await connection_argument(connection)
         toolkit = await asyncio.to_thread(_instance, ref, argument)
+        fit_credentials(toolkit, connection)
         entrypoint = _prepared(toolkit.get_async_functions()[name])
         assert entrypoint is not None
         if needs_context:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -16,6 +17,10 @@ from rich.table import Table
 
 from mindroom.cli.common import ConfigOption, StorageOption, fail, new_console, read_cli_environment
 from mindroom.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mindroom.config.oauth import OAuthProviderConfig
+    from mindroom.oauth.providers import ProviderState
 
 __all__ = ["ToolRow", "install_plan", "tool_rows", "tools_app", "tools_install", "tools_list"]
 
@@ -41,6 +46,7 @@ def tool_rows(config_path: Path | None, storage_path: Path | None) -> list[ToolR
     from mindroom.tool_system.builtin_groups import BUILTIN_PROVIDERS
     from mindroom.tool_system.named_tools import later_fix, later_reason
     from mindroom.tool_system.tool_names import LATER, NOT_OFFERED
+    from mindroom.tool_system.toolkit_connections import connection_state
     from mindroom.tool_system.toolkit_table import AGNO_TOOLKITS
     from mindroom.tool_system.toolkits import credential_fix, toolkit_status
 
@@ -48,8 +54,10 @@ def tool_rows(config_path: Path | None, storage_path: Path | None) -> list[ToolR
     users: dict[str, list[str]] = {}
     settings: dict[str, list[dict[str, object]]] = {}
     servers: dict[str, str] = {}
+    oauth_entries: dict[str, OAuthProviderConfig] = {}
     if environment.config_path.is_file():
         config = load_config(environment.config_path, environment.values)
+        oauth_entries = dict(config.oauth_providers)
         for agent_name, agent in config.agents.items():
             for entry in agent.tool_entries():
                 users.setdefault(entry.name, []).append(agent_name)
@@ -58,6 +66,7 @@ def tool_rows(config_path: Path | None, storage_path: Path | None) -> list[ToolR
             f"mcp_{server_id}": f"{server.transport}, {'enabled' if server.enabled else 'disabled'}"
             for server_id, server in config.mcp_servers.items()
         }
+    providers = _provider_states(oauth_entries, environment.values, environment.config_path.parent)
     groups = {provider.name for provider in BUILTIN_PROVIDERS}
     rows = []
     for provider in BUILTIN_PROVIDERS:
@@ -70,6 +79,8 @@ def tool_rows(config_path: Path | None, storage_path: Path | None) -> list[ToolR
         status = toolkit_status(toolkit, environment.values)
         state = status.state.replace("_", " ")
         detail = f"{', '.join(status.missing)}: {status.fix}" if status.missing else toolkit.target
+        if toolkit.connection is not None and status.available:
+            state, detail = connection_state(toolkit, environment.values, providers)
         rows.append(ToolRow(name, "agno toolkit", state, detail))
     rows.extend(
         ToolRow(name, "catalogue name", later_reason(name), later_fix(name))
@@ -79,6 +90,18 @@ def tool_rows(config_path: Path | None, storage_path: Path | None) -> list[ToolR
     rows.extend(ToolRow(name, "mcp server", "configured", detail) for name, detail in sorted(servers.items()))
     rows.extend(ToolRow(name, "catalogue name", "not offered", reason) for name, reason in sorted(NOT_OFFERED.items()))
     return [ToolRow(**{**asdict(row), "used_by": tuple(users.get(row.name, ()))}) for row in rows]
+
+
+def _provider_states(
+    entries: Mapping[str, OAuthProviderConfig], env: Mapping[str, str], config_dir: Path
+) -> dict[str, ProviderState]:
+    from mindroom.oauth.errors import OAuthError
+    from mindroom.oauth.providers import ProviderState, provider_states
+
+    try:
+        return provider_states(entries, env, config_dir)
+    except OAuthError as error:  # unreadable seeds: every provider is then unusable, and says why
+        return {name: ProviderState(name, name, None, str(error)) for name in entries}
 
 
 @tools_app.command("list")

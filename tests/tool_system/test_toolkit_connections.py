@@ -129,3 +129,19 @@ def test_toolkit_status_a_connection_stands_in_for_the_operators_credential():
     assert toolkit_status(AGNO_TOOLKITS["github"], {}).state == "available"
     # A toolkit without a connection still needs its credential; a near miss in the name does not count.
     assert toolkit_status(AGNO_TOOLKITS["linear"], {"LINEAR_API_KEY_": "x"}).state == "missing_credential"
+
+
+def test_google_toolkit_takes_the_persons_token_as_its_credentials_without_another_way_in(tmp_path: Path):
+    pytest.importorskip("googleapiclient")
+    from agno.tools.google.calendar import GoogleCalendarTools
+
+    from mindroom.tool_system.toolkit_connections import fit_credentials, google_credentials
+
+    connection = AGNO_TOOLKITS["google_calendar"].connection
+    assert connection is not None and connection.provider == "google_calendar"
+    toolkit = GoogleCalendarTools(creds=google_credentials("person-access-token", []), token_path=str(tmp_path / "t"))
+    fit_credentials(toolkit, connection)
+
+    # agno takes these credentials as they are: no token file, no service account, no browser flow.
+    assert toolkit._resolve_creds().token == "person-access-token"
+    assert not (tmp_path / "t").exists()
