@@ -171,12 +171,15 @@ def _agno_subclasses() -> list[type[Any]]:
 
 OWN_HELPERS = {
     "_answer",
+    "_call",
     "_call_policy",
     "_check_own_memory",
     "_chunks",
+    "_delete_runs",
     "_flush",
     "_fresh_sessions",
     "_index_lock",
+    "_present",
     "_ready",
     "_retried_invoke",
     "_retried_invoke_stream",
@@ -189,8 +192,8 @@ OWN_HELPERS = {
     "_timed_events",
     "_transcript",
     "_turn_state",
+    "_write",
     "_write_rows",
-    "_writer",
     "expect_new_session",
     "shown_answer",
 }

@@ -1,8 +1,9 @@
 """Conversation history in agno's session store: one database (or table pair) per agent, one session per thread.
 
 By default each agent has a SQLite file; every prompt, answer and tool result of an agent is in it, so
-the file is created 0600 in a 0700 folder before agno opens it (agno would create both with the process
-umask, normally world-readable). When the daemon's state lives in PostgreSQL, the daemon passes that
+the file is created 0600 in a 0700 folder before the store opens it (`sqlite3` would create both with the
+process umask, normally world-readable); it keeps agno's tables, not agno's store class, and needs no
+SQLAlchemy (`sessions.sqlite_store`). When the daemon's state lives in PostgreSQL, the daemon passes that
 database's URL (`database_url`) to every call here, and each agent gets the tables `sessions_<agent>` and
 `sessions_<agent>_runs` in schema `mindroom` of that database, through agno's async store (psycopg),
 all on one engine per event loop.
@@ -28,7 +29,7 @@ from agno.run.base import HISTORY_SKIP_STATUSES
 
 from mindroom.hooks.enrichment import strip_enrichment_blocks
 from mindroom.logging_config import get_logger
-from mindroom.private_files import SQLITE_CACHE_PRAGMA, prepare_private_sqlite
+from mindroom.private_files import prepare_private_sqlite
 from mindroom.state.migrate import CopyCount
 
 __all__ = [
@@ -73,28 +74,16 @@ _STORE_METHODS = {"update_approval_run_status": _no_approval_update, "__module__
 
 @functools.cache
 def sqlite_store_class() -> type[Any]:
-    """agno's SQLite session store with a turn's writes batched (`sessions.store`), imported on first use
-    (SQLAlchemy is kept off the daemon's start)."""
-    from agno.db.sqlite import AsyncSqliteDb
+    """The SQLite session store (`sessions.sqlite_store`), imported on first use, with agno's approvals update
+    skipped."""
+    from mindroom.ai.sessions.sqlite_store import SqliteSessionStore
 
-    from mindroom.ai.sessions.store import TurnWrites, session_store_class
-
-    return session_store_class(AsyncSqliteDb, TurnWrites, "SessionStore", _STORE_METHODS)
+    return type("SessionStore", (SqliteSessionStore,), dict(_STORE_METHODS))
 
 
 def _sqlite_store(path: Path) -> AsyncBaseDb:
-    from sqlalchemy import event
-
-    store: Any = sqlite_store_class()(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
-
-    @event.listens_for(store.db_engine.sync_engine, "connect")
-    def _small_cache(dbapi_connection: Any, connection_record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute(SQLITE_CACHE_PRAGMA)
-        cursor.close()
-
-    result: AsyncBaseDb = store
-    return result
+    store: AsyncBaseDb = sqlite_store_class()(db_file=str(path), id=f"mindroom-sessions-{path.stem}")
+    return store
 
 
 @functools.cache

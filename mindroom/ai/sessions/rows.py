@@ -48,7 +48,20 @@ SESSION_COLUMNS = (
 _SESSION_UNWRITTEN = ("team_id", "workflow_id", "team_data", "workflow_data")  # a team's or workflow's
 _SESSION_UPDATED = ("agent_id", "user_id", "agent_data", "session_data", "summary", "metadata")
 _SESSION_FIELDS = (*_SESSION_UPDATED, "session_id", "created_at")  # what `session_params` reads of a session
-_JSON_SESSION_COLUMNS = frozenset({"agent_data", "session_data", "summary", "metadata"})
+_JSON_SESSION_COLUMNS = frozenset({"agent_data", "team_data", "workflow_data", "session_data", "summary", "metadata"})
+_OWNERS = {
+    "agent": ("agent_id", "agent_data"),
+    "team": ("team_id", "team_data"),
+    "workflow": ("workflow_id", "workflow_data"),
+}
+"""A session row's owner and owner data columns, by its kind (agno's `session_type`)."""
+
+
+def _session_columns(kind: str) -> tuple[str, ...]:
+    owner, owned = _OWNERS[kind]
+    return ("session_id", "session_type", owner, "user_id", owned, *SESSION_COLUMNS[5:])
+
+
 RUN_COLUMNS = (
     "run_id",
     "session_id",
@@ -85,11 +98,13 @@ POSTGRES = Dialect(
 )
 
 
-def session_sql(target: str, qualifier: str, d: Dialect) -> str:
-    """agno's upsert of an agent session's row into `target` (`qualifier` names the stored row)."""
-    names = ", ".join(SESSION_COLUMNS)
-    marks = ", ".join(d.mark + (d.json if name in _JSON_SESSION_COLUMNS else "") for name in SESSION_COLUMNS)
-    updates = ", ".join(f"{name} = excluded.{name}" for name in _SESSION_UPDATED)
+def session_sql(target: str, qualifier: str, d: Dialect, kind: str = "agent") -> str:
+    """agno's upsert of a session's row of `kind` (agent, team, workflow) into `target` (`qualifier` names the
+    stored row)."""
+    columns = _session_columns(kind)
+    names = ", ".join(columns)
+    marks = ", ".join(d.mark + (d.json if name in _JSON_SESSION_COLUMNS else "") for name in columns)
+    updates = ", ".join(f"{name} = excluded.{name}" for name in (*columns[2:5], *_SESSION_UPDATED[3:]))
     return (
         f"INSERT INTO {target} ({names}) VALUES ({marks}) "  # noqa: S608 - agno's table name, fixed columns
         f"ON CONFLICT (session_id) DO UPDATE SET updated_at = {d.mark}, {updates} "
@@ -115,8 +130,9 @@ def run_sql(target: str, qualifier: str, table: str, d: Dialect) -> str:
     )
 
 
-def session_params(session: AgentSession, d: Dialect) -> tuple[Any, ...]:
-    """The row agno's `upsert_session` writes for an agent session, as `session_sql` parameters."""
+def session_params(session: Any, d: Dialect, kind: str = "agent") -> tuple[Any, ...]:
+    """The row agno's `upsert_session` writes for a session of `kind`, as `session_sql` parameters."""
+    owner, owned = _OWNERS[kind]
     data = session.to_dict(include_runs=False)
     if d.strip_nul:
         data.update({key: sanitize_postgres_strings(data[key]) for key in _JSON_SESSION_COLUMNS if data.get(key)})
@@ -124,10 +140,10 @@ def session_params(session: AgentSession, d: Dialect) -> tuple[Any, ...]:
     created = data.get("created_at") or now if d.created_or_now else data.get("created_at")
     return (
         data.get("session_id"),
-        "agent",
-        data.get("agent_id"),
+        kind,
+        data.get(owner),
         data.get("user_id"),
-        json_serializer(data.get("agent_data")),
+        json_serializer(data.get(owned)),
         json_serializer(data.get("session_data")),
         json_serializer(data.get("summary")),
         json_serializer(data.get("metadata")),

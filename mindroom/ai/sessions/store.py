@@ -10,14 +10,16 @@ and every other method, and change this:
 - `NewSessionsUnread`: while a turn runs that opens a new thread (`expecting_new_session`), reading
   that session answers "none" without a query. Its id is the thread's first message, so nothing can
   be stored under it yet.
-- `TurnWrites` (SQLite) and `PostgresTurnWrites`: an agent session's row waits in memory for the run
-  row agno writes right after it, and both go to the database in one transaction, with the statements
-  agno itself would run (`mindroom.ai.sessions.rows`). On SQLite that is one trip to a worker thread and
-  the `sqlite3` module; on PostgreSQL one connection of agno's engine, as driver SQL. A session row
-  with no run row behind it is written by a task of its own as soon as the turn's task yields.
+- `_BatchedTurnWrites`: an agent session's row waits in memory for the run row agno writes right after
+  it, and both go to the database in one transaction, with the statements agno itself would run
+  (`mindroom.ai.sessions.rows`). `PostgresTurnWrites` runs them on one connection of agno's engine, as
+  driver SQL; the SQLite store (`mindroom.ai.sessions.sqlite_store`) in one trip to its worker thread.
+  A session row with no run row behind it is written by a task of its own as soon as the turn's task
+  yields.
 
-`session_store_class` builds a store class. Every other coroutine method of agno's store (found on
-agno's class when it is built, so methods a newer agno adds are covered) first writes what waits, and
+`session_store_class` builds a store class from agno's (PostgreSQL's). Every other coroutine method of
+agno's store (found on agno's class when it is built, so methods a newer agno adds are covered) first
+writes what waits, and
 waits for writes under way, so every read and change sees the rows written before it; the upserts it
 makes itself (`rename_session` is a read and an upsert) are agno's own, with agno's results. When the
 installed agno's tables or row helpers are not what the batched writes write, it logs what differs
@@ -30,20 +32,16 @@ import asyncio
 import contextlib
 import functools
 import inspect
-import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
 from agno.db.base import AsyncBaseDb
 from agno.session.agent import AgentSession
-from sqlalchemy import MetaData
 
 from mindroom.ai.sessions.rows import (
     POSTGRES,
     RUN_COLUMNS,
-    SQLITE,
     Dialect,
     agno_differences,
     run_params,
@@ -52,60 +50,23 @@ from mindroom.ai.sessions.rows import (
     session_sql,
 )
 from mindroom.logging_config import get_logger
-from mindroom.private_files import SQLITE_CACHE_PRAGMA
 from mindroom.tasks import TaskOwner
 
 __all__ = [
     "NewSessionsUnread",
     "PostgresTurnWrites",
-    "TurnWrites",
     "expecting_new_session",
     "session_store_class",
 ]
 
 logger = get_logger(__name__)
 
-_BUSY_TIMEOUT_MS = 5000
 _Statement = tuple[str, tuple[Any, ...]]
 _RUN_INDEX = RUN_COLUMNS.index("run_index")  # in `run_params`, None when the index is computed
 _IN_AGNOS_METHOD: ContextVar[bool] = ContextVar("mindroom_in_agnos_store_method", default=False)
 """Set while one of agno's own store methods runs: the upserts it makes are agno's, with its results."""
 _TABLE_UPKEEP = frozenset({"table_exists", "get_latest_schema_version", "upsert_schema_version"})
 """agno's bookkeeping of its tables, called while a table is resolved for a write: no session rows in it."""
-_NO_METADATA = MetaData()
-
-
-class _Writer:
-    """One `sqlite3` connection for a store's turn writes, used by one worker thread at a time."""
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def write(self, statements: list[_Statement]) -> None:
-        with self._lock:
-            connection = self._connection
-            if connection is None:
-                connection = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-                connection.execute("PRAGMA foreign_keys = ON")
-                connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-                connection.execute(SQLITE_CACHE_PRAGMA)
-                self._connection = connection
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, params in statements:
-                    connection.execute(sql, params)
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
-
-    def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
 
 
 class NewSessionsUnread:
@@ -175,7 +136,7 @@ class _BatchedTurnWrites(NewSessionsUnread):
         state = self._turn_state()
         if state.sql is None:
             parent: Any = super()
-            metadata = getattr(self, "metadata", _NO_METADATA)
+            metadata = self.metadata  # type: ignore[attr-defined]  # agno's store's SQLAlchemy tables
             known = set(metadata.tables)
             try:
                 sessions = await parent._get_table(table_type="sessions", create_table_if_not_found=True)
@@ -262,37 +223,6 @@ class _BatchedTurnWrites(NewSessionsUnread):
         await self._flush()
         parent: Any = super()
         await parent.close()
-
-
-class TurnWrites(_BatchedTurnWrites):
-    """Mixed in before agno's `AsyncSqliteDb`: the turn's statements run in a worker thread on one `sqlite3`
-    connection."""
-
-    _dialect = SQLITE
-    db_file: str | None
-
-    def _writer(self) -> _Writer:
-        writer: _Writer | None = self.__dict__.get("_mindroom_writer")
-        if writer is None:
-            if self.db_file is None:
-                msg = "the turn-writing session store needs a database file"
-                raise ValueError(msg)
-            writer = self.__dict__["_mindroom_writer"] = _Writer(self.db_file)
-        return writer
-
-    def _statements_for(self, sessions: Any, runs: Any) -> tuple[str, str]:
-        session_table, run_table = f'"{sessions.name}"', f'"{runs.name}"'
-        return (
-            session_sql(session_table, session_table, SQLITE),
-            run_sql(run_table, run_table, run_table, SQLITE),
-        )
-
-    async def _run_in_transaction(self, statements: list[_Statement]) -> None:
-        await asyncio.to_thread(self._writer().write, statements)
-
-    async def close(self) -> None:
-        await super().close()
-        self._writer().close()
 
 
 class PostgresTurnWrites(_BatchedTurnWrites):

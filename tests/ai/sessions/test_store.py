@@ -1,4 +1,4 @@
-"""The SQLite session store's batched turn writes: the rows agno would write, read-your-writes, new threads."""
+"""The session stores' batched turn writes: the rows agno would write, read-your-writes, new threads."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from agno.session.agent import AgentSession
 
 from mindroom.ai import generate, load_history
 from mindroom.ai.sessions.history import session_db, session_db_path, sqlite_store_class
-from mindroom.ai.sessions.store import NewSessionsUnread, TurnWrites, expecting_new_session
+from mindroom.ai.sessions.sqlite_store import SqliteSessionStore
+from mindroom.ai.sessions.store import NewSessionsUnread, PostgresTurnWrites, expecting_new_session
 from mindroom.config.main import ModelConfig
 from mindroom.testing.model_server import ScriptedModelServer, Text
 from tests.ai.test_generation import make_request
@@ -76,7 +77,7 @@ async def _write_turns(db: Any) -> None:
 async def test_turn_writes_store_the_rows_agnos_own_store_stores(tmp_path: Path) -> None:
     theirs = AsyncSqliteDb(db_file=str(tmp_path / "agno.db"))
     ours = sqlite_store_class()(db_file=str(tmp_path / "ours.db"))
-    assert isinstance(ours, TurnWrites)
+    assert isinstance(ours, SqliteSessionStore)
     try:
         await _write_turns(theirs)
         await _write_turns(ours)
@@ -175,7 +176,7 @@ async def test_a_thread_opened_without_a_read_has_its_history_for_the_next_turn(
         "first answer",
         "second question",
     ]
-    assert isinstance(session_db(storage_root, "helper"), TurnWrites)
+    assert isinstance(session_db(storage_root, "helper"), SqliteSessionStore)
     assert session_db_path(storage_root, "helper").is_file()
 
 
@@ -189,7 +190,7 @@ async def test_the_postgresql_store_skips_the_read_of_a_new_threads_session_too(
     engine = create_async_postgres_engine(postgres_url)
     db = _postgres_store(engine, "scribe")
     try:
-        assert isinstance(db, NewSessionsUnread) and not isinstance(db, TurnWrites)
+        assert isinstance(db, NewSessionsUnread) and not isinstance(db, SqliteSessionStore)
         await db.upsert_session(_session("s1"))
         await db.upsert_run(_run("r1", "s1", "stored"), session_id="s1", run_index=0)
         with expecting_new_session(db, "s1", True):
@@ -204,23 +205,17 @@ async def test_the_postgresql_store_skips_the_read_of_a_new_threads_session_too(
 
 
 @pytest.mark.asyncio
-async def test_every_session_store_connection_keeps_a_small_page_cache(tmp_path: Path) -> None:
-    from sqlalchemy import text
-
+async def test_the_session_store_connection_keeps_a_small_page_cache(tmp_path: Path) -> None:
     from mindroom.ai.sessions.history import _sqlite_store
 
     db: Any = _sqlite_store(tmp_path / "s.db")
     try:
         await db.upsert_session(_session("s1"))
-        await db.upsert_run(_run("r1", "s1", "x"), session_id="s1", run_index=0)  # opens the turn writer
-        async with db.db_engine.connect() as connection:
-            agnos = (await connection.execute(text("PRAGMA cache_size"))).scalar()
-        writer = db._writer()._connection
-        assert writer is not None
-        ours = writer.execute("PRAGMA cache_size").fetchone()[0]
+        await db.upsert_run(_run("r1", "s1", "x"), session_id="s1", run_index=0)
+        pages = await asyncio.to_thread(db._connection.run, lambda c: c.execute("PRAGMA cache_size").fetchone()[0])
     finally:
         await db.close()
-    assert agnos == ours == -512  # KiB; SQLite's default would be -2000
+    assert pages == -512  # KiB; SQLite's default would be -2000
 
 
 def _pg_rows(url: str, table: str, key: str) -> list[dict[str, Any]]:
@@ -238,7 +233,6 @@ async def test_turn_writes_on_postgresql_store_the_rows_agnos_own_store_stores(p
     from agno.db.postgres import AsyncPostgresDb, create_async_postgres_engine
 
     from mindroom.ai.sessions.history import SESSION_SCHEMA, _postgres_store
-    from mindroom.ai.sessions.store import PostgresTurnWrites
 
     engine = create_async_postgres_engine(postgres_url)
     theirs = AsyncPostgresDb(db_engine=engine, db_schema=SESSION_SCHEMA, session_table="sessions_theirs")
@@ -279,7 +273,7 @@ def _with_column(definition: Any) -> Any:
     ("where", "name", "change", "difference"),
     [
         (
-            "agno.db.sqlite.schemas",
+            "agno.db.postgres.schemas",
             "get_table_schema_definition",
             _with_column,
             "agno's sessions table has the column session_name, not written here",
@@ -292,31 +286,37 @@ def _with_column(definition: Any) -> Any:
         ),
     ],
 )
+@pytest.mark.postgres
 @pytest.mark.asyncio
 async def test_a_store_whose_tables_differ_from_the_batched_writes_is_agnos_own(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str, name: str, change: Any, difference: str
+    monkeypatch: pytest.MonkeyPatch, postgres_url: str, where: str, name: str, change: Any, difference: str
 ) -> None:
     import importlib
 
+    from agno.db.postgres import AsyncPostgresDb, create_async_postgres_engine
     from structlog.testing import capture_logs
 
+    from mindroom.ai.sessions.history import SESSION_SCHEMA
     from mindroom.ai.sessions.store import session_store_class
 
     module = importlib.import_module(where)
     with monkeypatch.context() as patch, capture_logs() as logs:
         patch.setattr(module, name, change(getattr(module, name)))
-        store_class = session_store_class(AsyncSqliteDb, TurnWrites, "Fallback", {})
+        store_class = session_store_class(AsyncPostgresDb, PostgresTurnWrites, "Fallback", {})
 
-    assert not issubclass(store_class, TurnWrites) and issubclass(store_class, NewSessionsUnread)
+    assert not issubclass(store_class, PostgresTurnWrites) and issubclass(store_class, NewSessionsUnread)
     [warning] = [log for log in logs if log["log_level"] == "warning"]
-    assert warning["store"] == "AsyncSqliteDb"
+    assert warning["store"] == "AsyncPostgresDb"
     assert any(found.startswith(difference) for found in warning["differences"]), warning["differences"]
-    db = store_class(db_file=str(tmp_path / "s.db"))
+    db = store_class(
+        db_engine=create_async_postgres_engine(postgres_url), db_schema=SESSION_SCHEMA, session_table="sessions_fb"
+    )
     try:
         await _write_turns(db)
     finally:
         await db.close()
-    assert _rows(tmp_path / "s.db")["agno_sessions"][0]["session_data"] == '{"session_state": {"note": "two"}}'
+    [row] = [row for row in _pg_rows(postgres_url, "sessions_fb", "session_id") if row["session_id"] == "s1"]
+    assert row["session_data"] == {"session_state": {"note": "two"}}
 
 
 @pytest.mark.asyncio

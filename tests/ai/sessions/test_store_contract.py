@@ -3,8 +3,10 @@
 Every session or run method the installed agno's store defines has a scenario here (a test fails when
 agno adds one without it). A scenario runs on both stores after the same turns were stored, the last
 session row still waiting in ours (no run behind it); its results and the tables afterwards must be
-the same. The clock is fixed, so the stored times compare too. `.ci/run` also runs this file against
-the newest agno 3.x, so an agno upgrade that breaks the batched writes is seen before the pin moves.
+the same. The clock is fixed, so the stored times compare too. Our SQLite store is not agno's class: it
+implements the methods agno's agents and teams and the daemon call, with agno's tables, and refuses the
+others by name. `.ci/run` also runs this file against the newest agno 3.x, so an agno upgrade that
+breaks the batched writes or changes the SQLite tables is seen before the pin moves.
 """
 
 from __future__ import annotations
@@ -301,11 +303,12 @@ def test_contract_the_installed_agno_is_what_the_batched_writes_write() -> None:
 
     from mindroom.ai.sessions.history import _postgres_store_class
     from mindroom.ai.sessions.rows import POSTGRES, SQLITE, agno_differences
-    from mindroom.ai.sessions.store import PostgresTurnWrites, TurnWrites
+    from mindroom.ai.sessions.sqlite_store import SqliteSessionStore
+    from mindroom.ai.sessions.store import PostgresTurnWrites
 
     assert agno_differences(AsyncSqliteDb, SQLITE) == []
     assert agno_differences(AsyncPostgresDb, POSTGRES) == []
-    assert issubclass(sqlite_store_class(), TurnWrites)
+    assert issubclass(sqlite_store_class(), SqliteSessionStore)
     assert issubclass(_postgres_store_class(), PostgresTurnWrites)
 
 
@@ -316,8 +319,23 @@ def test_contract_has_a_scenario_for_every_session_method_of_agnos_sqlite_store(
     assert sorted(methods - set(SCENARIOS)) == []
 
 
+SQLITE_IMPLEMENTED = {
+    "delete_run",
+    "delete_runs",
+    "delete_session",
+    "get_run",
+    "get_runs",
+    "get_session",
+    "get_sessions",
+    "rename_session",
+    "upsert_run",
+    "upsert_session",
+}
+"""The session methods our SQLite store implements: what agno's agents and teams and the daemon call."""
+
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("method", sorted(session_methods(AsyncSqliteDb)))
+@pytest.mark.parametrize("method", sorted(session_methods(AsyncSqliteDb) & SQLITE_IMPLEMENTED))
 async def test_contract_sqlite_store_answers_and_stores_as_agnos_own(
     method: str, tmp_path: Path, clock: list[int]
 ) -> None:
@@ -330,6 +348,91 @@ async def test_contract_sqlite_store_answers_and_stores_as_agnos_own(
     assert _sqlite_tables(tmp_path / "ours.db") == expected_tables
     if method not in RESULT_NOT_COMPARED:
         assert ours == theirs
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("method", sorted(session_methods(AsyncSqliteDb) - SQLITE_IMPLEMENTED))
+async def test_the_sqlite_store_refuses_the_other_session_methods_by_name(method: str, tmp_path: Path) -> None:
+    store = sqlite_store_class()(db_file=str(tmp_path / "s.db"))
+    try:
+        with pytest.raises((NotImplementedError, AttributeError), match=method):
+            await getattr(store, method)("s1")
+    finally:
+        await store.close()
+
+
+def _sqlite_schema(path: Path) -> tuple[set[tuple[str, ...]], list[tuple[str, ...]]]:
+    connection = sqlite3.connect(path)
+    try:
+        found = set(connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+        versions = list(connection.execute("SELECT table_name, version FROM agno_schema_versions ORDER BY 1"))
+        return found, versions
+    finally:
+        connection.close()
+
+
+@pytest.mark.asyncio
+async def test_contract_the_sqlite_store_makes_agnos_tables_indexes_and_schema_versions(
+    tmp_path: Path, clock: list[int]
+) -> None:
+    for store in (
+        AsyncSqliteDb(db_file=str(tmp_path / "theirs.db")),
+        sqlite_store_class()(db_file=str(tmp_path / "ours.db")),
+    ):
+        await _observe(store, _get_session, clock)
+
+    theirs, ours = _sqlite_schema(tmp_path / "theirs.db"), _sqlite_schema(tmp_path / "ours.db")
+    assert {row[1] for row in theirs[0]} >= {"agno_sessions", "agno_runs", "idx_agno_runs_session_id_run_index"}
+    assert ours == theirs
+
+
+async def _answers(db: Any) -> list[Any]:
+    try:
+        return _plain(
+            [
+                await db.get_session("s1"),
+                await db.get_session("s3", deserialize=False),
+                await db.get_sessions(sort_by="created_at", sort_order="asc"),
+                await db.get_runs(deserialize=False),
+                await db.get_run("r2"),
+            ]
+        )
+    finally:
+        await db.close()
+
+
+@pytest.mark.asyncio
+async def test_agnos_store_and_ours_read_each_others_files_alike(tmp_path: Path, clock: list[int]) -> None:
+    """agno's store reads what ours wrote as ours reads it, and ours reads a file agno's wrote (existing data)."""
+    for writer, name in ((sqlite_store_class(), "ours.db"), (AsyncSqliteDb, "theirs.db")):
+        db = writer(db_file=str(tmp_path / name))
+        try:
+            await _seed(db, clock)
+        finally:
+            await db.close()
+
+    for name in ("ours.db", "theirs.db"):
+        by_agno = await _answers(AsyncSqliteDb(db_file=str(tmp_path / name)))
+        by_ours = await _answers(sqlite_store_class()(db_file=str(tmp_path / name)))
+        assert by_agno[0]["runs"] and by_agno[1]["session_id"] == "s3"
+        assert by_ours == by_agno
+
+
+@pytest.mark.asyncio
+async def test_a_session_table_without_agnos_columns_is_refused_as_agno_refuses_it(tmp_path: Path) -> None:
+    from agno.db.utils import table_schema_mismatch_error
+
+    path = tmp_path / "old.db"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE agno_sessions (session_id VARCHAR PRIMARY KEY, session_type VARCHAR)")
+    connection.close()
+    kind = type(table_schema_mismatch_error("agno_sessions", table_type="sessions"))
+    store = sqlite_store_class()(db_file=str(path))
+    try:
+        with pytest.raises(kind, match="agno_sessions"):
+            await store.get_session("s1")
+    finally:
+        await store.close()
 
 
 OWN_WRITES = {
@@ -392,17 +495,37 @@ async def _probe_every_method(store: Any, agnos: type[Any], stored: Callable[[],
 
 
 @pytest.mark.asyncio
-async def test_every_method_of_agnos_sqlite_store_finds_the_waiting_rows_written(tmp_path: Path) -> None:
+async def test_every_method_of_the_sqlite_store_finds_the_waiting_rows_written(tmp_path: Path) -> None:
+    from mindroom.ai.sessions.sqlite_store import SqliteSessions
+
     path = tmp_path / "s.db"
     store = sqlite_store_class()(db_file=str(path))
+    seen: dict[str, bool] = {}
+    delegating = {"delete_run", "delete_runs"}  # to `_delete_runs`
+    methods = sorted(
+        name
+        for name, method in vars(SqliteSessions).items()
+        if inspect.iscoroutinefunction(method)
+        and (not name.startswith("_") or name == "_delete_runs")
+        and name not in OWN_WRITES.keys() | delegating
+        and not (method.__doc__ or "").startswith("Not implemented")
+    )
     try:
-        seen = await _probe_every_method(
-            store, AsyncSqliteDb, lambda: {row["session_id"] for row in _sqlite_tables(path)["agno_sessions"]}
-        )
+        await store.upsert_session(_session("first", ANN))  # the tables exist before the probes begin
+        await store.get_session("first")
+        for name in methods:
+
+            async def probe(self: Any, *args: Any, _name: str = name, **kwargs: Any) -> None:
+                seen[_name] = f"waiting-{_name}" in _session_ids(_sqlite_tables(path))
+
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(SqliteSessions, name, probe)
+                await store.upsert_session(_session(f"waiting-{name}", ANN))
+                await getattr(store, name.lstrip("_"))(f"waiting-{name}")
     finally:
         await store.close()
 
-    assert len(seen) > 100 and {"get_sessions", "delete_session", "upsert_sessions", "get_metrics"} <= set(seen)
+    assert {"get_session", "get_sessions", "get_runs", "_delete_runs", "rename_session"} <= set(seen)
     assert sorted(name for name, written in seen.items() if not written) == []
 
 
