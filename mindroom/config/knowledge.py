@@ -119,11 +119,8 @@ class KnowledgeGitConfig(_Strict):
 
     @field_validator("credentials_service")
     @classmethod
-    def _no_credential_store(cls, value: str | None) -> str | None:
-        if value:
-            msg = "credentials_service is not available here: give git a URL it can reach with its own credentials"
-            raise ValueError(msg)
-        return None
+    def _service_name(cls, value: str | None) -> str | None:
+        return (value or "").strip() or None
 
 
 class KnowledgeBaseConfig(_Strict):

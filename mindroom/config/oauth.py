@@ -30,6 +30,7 @@ __all__ = [
     "OAuthProviderConfig",
     "check_provider_ids",
     "read_client_seeds",
+    "read_service_seed",
 ]
 
 SEEDS_JSON_ENV = "MINDROOM_CREDENTIAL_SEEDS_JSON"
@@ -151,3 +152,27 @@ def read_client_seeds(env: Mapping[str, str], config_dir: Path) -> dict[str, OAu
             continue
         seeds[service.removesuffix(CLIENT_SERVICE_SUFFIX)] = OAuthClientSeed(**values)
     return seeds
+
+
+def read_service_seed(env: Mapping[str, str], config_dir: Path, service: str) -> dict[str, str] | None:
+    """The fields of the credential seed of `service` (each resolved as above; unset ones left out), None when
+    no seed names it; `ValueError` naming the variable and service when the seeds cannot be read."""
+    try:
+        entries, source = _seed_entries(env, config_dir)
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"{SEEDS_JSON_ENV}/{SEEDS_FILE_ENV}: not readable JSON ({type(error).__name__})") from None
+    if not isinstance(entries, list):
+        raise ValueError(f"{source}: the seeds are a list of {{service, credentials}} objects")
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("service") != service:
+            continue
+        where = f"{source}: {service!r}"
+        credentials = entry.get("credentials")
+        if not isinstance(credentials, dict):
+            raise ValueError(f"{where}: credentials must be an object")
+        try:
+            values = {str(key): _field(raw, env, config_dir, where) for key, raw in credentials.items()}
+        except OSError as error:
+            raise ValueError(f"{where}: a file it names is not readable ({type(error).__name__})") from None
+        return {key: value for key, value in values.items() if value is not None}
+    return None

@@ -56,7 +56,6 @@ def test_config_memory_is_off_unless_asked_and_takes_the_shorthand():
         ("knowledge_bases: {'..': {path: x}}", "one non-empty path component"),
         ("knowledge_bases: {a: {path: x, chunk_size: 200, chunk_overlap: 200}}", "chunk_overlap must be less"),
         ("knowledge_bases: {a: {path: x, git: {repo_url: u}, poll_interval_seconds: 9}}", "git.poll_interval_seconds"),
-        ("knowledge_bases: {a: {path: x, git: {repo_url: u, credentials_service: gh}}}", "credentials_service"),
         ("agents: {a: {display_name: A, knowledge_bases: [nope]}}", "reference unknown knowledge bases: nope"),
         ("administrators: ['@*:example.org']", "concrete Matrix user ids"),
         ("administrators: ['@a:x', '@a:x']", "lists @a:x more than once"),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from mindroom.ai.knowledge.base import KnowledgeBase
 from mindroom.ai.knowledge.embedder import EmbedderSpec, embedder_spec
-from mindroom.ai.knowledge.git_checkout import sync_checkout
+from mindroom.ai.knowledge.git_checkout import service_credentials, sync_checkout
 from mindroom.config.knowledge import KnowledgeBaseConfig
 from mindroom.config.main import Config
 from mindroom.logging_config import get_logger
@@ -137,7 +137,8 @@ class KnowledgeService:
     async def _refresh(self, base: KnowledgeBase) -> None:
         try:
             if base.config.git is not None:
-                await sync_checkout(base.root, base.config.git)
+                credentials = service_credentials(base.config.git, self.env, self.config_dir)
+                await sync_checkout(base.root, base.config.git, credentials)
             await base.refresh()
         except Exception as exc:  # logged; the base keeps what it had and tries again at its next change or poll
             logger.warning("knowledge base not refreshed", base=base.base_id, error=str(exc))
