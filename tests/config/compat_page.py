@@ -82,6 +82,8 @@ def _toolkit_text(toolkit: AgnoToolkit) -> str:
     needed = [credential.env for credential in toolkit.credentials if credential.required]
     if needed:
         parts.append("credential " + ", ".join(f"`{env}`" for env in needed))
+    if toolkit.connection is not None:
+        parts[-1] += f" (for everyone), else each person's `{toolkit.connection.provider}` connection"
     return "; ".join(parts)
 
 
