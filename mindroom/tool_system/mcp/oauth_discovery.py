@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from mindroom.config.mcp import MCPServerConfig
 from mindroom.oauth.errors import OAuthError
-from mindroom.tool_system.mcp.address import check_remote_url
+from mindroom.tool_system.mcp.address import CheckedHost, check_remote_url
 from mindroom.tool_system.spec import ToolError
 
 __all__ = [
@@ -78,17 +78,26 @@ class RegisteredClient:
     registration_url: str
 
 
+def _check_scheme(url: str, rules: DiscoveryRules, where: str) -> None:
+    scheme = urlsplit(url).scheme
+    if scheme != "https" and not (scheme == "http" and rules.allow_insecure):
+        raise OAuthError(f"{where}: {url} is not HTTPS (set {ALLOW_INSECURE_ENV}=1 for local development)")
+
+
+async def _check(url: str, rules: DiscoveryRules, where: str) -> CheckedHost:
+    """The URL's checked host: HTTPS (unless relaxed) and every address public (unless relaxed); else `OAuthError`."""
+    _check_scheme(url, rules, where)
+    try:
+        return await check_remote_url(url, rules.allow_private, switch=ALLOW_PRIVATE_ENV)
+    except ToolError as refused:
+        raise OAuthError(f"{where}: {refused}") from None
+
+
 async def _request(
     url: str, rules: DiscoveryRules, where: str, body: Mapping[str, Any] | None = None
 ) -> tuple[int, Mapping[str, str], Any]:
     """One request to a discovery or registration URL: its status, headers and JSON body (None if not JSON)."""
-    scheme = urlsplit(url).scheme
-    if scheme != "https" and not (scheme == "http" and rules.allow_insecure):
-        raise OAuthError(f"{where}: {url} is not HTTPS (set {ALLOW_INSECURE_ENV}=1 for local development)")
-    try:
-        checked = await check_remote_url(url, rules.allow_private, switch=ALLOW_PRIVATE_ENV)
-    except ToolError as refused:
-        raise OAuthError(f"{where}: {refused}") from None
+    checked = await _check(url, rules, where)
     import httpx2
 
     from mindroom.tool_system.mcp.http_client import pinned_http_client
@@ -168,13 +177,23 @@ async def discover_endpoints(server_id: str, server: MCPServerConfig, rules: Dis
     metadata = await _server_metadata(issuer, rules, where)
     registration = metadata.get("registration_endpoint")
     revocation = metadata.get("revocation_endpoint")
-    return DiscoveredEndpoints(
+    found = DiscoveredEndpoints(
         authorization_url=explicit.authorization_url or str(metadata["authorization_endpoint"]),
         token_url=explicit.token_url or str(metadata["token_endpoint"]),
         registration_url=explicit.registration_url or (str(registration) if registration else None),
         revocation_url=str(revocation) if revocation else None,
         issuer=issuer,
     )
+    # What the server's metadata names gets the codes, tokens and secrets: held to the same rules as discovery
+    # (the person's browser opens the authorization page, so only its scheme is checked).
+    if not explicit.authorization_url:
+        _check_scheme(found.authorization_url, rules, where)
+    discovered = [found.token_url if not explicit.token_url else None, found.revocation_url]
+    discovered.append(found.registration_url if not explicit.registration_url else None)
+    for url in discovered:
+        if url:
+            await _check(url, rules, where)
+    return found
 
 
 async def register_client(

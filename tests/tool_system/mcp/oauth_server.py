@@ -156,14 +156,15 @@ def _free_port() -> int:
 
 
 @contextmanager
-def loopback_mcp_auth_server() -> Iterator[LoopbackMCPAuthServer]:
-    """Start the server on a free loopback port for the block."""
+def loopback_mcp_auth_server(issuer: str | None = None) -> Iterator[LoopbackMCPAuthServer]:
+    """Start the server on a free loopback port for the block (`issuer`: the address its metadata names instead
+    of its own, so its endpoints point there)."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     provider = _Provider(base)
     calls: list[tuple[str, str | None]] = []
     settings = AuthSettings(
-        issuer_url=base,  # type: ignore[arg-type]
+        issuer_url=issuer or base,  # type: ignore[arg-type]
         resource_server_url=f"{base}/mcp",  # type: ignore[arg-type]
         validate_token_resource=False,
         client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["notes"]),

@@ -5,6 +5,7 @@ own accounts, and each tool call made over the caller's own session with their o
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -253,3 +254,18 @@ async def test_mcp_oauth_discovery_does_not_follow_a_redirect(tmp_path, server):
         await connections.prepare("mcp_notes")
 
     assert server.provider.clients == {}
+
+
+@pytest.mark.parametrize("issuer", ["https://169.254.169.254", "https://localhost.evil.example"])
+async def test_mcp_oauth_endpoints_the_metadata_names_are_held_to_the_discovery_rules(tmp_path, issuer):
+    with loopback_mcp_auth_server(issuer=issuer) as elsewhere:
+        config = notes_config(elsewhere.url, authorization_server=elsewhere.base)
+        # A seeded client: no registration, so only the token endpoint's check can refuse.
+        seed = [{"service": "mcp_notes_oauth_client", "credentials": {"client_id": "seeded"}}]
+        connections = make_connections(tmp_path, config, {**RELAXED, "MINDROOM_CREDENTIAL_SEEDS_JSON": json.dumps(seed)})
+
+        with pytest.raises(OAuthError, match="never reached|cannot resolve") as refused:
+            await connections.prepare("mcp_notes")
+
+    assert "mcp_servers.notes.auth" in str(refused.value)
+    assert elsewhere.provider.clients == {}
