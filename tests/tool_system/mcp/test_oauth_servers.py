@@ -261,10 +261,10 @@ async def test_mcp_oauth_endpoints_the_metadata_names_are_held_to_the_discovery_
     with loopback_mcp_auth_server(issuer=issuer) as elsewhere:
         config = notes_config(elsewhere.url, authorization_server=elsewhere.base)
         # A seeded client: no registration, so only the token endpoint's check can refuse.
-        seed = [{"service": "mcp_notes_oauth_client", "credentials": {"client_id": "seeded"}}]
-        connections = make_connections(tmp_path, config, {**RELAXED, "MINDROOM_CREDENTIAL_SEEDS_JSON": json.dumps(seed)})
+        seed = json.dumps([{"service": "mcp_notes_oauth_client", "credentials": {"client_id": "seeded"}}])
+        connections = make_connections(tmp_path, config, {**RELAXED, "MINDROOM_CREDENTIAL_SEEDS_JSON": seed})
 
-        with pytest.raises(OAuthError, match="never reached|cannot resolve") as refused:
+        with pytest.raises(OAuthError, match=r"never reached|cannot resolve") as refused:
             await connections.prepare("mcp_notes")
 
     assert "mcp_servers.notes.auth" in str(refused.value)
