@@ -27,6 +27,8 @@ from mindroom.tool_system.mcp.oauth_providers import MCPOAuthProviders
 from mindroom.tool_system.mcp.servers import MCPServerPool
 from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolSpec
+from tests.oauth.auth_server import loopback_auth_server
+from tests.oauth.support import approve
 from tests.tool_system.mcp.oauth_server import LoopbackMCPAuthServer, loopback_mcp_auth_server
 
 pytestmark = pytest.mark.asyncio
@@ -269,3 +271,31 @@ async def test_mcp_oauth_endpoints_the_metadata_names_are_held_to_the_discovery_
 
     assert "mcp_servers.notes.auth" in str(refused.value)
     assert elsewhere.provider.clients == {}
+
+
+async def test_mcp_oauth_manual_endpoints_a_seeded_client_and_extra_token_params(tmp_path):
+    """`discovery: manual` with a client from the seed: no discovery, and `extra_token_params` reach the token
+    endpoint (an Authlib authorization server on loopback records what it was sent)."""
+    with loopback_auth_server() as authlib:
+        authlib.add_client("seeded-app", "seeded-secret", f"{BASE}/api/oauth/mcp_notes/callback")
+        config = notes_config(
+            "https://notes.example.org/mcp",
+            discovery="manual",
+            authorization_url=authlib.authorization_url,
+            token_url=authlib.token_url,
+            token_endpoint_auth_method="client_secret_post",
+            extra_token_params={"audience": "notes-api"},
+        )
+        credentials = {"client_id": "seeded-app", "client_secret": "seeded-secret"}
+        seed = json.dumps([{"service": "mcp_notes_oauth_client", "credentials": credentials}])
+        connections = make_connections(tmp_path, config, {"MINDROOM_CREDENTIAL_SEEDS_JSON": seed})
+
+        await connections.prepare("mcp_notes")
+        link = connections.connect_link(ALICE, "mcp_notes")
+        authorization, secret = connections.authorize("mcp_notes", link.rsplit("=", 1)[1])
+        _, code, state = await approve(authorization, "alice")
+        await connections.complete("mcp_notes", state, code, secret)
+
+    assert authlib.state.token_requests[-1]["audience"] == "notes-api"
+    assert connections.vault.load(ALICE, "mcp_notes") is not None
+    assert connections.vault.load_client("mcp_notes") is None  # nothing registered
