@@ -14,7 +14,7 @@ from mindroom.oauth.errors import OAuthError
 from mindroom.oauth.service import OAuthConnections, provide_connections
 from mindroom.oauth.vault import TokenVault
 from mindroom.state.backend import StateStores
-from mindroom.tool_system.mcp.oauth_providers import MCPOAuthProviders
+from mindroom.tool_system.mcp.oauth_providers import FOUND_ON_CONNECT, MCPOAuthProviders
 
 __all__ = ["announce_providers", "start_connections"]
 
@@ -51,6 +51,9 @@ def announce_providers(service: OAuthConnections) -> None:
         logger.warning("OAuth providers not usable", problem=str(error))
         return
     for problem in problems:
-        logger.warning("OAuth provider not usable", problem=problem)
+        if problem.endswith(FOUND_ON_CONNECT):
+            logger.info("OAuth provider of an MCP server", about=problem)
+        else:
+            logger.warning("OAuth provider not usable", problem=problem)
     if providers:
         logger.info("OAuth providers ready", providers=sorted(providers))

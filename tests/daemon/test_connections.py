@@ -47,3 +47,20 @@ def test_connections_start_says_when_the_seeds_cannot_be_read(tmp_path: Path):
 
     [entry] = logs
     assert entry["event"] == "OAuth providers not usable" and "MINDROOM_CREDENTIAL_SEEDS" in entry["problem"]
+
+
+def test_connections_start_tells_an_mcp_servers_provider_as_found_on_connect_not_as_a_fault(tmp_path: Path):
+    from mindroom.config.mcp import MCPServerConfig
+    from mindroom.tool_system.mcp.oauth_providers import MCPOAuthProviders
+
+    server = MCPServerConfig(transport="streamable-http", url="https://notes.example.org/mcp", auth={"type": "oauth"})
+    service = _connections(tmp_path, {}, {})
+    service.sources.append(MCPOAuthProviders(service, lambda: {"notes": server}))
+
+    with capture_logs() as logs:
+        announce_providers(service)
+
+    about = "mcp_servers.notes.auth: its endpoints are found when someone connects"
+    assert [(e["event"], e["log_level"], e.get("about")) for e in logs] == [
+        ("OAuth provider of an MCP server", "info", about)
+    ]

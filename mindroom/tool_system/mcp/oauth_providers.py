@@ -28,9 +28,12 @@ from mindroom.tool_system.mcp.oauth_discovery import (
     register_client,
 )
 
-__all__ = ["MCPOAuthProviders", "mcp_oauth_servers"]
+__all__ = ["FOUND_ON_CONNECT", "MCPOAuthProviders", "mcp_oauth_servers"]
 
 logger = get_logger(__name__)
+
+FOUND_ON_CONNECT = "its endpoints are found when someone connects"
+"""Why an MCP server's provider is not ready before anyone connected: not a fault."""
 
 
 def mcp_oauth_servers(servers: Mapping[str, MCPServerConfig]) -> dict[str, tuple[str, MCPServerConfig]]:
@@ -77,7 +80,7 @@ class MCPOAuthProviders:
             if found is not None and found.fingerprint == self._fingerprint(server, provider_id):
                 states[provider_id] = ProviderState(provider_id, name, found.provider)
             else:
-                problem = f"mcp_servers.{server_id}.auth: its endpoints are found when someone connects"
+                problem = f"mcp_servers.{server_id}.auth: {FOUND_ON_CONNECT}"
                 states[provider_id] = ProviderState(provider_id, name, None, problem)
         return states
 
