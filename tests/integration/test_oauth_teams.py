@@ -49,6 +49,7 @@ async def _connect(e2e: E2E, human: HumanClient, agent_id: str, user_at_acme: st
     asked = await human.send(dm, "!connect acme")
     given = (await human.wait_for(thread_replies(asked)))["content"]["body"]
     [link] = _LINK.findall(given)
+    assert "(it asks for: profile; it works once, for 10 minutes)" in given  # what is granted, before the page
     async with httpx.AsyncClient(follow_redirects=False) as browser:
         opened = await browser.get(link)
         callback, _, _ = await approve(opened.headers["location"], user_at_acme)
@@ -79,6 +80,7 @@ async def test_oauth_team_members_and_hand_off_targets_act_with_the_requesters_t
         "authorization_url": server.authorization_url,
         "token_url": server.token_url,
         "api_base_url": server.api_url,
+        "scopes": ["profile"],
         "client_id": CLIENT_ID,
         "client_secret": CLIENT_SECRET,
     }

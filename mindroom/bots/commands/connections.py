@@ -1,6 +1,7 @@
 """`!connect`, `!disconnect`, `!connections`: a person connects their own accounts for the agents' tools.
 
-- `!connect <provider>` answers with a link to connect the asker's account (one use, 10 minutes). The link
+- `!connect <provider>` answers with the scopes the provider is asked for and a link to connect the asker's
+  account (one use, 10 minutes). The link
   is given only in a room where nobody but the asker and the daemon's accounts could open it first (a
   direct message): the daemon has no way of its own to answer someone privately elsewhere.
 - `!disconnect <provider>` revokes the tokens at the provider (when it has a revocation endpoint) and
@@ -44,14 +45,16 @@ def connection_commands(connections: OAuthConnections, bot_user_ids: Callable[[]
             return f"Usage: !connect <provider> (providers: {_providers_line(connections)})"
         try:
             await connections.prepare(provider)  # an MCP server's endpoints are found (and a client registered) now
-            connections.provider(provider)
+            scopes = connections.provider(provider).scopes
             if not await private(entity, envelope):
                 return f"Send `!connect {provider}` to me in a direct message: connect links are only given there."
             link = connections.connect_link(envelope.requester_id, provider)
         except OAuthError as error:
             return str(error)
         logger.info("OAuth connect link given", requester=envelope.requester_id, provider=provider)
-        return f"Open this link to connect your {provider} account (it works once, for 10 minutes):\n{link}"
+        # What the person grants, said before they open the provider's page.
+        asked = f"it asks for: {', '.join(scopes)}" if scopes else "it asks for no scopes beyond the provider's own"
+        return f"Open this link to connect your {provider} account ({asked}; it works once, for 10 minutes):\n{link}"
 
     async def disconnect(entity: Entity, live: LiveState, envelope: MessageEnvelope, args: str) -> str:
         provider = args.strip()
