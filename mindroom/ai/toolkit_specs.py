@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mindroom.ai.tool_caller import CALLER_PARAMETERS, given_caller
 from mindroom.logging_config import get_logger
 from mindroom.tool_system.runtime_context import get_runtime_context
 from mindroom.tool_system.spec import OutboundFile, ToolOutput, ToolSpec
@@ -37,7 +38,9 @@ __all__ = ["media_output", "toolkit_specs"]
 logger = get_logger(__name__)
 
 _RUN_CONTEXTS_KEPT = 64
-_UNSUPPORTED = frozenset({"agent", "team", "images", "videos", "audios", "files"})
+_UNSUPPORTED = frozenset({"images", "videos", "audios", "files"})
+"""What agno gives a toolkit function besides the model's arguments that it gets here too: the agent or team
+running the call (agno's speech toolkits take it: `OpenAITools.generate_speech`, `ElevenLabsTools`)."""
 
 
 class _RunContexts:
@@ -168,6 +171,8 @@ def _spec(function: Function, ref: ToolkitRef) -> ToolSpec | None:
         if per_call
         else _runner(prepared, entrypoint, "run_context" in taken)
     )
+    if taken & CALLER_PARAMETERS:
+        run = given_caller(run, frozenset(taken & CALLER_PARAMETERS))
     return ToolSpec(
         name=prepared.name,
         function=run,

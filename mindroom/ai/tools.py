@@ -11,11 +11,10 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mindroom.ai.tool_caller import CALLER, CALLER_PARAMETERS, given_caller, wants_caller
 from mindroom.tool_system.calls import call_tool
 from mindroom.tool_system.spec import ToolSpec
 from mindroom.tool_system.toolkits import ToolkitRef
@@ -25,9 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["agno_function", "agno_tools", "described", "foreign_tool_specs"]
 
-_CALLER_PARAMETERS = frozenset({"agent", "team"})
-_WANTS_CALLER = "_mindroom_wants_agno_caller"
-_caller: ContextVar[tuple[Any, Any]] = ContextVar("mindroom_agno_caller", default=(None, None))
 """The agno agent and team running the current tool call, for the plugin functions that take them."""
 
 
@@ -120,17 +116,17 @@ def agno_function(spec: ToolSpec, agent_name: str) -> Function:
 
     # agno fills its `_agno_` parameters with the running agent and team; only tools that need them ask.
     async def entrypoint_with_caller(_agno_agent: Any = None, _agno_team: Any = None, **arguments: Any) -> str:
-        token = _caller.set((_agno_agent, _agno_team))
+        token = CALLER.set((_agno_agent, _agno_team))
         try:
             return await call_tool(ready, agent_name, arguments)
         finally:
-            _caller.reset(token)
+            CALLER.reset(token)
 
     return _function_class()(
         name=ready.name,
         description=ready.description,
         parameters=dict(ready.parameters or {}),
-        entrypoint=entrypoint_with_caller if getattr(ready.function, _WANTS_CALLER, False) else entrypoint,
+        entrypoint=entrypoint_with_caller if wants_caller(ready.function) else entrypoint,
         skip_entrypoint_processing=True,
     )
 
@@ -146,8 +142,8 @@ def _spec_from_function(function: Function) -> ToolSpec:
         msg = f"agno Function {function.name!r} has no entrypoint"
         raise ValueError(msg)
     injected = frozenset(inspect.signature(entrypoint).parameters) & _injected()
-    if injected - _CALLER_PARAMETERS:
-        names = ", ".join(sorted(injected - _CALLER_PARAMETERS))
+    if injected - CALLER_PARAMETERS:
+        names = ", ".join(sorted(injected - CALLER_PARAMETERS))
         msg = f"tool {function.name!r} takes agno framework parameters ({names}), which it would not get"
         raise ValueError(msg)
     prepared = function.model_copy()
@@ -155,29 +151,11 @@ def _spec_from_function(function: Function) -> ToolSpec:
     run = prepared.entrypoint or entrypoint
     return ToolSpec(
         name=prepared.name,
-        function=_given_caller(run, injected) if injected else run,
+        function=given_caller(run, injected) if injected else run,
         description=prepared.description or "",
         parameters=dict(prepared.parameters),
         in_thread=not inspect.iscoroutinefunction(entrypoint),
     )
-
-
-def _given_caller(function: Callable[..., Any], wanted: frozenset[str]) -> Callable[..., Any]:
-    """`function` called with the model's arguments and the `agent` and/or `team` running the call."""
-
-    def caller() -> dict[str, Any]:
-        agent, team = _caller.get()
-        return {name: value for name, value in (("agent", agent), ("team", team)) if name in wanted}
-
-    async def call_async(**arguments: Any) -> Any:
-        return await function(**arguments, **caller())
-
-    def call(**arguments: Any) -> Any:
-        return function(**arguments, **caller())
-
-    chosen = call_async if inspect.iscoroutinefunction(function) else call
-    setattr(chosen, _WANTS_CALLER, True)
-    return chosen
 
 
 def foreign_tool_specs(value: Any) -> tuple[ToolSpec, ...] | None:

@@ -4,8 +4,9 @@ The tools of a turn put files in its outbox (`mindroom.tool_system.files_out`). 
 lists them in `extra_content["com.mindroom.attachments"]` (name, MIME type, size), so a hook sees what
 goes out with the answer and may take an entry out (that file is then not sent); the listing itself is
 not part of the answer's Matrix event. Once the answer is delivered, each remaining file follows in the
-answer's thread as `m.image` or `m.file`, uploaded through the media API and encrypted in an encrypted
-room, with a transaction id per file so a replayed turn does not post a file twice.
+answer's thread as `m.image` or `m.file` (an Ogg/Opus recording, as agno's speech toolkits make when asked
+for `opus`, as a voice message with its length and waveform), uploaded through the media API and encrypted
+in an encrypted room, with a transaction id per file so a replayed turn does not post a file twice.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mindroom.hooks.context import MessageEnvelope, ResponseDraft
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixError
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
+from mindroom.matrix.voice import OggOpusError, VoiceAudio, read_ogg_opus
 from mindroom.tool_system.spec import OutboundFile
 
 __all__ = ["ATTACHMENTS_KEY", "draft_listing", "send_files", "take_files"]
@@ -51,8 +53,18 @@ async def send_files(entity: Entity, envelope: MessageEnvelope, files: Sequence[
     sent: list[str] = []
     client = entity.client
     for index, file in enumerate(files):
+        voice = _recording(file)
 
-        async def send(txn_id: str, file: OutboundFile = file) -> str:
+        async def send(txn_id: str, file: OutboundFile = file, voice: VoiceAudio | None = voice) -> str:
+            if voice is not None:
+                return await client.send_voice(
+                    envelope.room_id,
+                    voice,
+                    file.name,
+                    thread_root=envelope.resolved_thread_id,
+                    reply_to=envelope.source_event_id,
+                    txn_id=txn_id,
+                )
             return await client.send_file(
                 envelope.room_id,
                 file.data,
@@ -69,3 +81,13 @@ async def send_files(entity: Entity, envelope: MessageEnvelope, files: Sequence[
         except MatrixError as exc:
             logger.warning("a file of the answer could not be sent", agent=entity.name, file=file.name, error=str(exc))
     return sent
+
+
+def _recording(file: OutboundFile) -> VoiceAudio | None:
+    """The file as a voice message's recording when it is Ogg/Opus audio (by its bytes, not its name)."""
+    if not file.mime_type.startswith("audio/") or not file.data.startswith(b"OggS"):
+        return None
+    try:
+        return read_ogg_opus(file.data)
+    except OggOpusError:
+        return None  # Ogg of another codec (Vorbis): an ordinary file

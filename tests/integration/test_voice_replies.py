@@ -5,6 +5,7 @@ costs no speech; a failed speech call leaves the text answer alone; `!voice on` 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from typing import Any
@@ -206,3 +207,33 @@ async def test_voice_reply_the_voice_message_tool_tells_the_model_when_speech_fa
     result = _tool_result(e2e)
     assert result["status"] == "error" and "no voice today" in result["message"]
     assert human.matching(_kind(root, agent_id, "m.audio")) == []
+
+
+async def test_voice_reply_agnos_speech_toolkit_sends_its_opus_recording_as_a_voice_message(e2e: E2E, monkeypatch):
+    """agno's `OpenAITools` by MindRoom's name `openai`, asked for `opus`: its `generate_speech` (which takes
+    agno's running agent) calls the speech endpoint, and the recording arrives as a voice message."""
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{e2e.model_server.url}/v1")  # agno's own client reads it from there
+    environment = e2e.environment
+    e2e.environment = lambda path: dataclasses.replace(  # type: ignore[method-assign]
+        environment(path), values={**environment(path).values, "OPENAI_API_KEY": "sk-test-speech"}
+    )
+    speech = {"enable_transcription": False, "enable_image_generation": False, "text_to_speech_format": "opus"}
+    human, room_id, agent_id = await _world(e2e, {}, tools=({"openai": speech},))  # type: ignore[arg-type]
+    e2e.model_server.speech.speak_for(0.9)
+    e2e.model_server.script(
+        ToolCall("generate_speech", {"text_input": "The table is booked."}), Text("Here it is, spoken."),
+        model="agent-model",
+    )  # fmt: skip
+
+    root = await human.send(room_id, "say that the table is booked")
+    voice = await human.wait_for(_kind(root, agent_id, "m.audio"))
+
+    content = voice["content"]
+    assert voice.get("decrypted") is True and content["org.matrix.msc3245.voice"] == {}
+    assert content["info"]["mimetype"] == "audio/ogg" and 880 <= content["info"]["duration"] <= 920
+    recording = decrypt_attachment(
+        await _download(human, content["file"]["url"]),
+        content["file"]["key"]["k"], content["file"]["hashes"]["sha256"], content["file"]["iv"],
+    )  # fmt: skip
+    assert abs(_decoded_ms(recording) - content["info"]["duration"]) <= 20
+    assert [r.input for r in e2e.model_server.speech.requests] == ["The table is booked."]
