@@ -36,7 +36,6 @@ from mindroom.config.mcp import (
 )
 from mindroom.constants import RuntimePaths, resolve_config_relative_path
 from mindroom.logging_config import get_logger
-from mindroom.oauth.service import connections_for
 from mindroom.tool_system.providers import ToolProvider
 from mindroom.tool_system.spec import AgentToolEnvironment, ToolError, ToolSpec
 
@@ -211,6 +210,9 @@ class MCPServerPool:
         provider_id = mcp_oauth_provider_id(server_id, server.auth)
 
         async def token(person: str) -> str:
+            # Here, not at the top: the connections' vault brings the Matrix crypto layer (and nio) with it.
+            from mindroom.oauth.service import connections_for
+
             service = connections_for(self._paths.storage_root) if self._paths is not None else None
             if service is None:
                 raise ToolError("OAuth connections work with the running daemon only")
