@@ -231,6 +231,13 @@ class Config(StrictModel):
             router_model=self.router.model,
             room_models=self.room_models,
             reserved=ROUTER_AGENT_NAME,
+            summary_models={
+                "defaults.thread_summary_model": self.defaults.thread_summary_model,
+                **{
+                    f"room_thread_summary_models.{room}": model
+                    for room, model in self.room_thread_summary_models.items()
+                },
+            },
         )
         problems += [
             f"{where}.compaction.model: unknown model {entity.compaction.model!r}"

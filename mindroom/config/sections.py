@@ -61,13 +61,16 @@ def reference_problems(
     router_model: str,
     room_models: Mapping[str, str],
     reserved: str,
+    summary_models: Mapping[str, str | None] | None = None,
 ) -> list[str]:
-    """Every model, team member and hand-off target named in config that does not exist."""
+    """Every model, team member and hand-off target named in config that does not exist (`summary_models`: the
+    thread summaries' models by their key, None where unset)."""
     wanted = [(f"agents.{name}.model", agent.model) for name, agent in agents.items()]
     if len(agents) + len(teams) > 1:
         wanted.append(("router.model", router_model))
     wanted += [(f"teams.{name}.model", team.model) for name, team in teams.items()]
     wanted += [(f"room_models.{room}", model) for room, model in room_models.items()]
+    wanted += [(where, model) for where, model in (summary_models or {}).items() if model is not None]
     problems = [problem for where, model in wanted if (problem := _unknown_model(where, model, models))]
     for name, agent in agents.items():
         for target in agent.delegate_to:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from mindroom.ai.thread_summary import SUMMARY_MAX_CHARS, plain_summary
 from mindroom.bots.thread_summaries import SummaryRun, ThreadSummaries, summary_model
@@ -50,7 +51,7 @@ class Answering:
 
 
 def config(**extra: Any) -> Config:
-    models = {"default": {"provider": "openai", "id": "m"}, "summary": {"provider": "openai", "id": "s"}}
+    models = {name: {"provider": "openai", "id": name} for name in ("default", "summary", "other", "by-agent")}
     return Config.model_validate({"models": models, **extra})
 
 
@@ -70,6 +71,16 @@ def test_summary_model_is_the_rooms_then_the_agents_then_the_default():
     assert summary_model(both, ROOM, {"work-2"}, "helper") == "by-agent"  # a room key with a suffix is another room
     assert summary_model(both, ROOM, {"work-2"}, "writer") == "default"
     assert summary_model(config(), ROOM, {"work"}, "helper") is None
+
+
+def test_summary_model_that_is_no_model_is_a_config_error_naming_its_key():
+    with pytest.raises(ValidationError) as room:
+        config(room_thread_summary_models={"work": "sumary"})  # a near miss of `summary`
+    with pytest.raises(ValidationError) as default:
+        config(defaults={"thread_summary_model": "summary-2"})
+
+    assert "room_thread_summary_models.work: unknown model 'sumary'" in str(room.value)
+    assert "defaults.thread_summary_model: unknown model 'summary-2'" in str(default.value)
 
 
 @pytest.mark.asyncio
