@@ -107,7 +107,11 @@ async def check_mcp_servers(config: Config, paths: RuntimePaths) -> list[CheckRe
     results = []
     for status in statuses:
         name = f"mcp server {status.server_id}"
-        if status.state == "ready":
+        if enabled[status.server_id].auth is not None:
+            # Started per person with their own token at their first call: there is nothing to list before that.
+            detail = "acts with each person's OAuth connection (auth: oauth): opened at their first call, not here"
+            results.append(_ok(name, detail))
+        elif status.state == "ready":
             results.append(_ok(name, f"started and listed {status.tools} tools"))
         else:
             reason = status.reason or "it did not start in time"

@@ -123,6 +123,7 @@ async def test_doctor_starts_each_mcp_server_and_says_which_fails_and_why(tmp_pa
     servers = {
         "clock": {"transport": "stdio", "command": time_server_command()},
         "gone": {"transport": "stdio", "command": str(tmp_path / "missing-server")},
+        "notes": {"transport": "streamable-http", "url": "https://notes.example.org/mcp", "auth": {"type": "oauth"}},
     }
     config = Config.model_validate({"mcp_servers": servers})
 
@@ -131,6 +132,10 @@ async def test_doctor_starts_each_mcp_server_and_says_which_fails_and_why(tmp_pa
     by_name = {r.name: r for r in results}
     assert by_name["mcp server clock"].status is CheckStatus.PASS
     assert by_name["mcp server clock"].detail == "started and listed 2 tools"
+    assert (by_name["mcp server notes"].status, by_name["mcp server notes"].detail) == (
+        CheckStatus.PASS,  # never connected without a person's token: nothing to list (and no request made)
+        "acts with each person's OAuth connection (auth: oauth): opened at their first call, not here",
+    )
     assert (
         by_name["mcp server gone"].status is CheckStatus.FAIL and "does not exist" in by_name["mcp server gone"].detail
     )
