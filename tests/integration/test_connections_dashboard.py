@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import re
 import shutil
-import socket
 from collections.abc import Iterator
 
 import httpx
@@ -20,6 +19,7 @@ from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.daemon.wiring import DaemonApiView
+from mindroom.homeserver.synapse import free_port
 from mindroom.oauth.service import connections_for
 from mindroom.oauth.vault import OAuthTokens
 from tests.api.test_dashboard import CHROMIUM, FLAGS
@@ -43,12 +43,6 @@ _LINK = re.compile(r"https?://\S+/api/oauth/acme/authorize\?link=[\w-]+")
 def server() -> Iterator[LoopbackAuthServer]:
     with loopback_auth_server() as running:
         yield running
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def _connect(human: HumanClient, agent_id: str, user: str) -> None:
@@ -78,7 +72,7 @@ async def _listed(page, person: str, present: bool = True) -> None:
 async def test_dashboard_connections_view_lists_a_connected_person_and_disconnects_them(
     e2e: E2E, server: LoopbackAuthServer
 ):
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/acme/callback")
     environment = e2e.environment

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import socket
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -19,9 +17,11 @@ from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.daemon.wiring import DaemonApiView
+from mindroom.homeserver.synapse import free_port
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, thread_replies
+from tests.integration.support import thread_replies
+from tests.integration.test_oauth_connections import _body, _command
 from tests.integration.test_tools import last_tool_message
 from tests.tool_system.mcp.oauth_server import LoopbackMCPAuthServer, loopback_mcp_auth_server
 
@@ -36,25 +36,10 @@ def server() -> Iterator[LoopbackMCPAuthServer]:
         yield running
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _body(event: dict[str, Any]) -> str:
-    return str(event.get("content", {}).get("body", ""))
-
-
-async def _command(human: HumanClient, room_id: str, agent_id: str, text: str) -> str:
-    event_id = await human.send(room_id, text, mentions=[agent_id])
-    return _body(await human.wait_for(thread_replies(event_id)))
-
-
 async def test_mcp_oauth_connect_in_a_dm_then_the_agent_calls_the_server_as_that_person(
     e2e: E2E, server: LoopbackMCPAuthServer
 ):
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     environment = e2e.environment
     values = {

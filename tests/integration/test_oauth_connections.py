@@ -10,7 +10,6 @@ import asyncio
 import dataclasses
 import json
 import re
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.daemon.wiring import DaemonApiView
+from mindroom.homeserver.synapse import free_port
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
@@ -44,12 +44,6 @@ def server() -> Iterator[LoopbackAuthServer]:
         yield running
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _body(event: dict[str, Any]) -> str:
     return str(event.get("content", {}).get("body", ""))
 
@@ -58,7 +52,7 @@ async def _world(
     e2e: E2E, server: LoopbackAuthServer, humans: list[HumanClient], database_url: str | None
 ) -> tuple[str, str, int]:
     """The daemon with one agent having `oauth_api`, public at a free port; the agent, its room, the port."""
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/acme/callback")
     environment = e2e.environment

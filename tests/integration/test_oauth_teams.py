@@ -17,10 +17,10 @@ from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.daemon.wiring import DaemonApiView
+from mindroom.homeserver.synapse import free_port
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
-from tests.integration.test_oauth_connections import _free_port
 from tests.integration.test_teams import with_models
 from tests.integration.test_tools import last_tool_message
 from tests.oauth.auth_server import LoopbackAuthServer, loopback_auth_server
@@ -61,7 +61,7 @@ async def test_oauth_team_members_and_hand_off_targets_act_with_the_requesters_t
 ):
     server = acme
     alice, bob = await e2e.human("alice"), await e2e.human("bob")
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/acme/callback")
     environment = e2e.environment

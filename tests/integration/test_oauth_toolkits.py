@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import socket
 
 import httpx
 import pytest
@@ -19,6 +18,7 @@ from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.daemon.wiring import DaemonApiView
+from mindroom.homeserver.synapse import free_port
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
@@ -33,12 +33,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 _LINK = re.compile(r"https?://\S+/api/oauth/github/authorize\?link=[\w-]+")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def _command(human: HumanClient, room_id: str, agent_id: str, text: str) -> str:
     event_id = await human.send(room_id, text, mentions=[agent_id])
     return str((await human.wait_for(thread_replies(event_id))).get("content", {}).get("body", ""))
@@ -47,7 +41,7 @@ async def _command(human: HumanClient, room_id: str, agent_id: str, text: str) -
 async def test_github_toolkit_reads_as_the_connected_person_and_asks_others_to_connect(e2e: E2E):
     with loopback_auth_server() as server, loopback_github_api(server) as api:
         alice, bob = await e2e.human(), await e2e.human("bob")
-        port = _free_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
         server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/github/callback")
         environment = e2e.environment
