@@ -6,6 +6,11 @@ its RSS after the run and its cold start (process start to "daemon ready"). Then
 messages over 4 rooms, first to one echo bot in all 4, then to the daemon (4 agents): messages per
 second for each and their ratio; every message answered exactly once.
 
+With `BENCH_VOICE=1` it runs the daemon a second time with voice replies configured (`voice.tts` at the scripted
+server's speech endpoint, `voice.replies: true`) for the same text messages: its p50 and CPU beside (b), and the
+speech requests those text turns made (0: a text turn never reaches the speech service). `voice_replies.py`
+repeats that pair round after round.
+
 With `BENCH_API=1` it also runs the HTTP app's pair in the same run: the daemon with `--no-api`, then with
 the app on and a dashboard open (polling `/api/overview` every 2 s, as the page does): CPU per Matrix
 message for each. Then a `/v1` completion through the official `openai` client against the same daemon and
@@ -425,6 +430,10 @@ async def main() -> int:
                     return 0
             bare, bare_cpu_ms = await bare_bot(hs, human)
             daemon = await daemon_single(hs, model, human, Path(tmp))
+            voice = None
+            if os.environ.get("BENCH_VOICE"):
+                speech = {"voice": {"tts": {"host": model.url, "model": "tts-x"}, "replies": True}}
+                voice = await daemon_single(hs, model, human, Path(tmp), sections=speech)
             no_burst = bool(os.environ.get("BENCH_NO_BURST"))
             bare_burst_result = {"answered": 0, "seconds": 0, "per_s": 0.0} if no_burst else await bare_burst(hs, human)
             burst_result = (
@@ -442,6 +451,13 @@ async def main() -> int:
     print(f"{'(b) daemon, 1 agent, 12 hooks':<28}{daemon['p50']:>10.1f}{daemon['p95']:>10.1f}")
     print(f"ratio b/a at p50: {ratio:.2f} (target <= 1.10)")
     print(f"CPU per message: daemon {daemon['cpu_ms']:.1f} ms (target <= 8), echo bot {bare_cpu_ms:.1f} ms")
+    if voice is not None:
+        print(f"{'(c) (b) with voice replies set':<28}{voice['p50']:>10.1f}{voice['p95']:>10.1f}")
+        cpu_ratio = f"{voice['cpu_ms'] / daemon['cpu_ms']:.2f}x" if daemon["cpu_ms"] else "n/a"
+        print(
+            f"voice replies set, text messages: p50 {voice['p50'] / daemon['p50']:.2f}x (b), CPU {voice['cpu_ms']:.1f}"
+            f" ms/msg ({cpu_ratio} (b)), speech requests {len(model.speech.requests)} (0 expected)"
+        )
     print(f"daemon RSS after run: {daemon['rss_mb']:.0f} MB")
     print(f"cold start to ready: {daemon['cold_start_s']:.2f} s (target <= 1.5)")
     print(f"daemon exit code on SIGTERM: {daemon['exit_code']}")

@@ -80,10 +80,11 @@ SMOKES = [
     ),
     Smoke(
         "e2e_latency.py",
-        {"BENCH_MESSAGES": "2", "BENCH_BURST": "4"},
+        {"BENCH_MESSAGES": "2", "BENCH_BURST": "4", "BENCH_VOICE": "1"},
         (
             rf"^\(b\) daemon, 1 agent, 12 hooks\s+{NUMBER}\s+{NUMBER}$",
             rf"^CPU per message: daemon {NUMBER} ms",
+            rf"^voice replies set, text messages: p50 {NUMBER}x \(b\), CPU {NUMBER} ms/msg .* speech requests 0 ",
             r"^burst: 4 sent over 4 rooms / 4 agents, 4 answered, 0 answered twice",
         ),
     ),
