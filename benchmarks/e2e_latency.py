@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -415,6 +416,50 @@ async def api_pair(hs: TestHomeserver, model: ScriptedModelServer, human: HumanC
         f" (per round: {per_round})"
     )
     print(f"/v1 overhead over the same generation in a Matrix turn (p50): {on['v1_p50'] - on['matrix_p50']:+.1f} ms")
+
+
+async def alternating_rounds(
+    hs: TestHomeserver,
+    model: ScriptedModelServer,
+    human: HumanClient,
+    workdir: Path,
+    variants: dict[str, dict[str, Any]],
+) -> dict[str, list[dict[str, float]]]:
+    """`daemon_single` with each variant's keyword arguments in turn, round after round (`BENCH_ROUNDS`, 3 by
+    default), printing each run; every variant's results."""
+    rounds = int(os.environ.get("BENCH_ROUNDS", "3"))
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
+    for index in range(rounds):
+        for name, options in variants.items():
+            result = await daemon_single(hs, model, human, workdir, **options)
+            results[name].append(result)
+            print(
+                f"round {index + 1} {name:<10} p50 {result['p50']:7.1f} ms  p95 {result['p95']:7.1f} ms  "
+                f"CPU {result['cpu_ms']:5.1f} ms/msg",
+                flush=True,
+            )
+    print(f"messages per round: {MESSAGES}, rounds: {rounds}")
+    return results
+
+
+def print_medians(results: dict[str, list[dict[str, float]]]) -> None:
+    """Each variant's median p50, p95 and CPU per message, with its ratios to the first variant's."""
+    medians = {
+        name: {key: statistics.median(r[key] for r in runs) for key in ("p50", "p95", "cpu_ms")}
+        for name, runs in results.items()
+    }
+    first = next(iter(medians))
+    base = medians[first]
+    for name, m in medians.items():
+        print(
+            f"{name:<10} median p50 {m['p50']:7.1f} ms ({ratio(m['p50'], base['p50'])}x {first})  "
+            f"p95 {m['p95']:7.1f} ms  CPU {m['cpu_ms']:5.1f} ms/msg ({ratio(m['cpu_ms'], base['cpu_ms'])}x)"
+        )
+
+
+def ratio(value: float, base: float) -> str:
+    """`value / base` to two places; "n/a" when CPU time counted in clock ticks measured none for the base."""
+    return f"{value / base:.2f}" if base else "n/a "
 
 
 async def main() -> int:

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from e2e_latency import MESSAGES, daemon_single  # noqa: E402
+from e2e_latency import MESSAGES, daemon_single, ratio  # noqa: E402
 
 from mindroom.testing.homeserver import TestHomeserver  # noqa: E402
 from mindroom.testing.model_server import ScriptedModelServer, Text  # noqa: E402
@@ -64,16 +64,11 @@ async def main() -> int:
     for name, _ in variants:
         m, base = medians[name], medians[first]
         print(
-            f"{name:<10} median p50 {m['p50']:7.1f} ms ({_ratio(m['p50'], base['p50'])}x {first})  "
-            f"p95 {m['p95']:7.1f} ms  CPU {m['cpu_ms']:5.1f} ms/msg ({_ratio(m['cpu_ms'], base['cpu_ms'])}x)  "
+            f"{name:<10} median p50 {m['p50']:7.1f} ms ({ratio(m['p50'], base['p50'])}x {first})  "
+            f"p95 {m['p95']:7.1f} ms  CPU {m['cpu_ms']:5.1f} ms/msg ({ratio(m['cpu_ms'], base['cpu_ms'])}x)  "
             f"RSS {m['rss_mb']:4.0f} MB"
         )
     return 0
-
-
-def _ratio(value: float, base: float) -> str:
-    # CPU time is counted in clock ticks: a tiny run can measure none for the baseline.
-    return f"{value / base:.2f}" if base else "n/a "
 
 
 if __name__ == "__main__":

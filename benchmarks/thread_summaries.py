@@ -10,9 +10,7 @@ message (the daemon's whole CPU, the summaries' included), with the ratio to the
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -22,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from e2e_latency import MESSAGES, daemon_single  # noqa: E402
+from e2e_latency import alternating_rounds, print_medians  # noqa: E402
 
 from mindroom.testing.homeserver import TestHomeserver  # noqa: E402
 from mindroom.testing.model_server import ScriptedModelServer, Text  # noqa: E402
@@ -36,42 +34,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 async def main() -> int:
-    rounds = int(os.environ.get("BENCH_ROUNDS", "3"))
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as tmp, TestHomeserver() as hs, ScriptedModelServer() as model:
         model.set_default(Text("pong"))
         user = hs.register_user(f"bench{secrets.token_hex(3)}", "bench-pass")
         human = HumanClient(hs.url, user.user_id, user.password)
         await human.start()
         try:
-            for index in range(rounds):
-                for name, defaults in VARIANTS.items():
-                    result = await daemon_single(hs, model, human, Path(tmp), defaults=defaults)
-                    results[name].append(result)
-                    print(
-                        f"round {index + 1} {name:<10} p50 {result['p50']:7.1f} ms  p95 {result['p95']:7.1f} ms  "
-                        f"CPU {result['cpu_ms']:5.1f} ms/msg",
-                        flush=True,
-                    )
+            variants = {name: {"defaults": defaults} for name, defaults in VARIANTS.items()}
+            results = await alternating_rounds(hs, model, human, Path(tmp), variants)
         finally:
             await human.close()
-    print(f"messages per round: {MESSAGES}, rounds: {rounds}")
-    medians = {
-        name: {key: statistics.median(r[key] for r in runs) for key in ("p50", "p95", "cpu_ms")}
-        for name, runs in results.items()
-    }
-    base = medians["none"]
-    for name, m in medians.items():
-        print(
-            f"{name:<10} median p50 {m['p50']:7.1f} ms ({_ratio(m['p50'], base['p50'])}x none)  "
-            f"p95 {m['p95']:7.1f} ms  CPU {m['cpu_ms']:5.1f} ms/msg ({_ratio(m['cpu_ms'], base['cpu_ms'])}x)"
-        )
+    print_medians(results)
     return 0
-
-
-def _ratio(value: float, base: float) -> str:
-    # CPU time is counted in clock ticks: a tiny run can measure none for the baseline.
-    return f"{value / base:.2f}" if base else "n/a "
 
 
 if __name__ == "__main__":
