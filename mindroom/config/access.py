@@ -100,6 +100,11 @@ class AuthorizationConfig(StrictModel):
             raise ValueError(msg)
         return aliases
 
+    @property
+    def agent_reply_permissions(self) -> dict[str, list[str]]:
+        """MindRoom's older per-agent reply lists: none here (`agents.<name>.access` says who may talk to one)."""
+        return {}
+
     def person(self, user_id: str) -> str:
         """The person `user_id` speaks as: the one it is an alias of, else itself."""
         for person, aliases in self.aliases.items():

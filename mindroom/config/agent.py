@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
@@ -17,7 +17,7 @@ from mindroom.config.settings import AgentSettings, entity_settings
 from mindroom.config.strict import StrictModel
 from mindroom.config.tool_entries import ToolEntry, parse_tool_entries
 
-__all__ = ["AgentConfig", "ThreadExportsConfig", "timezone_name", "workspace_relative"]
+__all__ = ["AgentConfig", "AgentPrivateConfig", "ThreadExportsConfig", "timezone_name", "workspace_relative"]
 
 
 def timezone_name(value: str) -> str:
@@ -37,6 +37,45 @@ def workspace_relative(value: str) -> str:
         msg = f"{value!r} must be a path inside the agent's workspace (relative, without '..')"
         raise ValueError(msg)
     return path.as_posix()
+
+
+def _inside_private_root(value: str, key: str) -> str:
+    path = PurePosixPath(value.strip())
+    if not value.strip() or path.is_absolute() or ".." in path.parts or path == PurePosixPath():
+        msg = f"{key}: {value!r} must be a path inside the private root (relative, without '..')"
+        raise ValueError(msg)
+    return path.as_posix()
+
+
+class AgentPrivateConfig(StrictModel):
+    """`agents.<name>.private`: each requester (`per: user`), or requester and agent (`per: user_agent`), gets a
+    copy of the agent's state (workspace, context files, file memory); see `mindroom.state.private_roots`."""
+
+    per: Literal["user", "user_agent"]
+    root: str | None = None
+    """The workspace below the requester's private state root (unset: `<agent>_data`)."""
+    template_dir: str | None = None
+    """A folder (relative to the config's) copied into each requester's workspace when it is first made."""
+    context_files: list[str] | None = None
+    """Files of the private workspace whose text joins the agent's instructions."""
+
+    @field_validator("root")
+    @classmethod
+    def _root(cls, value: str | None) -> str | None:
+        return None if value is None else _inside_private_root(value, "private.root")
+
+    @field_validator("template_dir")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            msg = "private.template_dir must not be empty"
+            raise ValueError(msg)
+        return None if value is None else value.strip()
+
+    @field_validator("context_files")
+    @classmethod
+    def _context(cls, values: list[str] | None) -> list[str] | None:
+        return None if values is None else [_inside_private_root(value, "private.context_files") for value in values]
 
 
 class ThreadExportsConfig(StrictModel):
@@ -84,6 +123,10 @@ class AgentConfig(StrictModel):
     memory_search: AgentMemorySearchConfig | None = None
     knowledge_bases: list[str] = Field(default_factory=list)
     """The `knowledge_bases:` this agent searches (it gets the `search_knowledge_base` tool)."""
+    private: AgentPrivateConfig | None = None
+    """A copy of its state per requester (None: one agent, one workspace, for everyone)."""
+    worker_scope: Literal["shared", "user", "user_agent"] | None = None
+    """MindRoom's worker boundary: accepted with a notice (there are no workers), kept to refuse it beside `private`."""
     _tool_entries: tuple[ToolEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -115,11 +158,6 @@ class AgentConfig(StrictModel):
     def _zone(cls, value: str | None) -> str | None:
         return None if value is None else timezone_name(value)
 
-    @property
-    def private(self) -> None:
-        """MindRoom's per-requester copies of the agent (`private:`): none here, one agent serves everyone."""
-        return None
-
     @field_validator("thread_exports", mode="before")
     @classmethod
     def _exports_switch(cls, value: Any) -> Any:
@@ -135,6 +173,9 @@ class AgentConfig(StrictModel):
     @model_validator(mode="after")
     def _one_limit(self) -> AgentConfig:
         one_history_limit(self.num_history_runs, self.num_history_messages)
+        if self.private is not None and self.worker_scope is not None:
+            msg = "private: a private agent's scope is private.per; write private or worker_scope, not both"
+            raise ValueError(msg)
         return self
 
     def resolved(self, defaults: DefaultsConfig, timezone: str | None = None) -> AgentSettings:

@@ -16,7 +16,7 @@ from mindroom.config.access import InvitePolicy, ResponderAccessConfig
 from mindroom.config.defaults import CompactionOverrideConfig, one_history_limit
 from mindroom.config.strict import StrictModel
 
-__all__ = ["TEAM_MODES", "TeamConfig", "TeamMode", "team_problems"]
+__all__ = ["TEAM_MODES", "TeamConfig", "TeamMode", "private_agent_reached", "team_problems"]
 
 TeamMode = Literal["coordinate", "collaborate", "route"]
 """How the leader works with the members (MindRoom's two modes, and agno's `route`)."""
@@ -64,7 +64,8 @@ class TeamConfig(StrictModel):
 
 
 def team_problems(teams: Mapping[str, TeamConfig], agents: Mapping[str, Any], reserved: str) -> list[str]:
-    """What is wrong between `teams:` and `agents:`: names both use, unknown members."""
+    """What is wrong between `teams:` and `agents:`: names both use, unknown members, private members (or members
+    reaching a private agent through `delegate_to`)."""
     problems = []
     for name, team in teams.items():
         if name in agents:
@@ -74,4 +75,29 @@ def team_problems(teams: Mapping[str, TeamConfig], agents: Mapping[str, Any], re
         unknown = [member for member in team.agents if member not in agents]
         if unknown:
             problems.append(f"teams.{name}.agents: unknown agents {unknown} (known: {', '.join(agents) or 'none'})")
+        for member in team.agents:
+            private = private_agent_reached(member, agents)
+            if private == member:
+                problems.append(f"teams.{name}.agents: {member!r} is a private agent (a team has shared members only)")
+            elif private is not None:
+                problems.append(
+                    f"teams.{name}.agents: {member!r} reaches the private agent {private!r} through delegate_to"
+                    " (a team has shared members only)"
+                )
     return problems
+
+
+def private_agent_reached(start: str, agents: Mapping[str, Any]) -> str | None:
+    """The first private agent `start` is or hands questions to through `delegate_to`, transitively; else None."""
+    seen: set[str] = set()
+    waiting = [start]
+    while waiting:
+        name = waiting.pop(0)
+        agent = agents.get(name)
+        if name in seen or agent is None:
+            continue
+        seen.add(name)
+        if getattr(agent, "private", None) is not None:
+            return name
+        waiting.extend(getattr(agent, "delegate_to", ()))
+    return None

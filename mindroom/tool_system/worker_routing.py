@@ -1,7 +1,8 @@
 """MindRoom's paths of where an agent works, for plugins written against MindRoom.
 
-Every agent here has one workspace, `<data>/agents/<agent>/workspace/` (its file and shell tools work in it), and
-there are no private per-requester copies of an agent and no worker processes to route them to.
+A shared agent has one workspace, `<data>/agents/<agent>/workspace/` (its file and shell tools work in it); a
+private agent (`private:`) has a state root per requester, `<data>/private_instances/<scope>/<agent>/`
+(`mindroom.state.private_roots`). There are no worker processes to route either to.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from mindroom.state.private_roots import private_state_root
 from mindroom.tool_system.runtime_context import (
     ResolvedWorkerTarget,
     ToolExecutionIdentity,
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 WorkerScope = Literal["shared", "user", "user_agent"]
-"""MindRoom's scopes of a worker (who shares one); none of them applies here, where there are no workers."""
+"""MindRoom's scopes of a worker (who shares one); here `user` and `user_agent` name a private agent's `private.per`."""
 
 
 def agent_workspace_root_path(base_storage_path: Path, agent_name: str) -> Path:
@@ -38,9 +40,12 @@ def agent_workspace_root_path(base_storage_path: Path, agent_name: str) -> Path:
 def private_instance_state_root_for_requester(
     base_storage_path: Path, *, requester_id: str, agent_name: str, worker_scope: str | None, runtime_paths: Any
 ) -> Path | None:
-    """Where a requester's private copy of an agent keeps its state: None, since there are no private copies."""
-    del base_storage_path, requester_id, agent_name, worker_scope, runtime_paths
-    return None
+    """Where `requester_id`'s private copy of `agent_name` keeps its state (`worker_scope` is its `private.per`):
+    `<base_storage_path>/private_instances/<scope>/<agent_name>/`; None for a scope that is not private."""
+    del runtime_paths
+    if worker_scope not in ("user", "user_agent") or not requester_id:
+        return None
+    return private_state_root(Path(base_storage_path), worker_scope, requester_id, agent_name)
 
 
 def get_tool_execution_identity() -> ToolExecutionIdentity | None:

@@ -1,8 +1,10 @@
 """MindRoom's resolution of an agent's workspace, for plugins written against MindRoom.
 
-Every configured agent has one workspace here, `<data>/agents/<agent>/workspace/` (MindRoom's folder), whoever
-it serves: a state folder of a private copy (MindRoom's `state_storage_path`) has no counterpart, so it never
-moves the workspace.
+A shared agent has one workspace, `<data>/agents/<agent>/workspace/` (MindRoom's folder), whoever it serves; a
+state folder given for it never moves it. A private agent's workspace is its private root (`private.root`, default
+`<agent>_data`) inside the state root of one requester's copy (MindRoom's `state_storage_path`, as
+`private_instance_state_root_for_requester` gives it), with `private.context_files` and, with file memory, its
+`MEMORY.md` there.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mindroom.config.main import Config
-from mindroom.constants import RuntimePaths
+from mindroom.constants import RuntimePaths, resolve_config_relative_path
 from mindroom.private_files import private_dir
+from mindroom.state.private_roots import ensure_private_workspace, private_workspace
 from mindroom.tool_system.worker_routing import agent_workspace_root_path
 
 __all__ = ["ResolvedAgentWorkspace", "resolve_agent_workspace_from_state_path"]
@@ -20,7 +23,8 @@ __all__ = ["ResolvedAgentWorkspace", "resolve_agent_workspace_from_state_path"]
 
 @dataclass(frozen=True, slots=True)
 class ResolvedAgentWorkspace:
-    """An agent's workspace folder (`root`, also `lexical_root`) and its `context_files` there."""
+    """An agent's workspace folder (`root`, also `lexical_root`), its context files there, and its file memory's
+    folder (None unless its memory backend is `file`)."""
 
     root: Path
     lexical_root: Path
@@ -37,12 +41,32 @@ def resolve_agent_workspace_from_state_path(
     use_state_storage_path: bool,
     create: bool = False,
 ) -> ResolvedAgentWorkspace | None:
-    """The workspace of a configured agent (None for a name the config has no agent of); `create` makes it."""
-    del state_storage_path, use_state_storage_path
+    """The workspace of a configured agent (None for a name the config has no agent of); `create` makes it.
+
+    A private agent's needs the state root of one requester's copy (`use_state_storage_path`), else `ValueError`;
+    `create` then makes it and seeds it from `private.template_dir` the first time."""
     agent = config.agents.get(agent_name)
     if agent is None:
         return None
-    root = agent_workspace_root_path(runtime_paths.storage_root, agent_name)
+    memory = config.memory_backend(agent_name) == "file"
+    private = agent.private
+    if private is None:
+        root = agent_workspace_root_path(runtime_paths.storage_root, agent_name)
+        if create:
+            private_dir(root)
+        return ResolvedAgentWorkspace(
+            root, root, tuple(root / name for name in agent.context_files), root if memory else None
+        )
+    if not use_state_storage_path:
+        msg = f"agents.{agent_name}.private: a private agent's workspace is one requester's (give its state root)"
+        raise ValueError(msg)
+    lexical = private_workspace(Path(state_storage_path).expanduser(), agent_name, private.root)
+    root = lexical.resolve()
+    if not root.is_relative_to(Path(state_storage_path).expanduser().resolve()):
+        msg = f"agents.{agent_name}.private.root: {lexical} leads out of the private state root"
+        raise ValueError(msg)
     if create:
-        private_dir(root)
-    return ResolvedAgentWorkspace(root, root, tuple(root / name for name in agent.context_files))
+        template = private.template_dir
+        ensure_private_workspace(root, resolve_config_relative_path(template, runtime_paths) if template else None)
+    files = tuple(root / name for name in private.context_files or ())
+    return ResolvedAgentWorkspace(root, lexical, files, root if memory else None)

@@ -19,7 +19,7 @@ NAMES = sorted(path.name for path in CONFIGS.glob("*.yaml"))
 _KEY_PATH = re.compile(r"^[a-z_]+(\.[A-Za-z0-9_*-]+|\[\d+\])+( \(line \d+\))?: ")
 
 NOTICED = {
-    "developer_and_companion.yaml": {"agents.DevBot.cheap_model", "agents.Buddy.private"},
+    "developer_and_companion.yaml": {"agents.DevBot.cheap_model"},
     "getting_started.yaml": set(),
     "memory_and_knowledge.yaml": {"memory.team_reads_member_memory"},
     "teams_and_rooms.yaml": set(),

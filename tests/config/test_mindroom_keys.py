@@ -163,6 +163,7 @@ def test_mindroom_keys_not_used_here_are_not_declared_unless_kept():
         "memory.search",
         "memory.team_reads_member_memory",
         "agents.*.memory_search",
+        "agents.*.worker_scope",
     }
 
 

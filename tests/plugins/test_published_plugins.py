@@ -235,10 +235,10 @@ def test_published_thread_export_plugin_finds_each_agents_account_and_workspace(
     assert MatrixState.load(paths).get_account("agent_code").user_id == "@mindroom_code:localhost"
     assert workspace == (tmp_path / "agents" / "code" / "workspace").resolve()  # MindRoom's folder, the file tools'
     assert (target.output_dir, target.include_invited_rooms) == (workspace / "thread_exports", True)
-    assert config.agents["code"].private is None  # no private copies: every agent is shared
+    assert config.agents["code"].private is None  # a shared agent: no private copies
     assert (
         private_instance_state_root_for_requester(
-            tmp_path, requester_id="@alice:hs", agent_name="code", worker_scope="user", runtime_paths=paths
+            tmp_path, requester_id="@alice:hs", agent_name="code", worker_scope=None, runtime_paths=paths
         )
         is None
     )

@@ -1,0 +1,113 @@
+"""Where a private agent keeps one requester's copy of its state: `<data>/private_instances/<scope>/<agent>/`.
+
+An agent with `private: {per: ...}` gets a state root per requester (`per: user`) or per requester and agent
+(`per: user_agent`). The scope folder is named from a digest of an unambiguous encoding of who it belongs to,
+so an odd Matrix id (slashes, dots, `..`, unicode) never becomes part of a path, two requesters never share a
+folder, and a folder name says nothing about whose it is. Below the state root the agent's workspace (its
+private root, `private.root`, default `<agent>_data`) is made on first use, 0700, and seeded from
+`private.template_dir` once: the copy is made beside it and renamed into place, so a half-copied template is
+never seen and a second turn never copies again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from mindroom.logging_config import get_logger
+from mindroom.private_files import private_dir
+
+__all__ = [
+    "PRIVATE_INSTANCES_DIRNAME",
+    "PRIVATE_SCOPES",
+    "ensure_private_workspace",
+    "private_root_name",
+    "private_scope_key",
+    "private_state_root",
+    "private_workspace",
+]
+
+logger = get_logger(__name__)
+
+PRIVATE_INSTANCES_DIRNAME = "private_instances"
+PRIVATE_SCOPES = ("user", "user_agent")
+_SAFE_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _component(agent_name: str) -> str:
+    if not _SAFE_COMPONENT.fullmatch(agent_name):
+        msg = f"agent name {agent_name!r} cannot name a folder of private state"
+        raise ValueError(msg)
+    return agent_name
+
+
+def private_scope_key(per: str, requester_id: str, agent_name: str) -> str:
+    """The scope folder's name for `requester_id` (and `agent_name` with `per: user_agent`): `<per>-<digest>`."""
+    if per not in PRIVATE_SCOPES:
+        msg = f"private.per must be one of {', '.join(PRIVATE_SCOPES)} (not {per!r})"
+        raise ValueError(msg)
+    if not requester_id:
+        msg = "a private agent's state needs the requester's id"
+        raise ValueError(msg)
+    owner = [requester_id, agent_name] if per == "user_agent" else [requester_id]
+    digest = hashlib.sha256(json.dumps(["private-v1", per, *owner]).encode("utf-8")).hexdigest()[:32]
+    return f"{per.replace('_', '-')}-{digest}"
+
+
+def private_state_root(storage_root: Path, per: str, requester_id: str, agent_name: str) -> Path:
+    """`<storage_root>/private_instances/<scope key>/<agent>/`, without creating it."""
+    scope = private_scope_key(per, requester_id, agent_name)
+    return Path(storage_root).resolve() / PRIVATE_INSTANCES_DIRNAME / scope / _component(agent_name)
+
+
+def private_root_name(agent_name: str, root: str | None) -> str:
+    """The workspace's path below a private state root: `private.root`, else `<agent>_data`."""
+    return root or f"{agent_name}_data"
+
+
+def private_workspace(state_root: Path, agent_name: str, root: str | None) -> Path:
+    """The private workspace (file and shell tools, context files, MEMORY.md) in one private state root."""
+    return state_root / private_root_name(agent_name, root)
+
+
+def _seed(workspace: Path, template: Path | None) -> None:
+    """Make `workspace` holding a copy of `template` (regular files and folders; links are left out)."""
+    private_dir(workspace.parent)
+    staging = Path(tempfile.mkdtemp(prefix=f".{workspace.name}.seeding-", dir=workspace.parent))
+    try:
+        if template is not None and template.is_dir():
+            shutil.copytree(template, staging, symlinks=True, ignore=_links, dirs_exist_ok=True)
+        staging.chmod(0o700)
+        try:
+            os.rename(staging, workspace)
+        except OSError:  # another turn made it first: theirs stands
+            if not workspace.is_dir():
+                raise
+            return
+        logger.info("private workspace made", seeded=template is not None)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _links(folder: str, names: list[str]) -> set[str]:
+    return {name for name in names if os.path.islink(os.path.join(folder, name))}
+
+
+def ensure_private_workspace(workspace: Path, template: Path | None = None) -> Path:
+    """`workspace`, made (0700) and seeded from `template` on its first use; a folder already there is kept."""
+    if workspace.is_dir() and not workspace.is_symlink():
+        return workspace
+    if workspace.is_symlink() or workspace.exists():
+        msg = f"private workspace {workspace} is not a folder"
+        raise ValueError(msg)
+    if template is not None and not template.is_dir():
+        logger.warning("private.template_dir is not a folder; workspace made empty", template_dir=str(template))
+        template = None
+    _seed(workspace, template)
+    return workspace
