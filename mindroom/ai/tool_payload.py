@@ -1,10 +1,12 @@
-"""The tool schemas of a request, sent as they are: what the openai SDK would do to them costs CPU on every call.
+"""The tool schemas and messages of a request, sent as they are: what the openai SDK would do to them costs CPU.
 
 The SDK walks every request's body against its typed parameters before sending it (`async_maybe_transform`).
-For chat completions that walk changes nothing in the tool schemas (plain JSON built by agno), yet it costs
-about a millisecond per request for ten tools, more than the whole body otherwise. The SDK leaves
-`extra_body` alone and merges it into the JSON it sends, so the models built here move the `tools` of the
-request there: the bytes on the wire are the same, the walk over them is gone.
+For chat completions that walk changes nothing (the chat parameter types declare no renamed or reformatted
+field, and agno builds plain JSON), yet it costs about a millisecond per request for ten tools, and grows
+with every message of the history. The SDK leaves `extra_body` alone and merges it over the JSON it sends,
+so the models built here move the request's `tools` (in `get_request_params`) and its `messages` (in the
+client's `chat.completions.create`, which every agno chat class calls) there, leaving an empty `messages`
+list for the walk: the bytes on the wire are the same, the walk over them is gone.
 
 Only the chat completions classes (agno's `OpenAIChat` and its subclasses: OpenAI-compatible servers,
 Azure, DeepSeek, OpenRouter, llama.cpp, ...) get this; the other providers' SDKs are left as they are.
@@ -13,6 +15,7 @@ Azure, DeepSeek, OpenRouter, llama.cpp, ...) get this; the other providers' SDKs
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any, TypeVar, cast
 
 from agno.models.base import Model
@@ -39,7 +42,54 @@ class _ToolsInExtraBody(Model):
             params["extra_body"] = {"tools": tools, **(params.get("extra_body") or {})}
         return params
 
+    def get_async_client(self) -> Any:
+        """The class's own async client, seen through a view whose `chat.completions.create` sends the messages
+        verbatim (one view per client, made again when agno makes a new client)."""
+        client = super().get_async_client()  # type: ignore[misc]
+        with _LOCK:
+            view = _VIEWS.get(client)
+            if view is None:
+                view = _VIEWS[client] = _VerbatimClient(client)
+        return view
 
+
+class _Delegate:
+    """Everything not overridden is the wrapped object's own."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self._wrapped = wrapped
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wrapped, name)
+
+
+class _VerbatimCompletions(_Delegate):
+    async def create(self, **kwargs: Any) -> Any:
+        """The SDK's `create`, the message list moved into `extra_body` (a configured `extra_body` still wins)."""
+        messages = kwargs.get("messages")
+        if isinstance(messages, list) and messages:
+            kwargs["extra_body"] = {"messages": messages, **(kwargs.get("extra_body") or {})}
+            kwargs["messages"] = []
+        return await self._wrapped.create(**kwargs)
+
+
+class _VerbatimChat(_Delegate):
+    @property
+    def completions(self) -> _VerbatimCompletions:
+        """The chat completions resource, sending messages verbatim."""
+        return _VerbatimCompletions(self._wrapped.completions)
+
+
+class _VerbatimClient(_Delegate):
+    """An openai client (`AsyncOpenAI`, `AsyncAzureOpenAI`, ...) whose chat completions send messages verbatim."""
+
+    @property
+    def chat(self) -> _VerbatimChat:
+        """The chat resource, sending messages verbatim."""
+        return _VerbatimChat(self._wrapped.chat)
+
+
+_VIEWS: weakref.WeakKeyDictionary[Any, _VerbatimClient] = weakref.WeakKeyDictionary()
 _CLASSES: dict[type[Model], type[Model]] = {}
 _LOCK = threading.Lock()
 

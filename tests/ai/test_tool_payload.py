@@ -1,5 +1,6 @@
-"""What configured tools cost per turn: their schemas go out as built (the openai SDK does not walk them) and
-agno's per-run copies of our tools are cheap, with the same content and isolation as agno's own."""
+"""What configured tools and the history cost per turn: tool schemas and messages go out as built (the openai
+SDK does not walk them) and agno's per-run copies of our tools are cheap, with the same content and isolation as
+agno's own."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def transformed(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
-async def test_tool_payload_schemas_reach_the_model_as_built_and_the_sdk_does_not_walk_them(
+async def test_tool_payload_schemas_and_messages_reach_the_model_as_built_and_the_sdk_does_not_walk_them(
     model_server: ScriptedModelServer,
     scripted_model: ModelConfig,
     storage_root: Path,
@@ -84,7 +85,13 @@ async def test_tool_payload_schemas_reach_the_model_as_built_and_the_sdk_does_no
     assert first["tools"] == second["tools"] == expected
     assert second["messages"][-1]["content"] == "sun in Oslo for 2 days"
     assert len(transformed) == 2 and all(not isinstance(body["tools"], list) for body in transformed)  # omitted
-    assert all(body["messages"] for body in transformed)  # the rest of the body is walked as before
+    assert all(body["messages"] == [] for body in transformed)  # the walk sees no message
+    assert [m["role"] for m in first["messages"]] == ["system", "user"] and first["messages"][-1]["content"] == (
+        "weather?"
+    )
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert second["messages"][2]["tool_calls"][0]["function"]["name"] == "forecast"
+    assert all(body["model"] for body in transformed)  # the rest of the body is walked as before
 
 
 @pytest.mark.asyncio
