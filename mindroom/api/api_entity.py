@@ -71,7 +71,7 @@ class ApiEntity:
         """Stop one of the bot's streaming answers."""
         return self._bot.request_stop(response_event_id)
 
-    def tools(self, live: LiveState) -> tuple[Any, ...]:
+    def tools(self, live: LiveState, requester: str | None = None) -> tuple[Any, ...]:
         """The agent's tools but those acting in a Matrix room."""
         hidden = {
             name
@@ -79,7 +79,8 @@ class ApiEntity:
             if (provider := live.tools.providers.get(toolkit)) is not None
             for name in provider.tool_names
         }
-        return tuple(tool for tool in self._bot.tools(live) if getattr(tool, "name", None) not in hidden)
+        own = self._bot.tools(live, requester)
+        return tuple(tool for tool in own if getattr(tool, "name", None) not in hidden)
 
     def spawn(self, work: Awaitable[None], what: str) -> None:
         """A task the bot owns."""

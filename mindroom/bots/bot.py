@@ -40,6 +40,7 @@ from mindroom.hooks.types import EVENT_AGENT_STARTED, EVENT_AGENT_STOPPED, EVENT
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent, MatrixEventKind
 from mindroom.state.attachments import AttachmentStore
+from mindroom.state.private_roots import requester_workspace
 from mindroom.tasks import TaskOwner
 from mindroom.tool_system.builtin.deferral import visible_tool_names
 from mindroom.tool_system.spec import AgentToolEnvironment, workspace_dir
@@ -47,6 +48,7 @@ from mindroom.tool_system.spec import AgentToolEnvironment, workspace_dir
 __all__ = ["INTERRUPTED_NOTE", "INTERRUPT_GRACE_S", "ROUTER_SYNC_SETTLE_S", "ClientT", "EntityBot"]
 
 logger = get_logger(__name__)
+_PRIVATE_TOOLS_KEPT = 64
 
 INTERRUPT_GRACE_S = 5.0
 ROUTER_SYNC_SETTLE_S = 0.25
@@ -103,7 +105,7 @@ class EntityBot(Generic[ClientT]):
         self._slots = FairSlots(cell.live.config.defaults.max_concurrent_turns_per_agent)
         self._streams: list[StreamState] = []
         self._accepting = True
-        self._tools: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
+        self._tools: dict[str | None, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}  # by requester, private only
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -349,20 +351,22 @@ class EntityBot(Generic[ClientT]):
                 return True
         return False
 
-    def tools(self, live: LiveState) -> tuple[Any, ...]:
-        """The tools this agent may use under `live` (its `tools:` list), as agno Functions behind the tool hooks.
+    def tools(self, live: LiveState, requester: str | None = None) -> tuple[Any, ...]:
+        """The tools this agent may use under `live` (its `tools:` list), as agno Functions behind the tool hooks;
+        a private agent's work in `requester`'s copy of its workspace (none without a requester).
 
         Built once per tool catalogue, `tools:` list and tool settings, then reused, so the cached agno Agent
         stays valid; the turn's registry, room and thread reach the tools through the runtime context that
         the turn binds, not through these objects.
         """
         agent = live.config.agents.get(self.name)
-        if agent is None or not agent.tools:
+        if agent is None or not agent.tools or (agent.private is not None and not requester):
             return ()
         wanted = visible_tool_names(agent)  # a deferred tool is reached through `dynamic_tools` only
         # The revision moves when an MCP server lists new tools: the agent then gets them.
         key = (live.tools, wanted, live.config.tools, live.tools.revision())
-        cached = self._tools
+        owner = requester if agent.private is not None else None
+        cached = self._tools.get(owner)
         if cached is not None and cached[0] == key:
             return cached[1]
 
@@ -372,7 +376,9 @@ class EntityBot(Generic[ClientT]):
         directory = self._directory
         env = AgentToolEnvironment(
             agent_name=self.name,
-            workspace=workspace_dir(self._paths.storage_root, self.name),
+            workspace=workspace_dir(self._paths.storage_root, self.name)
+            if owner is None or agent.private is None
+            else requester_workspace(self._paths.storage_root, self.name, agent.private, owner),
             settings=live.config.tools,
             send_message=send,
             joined_rooms=lambda: self.joined_rooms,
@@ -382,7 +388,9 @@ class EntityBot(Generic[ClientT]):
         from mindroom.ai.tools import agno_tools  # agno loads with the first turn, not with the daemon
 
         functions: tuple[Any, ...] = agno_tools(live.tools.tools_for(wanted, env), self.name)
-        self._tools = (key, functions)
+        if len(self._tools) >= _PRIVATE_TOOLS_KEPT:  # the oldest requester's tools are built again when needed
+            self._tools.pop(next(iter(self._tools)))
+        self._tools[owner] = (key, functions)
         return functions
 
     # -- hook capabilities ----------------------------------------------------------------------------

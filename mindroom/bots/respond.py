@@ -183,8 +183,8 @@ async def _answer(turn: _Turn, after_reply: contextlib.AsyncExitStack) -> str:
     system = await system_context(entity, live, envelope, turn.bindings, turn.correlation_id, members)
     # What the agent remembers of the sender joins the run's system prompt, never stored.
     remembered = await turn.mind.recall(live.config, entity.name, envelope.requester_id) if turn.mind else ""
-    settings, storage = turn.answerer.settings, turn.paths.storage_root
-    system = await turn_context(live.config, entity.name, settings, storage, system, remembered)
+    settings, paths = turn.answerer.settings, turn.paths
+    system = await turn_context(live.config, entity.name, settings, paths, envelope.requester_id, system, remembered)
     probe = SessionProbe(entity, live, session_id(envelope), turn.paths.storage_root, turn.stores.session_url)
     await probe.before()
     # Pushed first, so it runs last: after the run is stored (an early answer stores after its reply).
@@ -283,7 +283,7 @@ async def _generate(
         session_id=session_id(envelope),
         num_history_runs=settings.num_history_runs,
         markdown=settings.markdown,
-        tools=(*entity.tools(live), *who.tools),
+        tools=(*entity.tools(live, envelope.requester_id), *who.tools),
         user_id=envelope.requester_id,
         source_event_id=question,
         images=images,

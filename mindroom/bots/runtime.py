@@ -164,8 +164,8 @@ class Entity(Protocol):
     def request_stop(self, response_event_id: str) -> bool:
         """Stop the streaming answer shown as `response_event_id`; True if one was found."""
 
-    def tools(self, live: LiveState) -> tuple[Any, ...]:
-        """The tools this agent may use under `live`, as the model layer takes them."""
+    def tools(self, live: LiveState, requester: str | None = None) -> tuple[Any, ...]:
+        """The tools this agent may use under `live` (a private agent's: `requester`'s), as the model takes them."""
 
     def spawn(self, work: Awaitable[None], what: str) -> None:
         """Run `work` as a task this account owns (cancelled on stop); its errors are logged."""

@@ -4,7 +4,8 @@ Each part is there only when config asks for it (`timezone`, `context_files`, `m
 agent with none of them costs nothing here. The text joins the run's system prompt and is never stored, so
 an edited file or a new day shows at the next turn. Files are read from the agent's workspace without
 following links (`mindroom.tool_system.confined_open`), up to `defaults.max_preload_chars` for the context
-files and `memory.file`'s caps for MEMORY.md.
+files and `memory.file`'s caps for MEMORY.md. A private agent (`private:`) reads them from the requester's
+copy of its workspace (`mindroom.state.private_roots`), made and seeded here at the requester's first turn.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from zoneinfo import ZoneInfo
 
 from mindroom.config.main import Config
 from mindroom.config.settings import AgentSettings
+from mindroom.constants import RuntimePaths, resolve_config_relative_path
 from mindroom.logging_config import get_logger
+from mindroom.state.private_roots import ensure_private_workspace, requester_workspace
 from mindroom.tool_system.confined_open import open_file_in, open_folder_below, open_root
 from mindroom.tool_system.spec import workspace_dir
 
@@ -25,6 +28,7 @@ __all__ = [
     "DEFAULT_DATETIME_TEMPLATE",
     "DEFAULT_HIDDEN_TOOL_CALLS",
     "MEMORY_FILE",
+    "agent_workspace",
     "date_context",
     "read_workspace_text",
     "turn_context",
@@ -104,14 +108,34 @@ def _memory_file(config: Config, workspace: Path) -> str:
     return f"## What you remember ({MEMORY_FILE} in your workspace)\n{kept.strip()}{cut}"
 
 
-async def turn_context(config: Config, name: str, settings: AgentSettings, storage_root: Path, *more: str) -> str:
-    """The block agent (or team) `name` is told this turn, followed by `more` ("" when there is nothing)."""
+def agent_workspace(config: Config, name: str, paths: RuntimePaths, requester: str | None) -> Path:
+    """The folder `name` works in: its workspace, or for a private agent `requester`'s copy of it (made and
+    seeded on first use, so call it off the event loop); `ValueError` for a private agent without a requester."""
+    agent = config.agents.get(name)
+    private = agent.private if agent is not None else None
+    if private is None:
+        return workspace_dir(paths.storage_root, name)
+    if not requester:
+        msg = f"agents.{name}.private: a private agent answers a person only"
+        raise ValueError(msg)
+    template = resolve_config_relative_path(private.template_dir, paths) if private.template_dir else None
+    return ensure_private_workspace(requester_workspace(paths.storage_root, name, private, requester), template)
+
+
+async def turn_context(
+    config: Config, name: str, settings: AgentSettings, paths: RuntimePaths, requester: str | None, *more: str
+) -> str:
+    """The block agent (or team) `name` is told this turn for `requester`, followed by `more` ("" when nothing)."""
     parts = [date_context(config, settings.timezone)] if settings.timezone else []
     agent = config.agents.get(name)
     files = agent.context_files if agent is not None else []
     memory = config.memory_backend(name) == "file"
-    if files or memory:
-        workspace = workspace_dir(storage_root, name)
+    private = agent.private if agent is not None else None
+    if private is not None and private.context_files is not None:
+        files = private.context_files
+    if files or memory or private is not None:
+        # A private agent's copy is made before anything of the turn may want it (its tools, its files).
+        workspace = await asyncio.to_thread(agent_workspace, config, name, paths, requester)
         if files:
             parts.append(await asyncio.to_thread(_context_files, workspace, files, config.defaults.max_preload_chars))
         if memory:

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from mindroom.config.agent import AgentPrivateConfig
 from mindroom.logging_config import get_logger
 from mindroom.private_files import private_dir
 
@@ -30,6 +31,7 @@ __all__ = [
     "private_scope_key",
     "private_state_root",
     "private_workspace",
+    "requester_workspace",
 ]
 
 logger = get_logger(__name__)
@@ -111,3 +113,9 @@ def ensure_private_workspace(workspace: Path, template: Path | None = None) -> P
         template = None
     _seed(workspace, template)
     return workspace
+
+
+def requester_workspace(storage_root: Path, agent_name: str, private: AgentPrivateConfig, requester_id: str) -> Path:
+    """The workspace of `requester_id`'s copy of private agent `agent_name`, without creating it."""
+    state = private_state_root(storage_root, private.per, requester_id, agent_name)
+    return private_workspace(state, agent_name, private.root)

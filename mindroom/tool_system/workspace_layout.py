@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mindroom.logging_config import get_logger
 from mindroom.private_files import private_dir
+from mindroom.state.private_roots import PRIVATE_INSTANCES_DIRNAME
 
 __all__ = [
     "AGENTS_DIRNAME",
@@ -36,9 +37,13 @@ def workspace_dir(storage_root: Path, agent_name: str) -> Path:
 
 
 def data_root_of(workspace: Path) -> Path | None:
-    """The data directory a workspace laid out by `workspace_dir` is in; None for a folder laid out otherwise."""
+    """The data directory a workspace laid out by `workspace_dir` (or a private agent's copy, below
+    `<data>/private_instances/`) is in; None for a folder laid out otherwise."""
     if workspace.name == WORKSPACE_DIRNAME and workspace.parent.parent.name == AGENTS_DIRNAME:
         return workspace.parent.parent.parent
+    for folder in workspace.parents:
+        if folder.name == PRIVATE_INSTANCES_DIRNAME:
+            return folder.parent
     return None
 
 
