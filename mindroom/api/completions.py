@@ -33,6 +33,7 @@ from mindroom.api.security import V1Principal
 from mindroom.bots.doors import Arrival, Door
 from mindroom.bots.ingress import InboundMessage
 from mindroom.bots.turn import router_choice
+from mindroom.config.teams import private_agent_reached
 from mindroom.daemon.wiring import ApiCapabilities
 from mindroom.hooks.origin import TurnOrigin
 from mindroom.hooks.target import MessageTarget
@@ -70,9 +71,11 @@ class Completion:
 
 
 def eligible_agents(running: ApiCapabilities) -> list[str]:
-    """The agents `/v1` offers: configured and running, in config order."""
+    """The agents `/v1` offers: configured and running, in config order; not a private agent, nor one handing
+    questions to one through `delegate_to` (an API key names no person whose copy it would use)."""
     entities = running.directory.entities
-    return [name for name in running.live.config.agents if name in entities]
+    agents = running.live.config.agents
+    return [name for name in agents if name in entities and private_agent_reached(name, agents) is None]
 
 
 def eligible_teams(running: ApiCapabilities) -> list[str]:

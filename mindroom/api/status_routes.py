@@ -66,6 +66,7 @@ def _agents(running: ApiCapabilities) -> list[dict[str, Any]]:
             "unavailable_tools": unavailable.get(name, []),
             "skills": list(agent.skills),
             "running": name in running.directory.entities,
+            "private": agent.private.per if agent.private is not None else None,
         }
         for name, agent in config.agents.items()
     ]
