@@ -63,13 +63,25 @@ class _Delegate:
         return getattr(self._wrapped, name)
 
 
+_KEPT_BY_THE_SDK = frozenset({"model", "stream", "extra_headers", "extra_query", "extra_body", "timeout"})
+_PLAIN_JSON = (list, dict, str, int, float, bool)
+
+
 class _VerbatimCompletions(_Delegate):
     async def create(self, **kwargs: Any) -> Any:
-        """The SDK's `create`, the message list moved into `extra_body` (a configured `extra_body` still wins)."""
-        messages = kwargs.get("messages")
-        if isinstance(messages, list) and messages:
-            kwargs["extra_body"] = {"messages": messages, **(kwargs.get("extra_body") or {})}
-            kwargs["messages"] = []
+        """The SDK's `create`, the body's plain JSON values (the messages first) moved into `extra_body`.
+
+        What the SDK reads itself stays: `model`, `stream` (it decides how the answer is read), the request
+        options, and any value that is not plain JSON (the walk turns such values into JSON). A configured
+        `extra_body` still wins over the moved values, as it did over the parameters."""
+        sent: dict[str, Any] = {}
+        for name, value in list(kwargs.items()):
+            if name not in _KEPT_BY_THE_SDK and isinstance(value, _PLAIN_JSON):
+                sent[name] = kwargs.pop(name)
+        if sent:
+            kwargs["extra_body"] = {**sent, **(kwargs.get("extra_body") or {})}
+            if "messages" in sent:
+                kwargs["messages"] = []
         return await self._wrapped.create(**kwargs)
 
 

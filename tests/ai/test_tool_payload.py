@@ -109,6 +109,32 @@ async def test_tool_payload_keeps_a_configured_extra_body(
     assert sent["top_k"] == 5 and [tool["function"]["name"] for tool in sent["tools"]] == ["echo", "forecast"]
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_tool_payload_the_sdk_walks_only_what_it_reads_itself(
+    model_server: ScriptedModelServer,
+    scripted_model: ModelConfig,
+    storage_root: Path,
+    transformed: list[dict[str, Any]],
+    streamed: bool,
+) -> None:
+    model = scripted_model.model_copy(update={"temperature": 0.3})
+    model_server.script(Stream(["ok"]) if streamed else Text("ok"))
+    request = make_request(model, "hi", num_history_runs=0)
+
+    if streamed:
+        assert "".join([d async for d in stream_generate(request, storage_root=storage_root, env=ENV)]) == "ok"
+    else:
+        assert (await generate(request, storage_root=storage_root, env=ENV)).text == "ok"
+
+    [sent] = model_server.requests
+    assert sent["temperature"] == 0.3 and sent["messages"][-1]["content"] == "hi"
+    [walked] = transformed
+    given = {name for name, value in walked.items() if type(value).__name__ not in {"Omit", "NotGiven"}}
+    assert given == ({"model", "messages", "stream"} if streamed else {"model", "messages"})
+    assert walked["messages"] == []
+
+
 def test_tool_payload_only_chat_completions_classes_send_tools_verbatim() -> None:
     from agno.models.anthropic import Claude
     from agno.models.openai import OpenAIChat, OpenAILike, OpenAIResponses
