@@ -364,7 +364,7 @@ class EntityBot(Generic[ClientT]):
             return ()
         wanted = visible_tool_names(agent)  # a deferred tool is reached through `dynamic_tools` only
         # The revision moves when an MCP server lists new tools: the agent then gets them.
-        key = (live.tools, wanted, live.config.tools, live.tools.revision())
+        key = (live.tools, wanted, live.config.tools, live.tools.revision(), agent.private)
         owner = requester if agent.private is not None else None
         cached = self._tools.get(owner)
         if cached is not None and cached[0] == key:

@@ -38,7 +38,7 @@ logger = get_logger(__name__)
 
 PRIVATE_INSTANCES_DIRNAME = "private_instances"
 PRIVATE_SCOPES = ("user", "user_agent")
-_SAFE_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SAFE_COMPONENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")  # no leading dot: never `.` or `..`
 
 
 def _component(agent_name: str) -> str:
