@@ -125,6 +125,13 @@ def _announce_content(run_output: RunOutput) -> None:
         announce(run_output)
 
 
+def _finish_run(run_output: RunOutput) -> None:
+    """The agent's one agno post-hook (agno reads each hook's signature on every run): strip the enrichment
+    from what is stored, then announce the finished run."""
+    strip_run_output_enrichment(run_output)
+    _announce_content(run_output)
+
+
 def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, str]) -> Agent:
     return TurnAgent(
         id=request.agent_name,
@@ -137,7 +144,7 @@ def _build_agent(request: GenerationRequest, db: AsyncBaseDb, env: Mapping[str, 
         add_name_to_context=True,
         **history_options(request.num_history_runs, request.options),
         tools=list(request.tools) or None,
-        post_hooks=[strip_run_output_enrichment, _announce_content],
+        post_hooks=[_finish_run],
         telemetry=False,
     )
 

@@ -82,7 +82,8 @@ class Arrival:
         """
         if self.event is None or not (self.route.acts or self.replay):
             return None
-        return dataclasses.asdict(self.event)
+        # Shallow: the journal copies the content it redacts and only reads the rest (`kept_event`).
+        return {field.name: getattr(self.event, field.name) for field in dataclasses.fields(self.event)}
 
 
 class TurnEntry(Protocol):

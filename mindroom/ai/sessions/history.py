@@ -172,7 +172,13 @@ def session_db_path(storage_root: Path, agent_name: str) -> Path:
     if not _AGENT_NAME.match(agent_name):
         msg = f"not a valid agent name for session storage: {agent_name!r}"
         raise ValueError(msg)
-    return Path(storage_root).resolve() / SESSIONS_DIRNAME / f"{agent_name}.db"
+    return _resolved(Path(storage_root)) / SESSIONS_DIRNAME / f"{agent_name}.db"
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(storage_root: Path) -> Path:
+    """`storage_root` resolved once: every turn asks for its session file, and resolving walks the path's folders."""
+    return storage_root.resolve()
 
 
 def postgres_engine(url: str) -> Any:

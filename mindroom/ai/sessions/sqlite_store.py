@@ -66,6 +66,9 @@ class _Connection:
                 connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
                 connection.execute(SQLITE_CACHE_PRAGMA)
                 connection.execute("PRAGMA journal_mode = WAL")  # as agno's store sets it
+                # A turn's rows survive a crash of the daemon without an fsync per turn (WAL's NORMAL mode);
+                # only a crash of the machine can lose the last turns' history, never the file.
+                connection.execute("PRAGMA synchronous = NORMAL")
                 self._connection = connection
             return work(connection)
 

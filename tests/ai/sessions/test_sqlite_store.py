@@ -108,3 +108,19 @@ async def test_a_team_session_is_stored_and_read_as_agnos_store_does(tmp_path: P
 
     assert answers[0] == ("TeamSession", "crew", {"note": "two"}, ["done"])
     assert answers[1] == answers[0]
+
+
+def test_a_turn_commits_without_an_fsync_of_its_own_and_its_rows_survive_a_new_connection(tmp_path: Path) -> None:
+    """WAL in NORMAL mode: a commit is durable for a crash of the daemon (another connection reads it at once),
+    without the fsync FULL mode makes on every commit."""
+    import sqlite3
+
+    store = SqliteSessions(db_file=str(tmp_path / "helper.db"))
+    mode = store._connection.run(lambda connection: connection.execute("PRAGMA synchronous").fetchone()[0])
+    journal = store._connection.run(lambda connection: connection.execute("PRAGMA journal_mode").fetchone()[0])
+    store._connection.run(lambda connection: connection.execute("CREATE TABLE probe (n INTEGER)"))
+    store._connection.run(lambda connection: connection.execute("INSERT INTO probe VALUES (1)"))
+    with sqlite3.connect(tmp_path / "helper.db") as other:
+        assert other.execute("SELECT n FROM probe").fetchall() == [(1,)]
+    store._connection.close()
+    assert (mode, journal) == (1, "wal")  # 1 is NORMAL (FULL is 2)
