@@ -8,11 +8,14 @@ message sending, room state, the router's admin helper, message snapshots and `i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
+
+import structlog
 
 from mindroom.constants import (
     HOOK_DISPATCH_KEY,
@@ -44,6 +47,15 @@ RoomStatePutter = Callable[[str, str, str, dict[str, Any]], Awaitable[bool]]
 
 _UNSET: Any = object()
 _base_logger = get_logger("mindroom.plugins")
+
+
+@functools.lru_cache(maxsize=128)
+def _event_logger(event_name: str, processors: int) -> Any:
+    """The plugins' logger bound to one event name, made once per logging configuration (`processors`: the
+    identity of its processor list): a bound logger is immutable (binding makes a new one), and a context is made
+    for every hook call."""
+    del processors
+    return _base_logger.bind(event_name=event_name)
 
 
 class RegistryGeneration:
@@ -83,7 +95,7 @@ class HookContextBase:
         if not self.event_name:
             self.event_name = self.DEFAULT_EVENT
         if self.logger is None:
-            self.logger = _base_logger.bind(event_name=self.event_name)
+            self.logger = _event_logger(self.event_name, id(structlog.get_config()["processors"]))
 
     def hook_scope(self) -> tuple[str | None, str | None]:
         """The (agent name, room id) this context concerns, for hook filters."""
