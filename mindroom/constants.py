@@ -21,7 +21,13 @@ __all__ = [
     "PLUGIN_MANIFEST_FILENAME",
     "ROUTER_AGENT_NAME",
     "SCHEDULE_ID_KEY",
+    "STREAM_STATUS_APPROVAL_PENDING",
+    "STREAM_STATUS_CANCELLED",
+    "STREAM_STATUS_COMPLETED",
+    "STREAM_STATUS_ERROR",
+    "STREAM_STATUS_INTERRUPTED",
     "STREAM_STATUS_KEY",
+    "STREAM_STATUS_PENDING",
     "STREAM_STATUS_STREAMING",
     "SYNTHETIC_DEPTH_KEY",
     "VOICE_PREFIX",
@@ -42,9 +48,21 @@ HOPS_KEY = "com.mindroom.hops"
 HANDOFF_KEY = "com.mindroom.handoff"
 """On a question one agent hands to another: the agent it is for (answered within the asking turn, not by sync)."""
 STREAM_STATUS_KEY = "io.mindroom.stream_status"
-"""MindRoom's key on a reply saying whether it is still being written; this daemon's replies do not carry it."""
+"""On an agent's reply (its first message and each edit): whether it is still being written, and how it ended."""
+STREAM_STATUS_PENDING = "pending"
+"""Sent before any text exists (this daemon sends a streamed reply's first message with its first text instead)."""
 STREAM_STATUS_STREAMING = "streaming"
-"""MindRoom's `STREAM_STATUS_KEY` value while a reply is being streamed."""
+"""The reply is being written: its text grows with each edit."""
+STREAM_STATUS_APPROVAL_PENDING = "approval_pending"
+"""The reply waits for a person to allow or deny a tool call before it goes on."""
+STREAM_STATUS_COMPLETED = "completed"
+"""The reply is final: sent whole, or the last edit of a streamed one."""
+STREAM_STATUS_CANCELLED = "cancelled"
+"""A person stopped the reply (🛑): its text ends where it was stopped."""
+STREAM_STATUS_INTERRUPTED = "interrupted"
+"""The daemon stopped while the reply was being written (marked on the way down, or on the next start)."""
+STREAM_STATUS_ERROR = "error"
+"""The model failed: the reply says so instead of answering."""
 PLUGIN_MANIFEST_FILENAME = "mindroom.plugin.json"
 DEFAULT_CONFIG_FILENAME = "config.yaml"
 DEFAULT_STORAGE_DIRNAME = "mindroom_data"

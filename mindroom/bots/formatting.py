@@ -9,12 +9,14 @@ answer longer than a message holds is split at paragraph, then line, then charac
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from mindroom.constants import STREAM_STATUS_KEY
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-__all__ = ["MAX_BODY_BYTES", "MAX_HTML_BYTES", "split_message", "to_html"]
+__all__ = ["MAX_BODY_BYTES", "MAX_HTML_BYTES", "split_message", "to_html", "with_stream_status"]
 
 MAX_BODY_BYTES = 24_000
 MAX_HTML_BYTES = 32_000
@@ -63,3 +65,9 @@ def split_message(text: str, limit: int = MAX_BODY_BYTES) -> list[str]:
         parts.append(head)
     parts.append(rest)
     return parts
+
+
+def with_stream_status(extra: dict[str, Any] | None, status: str) -> dict[str, Any]:
+    """A reply's extra content marked with its stream status (`STREAM_STATUS_KEY`): the daemon's word wins
+    over a hook's, since plugins read it to tell a reply still being written from a finished one."""
+    return {**(extra or {}), STREAM_STATUS_KEY: status}

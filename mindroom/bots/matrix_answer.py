@@ -11,8 +11,10 @@ from typing import Any
 
 from mindroom import ai
 from mindroom.bots.channel import GenerationSetup
+from mindroom.bots.formatting import with_stream_status
 from mindroom.bots.reply import ReplyChannel, typing_notice
 from mindroom.bots.streaming import Streamed, spent, stream_to_matrix
+from mindroom.constants import STREAM_STATUS_COMPLETED, STREAM_STATUS_ERROR, STREAM_STATUS_KEY
 
 __all__ = ["MatrixAnswer"]
 
@@ -20,10 +22,12 @@ __all__ = ["MatrixAnswer"]
 class MatrixAnswer:
     """One entity's answer in the Matrix thread (or room) of one message."""
 
-    __slots__ = ("channel",)
+    __slots__ = ("channel", "ending")
 
     def __init__(self, channel: ReplyChannel) -> None:
         self.channel = channel
+        self.ending = STREAM_STATUS_COMPLETED
+        """The stream status of the final edit: completed, or how a stop cut the streamed answer short."""
 
     @property
     def in_room(self) -> bool:
@@ -40,7 +44,7 @@ class MatrixAnswer:
         A whole answer is returned as soon as its text is final; the turn is stored after the reply.
         """
         if setup.streaming:
-            return await stream_to_matrix(
+            streamed = await stream_to_matrix(
                 self.channel,
                 setup.live,
                 request,
@@ -50,6 +54,8 @@ class MatrixAnswer:
                 database_url=setup.database_url,
                 existing_event_id=setup.existing_event_id,
             )
+            self.ending = streamed.status
+            return streamed
         early = await ai.generate_early(
             request, storage_root=setup.storage_root, env=setup.env, database_url=setup.database_url
         )
@@ -57,16 +63,16 @@ class MatrixAnswer:
         return Streamed(early.text, None, usage=spent(early.usage, request))
 
     async def reply(self, text: str, extra: dict[str, Any] | None = None) -> str:
-        """A reply in the thread (more messages if it is long)."""
-        return await self.channel.reply(text, extra)
+        """A reply in the thread (more messages if it is long), final as sent."""
+        return await self.channel.reply(text, with_stream_status(extra, STREAM_STATUS_COMPLETED))
 
     async def edit(self, event_id: str, text: str, extra: dict[str, Any] | None = None) -> str:
-        """The final edit of the streamed message."""
-        return await self.channel.edit(event_id, text, extra)
+        """The final edit of the streamed message (or of the earlier answer to an edited question)."""
+        return await self.channel.edit(event_id, text, with_stream_status(extra, self.ending))
 
     async def error(self, message: str, *, edit_event_id: str | None = None) -> None:
         """`⚠️ message`, in place of the streamed message when there is one."""
-        await self.channel.error(message, edit_event_id=edit_event_id)
+        await self.channel.error(message, edit_event_id=edit_event_id, extra={STREAM_STATUS_KEY: STREAM_STATUS_ERROR})
 
     async def redact(self, event_id: str, reason: str) -> None:
         """Remove the streamed message."""

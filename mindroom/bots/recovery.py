@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import Mapping
 
 from mindroom.bots.runtime import Entity, EventHandler
+from mindroom.constants import STREAM_STATUS_INTERRUPTED, STREAM_STATUS_KEY
 from mindroom.logging_config import get_logger
 from mindroom.matrix import MatrixEvent, MatrixEventKind
 from mindroom.state.journal import TurnJournal
@@ -18,6 +19,7 @@ __all__ = ["INTERRUPTED_TEXT", "recover_interrupted"]
 logger = get_logger(__name__)
 
 INTERRUPTED_TEXT = "(This answer was interrupted when the service restarted. Please ask again.)"
+_INTERRUPTED = {STREAM_STATUS_KEY: STREAM_STATUS_INTERRUPTED}
 
 
 async def recover_interrupted(
@@ -37,8 +39,11 @@ async def recover_interrupted(
                     thread_root=answer.thread_root,
                     reply_to=answer.source_event_id,
                     txn_id=answer.txn_id,
+                    extra_content=_INTERRUPTED,
                 )
-            await entity.client.edit_message(answer.room_id, event_id, INTERRUPTED_TEXT, thread_root=answer.thread_root)
+            await entity.client.edit_message(
+                answer.room_id, event_id, INTERRUPTED_TEXT, thread_root=answer.thread_root, extra_content=_INTERRUPTED
+            )
             logger.info("interrupted answer marked", agent=entity.name, response_event_id=event_id)
         journal.drop_answer(answer.txn_id)
     for pending in journal.pending(entity.name):

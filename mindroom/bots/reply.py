@@ -124,7 +124,7 @@ class ReplyChannel:
         await self._continue(rest, "edit")
         return edited
 
-    async def edit_now(self, event_id: str, text: str) -> None:
+    async def edit_now(self, event_id: str, text: str, extra: dict[str, Any] | None = None) -> None:
         """One edit, not retried (a streaming update: the next one or the final edit carries the text).
 
         Only what fits in one message is shown while streaming; the final edit sends the rest.
@@ -139,16 +139,19 @@ class ReplyChannel:
             shown,
             thread_root=envelope.resolved_thread_id,
             formatted_body=self._html(shown),
+            extra_content=extra,
         )
 
-    async def error(self, message: str, *, edit_event_id: str | None = None) -> None:
+    async def error(
+        self, message: str, *, edit_event_id: str | None = None, extra: dict[str, Any] | None = None
+    ) -> None:
         """Answer with `⚠️ message`, in place of a streamed answer when there is one."""
         text = f"⚠️ {message}"
         logger.warning("answered with an error", event_id=self.envelope.source_event_id, problem=message)
         if edit_event_id is not None:
-            await self.edit(edit_event_id, text)
+            await self.edit(edit_event_id, text, extra)
         else:
-            await self.reply(text, None, kind="error")
+            await self.reply(text, extra, kind="error")
 
     async def redact(self, event_id: str, reason: str) -> None:
         """Remove this entity's message `event_id` from the thread."""

@@ -11,7 +11,14 @@ from pathlib import Path
 from mindroom import ai
 from mindroom.bots.lifecycle import OpenAnswer
 from mindroom.bots.reply import ReplyChannel
-from mindroom.bots.runtime import LiveState
+from mindroom.bots.runtime import INTERRUPTED_NOTE, LiveState
+from mindroom.constants import (
+    STREAM_STATUS_CANCELLED,
+    STREAM_STATUS_COMPLETED,
+    STREAM_STATUS_INTERRUPTED,
+    STREAM_STATUS_KEY,
+    STREAM_STATUS_STREAMING,
+)
 from mindroom.hooks.transport import ResponseUsage
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import STREAM_CURSOR
@@ -19,6 +26,9 @@ from mindroom.matrix.delivery import STREAM_CURSOR
 __all__ = ["Streamed", "spent", "stream_to_matrix"]
 
 logger = get_logger(__name__)
+
+_STREAMING = {STREAM_STATUS_KEY: STREAM_STATUS_STREAMING}
+"""The extra content of a streamed answer's first message and of each edit before the final one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +40,13 @@ class Streamed:
     event_id: str | None
     stop_note: str | None = None
     usage: ResponseUsage | None = None
+
+    @property
+    def status(self) -> str:
+        """The stream status its final edit carries: completed, or cancelled (a stop) or interrupted (shutdown)."""
+        if self.stop_note is None:
+            return STREAM_STATUS_COMPLETED
+        return STREAM_STATUS_INTERRUPTED if self.stop_note == INTERRUPTED_NOTE else STREAM_STATUS_CANCELLED
 
 
 def spent(usage: ai.TokenUsage | None, request: ai.GenerationRequest) -> ResponseUsage | None:
@@ -97,17 +114,17 @@ async def stream_to_matrix(
                 if event_id is None and existing_event_id is not None:
                     event_id = stream_state.event_id = existing_event_id
                     answer.shown_in(event_id)
-                    await channel.edit_now(event_id, text + STREAM_CURSOR)
+                    await channel.edit_now(event_id, text + STREAM_CURSOR, _STREAMING)
                     shown, last_edit = text, now
                 elif event_id is None:
                     # Recorded before sending, so a crash mid-send still leaves the answer to be marked.
                     answer.begin(channel.txn_id("stream"))
-                    event_id = await channel.reply(text + STREAM_CURSOR, None, kind="stream")
+                    event_id = await channel.reply(text + STREAM_CURSOR, _STREAMING, kind="stream")
                     answer.sent(event_id)
                     stream_state.event_id = event_id
                     shown, last_edit = text, now
                 elif now - last_edit >= interval and text != shown:
-                    await channel.edit_now(event_id, text + STREAM_CURSOR)
+                    await channel.edit_now(event_id, text + STREAM_CURSOR, _STREAMING)
                     shown, last_edit = text, now
                 if stream_state.stop_requested:
                     break
