@@ -10,14 +10,17 @@ stalls (a paused process) while people write makes both happen for certain.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import signal
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
+from mindroom.matrix.appservice.registration_file import AppserviceRegistration
 from mindroom.testing.homeserver import TestHomeserver
 from mindroom.testing.model_server import Echo, ScriptedModelServer
 from tests.integration.conftest import E2E, DaemonProcess
@@ -39,16 +42,50 @@ def _passed_for_the_service(database: Path, event_id: str) -> bool:
     return bool(position and ordering and position[0][0] is not None and position[0][0] >= ordering[0][0])
 
 
-def sent_everything_to_the_service(database: Path) -> bool:
-    """True when the homeserver has sent the service every event it holds: its position is past the newest and no
-    transaction waits for an answer (a restart now loses nothing, and Synapse on SQLite numbers its next
-    transaction 1 again)."""
+def sent_everything_to_the_service(database: Path, since: str) -> bool:
+    """True when the homeserver has sent the service every event from `since` on: its position is past the
+    newest event and no transaction waiting for an answer holds one of them (or no event: to-device messages
+    only), so a restart now loses nothing.
+
+    A waiting transaction holding only older events is not waited for: the homeserver is not sending it, and
+    will not until the service next fails. Synapse leaves one behind when events come just as it finishes
+    catching up a service it counted as down (the catch-up found nothing left, the service still counts as
+    down, so the new transaction is stored for a catch-up that is over). A daemon meets that as it starts
+    after one that stopped while the homeserver sent to it, the more so when the homeserver restarted in
+    between: its ping then finds no catch-up to hurry, and the catch-up starts two seconds after its first
+    events, in the middle of its sign-in. Waiting for no transaction at all then timed out."""
     position = _synapse_query(database, "SELECT stream_ordering FROM appservice_stream_position")
     newest = _synapse_query(database, "SELECT MAX(stream_ordering) FROM events")
-    waiting = _synapse_query(database, "SELECT COUNT(*) FROM application_services_txns")
-    if not (position and newest) or position[0][0] is None or newest[0][0] is None:
+    start = _synapse_query(database, "SELECT stream_ordering FROM events WHERE event_id = ?", since)
+    if not (position and newest and start) or position[0][0] is None or newest[0][0] is None:
         return False
-    return position[0][0] >= newest[0][0] and waiting[0][0] == 0
+    # Each waiting transaction with the newest of its events (None when it holds none).
+    waiting = _synapse_query(
+        database,
+        "SELECT t.txn_id, MAX(e.stream_ordering) FROM application_services_txns AS t"
+        " LEFT JOIN json_each(t.event_ids) AS j LEFT JOIN events AS e ON e.event_id = j.value GROUP BY t.txn_id",
+    )
+    unsent = [txn_id for txn_id, latest in waiting if latest is None or latest >= start[0][0]]
+    return position[0][0] >= newest[0][0] and not unsent
+
+
+@contextlib.contextmanager
+def _left_behind(homeserver: TestHomeserver, event_ids: list[str]) -> Iterator[None]:
+    """A transaction of `event_ids` stored for the service and not sent, as Synapse leaves one when events come
+    as it finishes catching the service up; numbered 0, below every transaction it makes, and removed after."""
+    registration = homeserver.appservice_registration
+    assert registration is not None
+    service_id = AppserviceRegistration.load(registration).id
+    with sqlite3.connect(homeserver.base_dir / "homeserver.db", timeout=30) as connection:
+        connection.execute(
+            "INSERT INTO application_services_txns (as_id, txn_id, event_ids) VALUES (?, 0, ?)",
+            (service_id, json.dumps(event_ids)),
+        )
+    try:
+        yield
+    finally:
+        with sqlite3.connect(homeserver.base_dir / "homeserver.db", timeout=30) as connection:
+            connection.execute("DELETE FROM application_services_txns WHERE as_id = ? AND txn_id = 0", (service_id,))
 
 
 async def _daemon_world(e2e: E2E) -> tuple[HumanClient, DaemonProcess, str, str]:
@@ -113,3 +150,24 @@ async def test_appservice_events_the_homeserver_dropped_in_its_restart_are_fetch
     for event_id in (before, sent, queued, after):
         assert len(human.matching(thread_replies(event_id, agent_id))) == 1, event_id
     assert "caught up after the homeserver came back" in daemon.output()
+
+
+async def test_appservice_a_transaction_the_homeserver_left_behind_is_not_waited_for_but_a_later_one_is(world: E2E):
+    e2e = world
+    human, daemon, room_id, agent_id = await _daemon_world(e2e)
+    database = e2e.homeserver.base_dir / "homeserver.db"
+    earlier = await human.send(room_id, "an earlier question", mentions=[agent_id])
+    await human.wait_for(thread_replies(earlier, agent_id))
+    since = await human.send(room_id, "a later question", mentions=[agent_id])
+    await human.wait_for(thread_replies(since, agent_id))
+    await eventually(lambda: sent_everything_to_the_service(database, since), "the homeserver sending all it has")
+
+    with _left_behind(e2e.homeserver, [earlier]):
+        await eventually(lambda: sent_everything_to_the_service(database, since), "passing what was left behind")
+    with _left_behind(e2e.homeserver, [earlier, since]):
+        assert not sent_everything_to_the_service(database, since)
+    with _left_behind(e2e.homeserver, []):  # to-device messages only: such a transaction is being sent
+        assert not sent_everything_to_the_service(database, since)
+    with _left_behind(e2e.homeserver, ["$not-an-event-of-this-homeserver"]):
+        assert not sent_everything_to_the_service(database, since)
+    assert await daemon.terminate() == 0
