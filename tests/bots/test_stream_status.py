@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 
+from mindroom.bots.approvals.desk import APPROVAL_CONTENT_KEY
 from mindroom.bots.formatting import with_stream_status
 from mindroom.bots.recovery import recover_interrupted
 from mindroom.constants import (
     HOPS_KEY,
+    STREAM_STATUS_APPROVAL_PENDING,
     STREAM_STATUS_CANCELLED,
     STREAM_STATUS_COMPLETED,
     STREAM_STATUS_ERROR,
@@ -17,7 +19,7 @@ from mindroom.constants import (
     STREAM_STATUS_KEY,
     STREAM_STATUS_STREAMING,
 )
-from mindroom.testing.model_server import Echo, HttpError, Stall, Stream
+from mindroom.testing.model_server import Echo, HttpError, Stall, Stream, Text, ToolCall
 from tests.bots.bench import ALICE, LOBBY, until
 
 pytestmark = pytest.mark.asyncio
@@ -142,3 +144,24 @@ async def test_stream_status_a_stream_that_fails_midway_ends_error(make_bench, m
     assert status(message.content) == STREAM_STATUS_STREAMING
     final = client.edits[-1]
     assert final.body.startswith("⚠️") and edit_statuses(final.content) == (STREAM_STATUS_ERROR,) * 2
+
+
+async def test_stream_status_an_approval_card_says_approval_pending_until_decided(make_bench, model_server):
+    agents = {"helper": {**HELPER, "tools": ["calculator"]}}
+    rules = {"rules": [{"match": "calculate", "action": "require_approval"}]}
+    bench = await make_bench(agents, tool_approval=rules)
+    client = bench.client("helper")
+    model_server.script(ToolCall("calculate", {"expression": "6 * 7"}), Text("It is 42."))
+    await bench.deliver(bench.server.message(LOBBY, ALICE, "six times seven?"))
+    await until(lambda: client.messages)
+    [card] = client.messages
+
+    assert APPROVAL_CONTENT_KEY in card.content and status(card.content) == STREAM_STATUS_APPROVAL_PENDING
+    await bench.deliver(bench.server.reaction(LOBBY, ALICE, card.event_id, "✅"))
+    await bench.settle()
+
+    [outcome] = client.edits
+    assert outcome.target_event_id == card.event_id
+    assert edit_statuses(outcome.content) == (None, None)  # decided: a notice, no longer a reply waiting
+    [_, answer] = client.messages
+    assert answer.body == "It is 42." and status(answer.content) == STREAM_STATUS_COMPLETED

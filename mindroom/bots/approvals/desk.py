@@ -25,6 +25,7 @@ from typing import Any
 
 from mindroom.bots.approvals.timed_approvals import TimedApprovals, grant_note, grant_wire, offer_text
 from mindroom.bots.bot_client import BotClient
+from mindroom.constants import STREAM_STATUS_APPROVAL_PENDING, STREAM_STATUS_KEY
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.hooks.tool_contexts import ApprovalRequest, ApprovalRequester
 from mindroom.logging_config import get_logger
@@ -237,7 +238,9 @@ class ApprovalDesk:
         if offer is not None:
             fields["auto_approve_options"] = list(AUTO_APPROVE_OPTIONS)
             text += offer_text(record.tool_name)
-        content = {APPROVAL_CONTENT_KEY: fields}
+        # While it waits, the card is the newest message of the agent's turn: like MindRoom's reply held for an
+        # approval, it says so. Its outcome edit replaces the content without the key: the card is then a notice.
+        content = {APPROVAL_CONTENT_KEY: fields, STREAM_STATUS_KEY: STREAM_STATUS_APPROVAL_PENDING}
         return await send_until_accepted(
             lambda txn_id: seat.client.send_message(
                 seat.room_id,
