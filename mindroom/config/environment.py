@@ -190,9 +190,13 @@ def daemon_environment(config_path: Path, storage_option: Path | None = None) ->
     env = _with_secret_files(read_environment(config_path))
     for key, value in provider_env_defaults(env).items():
         env.setdefault(key, value)
+    storage_root = resolve_storage_root(config_path, storage_option, env)
+    if storage_option is not None:
+        # The config loader finds the data directory from these values (it refuses includes into it).
+        env["MINDROOM_STORAGE_PATH"] = str(storage_root)
     return DaemonEnvironment(
         config_path=config_path,
-        storage_root=resolve_storage_root(config_path, storage_option, env),
+        storage_root=storage_root,
         values=env,
         homeserver=homeserver_settings(env),
     )

@@ -6,7 +6,9 @@ that file; `!include_text FILE` for the file's text (one final newline dropped).
 and `.yml` files under a folder (recursively, sorted by path, names starting with `.` or `_` skipped): a list
 of their documents, a mapping from file stem to document, their lists joined, their mappings merged (a name
 twice is an error). Paths are relative to the file holding the tag and must stay in the config's folder;
-absolute paths and hidden parts (`.env`) are refused.
+absolute paths and hidden parts (`.env`) are refused, and so is anything that resolves (links followed) into the
+daemon's data directory (crypto stores, tokens, the API key), which sits in that folder by default: whoever may
+write the config must not be able to read a secret into an agent's instructions.
 
 Tags are resolved while the YAML is composed (a tag that cannot be is a `ConfigError` naming it and its
 line), so the whole document, included parts and all, passes the same size, alias and nesting caps; an
@@ -49,6 +51,8 @@ class _Budget:
     def __init__(self) -> None:
         self.files = 0
         self.bytes = 0
+        self.read: list[Path] = []
+        self.folders: list[Path] = []
 
 
 class IncludingLoader(yaml.SafeLoader):
@@ -62,21 +66,38 @@ class IncludingLoader(yaml.SafeLoader):
         root: Path | None = None,
         chain: tuple[Path, ...] = (),
         budget: _Budget | None = None,
+        data_dir: Path | None = None,
+        key_path: tuple[str | int, ...] = (),
     ) -> None:
         super().__init__(text)
         self._source = source.resolve()
         self._root = root or self._source.parent
         self._chain = chain or (self._source,)
         self._budget = budget or _Budget()
+        self._data_dir = data_dir.resolve() if data_dir is not None else None
+        self._key_path: list[str | int] = list(key_path)
+
+    @property
+    def included(self) -> tuple[Path, ...]:
+        """The files read and the folders walked so far (resolved), for a watcher to follow."""
+        return tuple(dict.fromkeys((*self._budget.read, *self._budget.folders)))
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         """The node, with a file tag (other than `!expand`, which only a list resolves) replaced by its content."""
-        node: yaml.Node | None = super().compose_node(parent, index)  # type: ignore[misc]
-        if node is None:
-            return None
-        if node.tag in INCLUDE_TAGS and node.tag != "!expand":
-            return self._resolve(node)
-        return node
+        # `index` is the key node of a mapping value or the position of a list item: the key path, for errors.
+        step = index if isinstance(index, int) else getattr(index, "value", None)
+        if isinstance(step, (str, int)):
+            self._key_path.append(step)
+        try:
+            node: yaml.Node | None = super().compose_node(parent, index)  # type: ignore[misc]
+            if node is None:
+                return None
+            if node.tag in INCLUDE_TAGS and node.tag != "!expand":
+                return self._resolve(node)
+            return node
+        finally:
+            if isinstance(step, (str, int)):
+                self._key_path.pop()
 
     def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
         """The list, with each `!expand` item replaced by the items of its file."""
@@ -146,6 +167,7 @@ class IncludingLoader(yaml.SafeLoader):
         path = (self._chain[-1].parent / relative).resolve()
         if not path.is_relative_to(self._root):
             self._fail(node, f"{raw!r} is outside the config's folder {self._root}")
+        self._refuse_data_dir(node, path, raw)
         if folder and not path.is_dir():
             self._fail(node, f"{raw!r}: no such folder")
         if not folder and not path.is_file():
@@ -161,9 +183,19 @@ class IncludingLoader(yaml.SafeLoader):
                 continue
             if not path.resolve().is_relative_to(self._root):
                 self._fail(node, f"{_shown(path, self._root)} leads outside the config's folder")
+            self._refuse_data_dir(node, path.resolve(), _shown(path, self._root))
             if path.is_file():
                 found.append(path.resolve())
+        self._budget.folders.append(folder)
+        self._budget.folders.extend(path.parent for path in found)
         return found
+
+    def _refuse_data_dir(self, node: yaml.Node, path: Path, raw: str) -> None:
+        """`ConfigError` when the resolved `path` is the data directory or inside it (naming the key and file)."""
+        if self._data_dir is None or not path.is_relative_to(self._data_dir):
+            return
+        key = _key_text(self._key_path)
+        self._fail(node, f"{key}: {raw!r} resolves into the daemon's data directory {self._data_dir}, which is refused")
 
     def _read(self, path: Path, node: yaml.Node) -> str:
         self._budget.files += 1
@@ -173,6 +205,7 @@ class IncludingLoader(yaml.SafeLoader):
             data = path.read_bytes()
         except OSError as exc:
             self._fail(node, f"cannot read {_shown(path, self._root)}: {exc.strerror}")
+        self._budget.read.append(path)
         self._budget.bytes += len(data)
         if self._budget.bytes > MAX_INCLUDED_BYTES:
             self._fail(node, f"the included files hold more than {MAX_INCLUDED_BYTES // (1024 * 1024)} MiB")
@@ -186,7 +219,13 @@ class IncludingLoader(yaml.SafeLoader):
             cycle = " -> ".join(_shown(step, self._root) for step in (*self._chain, path))
             self._fail(node, f"files include each other: {cycle}")
         loader = IncludingLoader(
-            self._read(path, node), path, root=self._root, chain=(*self._chain, path), budget=self._budget
+            self._read(path, node),
+            path,
+            root=self._root,
+            chain=(*self._chain, path),
+            budget=self._budget,
+            data_dir=self._data_dir,
+            key_path=tuple(self._key_path),
         )
         try:
             document = loader.get_single_node()
@@ -207,6 +246,13 @@ class IncludingLoader(yaml.SafeLoader):
 
 def _shown(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def _key_text(path: list[str | int]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text or "<root>"
 
 
 def _scalar(value: str, at: yaml.Node) -> yaml.ScalarNode:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from mindroom.config.environment import process_environ
+from mindroom.config.environment import process_environ, resolve_storage_root
 from mindroom.config.includes import IncludingLoader
 from mindroom.config.main import Config
 from mindroom.config.notices import ConfigNotice, collecting
@@ -130,16 +130,17 @@ def _clean_loc(loc: tuple[Any, ...]) -> KeyPath:
 _TOO_LARGE = f"the file is larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB"
 
 
-def _compose(text: str, source: Path) -> tuple[yaml.Node | None, Any]:
-    """The YAML node tree (for line numbers) and the Python value built from it, after the expansion check;
-    MindRoom's file tags (`!include`, `!expand`, ...) are resolved against the folder of `source`."""
-    loader = IncludingLoader(text, source)
+def _compose(text: str, source: Path, data_dir: Path) -> tuple[yaml.Node | None, Any, tuple[Path, ...]]:
+    """The YAML node tree (for line numbers), the Python value built from it (after the expansion check) and the
+    files and folders included; MindRoom's file tags (`!include`, `!expand`, ...) are resolved against the folder
+    of `source`, and never into `data_dir`."""
+    loader = IncludingLoader(text, source, data_dir=data_dir)
     try:
         node = loader.get_single_node()
         if node is None:
-            return None, None
+            return None, None, loader.included
         _check_expansion(node, source)
-        return node, loader.construct_document(node)
+        return node, loader.construct_document(node), loader.included
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -218,7 +219,8 @@ def parse_config_text(
     environment = process_environ() if env is None else dict(env)
     if len(text) > MAX_CONFIG_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
         raise ConfigError(source, [_TOO_LARGE])
-    node, raw = _compose(text, source)
+    # The data directory as the daemon finds it (`MINDROOM_STORAGE_PATH`, else `mindroom_data` beside the config).
+    node, raw, included = _compose(text, source, resolve_storage_root(source, None, environment))
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -229,6 +231,15 @@ def parse_config_text(
     if problems:
         raise ConfigError(source, problems)
     aside = set_aside(substituted, _declared(), lambda path: _line_for(lines, path))
+    config = _fitted(aside, source, lines, overrides, strict=strict)
+    config.attach_included(included)
+    return config
+
+
+def _fitted(
+    aside: SetAside, source: Path, lines: dict[KeyPath, int], overrides: Sequence[Override], *, strict: bool
+) -> Config:
+    """The validated config with `overrides`; without `strict`, those that no longer fit passed over."""
     document = aside.document
     if strict or not overrides:
         return _validated(_overridden(document, overrides, source), source, lines, overrides, aside)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
@@ -102,6 +103,7 @@ class Config(StrictModel):
     oauth_providers: dict[str, OAuthProviderConfig] = Field(default_factory=dict)
     """OAuth providers people connect their accounts with (`!connect`), by MindRoom's provider id."""
     _notices: tuple[ConfigNotice, ...] = PrivateAttr(default=())
+    _included: tuple[Path, ...] = PrivateAttr(default=())
 
     @property
     def notices(self) -> tuple[ConfigNotice, ...]:
@@ -111,6 +113,15 @@ class Config(StrictModel):
     def attach_notices(self, notices: Iterable[ConfigNotice]) -> None:
         """Record the notices found while this config was read (by `mindroom.config.loading`)."""
         self._notices = tuple(notices)
+
+    @property
+    def included_paths(self) -> tuple[Path, ...]:
+        """The files the config's file tags read and the folders they walked (resolved), for the file watcher."""
+        return self._included
+
+    def attach_included(self, paths: Iterable[Path]) -> None:
+        """Record the files and folders included while this config was read (by `mindroom.config.loading`)."""
+        self._included = tuple(paths)
 
     @field_validator(
         "mcp_servers",

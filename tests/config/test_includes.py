@@ -9,6 +9,7 @@ import os
 import pytest
 
 from mindroom.config import load_config
+from mindroom.config.environment import daemon_environment
 from mindroom.errors import ConfigError
 
 MODELS = "models:\n  default: {provider: openai, id: m}\n"
@@ -181,3 +182,107 @@ def test_includes_aliases_in_an_included_file_count_against_the_caps(tmp_path):
 
     with pytest.raises(ConfigError, match="anchors and aliases expand"):
         load_config(path, env={})
+
+
+HELPER = "agents:\n  Helper:\n    display_name: Helper\n    instructions: [!include_text {}]\n"
+
+
+def _secrets(folder, name="mindroom_data"):
+    data = folder / name
+    (data / "crypto").mkdir(parents=True, exist_ok=True)
+    (data / "api_key").write_text("sk-data-dir-secret\n", encoding="utf-8")
+    (data / "crypto" / "store.yaml").write_text("Leak: {display_name: sk-data-dir-secret}\n", encoding="utf-8")
+    return data
+
+
+@pytest.mark.parametrize(
+    "target", ["mindroom_data/api_key", "./mindroom_data/api_key", "prompts/../mindroom_data/api_key"]
+)
+def test_includes_the_data_directory_is_refused_naming_file_and_key(tmp_path, target):
+    _secrets(tmp_path)
+    path = _write(tmp_path, {"config.yaml": MODELS + HELPER.format(target), "prompts/x.txt": "x\n"})
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+
+    text = str(caught.value)
+    assert "config.yaml line 6: !include_text: agents.Helper.instructions[0]:" in text
+    assert "data directory" in text
+    assert "sk-data-dir-secret" not in text
+
+
+def test_includes_a_link_into_the_data_directory_is_refused(tmp_path):
+    _secrets(tmp_path)
+    path = _write(tmp_path, {"config.yaml": MODELS + HELPER.format("prompts/helper.md")})
+    (tmp_path / "prompts").mkdir()
+    os.symlink(tmp_path / "mindroom_data" / "api_key", tmp_path / "prompts" / "helper.md")
+
+    with pytest.raises(ConfigError, match=r"'prompts/helper.md' resolves into the daemon's data directory"):
+        load_config(path, env={})
+
+
+def test_includes_a_nested_include_or_folder_into_the_data_directory_is_refused(tmp_path):
+    _secrets(tmp_path)
+    path = _write(
+        tmp_path,
+        {
+            "config.yaml": MODELS + "agents: !include agents.yaml\n",
+            "agents.yaml": "Helper: {display_name: H, instructions: [!include_text mindroom_data/api_key]}\n",
+        },
+    )
+    with pytest.raises(ConfigError, match=r"agents.yaml line 1: !include_text: agents.Helper.instructions\[0\]"):
+        load_config(path, env={})
+
+    path.write_text(MODELS + "agents: !include_dir_merge_named mindroom_data/crypto\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"agents: 'mindroom_data/crypto' resolves into the daemon's data"):
+        load_config(path, env={})
+
+    (tmp_path / "agents").mkdir()
+    os.symlink(tmp_path / "mindroom_data" / "crypto" / "store.yaml", tmp_path / "agents" / "leak.yaml")
+    path.write_text(MODELS + "agents: !include_dir_merge_named agents\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'agents/leak.yaml' resolves into the daemon's data directory"):
+        load_config(path, env={})
+
+
+def test_includes_near_the_data_directory_still_work(tmp_path):
+    _secrets(tmp_path)
+    path = _write(
+        tmp_path,
+        {
+            "config.yaml": MODELS
+            + "agents:\n  Helper:\n    display_name: Helper\n"
+            + "    instructions:\n      - !include_text mindroom_data_notes/x.txt\n"
+            + "      - !include_text ./mindroom_data/../prompts/x.txt\n",
+            "mindroom_data_notes/x.txt": "Notes beside the data.\n",
+            "prompts/x.txt": "A prompt.\n",
+        },
+    )
+
+    config = load_config(path, env={})
+
+    assert config.agents["Helper"].instructions == ["Notes beside the data.", "A prompt."]
+    assert (tmp_path / "prompts" / "x.txt").resolve() in config.included_paths
+
+
+def test_includes_follow_a_data_directory_configured_elsewhere(tmp_path):
+    _secrets(tmp_path)
+    _secrets(tmp_path, "state")
+    path = _write(tmp_path, {"config.yaml": MODELS + HELPER.format("mindroom_data/api_key")})
+
+    # The data directory is `state/`: `mindroom_data/` is an ordinary folder then.
+    config = load_config(path, env={"MINDROOM_STORAGE_PATH": str(tmp_path / "state")})
+    assert config.agents["Helper"].instructions == ["sk-data-dir-secret"]
+
+    path.write_text(MODELS + HELPER.format("state/api_key"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'state/api_key' resolves into the daemon's data directory"):
+        load_config(path, env={"MINDROOM_STORAGE_PATH": str(tmp_path / "state")})
+
+
+def test_includes_refuse_the_data_directory_given_on_the_command_line(tmp_path):
+    _secrets(tmp_path, "elsewhere")
+    path = _write(tmp_path, {"config.yaml": MODELS + HELPER.format("elsewhere/api_key")})
+
+    environment = daemon_environment(path, tmp_path / "elsewhere")
+
+    with pytest.raises(ConfigError, match=r"'elsewhere/api_key' resolves into the daemon's data directory"):
+        load_config(path, env=environment.values)
