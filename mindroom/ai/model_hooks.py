@@ -13,6 +13,7 @@ person's message. A refused call never reaches the model: the answer of that rou
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
@@ -31,7 +32,14 @@ from mindroom.hooks.types import EVENT_MODEL_AFTER_CALL, EVENT_MODEL_BEFORE_CALL
 from mindroom.logging_config import get_logger, redact_message, redact_text
 from mindroom.tool_system.runtime_context import get_runtime_context
 
-__all__ = ["TurnModelHooks", "model_call_hooks", "model_hooks_for_turn", "set_turn_model_hooks", "turn_model_hooks"]
+__all__ = [
+    "TurnModelHooks",
+    "as_agent",
+    "model_call_hooks",
+    "model_hooks_for_turn",
+    "set_turn_model_hooks",
+    "turn_model_hooks",
+]
 
 logger = get_logger(__name__)
 
@@ -278,3 +286,41 @@ def model_hooks_for_turn(agent_name: str) -> Iterator[None]:
         yield
     finally:
         _HOOKS.reset(token)
+
+
+def as_agent(agent_name: str, run: Any) -> Any:
+    """A run of another agent inside this turn (a team member's), its model requests through the hooks of
+    `agent_name` (a plugin sees the member's name, and its filters match the member), the turn's own after it.
+
+    `run` is agno's run: an awaitable, or an async iterator of events when streamed. For a stream the hooks are
+    set only while the member's next event is awaited, so the team between two events keeps its own."""
+    hooks = turn_model_hooks(agent_name)
+    if inspect.isawaitable(run):
+        return _awaited_as(hooks, run)
+    return _iterated_as(hooks, run)
+
+
+async def _awaited_as(hooks: TurnModelHooks | None, run: Awaitable[Any]) -> Any:
+    token = _HOOKS.set(hooks)
+    try:
+        return await run
+    finally:
+        _HOOKS.reset(token)
+
+
+async def _iterated_as(hooks: TurnModelHooks | None, events: Any) -> AsyncIterator[Any]:
+    iterator = aiter(events)
+    try:
+        while True:
+            token = _HOOKS.set(hooks)
+            try:
+                event = await anext(iterator)
+            except StopAsyncIteration:
+                return
+            finally:
+                _HOOKS.reset(token)
+            yield event
+    finally:
+        close = getattr(iterator, "aclose", None)
+        if close is not None:
+            await close()

@@ -35,6 +35,7 @@ from agno.team import Team
 from agno.team.mode import TeamMode
 
 from mindroom.ai.agents import agent_cache
+from mindroom.ai.model_hooks import as_agent
 from mindroom.ai.models import model_env_fingerprint
 from mindroom.ai.sessions.history import strip_run_output_enrichment
 from mindroom.ai.teams.plan import TeamMember, TeamPlan
@@ -120,6 +121,8 @@ class MemberAgent(TurnAgent):
         """agno's run, cut off after `member_timeout_s` (as an error run, so the team goes on without it)."""
         run_agent: Any = super().arun
         run = run_agent(input, stream=stream, **kwargs)
+        if self.id:
+            run = as_agent(self.id, run)
         limit = float(self.__dict__.get("_member_timeout_s", 0.0))
         if not limit:
             return run

@@ -159,3 +159,47 @@ async def test_team_history_is_per_thread_and_an_edit_replaces_the_stored_turn(
     assert [
         text for role, text in await load_history("crew", "thread-1", storage_root=storage_root) if role == "user"
     ] == ["first"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_model_call_hooks_see_each_members_own_name_and_the_leaders_around_them(
+    model_server: ScriptedModelServer, storage_root: Path, stream: bool
+):
+    from mindroom.hooks import EVENT_MODEL_AFTER_CALL, EVENT_MODEL_BEFORE_CALL, HookRegistry, hook
+    from mindroom.tool_system.runtime_context import ToolRuntimeContext, bind_runtime_context
+    from tests.hooks.support import stub_plugin
+
+    before: list[tuple[str, str]] = []
+    after: list[tuple[str, str]] = []
+
+    @hook(EVENT_MODEL_BEFORE_CALL)
+    async def gate(ctx: Any) -> None:
+        before.append((ctx.agent_name, ctx.model_id))
+
+    @hook(EVENT_MODEL_AFTER_CALL)
+    async def observe(ctx: Any) -> None:
+        after.append((ctx.agent_name, ctx.model_id))
+
+    @hook(EVENT_MODEL_AFTER_CALL, agents=["research"])
+    async def research_only(ctx: Any) -> None:
+        after.append(("research-only", ctx.model_id))
+
+    registry = HookRegistry.from_plugins([stub_plugin("watch", [gate, observe, research_only])])
+    model_server.script(
+        ToolCall("delegate_task_to_member", {"member_id": "research", "task": "find flights"}),
+        Stream(["Fly on Monday."]) if stream else Text("Fly on Monday."),
+        model="m-lead",
+    )
+    model_server.script(Stream(["Monday."]) if stream else Text("Monday."), model="m-research")
+    request = team_request(model_server, "coordinate")
+
+    with bind_runtime_context(ToolRuntimeContext(registry=registry, agent_name="crew", room_id="!room:localhost")):
+        if stream:
+            [_ async for _ in stream_generate(request, storage_root=storage_root, env=ENV)]
+        else:
+            await generate(request, storage_root=storage_root, env=ENV)
+
+    expected = [("crew", "m-lead"), ("research", "m-research"), ("crew", "m-lead")]
+    assert before == expected
+    assert [entry for entry in after if entry[0] != "research-only"] == expected
+    assert ("research-only", "m-research") in after and ("research-only", "m-lead") not in after
