@@ -1,9 +1,10 @@
-"""`ConfigWatcher`: watch `config.yaml`, `.env` and the plugin folders, and report each quiet-after-changes moment
-once; `EnvFile`: whether `.env` still is what the daemon read at start.
+"""`ConfigWatcher`: watch `config.yaml`, `.env`, the files the config includes and the plugin folders, and report
+each quiet-after-changes moment once; `EnvFile`: whether `.env` still is what the daemon read at start.
 
-The config's folder is watched without recursion (editors that save by renaming still count); plugin
-folders recursively, for source files only. After each report the plugin folders are asked for again,
-so a reload that adds or removes a plugin moves the watch with it.
+The config's folder is watched without recursion (editors that save by renaming still count), and so are the
+folders of included files and the folders an `!include_dir_*` tag walked (for `.yaml`/`.yml` files); plugin
+folders recursively, for source files only. After each report the plugin folders and the included paths are
+asked for again, so a reload that adds or removes a plugin or an include moves the watch with it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ logger = get_logger(__name__)
 
 _DEFAULT_FILTER = DefaultFilter()
 _RETRY_S = 1.0
+_YAML_SUFFIXES = frozenset({".yaml", ".yml"})
 
 
 class _EitherEvent:
@@ -73,6 +75,18 @@ def _plugin_file(change: Change, path: str) -> bool:
     return Path(path).suffix in WATCHED_SUFFIXES and _DEFAULT_FILTER(change, path)
 
 
+def _included_folders(included: tuple[Path, ...]) -> tuple[tuple[Path, ...], Callable[[Change, str], bool]]:
+    """The folders to watch for `included` (files and walked folders) and the filter that keeps their changes."""
+    files = frozenset(path for path in included if not path.is_dir())
+    folders = frozenset(path for path in included if path.is_dir())
+
+    def keep(_change: Change, raw: str) -> bool:
+        path = Path(raw)
+        return path in files or (path.parent in folders and path.suffix in _YAML_SUFFIXES)
+
+    return tuple(sorted(folders | {path.parent for path in files})), keep
+
+
 class ConfigWatcher:
     """Calls `on_change(paths)` once the config or a plugin changed and `debounce_s` passed without more changes."""
 
@@ -83,16 +97,19 @@ class ConfigWatcher:
         on_change: Callable[[list[str]], Awaitable[None]],
         *,
         debounce_s: float = 0.25,
+        included_paths: Callable[[], tuple[Path, ...]] = tuple,
     ) -> None:
         self.config_path = config_path
         self.debounce_s = debounce_s
         self._plugin_paths = plugin_paths
+        self._included_paths = included_paths
         self._on_change = on_change
         self._tasks = TaskOwner("config-watcher")
         self._pending: set[Path] = set()
         self._changed = asyncio.Event()
         self._stop = asyncio.Event()
         self._plugin_watch: tuple[asyncio.Event, tuple[Path, ...]] | None = None
+        self._included_watch: tuple[asyncio.Event, tuple[Path, ...]] | None = None
 
     def start(self) -> None:
         """Start watching (the tasks are owned here, and ended by `stop`)."""
@@ -105,6 +122,7 @@ class ConfigWatcher:
         )
         self._tasks.spawn(self._debounce_loop(), "debounce")
         self._follow_plugins()
+        self._follow_included()
 
     def _follow_plugins(self) -> None:
         paths = self._plugin_paths()
@@ -118,6 +136,20 @@ class ConfigWatcher:
             stop = asyncio.Event()
             self._tasks.spawn(self._watch(paths, _plugin_file, stop, True), "watch plugins")
             self._plugin_watch = (stop, paths)
+
+    def _follow_included(self) -> None:
+        included = self._included_paths()
+        current = self._included_watch
+        if current is not None and current[1] == included:
+            return
+        if current is not None:
+            current[0].set()
+        self._included_watch = None
+        folders, keep = _included_folders(included)
+        if folders:
+            stop = asyncio.Event()
+            self._tasks.spawn(self._watch(folders, keep, stop, False), "watch included files")
+            self._included_watch = (stop, included)
 
     async def _watch(
         self, paths: tuple[Path, ...], keep: Callable[[Change, str], bool], stop: asyncio.Event, recursive: bool
@@ -145,10 +177,12 @@ class ConfigWatcher:
             logger.info("files changed", paths=paths)
             await self._on_change(paths)
             self._follow_plugins()
+            self._follow_included()
 
     async def stop(self) -> None:
         """Stop watching and end every task."""
         self._stop.set()
-        if self._plugin_watch is not None:
-            self._plugin_watch[0].set()
+        for watch in (self._plugin_watch, self._included_watch):
+            if watch is not None:
+                watch[0].set()
         await self._tasks.cancel_all()

@@ -225,6 +225,7 @@ def start_reloading(
             lambda: plugin_watch_paths(cell.live.config, paths),
             reloader.on_files_changed,
             debounce_s=options.debounce_s,
+            included_paths=lambda: cell.live.config.included_paths,
         )
         stops.add("watcher", lambda _: watcher.stop())
         watcher.start()
