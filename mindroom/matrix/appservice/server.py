@@ -9,7 +9,8 @@ Room events are taken once by their ids (`SeenEvents`), not by transaction id: a
 nothing new, and a homeserver that restarted may number its transactions from 1 again (Synapse on SQLite does),
 which must not pass for a repeat of what came before. From `open()` on, a `HomeserverWatch` notices the
 homeserver going away and coming back; then the bots read what their devices' inboxes kept, and the events no
-transaction brought are fetched and handed out like a transaction (`missed_events`).
+transaction brought are fetched and handed out like a transaction (`missed_events`). The same catch-up runs when
+the numbers show a restart the watch did not see, or transactions the homeserver skipped.
 """
 
 from __future__ import annotations
@@ -257,8 +258,12 @@ class Appservice:
             events = body.get("events")
             if isinstance(events, list):
                 fresh = self._seen.fresh(events)
-                if self._renumbered(txn_id, has_new=bool(fresh)):
+                numbering = self._numbering(txn_id, has_new=bool(fresh))
+                if numbering == "renumbered":
                     logger.info("homeserver restarted: it numbers its transactions from the start again", txn_id=txn_id)
+                    self._watch.restarted()
+                elif numbering == "skipped":
+                    logger.info("homeserver skipped transactions; fetching the events they held", txn_id=txn_id)
                     self._watch.restarted()
                 if len(fresh) != len(events):
                     body = {**body, "events": fresh}  # a transaction sent again: what it still brings is new
@@ -268,15 +273,20 @@ class Appservice:
         self._kick()
         return web.json_response({})
 
-    def _renumbered(self, txn_id: str, *, has_new: bool) -> bool:
-        """True when a transaction with new events has a number no higher than the last one's."""
+    def _numbering(self, txn_id: str, *, has_new: bool) -> str | None:
+        """What a transaction's number tells: `renumbered` when it has new events and is no higher than the last
+        one's, `skipped` when it is past the next: the homeserver sends its transactions one at a time, in order,
+        so those in between are stored and not sent (Synapse leaves one so when events come just as it finishes
+        catching the service up); else None."""
         if not (txn_id.isascii() and txn_id.isdigit() and len(txn_id) <= _NUMBER_DIGITS):
-            return False  # ids are opaque: only plain numbers tell an order
+            return None  # ids are opaque: only plain numbers tell an order
         number, last = int(txn_id), self._last_number
         if last is not None and number <= last and not has_new:
-            return False  # a transaction sent again
+            return None  # a transaction sent again
         self._last_number = number
-        return last is not None and number <= last
+        if last is None or last + 1 == number:
+            return None
+        return "renumbered" if number <= last else "skipped"
 
     async def _route(self, key: str, body: Mapping[str, Any]) -> None:
         for user_id, (inbox, part) in self.router.split(key, body).items():

@@ -63,7 +63,8 @@ class HomeserverWatch:
         self._wake.set()
 
     def restarted(self) -> None:
-        """The homeserver restarted unseen: catch up on what it may have dropped since the transaction before."""
+        """The homeserver restarted unseen (or skipped transactions): catch up on what it may have dropped since
+        the transaction before."""
         if self._catch_up_since is None:
             self._catch_up_since = self._heard_ms
         self._wake.set()
