@@ -326,8 +326,8 @@ async def _generate(
     )
     if streamed.usage is not None:  # spent whether or not the answer is delivered
         entity.metrics.record_usage(streamed.usage)
-        calls = len(tool_context.calls)
-        record_turn(turn.stores.usage, config, entity.name, envelope, model_name, streamed.usage, calls, entity.client)
+        ledger, spent, calls = turn.stores.usage, streamed.usage, len(tool_context.calls)
+        record_turn(ledger, config, entity.name, envelope, model_name, spent, calls, entity.client, after_reply)
     stop = _STOP_REASONS.get(streamed.stop_note or "")
     return _Generated(streamed.text, streamed.event_id, draft, stop, files, streamed.usage)
 

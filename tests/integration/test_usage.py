@@ -181,7 +181,9 @@ async def test_usage_budget_switches_to_the_fallback_then_refuses_with_the_reset
     question = await alice.send(room_id, "the first question of the month", mentions=[e2e.user_id(agent)])
     in_thread = thread_replies(question, e2e.user_id(agent))
     first = await alice.wait_for(lambda ev: in_thread(ev) and not _warning(ev))  # under the limit: as asked
-    warned = await alice.wait_for(lambda ev: in_thread(ev) and _warning(ev))  # the notice may come first
+    warned = await alice.wait_for(lambda ev: in_thread(ev) and _warning(ev))
+    ids = [ev.get("event_id") for ev in alice.events]
+    assert ids.index(first["event_id"]) < ids.index(warned["event_id"])  # the notice follows the answer it is about
     admin_id = e2e.room_id(admin)
     await e2e.joined(alice, admin_id)
     told = await alice.wait_for(lambda ev: ev.get("room_id") == admin_id and "monthly budget" in str(ev["content"]))

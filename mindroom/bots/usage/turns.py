@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -57,11 +58,14 @@ def record_turn(
     usage: ResponseUsage,
     tool_calls: int,
     account: RoomAccount | None = None,
+    after_reply: contextlib.AsyncExitStack | None = None,
 ) -> tuple[float, float] | None:
     """Count one turn's usage for its requester (no I/O); their month's spend before and after, None if not kept.
 
     The turn whose cost takes the person past 80 % of their limit has `account` warn them in its conversation,
-    and the admin room hears it too (in a task of the ledger's: the answer never waits for it). Spend only grows
+    and the admin room hears it too (in a task of the ledger's: the answer never waits for it). With
+    `after_reply` (the turn's stack of what follows its answer), the person's warning starts when the answer was
+    delivered, so it never arrives before the answer it is about. Spend only grows
     within a month, so that happens once a month; a restart reads the month's spend back and does not warn again."""
     if ledger is None:
         return None
@@ -91,7 +95,10 @@ def record_turn(
     limit = crossed_warning(config, before, after, ledger.cap(envelope.requester_id))
     if limit is not None and account is not None and envelope.requester_id:
         warning = _warn(account, config, envelope, after, limit, ledger.month_end, ledger.tell_admins)
-        ledger.spawn(warning, "budget warning")
+        if after_reply is None:
+            ledger.spawn(warning, "budget warning")
+        else:
+            after_reply.callback(ledger.spawn, warning, "budget warning")
     return before, after
 
 
