@@ -8,13 +8,15 @@ from typing import Any
 
 import pytest
 
+from mindroom.bots.approvals.desk import APPROVAL_CONTENT_KEY
 from mindroom.constants import (
+    STREAM_STATUS_APPROVAL_PENDING,
     STREAM_STATUS_CANCELLED,
     STREAM_STATUS_COMPLETED,
     STREAM_STATUS_KEY,
     STREAM_STATUS_STREAMING,
 )
-from mindroom.testing.model_server import Stream
+from mindroom.testing.model_server import Stream, Text, ToolCall
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, edits_of, eventually, thread_replies
 
@@ -47,7 +49,7 @@ def _statuses(event: dict[str, Any]) -> tuple[Any, Any]:
     return content.get("m.new_content", {}).get(STREAM_STATUS_KEY), content.get(STREAM_STATUS_KEY)
 
 
-async def _world(e2e: E2E, tmp_path: Path) -> tuple[HumanClient, str, str, Path]:
+async def _world(e2e: E2E, tmp_path: Path, **extra: Any) -> tuple[HumanClient, str, str, Path]:
     """One streaming agent with the snapshot plugin; (human, agent's user id, room id, the plugin's log)."""
     log = tmp_path / "snapshots.jsonl"
     e2e.plugin("snapshots", SNAPSHOTS)
@@ -55,8 +57,9 @@ async def _world(e2e: E2E, tmp_path: Path) -> tuple[HumanClient, str, str, Path]
     agent, room = e2e.name("helper"), e2e.name("room")
     config = e2e.basic_config(
         [human.user_id],
-        {agent: {"display_name": "Helper", "role": "Helps.", "rooms": [room]}},
+        {agent: {"display_name": "Helper", "role": "Helps.", "rooms": [room], "tools": ["calculator"]}},
         plugins=[{"path": "plugins/snapshots", "settings": {"log": str(log), "agent": agent}}],
+        **extra,
     )
     config["defaults"]["enable_streaming"] = True
     await e2e.start(config)
@@ -117,3 +120,34 @@ async def test_stream_status_a_stopped_reply_reads_streaming_then_ends_cancelled
     assert final["content"]["m.new_content"]["body"] == "The first part\n\n(stopped)"
     await human.react(room_id, streamed["event_id"], "👍")
     assert await _seen(log, "👍") == {STREAM_STATUS_CANCELLED}
+
+
+async def test_stream_status_a_card_reads_approval_pending_until_approved_then_the_reply_completes(
+    e2e: E2E, tmp_path: Path
+):
+    rules = {"rules": [{"match": "calculate", "action": "require_approval"}]}
+    human, agent_user, room_id, log = await _world(e2e, tmp_path, tool_approval=rules)
+    e2e.model_server.script(ToolCall("calculate", {"expression": "6 * 7"}), Text("It is 42."), model="agent-model")
+
+    question = await human.send(room_id, "six times seven?")
+    card = await human.wait_for(
+        lambda ev: thread_replies(question, agent_user)(ev) and APPROVAL_CONTENT_KEY in ev["content"]
+    )
+    assert card["content"][STREAM_STATUS_KEY] == STREAM_STATUS_APPROVAL_PENDING
+    await human.react(room_id, card["event_id"], "👀")
+    assert await _seen(log, "👀") == {STREAM_STATUS_APPROVAL_PENDING}
+    await human.react(room_id, card["event_id"], "✅")
+    answer = await human.wait_for(
+        lambda ev: thread_replies(question, agent_user)(ev) and APPROVAL_CONTENT_KEY not in ev["content"]
+    )
+    final = await human.wait_for(
+        lambda ev: edits_of(answer["event_id"])(ev) and _statuses(ev)[0] != STREAM_STATUS_STREAMING
+    )
+
+    assert answer["content"][STREAM_STATUS_KEY] == STREAM_STATUS_STREAMING
+    assert _statuses(final) == (STREAM_STATUS_COMPLETED, STREAM_STATUS_COMPLETED)
+    assert final["content"]["m.new_content"]["body"] == "It is 42."
+    outcome = await human.wait_for(edits_of(card["event_id"]))
+    assert _statuses(outcome) == (None, None)  # decided: the card is a notice, no longer a reply waiting
+    await human.react(room_id, answer["event_id"], "👍")
+    assert await _seen(log, "👍") == {STREAM_STATUS_COMPLETED}
