@@ -8,8 +8,9 @@ phase's parts in the order it gave them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["STARTUP", "PhaseStops", "RunProgress", "StopPart", "Stopping"]
 
@@ -31,10 +32,20 @@ STARTUP: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Stopping:
-    """Why the daemon stops, and how long answers in flight get to finish."""
+    """Why the daemon stops, and how long what is in flight gets to finish: one grace for the whole stop.
+
+    Each part asks for `grace_s` when its turn comes and gets what is left of the grace given when the stop
+    began, so parts that each wait (answers, queued background hooks, memory writes, exports) together take
+    at most that grace, not one grace each."""
 
     reason: str
-    grace_s: float
+    given_s: float
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def grace_s(self) -> float:
+        """What is left of the stop's grace now (0 once it ran out)."""
+        return max(0.0, self.given_s - (time.monotonic() - self.started))
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,4 +78,32 @@ async def test_plan_stop_order_runs_the_phases_backwards_each_in_its_own_order()
         await each.stop(Stopping("shutdown", 3.0))
 
     assert [each.name for each in order] == ["appservice", "bots", "memory", "tools", "state"]
-    assert stopped == [(name, "shutdown", 3.0) for name in ["appservice", "bots", "memory", "tools", "state"]]
+    assert [(name, reason) for name, reason, _grace in stopped] == [
+        (name, "shutdown") for name in ["appservice", "bots", "memory", "tools", "state"]
+    ]
+    assert all(2.0 < grace <= 3.0 for _name, _reason, grace in stopped)
+
+
+@pytest.mark.asyncio
+async def test_stop_parts_share_one_grace_each_getting_what_is_left() -> None:
+    progress = RunProgress(("run",))
+    seen: list[tuple[str, float]] = []
+
+    def waiting(name: str, waits_s: float) -> Any:
+        async def stop(stopping: Stopping) -> None:
+            seen.append((name, stopping.grace_s))
+            await asyncio.sleep(min(waits_s, stopping.grace_s))
+
+        return stop
+
+    run = progress.enter("run")
+    run.add("memory", waiting("memory", 0.0))
+    run.add("background hooks", waiting("background hooks", 10.0))  # waits out all that is left
+    run.add("bots", waiting("bots", 0.3))
+    stopping = Stopping("shutdown", 0.4)
+    for part in progress.stop_order():
+        await part.stop(stopping)
+
+    assert [name for name, _grace in seen] == ["memory", "background hooks", "bots"]
+    assert 0.3 < seen[0][1] <= 0.4 and 0.3 < seen[1][1] <= 0.4
+    assert seen[2][1] == 0.0  # the one before it used the grace up: no second grace
