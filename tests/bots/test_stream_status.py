@@ -165,3 +165,25 @@ async def test_stream_status_an_approval_card_says_approval_pending_until_decide
     assert edit_statuses(outcome.content) == (None, None)  # decided: a notice, no longer a reply waiting
     [_, answer] = client.messages
     assert answer.body == "It is 42." and status(answer.content) == STREAM_STATUS_COMPLETED
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streamed"])
+async def test_stream_status_the_answer_to_an_edited_question_is_edited_to_completed(
+    make_bench, model_server, streaming: bool
+):
+    model_server.set_default(Echo(prefix="echo: "))
+    bench = await make_bench({"helper": HELPER}, defaults={"enable_streaming": streaming})
+    question = bench.server.message(LOBBY, ALICE, "what is the capital of Frence")
+    await bench.deliver(question)
+    await bench.settle()
+    client = bench.client("helper")
+    edits_before = len(client.edits)
+
+    await bench.deliver(bench.server.edit(LOBBY, ALICE, question.event_id, "what is the capital of France"))
+    await bench.settle()
+
+    [answer] = client.messages
+    *updates, final = client.edits[edits_before:]
+    assert final.target_event_id == answer.event_id and final.body == "echo: what is the capital of France"
+    assert edit_statuses(final.content) == (STREAM_STATUS_COMPLETED,) * 2
+    assert all(edit_statuses(edit.content) == (STREAM_STATUS_STREAMING,) * 2 for edit in updates)

@@ -551,7 +551,7 @@ def test_published_tool_execution_identity_is_the_running_calls(tmp_path):
     assert get_tool_execution_identity() is None
 
 
-def test_published_stream_status_is_mindrooms_and_the_docs_say_replies_here_lack_it():
+def test_published_stream_status_is_mindrooms_and_the_workloop_row_names_it():
     """workloop skips an agent whose latest message has `io.mindroom.stream_status: streaming`."""
     from mindroom.constants import STREAM_STATUS_KEY, STREAM_STATUS_STREAMING
     from mindroom.hooks import AgentMessageSnapshot
