@@ -228,7 +228,7 @@ def update_plugin(
     source = _source_of(entry, ref)
     destination = paths.config_dir / entry.path
     with _scratch(paths) as scratch:
-        fetched = fetch(source, scratch)
+        fetched = fetch(source, scratch, plugin=name)
         if fetched.commit == entry.commit and fetched.digest == entry.digest and source.ref == entry.ref:
             return Installed(entry, entry.commit, changed=False)
         if _checked_manifest_name(fetched, source) != name:
@@ -312,7 +312,7 @@ def install_from_lock(paths: InstallPaths) -> list[LockedPlugin]:
 def _fetch_locked(entry: LockedPlugin, destination: Path, paths: InstallPaths) -> None:
     source = _source_of(entry, None)
     with _scratch(paths) as scratch:
-        fetched = fetch(source, scratch, commit=entry.commit)
+        fetched = fetch(source, scratch, commit=entry.commit, plugin=entry.name)
         if entry.digest is not None and fetched.digest != entry.digest:
             raise PluginInstallError(entry.name, entry.source, "the folder's files differ from the locked digest")
         if _checked_manifest_name(fetched, source) != entry.name:

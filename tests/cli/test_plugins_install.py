@@ -6,9 +6,11 @@ import shutil
 import subprocess
 
 import pytest
+from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
 from mindroom.cli.app import app
+from tests.plugins.git_http import git_host
 from tests.plugins.wheels import make_wheel
 
 runner = CliRunner()
@@ -217,3 +219,46 @@ def test_plugins_install_needs_exactly_one_of_source_or_locked(deploy):
     for args in (("install",), ("install", "acme/sizes", "--locked")):
         result = mindroom(deploy, *args)
         assert result.exit_code == 2 and "pass exactly one of SOURCE or --locked" in result.output
+
+
+def test_plugins_install_from_a_url_with_credentials_never_keeps_them(deploy, tmp_path, monkeypatch):
+    secret = "s3cret-t0ken"
+    work = tmp_path / "work"
+    commit(work)
+    served = tmp_path / "served"
+    served.mkdir()
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(served / "sizes.git")], check=True)
+    # The operator's own git stores what it is given: the URL's credential must never land there.
+    stored = tmp_path / "git-credentials"
+    (tmp_path / "gitconfig").write_text(f"[credential]\n\thelper = store --file={stored}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+
+    with git_host(served, "deploy", secret) as host, capture_logs() as logs:
+        plain = f"{host.url}/sizes.git"
+        installed = mindroom(deploy, "install", plain.replace("http://", f"http://deploy:{secret}@"))
+        assert installed.exit_code == 0, installed.output
+        assert lock(deploy)["sizes"]["source"] == plain
+        assert not stored.exists()
+
+        git(work, "push", "-q", str(served / "sizes.git"), "main")
+        commit(work, requirements=("tinydep==2.0",))
+        git(work, "push", "-q", str(served / "sizes.git"), "main")
+        refused = mindroom(deploy, "update", "sizes")
+        assert refused.exit_code == 1
+        assert "plugin 'sizes'" in refused.output and "credential helper" in refused.output
+
+        # With the credential given to git the way docs/plugins.md says, update and --locked fetch again.
+        stored.write_text(f"http://deploy:{secret}@127.0.0.1:{host.url.rsplit(':', 1)[1]}\n")
+        updated = mindroom(deploy, "update", "sizes")
+        assert updated.exit_code == 0, updated.output
+        fresh = tmp_path / "fresh"
+        fresh.mkdir()
+        shutil.copy(deploy / "config.yaml", fresh)
+        shutil.copy(deploy / "plugins.lock", fresh)
+        assert mindroom(fresh, "install", "--locked").exit_code == 0
+
+    assert host.expected in host.authorizations
+    for folder in (deploy, fresh):
+        assert secret not in (folder / "plugins.lock").read_text()
+    assert not any(secret in result.output for result in (installed, refused, updated))
+    assert secret not in repr(logs)

@@ -27,7 +27,7 @@ def git(repo, *args):
             "https://git.example.org/a/sizes.git@feature/x",
             PluginSource("git", "https://git.example.org/a/sizes.git", "feature/x"),
         ),
-        ("https://user@git.example.org/a/sizes", PluginSource("git", "https://user@git.example.org/a/sizes")),
+        ("https://user@git.example.org/a/sizes", PluginSource("git", "https://git.example.org/a/sizes")),
         ("git@github.com:acme/sizes.git", PluginSource("git", "git@github.com:acme/sizes.git")),
         ("git@github.com:acme/sizes.git@v2", PluginSource("git", "git@github.com:acme/sizes.git", "v2")),
     ],
@@ -54,6 +54,34 @@ def test_sources_remote_specs(tmp_path, spec, expected):
 def test_sources_bad_specs_are_refused(tmp_path, spec):
     with pytest.raises(PluginInstallError):
         parse_source(spec, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("spec", "location", "ref", "credential"),
+    [
+        (
+            "https://me:t%40ken@git.example.org/a/sizes.git@v1",
+            "https://git.example.org/a/sizes.git",
+            "v1",
+            "me:t%40ken",
+        ),
+        ("http://token@127.0.0.1:8080/sizes.git", "http://127.0.0.1:8080/sizes.git", None, "token"),
+        ("https://git.example.org/a/sizes@v1", "https://git.example.org/a/sizes", "v1", None),
+        ("ssh://git@git.example.org/a/sizes.git", "ssh://git@git.example.org/a/sizes.git", None, None),
+    ],
+)
+def test_sources_credentials_leave_the_location(tmp_path, spec, location, ref, credential):
+    source = parse_source(spec, tmp_path)
+
+    assert (source.location, source.ref, source.credential) == (location, ref, credential)
+    assert credential is None or credential not in repr(source)
+
+
+def test_sources_a_credential_with_a_control_character_is_refused_without_echoing_it(tmp_path):
+    with pytest.raises(PluginInstallError, match="control character") as caught:
+        parse_source("https://me:tok%0Ahost=evil@git.example.org/a/sizes.git", tmp_path)
+
+    assert "tok" not in str(caught.value)
 
 
 def test_sources_local_folder_and_repository(tmp_path):
