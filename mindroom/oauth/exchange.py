@@ -1,15 +1,20 @@
 """The calls to a provider's endpoints: the code exchange, a refresh, a revocation (RFC 6749, 7636, 7009).
 
 Every call goes to the provider's configured URL only: redirects are not followed (a token or secret never
-goes to a second address), and each is bounded by a timeout. A provider's error is reported by its `error`
-code and HTTP status, never by the body, which may echo what was sent.
+goes to a second address), and each is bounded by a timeout. A provider whose endpoints were found by
+discovery sends through its own `post`, which checks each endpoint's addresses and connects to those only.
+A provider's error is reported by its `error` code and HTTP status, never by the body, which may echo what
+was sent.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import importlib
+import json
 import time
+from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +26,15 @@ from mindroom.oauth.vault import OAuthTokens
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["TIMEOUT_S", "exchange_code", "http_client", "httpx_module", "refresh_tokens", "revoke_tokens"]
+__all__ = [
+    "TIMEOUT_S",
+    "exchange_code",
+    "http_client",
+    "httpx_module",
+    "post_form",
+    "refresh_tokens",
+    "revoke_tokens",
+]
 
 TIMEOUT_S = 15.0
 
@@ -39,33 +52,45 @@ def http_client(timeout_s: float = TIMEOUT_S) -> httpx.AsyncClient:
     return client
 
 
-def _authenticated(provider: ResolvedProvider, form: dict[str, str]) -> tuple[dict[str, str], httpx.Auth | None]:
+async def post_form(url: str, form: Mapping[str, str], headers: Mapping[str, str]) -> tuple[int, bytes]:
+    """POST `form` to `url` with a client that follows no redirect: the status and body (`EndpointPost`)."""
+    httpx = httpx_module()
+    try:
+        async with http_client() as client:
+            response = await client.post(url, data=dict(form), headers=dict(headers))
+    except httpx.HTTPError as error:
+        raise ConnectionError(type(error).__name__) from None
+    return response.status_code, response.content
+
+
+def _authenticated(provider: ResolvedProvider, form: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The form and headers that carry the client's authentication (RFC 6749 section 2.3.1)."""
     if provider.auth_method == "client_secret_basic" and provider.client_secret:
-        return form, httpx_module().BasicAuth(provider.client_id, provider.client_secret)
+        pair = f"{provider.client_id}:{provider.client_secret}".encode()
+        return form, {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
     form = {**form, "client_id": provider.client_id}
     if provider.auth_method == "client_secret_post" and provider.client_secret:
         form["client_secret"] = provider.client_secret
-    return form, None
+    return form, {}
+
+
+async def _post(provider: ResolvedProvider, url: str, form: dict[str, str], action: str) -> tuple[int, bytes]:
+    data, headers = _authenticated(provider, form)
+    try:
+        return await (provider.post or post_form)(url, data, {"Accept": "application/json", **headers})
+    except ConnectionError as error:
+        raise OAuthError(f"{provider.id}: the {action} failed ({error})") from None
 
 
 async def _token_request(provider: ResolvedProvider, form: dict[str, str], action: str) -> dict[str, Any]:
-    httpx = httpx_module()
-    data, auth = _authenticated(provider, {**provider.extra_token_params, **form})
-    headers = {"Accept": "application/json"}
+    status, content = await _post(provider, provider.token_url, {**provider.extra_token_params, **form}, action)
     try:
-        async with http_client() as client:
-            response = await client.post(
-                provider.token_url, data=data, auth=auth or httpx.USE_CLIENT_DEFAULT, headers=headers
-            )
-    except httpx.HTTPError as error:
-        raise OAuthError(f"{provider.id}: the {action} failed ({type(error).__name__})") from None
-    try:
-        body = response.json()
+        body = json.loads(content) if content else {}
     except ValueError:
         body = {}
-    if response.status_code != 200 or not isinstance(body, dict) or not body.get("access_token"):
+    if status != 200 or not isinstance(body, dict) or not body.get("access_token"):
         code = body.get("error") if isinstance(body, dict) else None
-        raise OAuthError(f"{provider.id}: the {action} was refused (HTTP {response.status_code}, {code or 'no token'})")
+        raise OAuthError(f"{provider.id}: the {action} was refused (HTTP {status}, {code or 'no token'})")
     return body
 
 
@@ -108,17 +133,12 @@ async def revoke_tokens(provider: ResolvedProvider, tokens: OAuthTokens) -> bool
     """Revoke the tokens at the provider's RFC 7009 endpoint (refresh token first); False when it has none."""
     if not provider.revocation_url:
         return False
-    httpx = httpx_module()
     pairs = [(tokens.refresh_token, "refresh_token"), (tokens.access_token, "access_token")]
-    async with http_client() as client:
-        for token, hint in pairs:
-            if not token:
-                continue
-            data, auth = _authenticated(provider, {"token": token, "token_type_hint": hint})
-            try:
-                response = await client.post(provider.revocation_url, data=data, auth=auth or httpx.USE_CLIENT_DEFAULT)
-            except httpx.HTTPError as error:
-                raise OAuthError(f"{provider.id}: the revocation failed ({type(error).__name__})") from None
-            if response.status_code != 200:
-                raise OAuthError(f"{provider.id}: the revocation was refused (HTTP {response.status_code})")
+    for token, hint in pairs:
+        if not token:
+            continue
+        form = {"token": token, "token_type_hint": hint}
+        status, _ = await _post(provider, provider.revocation_url, form, "revocation")
+        if status != 200:
+            raise OAuthError(f"{provider.id}: the revocation was refused (HTTP {status})")
     return True

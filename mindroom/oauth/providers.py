@@ -9,7 +9,7 @@ its `token_endpoint_auth_method` is `none`). The callback is `<MINDROOM_PUBLIC_U
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -22,6 +22,7 @@ from mindroom.oauth.errors import OAuthError
 __all__ = [
     "BUILTIN_ENDPOINTS",
     "CALLBACK_PATH",
+    "EndpointPost",
     "ProviderState",
     "ResolvedProvider",
     "callback_base",
@@ -46,6 +47,10 @@ BUILTIN_ENDPOINTS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
 )
 """Endpoints of the providers MindRoom builds in, by its provider id (an entry's own values win)."""
 
+EndpointPost = Callable[[str, Mapping[str, str], Mapping[str, str]], Awaitable[tuple[int, bytes]]]
+"""Sends a form (`url`, form, headers) to a token or revocation endpoint: the HTTP status and body, never
+following a redirect; `ConnectionError` (its message safe to show) when it cannot or may not be sent."""
+
 
 @dataclass(frozen=True, slots=True)
 class ResolvedProvider:
@@ -68,6 +73,9 @@ class ResolvedProvider:
     auth_method: str = "client_secret_post"
     extra_token_params: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Sent with each token request (an MCP server's `auth.extra_token_params`); secret."""
+    post: EndpointPost | None = field(default=None, repr=False, compare=False)
+    """How token and revocation requests go, when not by a plain HTTP client: an MCP server's discovered
+    endpoints are checked and connected to at the addresses checked (`tool_system.mcp.oauth_discovery`)."""
 
 
 def callback_base(env: Mapping[str, str]) -> str:

@@ -8,21 +8,27 @@ Endpoints written in the server's `auth` block win; `authorization_server` skips
 (RFC 7591).
 
 Every request goes over HTTPS to a public host, to the addresses its name was checked with (the MCP servers'
-own checks, `address` and `http_client`), and a redirect is refused, not followed. For local development
-`MINDROOM_MCP_OAUTH_ALLOW_INSECURE_DISCOVERY=1` allows plain HTTP and `MINDROOM_MCP_OAUTH_ALLOW_PRIVATE_DISCOVERY=1`
-private and loopback addresses (metadata and link-local addresses stay refused).
+own checks, `address` and `http_client`), and a redirect is refused, not followed. The token exchange, refresh
+and revocation at an endpoint the metadata named go the same way (`pinned_post`): the name is checked again
+at each request and the connection made to the addresses of that check, so a name that answers a public
+address for discovery and a loopback or LAN address later never receives a code, token or client secret.
+For local development `MINDROOM_MCP_OAUTH_ALLOW_INSECURE_DISCOVERY=1` allows plain HTTP and
+`MINDROOM_MCP_OAUTH_ALLOW_PRIVATE_DISCOVERY=1` private and loopback addresses (metadata and link-local
+addresses stay refused).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from mindroom.config.mcp import MCPServerConfig
 from mindroom.oauth.errors import OAuthError
+from mindroom.oauth.exchange import post_form
+from mindroom.oauth.providers import EndpointPost
 from mindroom.tool_system.mcp.address import CheckedHost, check_remote_url
 from mindroom.tool_system.spec import ToolError
 
@@ -33,6 +39,7 @@ __all__ = [
     "DiscoveryRules",
     "RegisteredClient",
     "discover_endpoints",
+    "pinned_post",
     "register_client",
 ]
 
@@ -65,6 +72,8 @@ class DiscoveredEndpoints:
     registration_url: str | None = None
     revocation_url: str | None = None
     issuer: str | None = None
+    discovered: frozenset[str] = frozenset()
+    """The endpoint URLs taken from the server's metadata (not written in the `auth` block): held to the rules."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +202,32 @@ async def discover_endpoints(server_id: str, server: MCPServerConfig, rules: Dis
     for url in discovered:
         if url:
             await _check(url, rules, where)
-    return found
+    return replace(found, discovered=frozenset(url for url in discovered if url))
+
+
+def pinned_post(rules: DiscoveryRules, where: str, discovered: frozenset[str]) -> EndpointPost:
+    """An `EndpointPost` that checks a discovered endpoint's name at each request and connects to the addresses
+    of that check only; an endpoint the operator wrote goes by the plain client."""
+
+    async def post(url: str, form: Mapping[str, str], headers: Mapping[str, str]) -> tuple[int, bytes]:
+        if url not in discovered:
+            return await post_form(url, form, headers)
+        try:
+            checked = await _check(url, rules, where)
+        except OAuthError as refused:
+            raise ConnectionError(str(refused)) from None
+        import httpx2
+
+        from mindroom.tool_system.mcp.http_client import pinned_http_client
+
+        try:
+            async with pinned_http_client(checked, dict(headers), httpx2.Timeout(_TIMEOUT_S)) as client:
+                response = await client.post(url, data=dict(form))
+        except httpx2.HTTPError as error:
+            raise ConnectionError(type(error).__name__) from None
+        return response.status_code, response.content
+
+    return post
 
 
 async def register_client(

@@ -25,6 +25,7 @@ from mindroom.tool_system.mcp.oauth_discovery import (
     DiscoveredEndpoints,
     DiscoveryRules,
     discover_endpoints,
+    pinned_post,
     register_client,
 )
 
@@ -150,7 +151,8 @@ class MCPOAuthProviders:
     async def _resolve(self, provider_id: str, server_id: str, server: MCPServerConfig) -> ResolvedProvider:
         auth = server.auth
         assert auth is not None
-        endpoints = await discover_endpoints(server_id, server, DiscoveryRules.from_env(self._connections.env))
+        rules = DiscoveryRules.from_env(self._connections.env)
+        endpoints = await discover_endpoints(server_id, server, rules)
         client_id, secret, method, redirect = await self._client(provider_id, server_id, server, endpoints)
         params = {str(key): str(value) for key, value in auth.extra_auth_params.items()}
         params.setdefault("resource", auth.resource or server.url or "")  # RFC 8707, as the MCP spec asks
@@ -169,4 +171,5 @@ class MCPOAuthProviders:
             extra_auth_params=MappingProxyType(params),
             auth_method=method,
             extra_token_params=MappingProxyType(token_params),
+            post=pinned_post(rules, f"mcp_servers.{server_id}.auth", endpoints.discovered),
         )

@@ -37,7 +37,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-__all__ = ["LoopbackMCPAuthServer", "loopback_mcp_auth_server"]
+__all__ = ["LoopbackMCPAuthServer", "free_port", "loopback_mcp_auth_server"]
 
 
 @dataclass
@@ -149,17 +149,18 @@ class LoopbackMCPAuthServer:
         return location, query["code"][0], query["state"][0]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
 
 @contextmanager
-def loopback_mcp_auth_server(issuer: str | None = None) -> Iterator[LoopbackMCPAuthServer]:
-    """Start the server on a free loopback port for the block (`issuer`: the address its metadata names instead
-    of its own, so its endpoints point there)."""
-    port = _free_port()
+def loopback_mcp_auth_server(issuer: str | None = None, port: int | None = None) -> Iterator[LoopbackMCPAuthServer]:
+    """Start the server on a free loopback port (or `port`) for the block (`issuer`: the address its metadata names
+    instead of its own, so its endpoints point there)."""
+    port = port or free_port()
     base = f"http://127.0.0.1:{port}"
     provider = _Provider(base)
     calls: list[tuple[str, str | None]] = []
