@@ -135,7 +135,10 @@ def _preload(postgres: bool) -> None:
         for home in _TURN_MODULES:
             importlib.import_module(f"{__name__}.{home}")
         importlib.import_module("agno.models.openai")
-        importlib.import_module("markdown_it")
+        try:  # the answer's Markdown renderer (mindroom.bots.formatting): the Rust port, else markdown-it-py
+            importlib.import_module("markdown_it_pyrs")
+        except ImportError:
+            importlib.import_module("markdown_it")
         sessions = importlib.import_module(f"{__name__}.sessions.history")
         if postgres:
             sessions._postgres_store_class()
