@@ -42,22 +42,24 @@ def _passed_for_the_service(database: Path, event_id: str) -> bool:
     return bool(position and ordering and position[0][0] is not None and position[0][0] >= ordering[0][0])
 
 
-def sent_everything_to_the_service(database: Path, since: str) -> bool:
-    """True when the homeserver has sent the service every event from `since` on: its position is past the
-    newest event and no transaction waiting for an answer holds one of them (or no event: to-device messages
-    only), so a restart now loses nothing.
+def sent_everything_to_the_service(database: Path, room_id: str) -> bool:
+    """True when the homeserver has sent the service every event it holds, so a restart now loses nothing: its
+    position is past the newest event, it does not count the service as down, and no transaction waiting for an
+    answer holds the newest event of `room_id` (a room of the service) or no event at all (to-device messages).
 
-    A waiting transaction holding only older events is not waited for: the homeserver is not sending it, and
-    will not until the service next fails. Synapse leaves one behind when events come just as it finishes
-    catching up a service it counted as down (the catch-up found nothing left, the service still counts as
-    down, so the new transaction is stored for a catch-up that is over). A daemon meets that as it starts
-    after one that stopped while the homeserver sent to it, the more so when the homeserver restarted in
-    between: its ping then finds no catch-up to hurry, and the catch-up starts two seconds after its first
-    events, in the middle of its sign-in. Waiting for no transaction at all then timed out."""
+    A waiting transaction holding only older events is not waited for: the homeserver sends its transactions
+    one at a time, in order, so it went on past that one and will not send it until the service next fails.
+    Synapse leaves one behind when events come just as it finishes catching up a service it counted as down
+    (the catch-up found nothing left; the service still counted as down, so the new transaction was stored for
+    it). A daemon meets that as it starts after one that stopped while the homeserver sent to it, the more so
+    when the homeserver restarted in between: its ping then finds no catch-up to hurry, and the catch-up starts
+    two seconds after its first events, in the middle of its sign-in. Waiting for no transaction at all then
+    timed out; the daemon fetches what such a transaction held when it sees its number skipped."""
     position = _synapse_query(database, "SELECT stream_ordering FROM appservice_stream_position")
     newest = _synapse_query(database, "SELECT MAX(stream_ordering) FROM events")
-    start = _synapse_query(database, "SELECT stream_ordering FROM events WHERE event_id = ?", since)
-    if not (position and newest and start) or position[0][0] is None or newest[0][0] is None:
+    latest = _synapse_query(database, "SELECT MAX(stream_ordering) FROM events WHERE room_id = ?", room_id)
+    down = _synapse_query(database, "SELECT 1 FROM application_services_state WHERE state = 'down'")
+    if not (position and newest and latest) or None in (position[0][0], newest[0][0], latest[0][0]) or down:
         return False
     # Each waiting transaction with the newest of its events (None when it holds none).
     waiting = _synapse_query(
@@ -65,7 +67,7 @@ def sent_everything_to_the_service(database: Path, since: str) -> bool:
         "SELECT t.txn_id, MAX(e.stream_ordering) FROM application_services_txns AS t"
         " LEFT JOIN json_each(t.event_ids) AS j LEFT JOIN events AS e ON e.event_id = j.value GROUP BY t.txn_id",
     )
-    unsent = [txn_id for txn_id, latest in waiting if latest is None or latest >= start[0][0]]
+    unsent = [txn_id for txn_id, held in waiting if held is None or held >= latest[0][0]]
     return position[0][0] >= newest[0][0] and not unsent
 
 
@@ -156,18 +158,19 @@ async def test_appservice_a_transaction_the_homeserver_left_behind_is_not_waited
     e2e = world
     human, daemon, room_id, agent_id = await _daemon_world(e2e)
     database = e2e.homeserver.base_dir / "homeserver.db"
-    earlier = await human.send(room_id, "an earlier question", mentions=[agent_id])
-    await human.wait_for(thread_replies(earlier, agent_id))
-    since = await human.send(room_id, "a later question", mentions=[agent_id])
-    await human.wait_for(thread_replies(since, agent_id))
-    await eventually(lambda: sent_everything_to_the_service(database, since), "the homeserver sending all it has")
+    question = await human.send(room_id, "a question", mentions=[agent_id])
+    await human.wait_for(thread_replies(question, agent_id))
+    await eventually(lambda: sent_everything_to_the_service(database, room_id), "the homeserver sending all it has")
+    newest = _synapse_query(
+        database, "SELECT event_id FROM events WHERE room_id = ? ORDER BY stream_ordering DESC LIMIT 1", room_id
+    )[0][0]
 
-    with _left_behind(e2e.homeserver, [earlier]):
-        await eventually(lambda: sent_everything_to_the_service(database, since), "passing what was left behind")
-    with _left_behind(e2e.homeserver, [earlier, since]):
-        assert not sent_everything_to_the_service(database, since)
+    with _left_behind(e2e.homeserver, [question]):  # older than the answer
+        await eventually(lambda: sent_everything_to_the_service(database, room_id), "passing what was left behind")
+    with _left_behind(e2e.homeserver, [question, newest]):
+        assert not sent_everything_to_the_service(database, room_id)
     with _left_behind(e2e.homeserver, []):  # to-device messages only: such a transaction is being sent
-        assert not sent_everything_to_the_service(database, since)
+        assert not sent_everything_to_the_service(database, room_id)
     with _left_behind(e2e.homeserver, ["$not-an-event-of-this-homeserver"]):
-        assert not sent_everything_to_the_service(database, since)
+        assert not sent_everything_to_the_service(database, room_id)
     assert await daemon.terminate() == 0

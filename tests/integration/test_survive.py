@@ -123,9 +123,7 @@ async def _answered_through_a_restart(e2e: E2E, human: HumanClient, room_id: str
     await e2e.idle()
     if e2e.delivery == "appservice":
         database = e2e.homeserver.base_dir / "homeserver.db"
-        await eventually(
-            lambda: sent_everything_to_the_service(database, before[0]), "the homeserver sending all it has"
-        )
+        await eventually(lambda: sent_everything_to_the_service(database, room_id), "the homeserver sending all it has")
 
     await asyncio.to_thread(e2e.homeserver.stop)
     await asyncio.sleep(RESTART_DOWN_S)  # the outage itself, not a wait for something to happen
