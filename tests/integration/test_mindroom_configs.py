@@ -20,6 +20,7 @@ import pytest
 import yaml
 from structlog.testing import capture_logs
 
+from mindroom.state.private_roots import private_state_root, private_workspace
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, eventually, thread_replies
@@ -258,9 +259,13 @@ async def test_mindroom_config_developer_reads_its_context_files_and_its_compani
     mindroom_layout.mkdir(parents=True)
     (mindroom_layout / "AGENTS.md").write_text("Always run pytest with -q.\n")
     (mindroom_layout / "NOTES.md").write_text("The release is on Friday.\n")
-    older_layout = e2e.storage / "workspaces" / buddy  # this daemon's earlier folder: moved into place at start
-    older_layout.mkdir(parents=True)
-    (older_layout / "MEMORY.md").write_text("Dev prefers short answers.\n")
+    # Buddy is private (per: user, root: companion): each person's copy keeps its own MEMORY.md.
+    dev_copy = private_workspace(private_state_root(e2e.storage, "user", dev.user_id, buddy), buddy, "companion")
+    dev_copy.mkdir(parents=True, mode=0o700)
+    (dev_copy / "MEMORY.md").write_text("Dev prefers short answers.\n")
+    shared = e2e.storage / "workspaces" / buddy  # a shared folder of the agent's is not a private copy's memory
+    shared.mkdir(parents=True)
+    (shared / "MEMORY.md").write_text("Nobody's notes.\n")
     e2e.model_server.set_default(Text("Understood."))
     await e2e.start(config, watch=False)
     room = e2e.room_id(e2e.name("dev"))
@@ -277,5 +282,6 @@ async def test_mindroom_config_developer_reads_its_context_files_and_its_compani
         to_devbot
     )
     assert "Dev prefers short answers." not in system_text(to_devbot)
-    assert "Dev prefers short answers." in system_text(to_buddy)  # memory_backend: file
+    assert "Dev prefers short answers." in system_text(to_buddy)  # memory_backend: file, in Dev's own copy
+    assert "Nobody's notes." not in system_text(to_buddy)
     assert "Always run pytest" not in system_text(to_buddy)
