@@ -13,6 +13,7 @@ import pytest
 from mindroom.config.mcp import MCPServerConfig
 from mindroom.tool_system.mcp.wire import check_remote_url, connect_client
 from mindroom.tool_system.spec import ToolError
+from tests.tool_system.mcp.loopback import LoopbackServer
 
 NAME = "mcp-pin.test"
 
@@ -98,24 +99,13 @@ class RebindingName:
         return self._real(address, port, family, type, proto, flags | socket.AI_NUMERICHOST)
 
 
-class RecordingServer:
+class RecordingServer(LoopbackServer):
     """A real HTTP server on 127.0.0.1 that answers every request with 503 and records its Host header."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.connections = 0
         self.hosts: list[str] = []
-        self.port = 0
-        self._server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> RecordingServer:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = int(self._server.sockets[0].getsockname()[1])
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1

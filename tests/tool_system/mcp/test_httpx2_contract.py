@@ -19,6 +19,7 @@ import pytest
 
 from mindroom.tool_system.mcp.address import CheckedHost
 from mindroom.tool_system.mcp.http_client import pinned_http_client
+from tests.tool_system.mcp.loopback import LoopbackServer
 
 pytestmark = pytest.mark.asyncio
 
@@ -47,23 +48,12 @@ class Recording(httpcore2.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-class Server:
+class Server(LoopbackServer):
     """A real HTTP server on 127.0.0.1 that answers 204 and records each request line and Host header."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.seen: list[tuple[str, str]] = []
-        self.port = 0
-        self._server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> Server:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = int(self._server.sockets[0].getsockname()[1])
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

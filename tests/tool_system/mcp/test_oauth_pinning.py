@@ -18,6 +18,7 @@ from mindroom.oauth.providers import ResolvedProvider
 from mindroom.oauth.vault import OAuthTokens
 from mindroom.tool_system.mcp.address import check_remote_url
 from mindroom.tool_system.mcp.oauth_discovery import DiscoveryRules, pinned_post
+from tests.tool_system.mcp.loopback import LoopbackServer
 from tests.tool_system.mcp.oauth_server import free_port, loopback_mcp_auth_server
 from tests.tool_system.mcp.test_oauth_servers import ALICE, RELAXED, make_connections, notes_config
 
@@ -45,23 +46,12 @@ class Rebinding:
         return self._real(address, port, family, type, proto, flags | socket.AI_NUMERICHOST)
 
 
-class TokenServer:
+class TokenServer(LoopbackServer):
     """A token endpoint on 127.0.0.1: answers every request with a token and records the Host header and form."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[tuple[str, str]] = []
-        self.port = 0
-        self._server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> TokenServer:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = int(self._server.sockets[0].getsockname()[1])
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
