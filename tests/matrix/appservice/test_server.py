@@ -7,6 +7,7 @@ its to-device messages: so nothing here may answer anything but 200 to a well-fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -47,8 +48,10 @@ class _Inbox:
         return None
 
 
-@pytest_asyncio.fixture
-async def appservice() -> AsyncIterator[Appservice]:
+@contextlib.asynccontextmanager
+async def serving_appservice(*routes: web.RouteDef) -> AsyncIterator[Appservice]:
+    """An `Appservice` started against a stand-in homeserver on loopback: its ping and `/versions`, and `routes`."""
+
     async def ping(_: web.Request) -> web.Response:
         return web.json_response({})
 
@@ -58,6 +61,7 @@ async def appservice() -> AsyncIterator[Appservice]:
     homeserver = web.Application()
     homeserver.router.add_post("/_matrix/client/v1/appservice/{id}/ping", ping)
     homeserver.router.add_get("/_matrix/client/versions", versions)
+    homeserver.add_routes(routes)
     runner = web.AppRunner(homeserver)
     await runner.setup()
     port = free_port()
@@ -70,6 +74,12 @@ async def appservice() -> AsyncIterator[Appservice]:
     finally:
         await service.stop()
         await runner.cleanup()
+
+
+@pytest_asyncio.fixture
+async def appservice() -> AsyncIterator[Appservice]:
+    async with serving_appservice() as service:
+        yield service
 
 
 async def _put(service: Appservice, txn_id: str, *event_ids: str, token: str | None = None) -> int:

@@ -15,10 +15,8 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from mindroom.homeserver.synapse import free_port
-from mindroom.matrix.appservice.registration_file import AppserviceRegistration
 from mindroom.matrix.appservice.server import Appservice
-from tests.matrix.appservice.test_server import _Inbox, _put, _received, _serve
+from tests.matrix.appservice.test_server import _Inbox, _put, _received, _serve, serving_appservice
 
 pytestmark = pytest.mark.asyncio
 
@@ -39,32 +37,12 @@ class _Room:
 async def served() -> AsyncIterator[tuple[Appservice, _Room]]:
     room = _Room()
 
-    async def ping(_: web.Request) -> web.Response:
-        return web.json_response({})
-
-    async def versions(_: web.Request) -> web.Response:
-        return web.json_response({"versions": ["v1.11"]})
-
     async def messages(request: web.Request) -> web.Response:
         room.readers.append(request.query.get("user_id", ""))
         return web.json_response({"chunk": list(reversed(room.events))})
 
-    homeserver = web.Application()
-    homeserver.router.add_post("/_matrix/client/v1/appservice/{id}/ping", ping)
-    homeserver.router.add_get("/_matrix/client/versions", versions)
-    homeserver.router.add_get("/_matrix/client/v3/rooms/{room_id}/messages", messages)
-    runner = web.AppRunner(homeserver)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    registration = AppserviceRegistration.create(f"http://127.0.0.1:{free_port()}", "mr_", "hs")
-    service = Appservice(registration, f"http://127.0.0.1:{port}")
-    await service.start()
-    try:
+    async with serving_appservice(web.get("/_matrix/client/v3/rooms/{room_id}/messages", messages)) as service:
         yield service, room
-    finally:
-        await service.stop()
-        await runner.cleanup()
 
 
 async def _receiving(service: Appservice) -> _Inbox:
