@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["agno_function", "agno_tools", "described", "foreign_tool_specs"]
 
-"""The agno agent and team running the current tool call, for the plugin functions that take them."""
-
 
 @functools.cache
 def _injected() -> frozenset[str]:
