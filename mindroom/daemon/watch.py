@@ -108,8 +108,7 @@ class ConfigWatcher:
         self._pending: set[Path] = set()
         self._changed = asyncio.Event()
         self._stop = asyncio.Event()
-        self._plugin_watch: tuple[asyncio.Event, tuple[Path, ...]] | None = None
-        self._included_watch: tuple[asyncio.Event, tuple[Path, ...]] | None = None
+        self._follows: dict[str, tuple[asyncio.Event, tuple[Path, ...]]] = {}  # by task name: its stop, its paths
 
     def start(self) -> None:
         """Start watching (the tasks are owned here, and ended by `stop`)."""
@@ -121,35 +120,31 @@ class ConfigWatcher:
             "watch config",
         )
         self._tasks.spawn(self._debounce_loop(), "debounce")
-        self._follow_plugins()
-        self._follow_included()
+        self._follow()
 
-    def _follow_plugins(self) -> None:
-        paths = self._plugin_paths()
-        current = self._plugin_watch
+    def _follow(self) -> None:
+        """Move the plugin and included-file watches to the paths the config names now (unchanged: kept)."""
+        self._follow_one("watch plugins", self._plugin_paths(), lambda paths: (paths, _plugin_file), True)
+        self._follow_one("watch included files", self._included_paths(), _included_folders, False)
+
+    def _follow_one(
+        self,
+        name: str,
+        paths: tuple[Path, ...],
+        watched: Callable[[tuple[Path, ...]], tuple[tuple[Path, ...], Callable[[Change, str], bool]]],
+        recursive: bool,
+    ) -> None:
+        current = self._follows.get(name)
         if current is not None and current[1] == paths:
             return
         if current is not None:
             current[0].set()
-        self._plugin_watch = None
-        if paths:
-            stop = asyncio.Event()
-            self._tasks.spawn(self._watch(paths, _plugin_file, stop, True), "watch plugins")
-            self._plugin_watch = (stop, paths)
-
-    def _follow_included(self) -> None:
-        included = self._included_paths()
-        current = self._included_watch
-        if current is not None and current[1] == included:
-            return
-        if current is not None:
-            current[0].set()
-        self._included_watch = None
-        folders, keep = _included_folders(included)
+            del self._follows[name]
+        folders, keep = watched(paths)
         if folders:
             stop = asyncio.Event()
-            self._tasks.spawn(self._watch(folders, keep, stop, False), "watch included files")
-            self._included_watch = (stop, included)
+            self._tasks.spawn(self._watch(folders, keep, stop, recursive), name)
+            self._follows[name] = (stop, paths)
 
     async def _watch(
         self, paths: tuple[Path, ...], keep: Callable[[Change, str], bool], stop: asyncio.Event, recursive: bool
@@ -176,13 +171,11 @@ class ConfigWatcher:
             paths, self._pending = sorted(str(p) for p in self._pending), set()
             logger.info("files changed", paths=paths)
             await self._on_change(paths)
-            self._follow_plugins()
-            self._follow_included()
+            self._follow()
 
     async def stop(self) -> None:
         """Stop watching and end every task."""
         self._stop.set()
-        for watch in (self._plugin_watch, self._included_watch):
-            if watch is not None:
-                watch[0].set()
+        for stop, _paths in self._follows.values():
+            stop.set()
         await self._tasks.cancel_all()
