@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -112,7 +112,7 @@ def _field(raw: Any, env: Mapping[str, str], config_dir: Path, where: str) -> st
     return None if raw is None else str(raw).strip() or None
 
 
-def _seed_entries(env: Mapping[str, str], config_dir: Path) -> tuple[list[Any], str]:
+def _seed_source(env: Mapping[str, str], config_dir: Path) -> tuple[Any, str]:
     if text := env.get(SEEDS_JSON_ENV):
         return json.loads(text), SEEDS_JSON_ENV
     if path := env.get(SEEDS_FILE_ENV):
@@ -121,18 +121,34 @@ def _seed_entries(env: Mapping[str, str], config_dir: Path) -> tuple[list[Any], 
     return [], ""
 
 
+def _seed_entries(env: Mapping[str, str], config_dir: Path) -> tuple[list[Any], str]:
+    """The seed entries and where they come from; `ValueError` naming the variable when they cannot be read."""
+    try:
+        entries, source = _seed_source(env, config_dir)
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"{SEEDS_JSON_ENV}/{SEEDS_FILE_ENV}: not readable JSON ({type(error).__name__})") from None
+    if not isinstance(entries, list):
+        raise ValueError(f"{source}: the seeds are a list of {{service, credentials}} objects")
+    return entries, source
+
+
+def _fields(
+    credentials: Mapping[str, Any], keys: Iterable[str], env: Mapping[str, str], config_dir: Path, where: str
+) -> dict[str, str | None]:
+    """The named fields of a seed, each resolved; `ValueError` naming the seed when a file it names is unreadable."""
+    try:
+        return {str(key): _field(credentials.get(key), env, config_dir, where) for key in keys}
+    except OSError as error:
+        raise ValueError(f"{where}: a file it names is not readable ({type(error).__name__})") from None
+
+
 def read_client_seeds(env: Mapping[str, str], config_dir: Path) -> dict[str, OAuthClientSeed]:
     """The OAuth apps the credential seeds give, by provider id; `ValueError` naming the variable and service.
 
     Only `<provider>_oauth_client` services are read here; a seed missing a field it declares gives nothing
     (as MindRoom skips it), and token services (`*_oauth`) cannot be seeded.
     """
-    try:
-        entries, source = _seed_entries(env, config_dir)
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{SEEDS_JSON_ENV}/{SEEDS_FILE_ENV}: not readable JSON ({type(error).__name__})") from None
-    if not isinstance(entries, list):
-        raise ValueError(f"{source}: the seeds are a list of {{service, credentials}} objects")
+    entries, source = _seed_entries(env, config_dir)
     seeds: dict[str, OAuthClientSeed] = {}
     for entry in entries:
         service = entry.get("service") if isinstance(entry, dict) else None
@@ -144,10 +160,7 @@ def read_client_seeds(env: Mapping[str, str], config_dir: Path) -> dict[str, OAu
         if not isinstance(credentials, dict):
             raise ValueError(f"{source}: {service!r}: credentials must be an object")
         where = f"{source}: {service!r}"
-        try:
-            values = {key: _field(credentials.get(key), env, config_dir, where) for key in _CLIENT_FIELDS}
-        except OSError as error:
-            raise ValueError(f"{where}: a file it names is not readable ({type(error).__name__})") from None
+        values = _fields(credentials, _CLIENT_FIELDS, env, config_dir, where)
         if any(values[key] is None for key in credentials if key in _CLIENT_FIELDS):
             continue
         seeds[service.removesuffix(CLIENT_SERVICE_SUFFIX)] = OAuthClientSeed(**values)
@@ -157,12 +170,7 @@ def read_client_seeds(env: Mapping[str, str], config_dir: Path) -> dict[str, OAu
 def read_service_seed(env: Mapping[str, str], config_dir: Path, service: str) -> dict[str, str] | None:
     """The fields of the credential seed of `service` (each resolved as above; unset ones left out), None when
     no seed names it; `ValueError` naming the variable and service when the seeds cannot be read."""
-    try:
-        entries, source = _seed_entries(env, config_dir)
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{SEEDS_JSON_ENV}/{SEEDS_FILE_ENV}: not readable JSON ({type(error).__name__})") from None
-    if not isinstance(entries, list):
-        raise ValueError(f"{source}: the seeds are a list of {{service, credentials}} objects")
+    entries, source = _seed_entries(env, config_dir)
     for entry in entries:
         if not isinstance(entry, dict) or entry.get("service") != service:
             continue
@@ -170,9 +178,6 @@ def read_service_seed(env: Mapping[str, str], config_dir: Path, service: str) ->
         credentials = entry.get("credentials")
         if not isinstance(credentials, dict):
             raise ValueError(f"{where}: credentials must be an object")
-        try:
-            values = {str(key): _field(raw, env, config_dir, where) for key, raw in credentials.items()}
-        except OSError as error:
-            raise ValueError(f"{where}: a file it names is not readable ({type(error).__name__})") from None
+        values = _fields(credentials, credentials, env, config_dir, where)
         return {key: value for key, value in values.items() if value is not None}
     return None
