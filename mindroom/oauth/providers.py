@@ -9,7 +9,7 @@ its `token_endpoint_auth_method` is `none`). The callback is `<MINDROOM_PUBLIC_U
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -28,6 +28,7 @@ __all__ = [
     "callback_base",
     "provider_states",
     "resolve_providers",
+    "split_states",
 ]
 
 CALLBACK_PATH = "/api/oauth/{provider}/callback"
@@ -166,6 +167,11 @@ def resolve_providers(
 
     `OAuthError` when the seeds themselves cannot be read.
     """
-    states = provider_states(entries, env, config_dir).values()
+    return split_states(provider_states(entries, env, config_dir).values())
+
+
+def split_states(states: Iterable[ProviderState]) -> tuple[dict[str, ResolvedProvider], list[str]]:
+    """The usable providers of `states` by id, and the problems of the others."""
+    states = list(states)
     providers = {state.id: state.resolved for state in states if state.resolved is not None}
     return providers, [state.problem for state in states if state.problem is not None]

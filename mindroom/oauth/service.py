@@ -21,7 +21,7 @@ from mindroom.logging_config import get_logger
 from mindroom.oauth.errors import OAuthConnectionRequiredError, OAuthError
 from mindroom.oauth.exchange import exchange_code, refresh_tokens, revoke_tokens
 from mindroom.oauth.flow import PendingFlows
-from mindroom.oauth.providers import ProviderState, ResolvedProvider, callback_base, provider_states
+from mindroom.oauth.providers import ProviderState, ResolvedProvider, callback_base, provider_states, split_states
 from mindroom.oauth.vault import TokenVault
 
 __all__ = [
@@ -103,9 +103,7 @@ class OAuthConnections:
 
     def providers(self) -> tuple[dict[str, ResolvedProvider], list[str]]:
         """The usable providers of the live config, and why the others are not."""
-        states = self.states().values()
-        providers = {state.id: state.resolved for state in states if state.resolved is not None}
-        return providers, [state.problem for state in states if state.problem is not None]
+        return split_states(self.states().values())
 
     async def prepare(self, provider_id: str) -> None:
         """Find a provider's endpoints and client when a source has them to find (`OAuthError` when that fails)."""
