@@ -16,8 +16,9 @@ from pathlib import Path
 class GitHost:
     """What the server saw: the Authorization headers it was sent (to check a credential went nowhere else)."""
 
-    def __init__(self, root: Path, user: str, password: str) -> None:
+    def __init__(self, root: Path, user: str, password: str, redirect_to: str | None = None) -> None:
         self.root = root
+        self.redirect_to = redirect_to
         self.expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         self.authorizations: list[str] = []
         self.url = ""
@@ -32,6 +33,12 @@ def _handler(host: GitHost) -> type[BaseHTTPRequestHandler]:
             given = self.headers.get("Authorization")
             if given:
                 host.authorizations.append(given)
+            if host.redirect_to is not None:
+                self.send_response(302)
+                self.send_header("Location", host.redirect_to + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if given != host.expected:
                 self.send_response(401)
                 self.send_header("WWW-Authenticate", 'Basic realm="plugins"')
@@ -77,9 +84,10 @@ def _handler(host: GitHost) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def git_host(root: Path, user: str, password: str) -> Iterator[GitHost]:
-    """Serve the bare repositories under `root` at `host.url` (`http://127.0.0.1:PORT`) behind basic auth."""
-    host = GitHost(root, user, password)
+def git_host(root: Path, user: str, password: str, redirect_to: str | None = None) -> Iterator[GitHost]:
+    """Serve the bare repositories under `root` at `host.url` (`http://127.0.0.1:PORT`) behind basic auth; with
+    `redirect_to`, answer every request with a redirect there instead."""
+    host = GitHost(root, user, password, redirect_to)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(host))
     host.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -6,6 +6,7 @@ import pytest
 
 from mindroom.plugins.lock import PluginInstallError
 from mindroom.plugins.sources import PluginSource, fetch, parse_source
+from tests.plugins.git_http import git_host
 
 
 def git(repo, *args):
@@ -82,6 +83,29 @@ def test_sources_a_credential_with_a_control_character_is_refused_without_echoin
         parse_source("https://me:tok%0Ahost=evil@git.example.org/a/sizes.git", tmp_path)
 
     assert "tok" not in str(caught.value)
+
+
+def test_sources_a_url_credential_never_reaches_another_port_of_the_same_host(tmp_path, monkeypatch):
+    secret = "s3cret-t0ken"
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / "hooks.py").write_text("one")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "one")
+    served = tmp_path / "served"
+    served.mkdir()
+    git(work, "clone", "-q", "--bare", str(work), str(served / "sizes.git"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))  # no helper of the machine's answers
+    (tmp_path / "scratch").mkdir()
+
+    # The URL's host sends git on to the same address at another port, which asks for credentials.
+    with git_host(served, "deploy", secret) as other, git_host(served, "deploy", secret, other.url) as named:
+        source = parse_source(named.url.replace("http://", f"http://deploy:{secret}@") + "/sizes.git", tmp_path)
+        with pytest.raises(PluginInstallError, match="refused"):
+            fetch(source, tmp_path / "scratch")
+
+    assert other.expected not in other.authorizations
 
 
 def test_sources_local_folder_and_repository(tmp_path):
