@@ -25,7 +25,7 @@ from mindroom.ai.knowledge.git_checkout import (
 from mindroom.ai.knowledge.service import KnowledgeService
 from mindroom.config.knowledge import KnowledgeGitConfig
 from mindroom.config.main import Config
-from tests.ai.knowledge.git_http_server import git_http_server
+from tests.plugins.git_http import git_host
 
 TOKEN = "ghs_docs-token-0123456789abcdef"
 
@@ -58,7 +58,7 @@ async def test_git_sync_answers_the_servers_challenge_with_the_seeded_token(tmp_
     origin = _projects(tmp_path)
     env = {**_seeds(token={"env": "DOCS_TOKEN"}), "DOCS_TOKEN": TOKEN}
     checkout = tmp_path / "checkout"
-    with git_http_server(tmp_path / "projects", "x-access-token", TOKEN) as server:
+    with git_host(tmp_path / "projects", "x-access-token", TOKEN) as server:
         git = KnowledgeGitConfig(repo_url=f"{server.url}/docs", credentials_service="docs_git")
         credentials = service_credentials(git, env, tmp_path)
         with capture_logs() as logs:
@@ -79,7 +79,7 @@ async def test_git_sync_answers_the_servers_challenge_with_the_seeded_token(tmp_
 @pytest.mark.asyncio
 async def test_git_sync_with_a_near_miss_token_is_refused_without_echoing_it(tmp_path: Path):
     _projects(tmp_path)
-    with git_http_server(tmp_path / "projects", "x-access-token", TOKEN) as server:
+    with git_host(tmp_path / "projects", "x-access-token", TOKEN) as server:
         git = KnowledgeGitConfig(repo_url=f"{server.url}/docs", credentials_service="docs_git")
         wrong = GitCredentials("x-access-token", TOKEN + "x")
         with pytest.raises(GitSyncError) as refused:
@@ -95,7 +95,7 @@ async def test_knowledge_service_syncs_a_base_with_its_credentials_service(tmp_p
     env = {**_seeds(username="reader", password={"env": "DOCS_PASSWORD"}), "DOCS_PASSWORD": TOKEN}
     service = KnowledgeService(storage_root=tmp_path / "data", config_dir=tmp_path, database_url=None, env=env)
     try:
-        with git_http_server(tmp_path / "projects", "reader", TOKEN) as server:
+        with git_host(tmp_path / "projects", "reader", TOKEN) as server:
             git = {"repo_url": f"{server.url}/docs", "credentials_service": "docs_git"}
             await service.apply(Config.model_validate({"knowledge_bases": {"docs": {"path": "kb", "git": git}}}))
             await _until(lambda: _exists(tmp_path / "kb" / "guide.md"))
