@@ -90,6 +90,22 @@ async def test_git_sync_with_a_near_miss_token_is_refused_without_echoing_it(tmp
 
 
 @pytest.mark.asyncio
+async def test_git_sync_never_answers_the_same_host_on_another_port_with_the_credentials(tmp_path: Path):
+    _projects(tmp_path)
+    credentials = GitCredentials("x-access-token", TOKEN)
+    with (
+        git_host(tmp_path / "projects", "x-access-token", TOKEN) as other,
+        git_host(tmp_path / "projects", "x-access-token", TOKEN, redirect_to=other.url) as first,
+    ):
+        git = KnowledgeGitConfig(repo_url=f"{first.url}/docs", credentials_service="docs_git")
+        with pytest.raises(GitSyncError):  # redirected to another port, which challenges: nothing answers it
+            await sync_checkout(tmp_path / "checkout", git, credentials)
+
+    assert other.authorizations == []
+    assert not (tmp_path / "checkout" / "guide.md").exists()
+
+
+@pytest.mark.asyncio
 async def test_knowledge_service_syncs_a_base_with_its_credentials_service(tmp_path: Path):
     _projects(tmp_path)
     env = {**_seeds(username="reader", password={"env": "DOCS_PASSWORD"}), "DOCS_PASSWORD": TOKEN}
