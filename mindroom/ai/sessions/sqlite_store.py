@@ -97,6 +97,15 @@ class SqliteSessions(AsyncBaseDb):
     async def _call(self, work: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.to_thread(self._connection.run, lambda connection: work(connection, *args))
 
+    async def _where_present(self, table: str, work: Callable[[sqlite3.Connection, set[str]], _T], absent: _T) -> _T:
+        """`work(connection, tables found)` in the worker thread, or `absent` when the file has no `table` yet."""
+
+        def run(connection: sqlite3.Connection) -> _T:
+            found = self._present(connection)
+            return work(connection, found) if table in found else absent
+
+        return await self._call(run)
+
     def _present(self, connection: sqlite3.Connection, create: bool = False) -> set[str]:
         """The session tables the file has ("sessions", "runs"), created first when `create`."""
         if self._found == {"sessions", "runs"}:
@@ -137,15 +146,12 @@ class SqliteSessions(AsyncBaseDb):
     ) -> Any:
         """A session with its runs (the last `runs_limit` a history shows, when given), or None."""
 
-        def read(connection: sqlite3.Connection) -> Any:
-            found = self._present(connection)
-            if "sessions" not in found:
-                return None
+        def read(connection: sqlite3.Connection, found: set[str]) -> Any:
             return queries.read_session(
                 connection, self._tables, found, session_id, session_type, user_id, bool(deserialize), runs_limit
             )
 
-        answer = await self._call(read)
+        answer = await self._where_present("sessions", read, None)
         if answer is None:
             return None
         raw, run_rows = answer
@@ -194,16 +200,13 @@ class SqliteSessions(AsyncBaseDb):
                 clauses.append(clause)
                 params += [value] * clause.count("?")
 
-        def read(connection: sqlite3.Connection) -> tuple[list[dict[str, Any]], int] | None:
-            found = self._present(connection)
-            if "sessions" not in found:
-                return None
+        def read(connection: sqlite3.Connection, found: set[str]) -> tuple[list[dict[str, Any]], int] | None:
             where = (" AND ".join(clauses), params)
             return queries.read_sessions(
                 connection, self._tables, found, where, (sort_by, sort_order), (limit, page), include_runs
             )
 
-        answer = await self._call(read)
+        answer = await self._where_present("sessions", read, None)
         if answer is None:
             return [] if deserialize else ([], 0)
         sessions, count = answer
@@ -247,12 +250,10 @@ class SqliteSessions(AsyncBaseDb):
     async def get_run(self, run_id: str, deserialize: bool | None = True) -> Any:
         """One run (its row when not `deserialize`), or None."""
 
-        def read(connection: sqlite3.Connection) -> list[dict[str, Any]]:
-            if "runs" not in self._present(connection):
-                return []
+        def read(connection: sqlite3.Connection, _found: set[str]) -> list[dict[str, Any]]:
             return queries.rows(connection, f"SELECT * FROM {self._tables.runs} WHERE run_id = ?", (run_id,))  # noqa: S608
 
-        found = await self._call(read)
+        found: list[dict[str, Any]] = await self._where_present("runs", read, [])
         if not found:
             return None
         return found[0] if not deserialize else deserialize_run(found[0].get("run_type"), found[0]["run_data"])
@@ -286,12 +287,11 @@ class SqliteSessions(AsyncBaseDb):
             if value is not None
         }
 
-        def read(connection: sqlite3.Connection) -> tuple[list[dict[str, Any]], int]:
-            if "runs" not in self._present(connection):
-                return [], 0
+        def read(connection: sqlite3.Connection, _found: set[str]) -> tuple[list[dict[str, Any]], int]:
             return queries.read_runs(connection, self._tables, filters, (sort_by, sort_order), (limit, page))
 
-        found, count = await self._call(read)
+        answer: tuple[list[dict[str, Any]], int] = await self._where_present("runs", read, ([], 0))
+        found, count = answer
         if not deserialize:
             return found, count
         return [deserialize_run(row.get("run_type"), row["run_data"]) for row in found]
@@ -307,27 +307,22 @@ class SqliteSessions(AsyncBaseDb):
     async def _delete_runs(self, run_ids: list[str]) -> int:
         """Delete the given runs; how many there were."""
 
-        def delete(connection: sqlite3.Connection) -> int:
-            if "runs" not in self._present(connection):
-                return 0
+        def delete(connection: sqlite3.Connection, _found: set[str]) -> int:
             return queries.delete_runs(connection, self._tables, run_ids)
 
-        return await self._call(delete)
+        return await self._where_present("runs", delete, 0)
 
     async def delete_session(self, session_id: str, user_id: str | None = None) -> bool:
         """Delete a session (only `user_id`'s, when given) and its runs; whether it was there."""
 
-        def delete(connection: sqlite3.Connection) -> bool:
-            found = self._present(connection)
-            if "sessions" not in found:
-                return False
+        def delete(connection: sqlite3.Connection, found: set[str]) -> bool:
             for table in _ABSENT_TABLES:
                 if connection.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
                     msg = f"delete_session of the SQLite session store: {self.db_file} has agno's table {table}"
                     raise NotImplementedError(msg)
             return queries.delete_session(connection, self._tables, found, session_id, user_id)
 
-        deleted = await self._call(delete)
+        deleted = await self._where_present("sessions", delete, False)
         if deleted:
             self._run_object_cache.drop_session(session_id)
         return deleted
