@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from agno.tools.function import Function
 
-from mindroom.ai import generate, stream_generate
+from mindroom.ai import GenerationRequest, generate, stream_generate
 from mindroom.ai.models import build_model
 from mindroom.ai.tool_payload import sends_tools_verbatim, verbatim_class
 from mindroom.ai.tools import agno_function, agno_tools
@@ -39,6 +39,13 @@ def _specs() -> tuple[ToolSpec, ...]:
 
 async def _echo() -> str:
     return "echo"
+
+
+async def _answer(request: GenerationRequest, storage_root: Path, streamed: bool) -> str:
+    """The answer's text, from `stream_generate` when `streamed`, else from `generate`."""
+    if streamed:
+        return "".join([delta async for delta in stream_generate(request, storage_root=storage_root, env=ENV)])
+    return (await generate(request, storage_root=storage_root, env=ENV)).text
 
 
 @pytest.fixture
@@ -72,12 +79,7 @@ async def test_tool_payload_schemas_and_messages_reach_the_model_as_built_and_th
     )
     request = make_request(scripted_model, "weather?", tools=tools, num_history_runs=0)
 
-    if streamed:
-        text = "".join([delta async for delta in stream_generate(request, storage_root=storage_root, env=ENV)])
-    else:
-        text = (await generate(request, storage_root=storage_root, env=ENV)).text
-
-    assert text == "done"
+    assert await _answer(request, storage_root, streamed) == "done"
     first, second = model_server.requests
     expected = sorted(
         ({"type": "function", "function": tool.to_dict()} for tool in tools), key=lambda t: t["function"]["name"]
@@ -122,10 +124,7 @@ async def test_tool_payload_the_sdk_walks_only_what_it_reads_itself(
     model_server.script(Stream(["ok"]) if streamed else Text("ok"))
     request = make_request(model, "hi", num_history_runs=0)
 
-    if streamed:
-        assert "".join([d async for d in stream_generate(request, storage_root=storage_root, env=ENV)]) == "ok"
-    else:
-        assert (await generate(request, storage_root=storage_root, env=ENV)).text == "ok"
+    assert await _answer(request, storage_root, streamed) == "ok"
 
     [sent] = model_server.requests
     assert sent["temperature"] == 0.3 and sent["messages"][-1]["content"] == "hi"
