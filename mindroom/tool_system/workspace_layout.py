@@ -39,11 +39,13 @@ def workspace_dir(storage_root: Path, agent_name: str) -> Path:
 def data_root_of(workspace: Path) -> Path | None:
     """The data directory a workspace laid out by `workspace_dir` (or a private agent's copy, below
     `<data>/private_instances/`) is in; None for a folder laid out otherwise."""
-    if workspace.name == WORKSPACE_DIRNAME and workspace.parent.parent.name == AGENTS_DIRNAME:
-        return workspace.parent.parent.parent
-    for folder in workspace.parents:
+    # A private root may itself be laid out like either (`private.root: agents/x/workspace`, `private_instances/x`):
+    # the topmost private folder is the data directory's.
+    for folder in reversed(workspace.parents):
         if folder.name == PRIVATE_INSTANCES_DIRNAME:
             return folder.parent
+    if workspace.name == WORKSPACE_DIRNAME and workspace.parent.parent.name == AGENTS_DIRNAME:
+        return workspace.parent.parent.parent
     return None
 
 

@@ -17,7 +17,12 @@ PYTHON_PATHS = sorted({sys.prefix, sys.base_prefix})
 
 
 def test_data_root_of_a_private_copy_is_the_data_directory(tmp_path):
-    for per, root in (("user", None), ("user_agent", "notes/deep")):
+    for per, root in (
+        ("user", None),
+        ("user_agent", "notes/deep"),
+        ("user", "private_instances/notes"),
+        ("user", "agents/x/workspace"),
+    ):
         private = AgentPrivateConfig(per=per, root=root)
         assert data_root_of(requester_workspace(tmp_path, "buddy", private, "@alice:hs")) == tmp_path.resolve()
     # Near misses: a folder named like the layout's but not it shows nothing to hide.
