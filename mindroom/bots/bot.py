@@ -388,7 +388,7 @@ class EntityBot(Generic[ClientT]):
         from mindroom.ai.tools import agno_tools  # agno loads with the first turn, not with the daemon
 
         functions: tuple[Any, ...] = agno_tools(live.tools.tools_for(wanted, env), self.name)
-        if len(self._tools) >= _PRIVATE_TOOLS_KEPT:  # the oldest requester's tools are built again when needed
+        if owner not in self._tools and len(self._tools) >= _PRIVATE_TOOLS_KEPT:  # the oldest's: built again if needed
             self._tools.pop(next(iter(self._tools)))
         self._tools[owner] = (key, functions)
         return functions

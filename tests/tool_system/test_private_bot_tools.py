@@ -35,3 +35,19 @@ def test_private_bot_tools_work_in_each_requesters_copy(tmp_path):
     moved = agent.model_copy(update={"private": AgentPrivateConfig(per="user", root="elsewhere")})
     changed = dataclasses.replace(live, config=live.config.model_copy(update={"agents": {"helper": moved}}))
     assert bot.tools(changed, "@alice:hs") is not for_alice
+
+
+def test_private_bot_tools_a_rebuild_for_a_kept_requester_drops_no_other(tmp_path):
+    bot, live = bot_for(tmp_path, ["file"])
+    private = AgentPrivateConfig(per="user")
+    agent = live.config.agents["helper"].model_copy(update={"private": private})
+    live = dataclasses.replace(live, config=live.config.model_copy(update={"agents": {"helper": agent}}))
+    moved = agent.model_copy(update={"private": AgentPrivateConfig(per="user", root="elsewhere")})
+    changed = dataclasses.replace(live, config=live.config.model_copy(update={"agents": {"helper": moved}}))
+    first = bot.tools(live, "@u0:hs")
+    for number in range(1, 64):  # as many requesters as are kept
+        bot.tools(live, f"@u{number}:hs")
+
+    bot.tools(changed, "@u63:hs")  # one already kept, built again: it takes its own place
+
+    assert bot.tools(live, "@u0:hs") is first
