@@ -192,6 +192,7 @@ OWN_HELPERS = {
     "_timed_events",
     "_transcript",
     "_turn_state",
+    "_where_present",
     "_write",
     "_write_rows",
     "expect_new_session",
