@@ -181,11 +181,12 @@ class IncludingLoader(yaml.SafeLoader):
             inside = path.relative_to(folder).parts
             if path.suffix not in {".yaml", ".yml"} or any(part.startswith((".", "_")) for part in inside):
                 continue
-            if not path.resolve().is_relative_to(self._root):
+            resolved = path.resolve()
+            if not resolved.is_relative_to(self._root):
                 self._fail(node, f"{_shown(path, self._root)} leads outside the config's folder")
-            self._refuse_data_dir(node, path.resolve(), _shown(path, self._root))
+            self._refuse_data_dir(node, resolved, _shown(path, self._root))
             if path.is_file():
-                found.append(path.resolve())
+                found.append(resolved)
         self._budget.folders.append(folder)
         self._budget.folders.extend(path.parent for path in found)
         return found
