@@ -157,18 +157,12 @@ class MCPServerPool:
             self._paths = runtime_paths
         wanted = {server_id: server for server_id, server in config.mcp_servers.items() if server.enabled}
         changed: list[str] = []
-        for server_id, running in list(self._running.items()):
-            server = wanted.get(server_id)
-            if server is None or _fingerprint(server, config.tools.mcp) != running.fingerprint:
-                del self._running[server_id]
-                await running.connection.close()
-                logger.info("mcp server stopped", server=server_id)
-        for server_id, personal in list(self._personal.items()):
-            server = wanted.get(server_id)
-            if server is None or _fingerprint(server, config.tools.mcp) != personal.fingerprint:
-                del self._personal[server_id]
-                await personal.sessions.close()
-                logger.info("mcp server stopped", server=server_id)
+        for server_id in _outdated(self._running, wanted, config.tools.mcp):
+            await self._running.pop(server_id).connection.close()
+            logger.info("mcp server stopped", server=server_id)
+        for server_id in _outdated(self._personal, wanted, config.tools.mcp):
+            await self._personal.pop(server_id).sessions.close()
+            logger.info("mcp server stopped", server=server_id)
         for server_id, server in wanted.items():
             if server_id in self._running or server_id in self._personal:
                 continue
@@ -329,6 +323,17 @@ class MCPServerPool:
 def _fingerprint(server: MCPServerConfig, sandbox: MCPSandboxConfig) -> str:
     stdio_settings = sandbox.model_dump_json() if server.transport == "stdio" else ""
     return server.model_dump_json() + stdio_settings
+
+
+def _outdated(
+    table: Mapping[str, _Running | _Personal], wanted: Mapping[str, MCPServerConfig], sandbox: MCPSandboxConfig
+) -> list[str]:
+    """The ids in `table` whose server is no longer wanted, or wanted with other settings."""
+    return [
+        server_id
+        for server_id, item in table.items()
+        if (server := wanted.get(server_id)) is None or _fingerprint(server, sandbox) != item.fingerprint
+    ]
 
 
 def mcp_providers(
