@@ -187,7 +187,6 @@ OWN_HELPERS = {
     "_settled",
     "_shown",
     "_statements",
-    "_statements_for",
     "_timed",
     "_timed_events",
     "_transcript",

@@ -125,31 +125,12 @@ class _BatchedTurnWrites(NewSessionsUnread):
             state = self.__dict__["_mindroom_turn_state"] = _TurnState()
         return state
 
-    def _statements_for(self, sessions: Any, runs: Any) -> tuple[str, str]:
-        raise NotImplementedError
-
     async def _run_in_transaction(self, statements: list[_Statement]) -> None:
         raise NotImplementedError
 
     async def _statements(self) -> tuple[str, str]:
-        """The session row's and the run row's statement (agno's tables are resolved on first use)."""
-        state = self._turn_state()
-        if state.sql is None:
-            parent: Any = super()
-            metadata = self.metadata  # type: ignore[attr-defined]  # agno's store's SQLAlchemy tables
-            known = set(metadata.tables)
-            try:
-                sessions = await parent._get_table(table_type="sessions", create_table_if_not_found=True)
-                runs = await parent._get_table(table_type="runs", create_table_if_not_found=True)
-            except Exception:
-                # agno defines a table in its metadata before creating it, keeps the definition when the creation
-                # fails (the database unreachable) and then refuses to define it again: forget what this attempt
-                # defined, so the next write, with the database back, resolves the tables afresh.
-                for key in set(metadata.tables) - known:
-                    parent._invalidate_table_cache(metadata.tables[key].name)
-                raise
-            state.sql = self._statements_for(sessions, runs)
-        return state.sql
+        """The session row's and the run row's statement, kept in the turn state (tables made on first use)."""
+        raise NotImplementedError
 
     async def _settled(self, session_id: str) -> None:
         """Return once no write of `session_id`'s rows is under way."""
@@ -231,13 +212,30 @@ class PostgresTurnWrites(_BatchedTurnWrites):
 
     _dialect = POSTGRES
     db_engine: Any
+    metadata: Any  # agno's store's SQLAlchemy tables
 
-    def _statements_for(self, sessions: Any, runs: Any) -> tuple[str, str]:
-        session_table, run_table = f'"{sessions.schema}"."{sessions.name}"', f'"{runs.schema}"."{runs.name}"'
-        return (
-            session_sql(f"{session_table} AS t", "t", POSTGRES),
-            run_sql(f"{run_table} AS t", "t", run_table, POSTGRES),
-        )
+    async def _statements(self) -> tuple[str, str]:
+        """The session row's and the run row's statement on agno's tables, resolved by agno on first use."""
+        state = self._turn_state()
+        if state.sql is None:
+            parent: Any = super()
+            known = set(self.metadata.tables)
+            try:
+                sessions = await parent._get_table(table_type="sessions", create_table_if_not_found=True)
+                runs = await parent._get_table(table_type="runs", create_table_if_not_found=True)
+            except Exception:
+                # agno defines a table in its metadata before creating it, keeps the definition when the creation
+                # fails (the database unreachable) and then refuses to define it again: forget what this attempt
+                # defined, so the next write, with the database back, resolves the tables afresh.
+                for key in set(self.metadata.tables) - known:
+                    parent._invalidate_table_cache(self.metadata.tables[key].name)
+                raise
+            session_table, run_table = f'"{sessions.schema}"."{sessions.name}"', f'"{runs.schema}"."{runs.name}"'
+            state.sql = (
+                session_sql(f"{session_table} AS t", "t", POSTGRES),
+                run_sql(f"{run_table} AS t", "t", run_table, POSTGRES),
+            )
+        return state.sql
 
     def _index_lock(self, session_id: str) -> tuple[_Statement, ...]:
         # agno's own lock: two writers of one session cannot both read the same highest index.
@@ -268,7 +266,7 @@ def session_store_class(
     base: type[Any], batching: type[_BatchedTurnWrites], name: str, methods: Mapping[str, Any]
 ) -> type[Any]:
     """agno's store class `base` with `methods`, new threads' sessions unread, and a turn's writes batched by
-    `batching` (`TurnWrites` or `PostgresTurnWrites`), unless the installed agno differs from what they write."""
+    `batching` (`PostgresTurnWrites`), unless the installed agno differs from what they write."""
     differences = agno_differences(base, batching._dialect)
     if differences:
         logger.warning(
