@@ -75,23 +75,25 @@ def oauth_tool_specs(
         person = await _requester(provider)
         return await sessions.call(person, name, arguments or {}, timeout_s)
 
+    # The server's `description` (what it is for) is said on each bridge function.
+    about = f" {sessions.config.description}" if sessions.config.description else ""
     specs = [
         spec(
             f"{prefix}_connection_status",
             connection_status,
-            f"Whether your account is connected to MCP server {server_id} (else the link to connect).",
+            f"Whether your account is connected to MCP server {server_id} (else the link to connect).{about}",
             {"type": "object", "properties": {}},
         ),
         spec(
             f"{prefix}_list_tools",
             list_tools,
-            f"The tools of MCP server {server_id}, with your account.",
+            f"The tools of MCP server {server_id}, with your account.{about}",
             {"type": "object", "properties": {}},
         ),
         spec(
             f"{prefix}_call_tool",
             call_tool,
-            f"Call a tool of MCP server {server_id} by name, with your account.",
+            f"Call a tool of MCP server {server_id} by name, with your account.{about}",
             {
                 "type": "object",
                 "properties": {
@@ -102,16 +104,6 @@ def oauth_tool_specs(
             },
         ),
     ]
-    if sessions.config.description:
-        specs = [
-            spec(
-                item.name,
-                item.function,
-                f"{item.description} {sessions.config.description}",
-                dict(item.parameters or {}),
-            )
-            for item in specs
-        ]
     bridge = {item.name for item in specs}
     for remote in sessions.tools:
         name = f"{prefix}_{remote.name}"
