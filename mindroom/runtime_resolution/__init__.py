@@ -14,6 +14,7 @@ from pathlib import Path
 from mindroom.ai.sessions.history import SESSIONS_DIRNAME
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
+from mindroom.state.private_roots import PRIVATE_SCOPES
 from mindroom.tool_system.worker_routing import (
     ToolExecutionIdentity,
     WorkerScope,
@@ -44,7 +45,7 @@ class ResolvedAgentExecution:
     @property
     def is_private(self) -> bool:
         """Whether this is one requester's private copy of the agent."""
-        return self.execution_scope in ("user", "user_agent")
+        return self.execution_scope in PRIVATE_SCOPES
 
 
 @dataclass(frozen=True, slots=True)

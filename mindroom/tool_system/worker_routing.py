@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from mindroom.state.private_roots import private_state_root
+from mindroom.state.private_roots import PRIVATE_SCOPES, private_state_root
 from mindroom.tool_system.runtime_context import (
     ResolvedWorkerTarget,
     ToolExecutionIdentity,
@@ -43,7 +43,7 @@ def private_instance_state_root_for_requester(
     """Where `requester_id`'s private copy of `agent_name` keeps its state (`worker_scope` is its `private.per`):
     `<base_storage_path>/private_instances/<scope>/<agent_name>/`; None for a scope that is not private."""
     del runtime_paths
-    if worker_scope not in ("user", "user_agent") or not requester_id:
+    if worker_scope not in PRIVATE_SCOPES or not requester_id:
         return None
     return private_state_root(Path(base_storage_path), worker_scope, requester_id, agent_name)
 
