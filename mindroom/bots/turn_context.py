@@ -18,9 +18,9 @@ from zoneinfo import ZoneInfo
 
 from mindroom.config.main import Config
 from mindroom.config.settings import AgentSettings
-from mindroom.constants import RuntimePaths, resolve_config_relative_path
+from mindroom.constants import RuntimePaths
 from mindroom.logging_config import get_logger
-from mindroom.state.private_roots import ensure_private_workspace, requester_workspace
+from mindroom.state.private_roots import ensure_private_workspace, private_template, requester_workspace
 from mindroom.tool_system.confined_open import open_file_in, open_folder_below, open_root
 from mindroom.tool_system.spec import workspace_dir
 
@@ -118,7 +118,7 @@ def agent_workspace(config: Config, name: str, paths: RuntimePaths, requester: s
     if not requester:
         msg = f"agents.{name}.private: a private agent answers a person only"
         raise ValueError(msg)
-    template = resolve_config_relative_path(private.template_dir, paths) if private.template_dir else None
+    template = private_template(name, private, paths)
     return ensure_private_workspace(requester_workspace(paths.storage_root, name, private, requester), template)
 
 

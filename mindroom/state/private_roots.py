@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from mindroom.config.agent import AgentPrivateConfig
+from mindroom.constants import RuntimePaths, resolve_config_relative_path
 from mindroom.logging_config import get_logger
 from mindroom.private_files import private_dir
 
@@ -30,6 +31,7 @@ __all__ = [
     "private_root_name",
     "private_scope_key",
     "private_state_root",
+    "private_template",
     "private_workspace",
     "requester_workspace",
 ]
@@ -75,6 +77,20 @@ def private_root_name(agent_name: str, root: str | None) -> str:
 def private_workspace(state_root: Path, agent_name: str, root: str | None) -> Path:
     """The private workspace (file and shell tools, context files, MEMORY.md) in one private state root."""
     return state_root / private_root_name(agent_name, root)
+
+
+def private_template(agent_name: str, private: AgentPrivateConfig, paths: RuntimePaths) -> Path | None:
+    """The folder `private.template_dir` names (links followed), None when unset; `ValueError` naming the key when
+    it is in the data directory or holds it (`.` with the default data directory beside the config): its secrets
+    (crypto stores, tokens, the API key) would be copied into every requester's workspace."""
+    if not private.template_dir:
+        return None
+    template = resolve_config_relative_path(private.template_dir, paths)
+    data = Path(paths.storage_root).resolve()
+    if template.is_relative_to(data) or data.is_relative_to(template):
+        msg = f"agents.{agent_name}.private.template_dir: {private.template_dir!r} is or holds the data directory"
+        raise ValueError(msg)
+    return template
 
 
 def _seed(workspace: Path, template: Path | None) -> None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mindroom.config.main import Config
-from mindroom.constants import RuntimePaths, resolve_config_relative_path
+from mindroom.constants import RuntimePaths
 from mindroom.private_files import private_dir
-from mindroom.state.private_roots import ensure_private_workspace, private_workspace
+from mindroom.state.private_roots import ensure_private_workspace, private_template, private_workspace
 from mindroom.tool_system.worker_routing import agent_workspace_root_path
 
 __all__ = ["ResolvedAgentWorkspace", "resolve_agent_workspace_from_state_path"]
@@ -66,7 +66,6 @@ def resolve_agent_workspace_from_state_path(
         msg = f"agents.{agent_name}.private.root: {lexical} leads out of the private state root"
         raise ValueError(msg)
     if create:
-        template = private.template_dir
-        ensure_private_workspace(root, resolve_config_relative_path(template, runtime_paths) if template else None)
+        ensure_private_workspace(root, private_template(agent_name, private, runtime_paths))
     files = tuple(root / name for name in private.context_files or ())
     return ResolvedAgentWorkspace(root, lexical, files, root if memory else None)

@@ -134,3 +134,41 @@ def test_private_root_through_a_link_out_of_the_state_root_is_refused(tmp_path):
         resolve_agent_workspace_from_state_path(
             "buddy", config, runtime_paths=paths, state_storage_path=state, use_state_storage_path=True
         )
+
+
+@pytest.mark.parametrize(
+    "template_dir", [".", "mindroom_data", "mindroom_data/crypto", "seed/../mindroom_data", "link"]
+)
+def test_private_template_in_or_around_the_data_directory_is_refused(tmp_path, template_dir):
+    data = tmp_path / "mindroom_data"
+    (data / "crypto").mkdir(parents=True)
+    (data / "api_key").write_text("sk-data-dir-secret\n", encoding="utf-8")
+    (tmp_path / "seed").mkdir()
+    (tmp_path / "link").symlink_to(data / "crypto")
+    private = AgentPrivateConfig(per="user", template_dir=template_dir)
+    config = Config(agents={"buddy": AgentConfig(display_name="Buddy", private=private)})
+    paths = RuntimePaths(tmp_path / "config.yaml", data, {})
+    state = private_state_root(paths.storage_root, "user", "@alice:hs", "buddy")
+
+    with pytest.raises(ValueError, match=r"agents\.buddy\.private\.template_dir: .* the data directory"):
+        resolve_agent_workspace_from_state_path(
+            "buddy", config, runtime_paths=paths, state_storage_path=state, use_state_storage_path=True, create=True
+        )
+    assert not state.exists()
+
+
+def test_private_template_named_like_the_data_directory_is_copied(tmp_path):
+    data = tmp_path / "mindroom_data"
+    data.mkdir()
+    (tmp_path / "mindroom_data_seed").mkdir()  # a near miss: the data directory's name is only its prefix
+    (tmp_path / "mindroom_data_seed" / "SOUL.md").write_text("hello", encoding="utf-8")
+    private = AgentPrivateConfig(per="user", template_dir="mindroom_data_seed")
+    config = Config(agents={"buddy": AgentConfig(display_name="Buddy", private=private)})
+    paths = RuntimePaths(tmp_path / "config.yaml", data, {})
+    state = private_state_root(paths.storage_root, "user", "@alice:hs", "buddy")
+
+    resolve_agent_workspace_from_state_path(
+        "buddy", config, runtime_paths=paths, state_storage_path=state, use_state_storage_path=True, create=True
+    )
+
+    assert (state / "buddy_data" / "SOUL.md").read_text(encoding="utf-8") == "hello"
