@@ -60,9 +60,10 @@ def resolve_agent_workspace_from_state_path(
     if not use_state_storage_path:
         msg = f"agents.{agent_name}.private: a private agent's workspace is one requester's (give its state root)"
         raise ValueError(msg)
-    lexical = private_workspace(Path(state_storage_path).expanduser(), agent_name, private.root)
+    state = Path(state_storage_path).expanduser()
+    lexical = private_workspace(state, agent_name, private.root)
     root = lexical.resolve()
-    if not root.is_relative_to(Path(state_storage_path).expanduser().resolve()):
+    if not root.is_relative_to(state.resolve()):
         msg = f"agents.{agent_name}.private.root: {lexical} leads out of the private state root"
         raise ValueError(msg)
     if create:
