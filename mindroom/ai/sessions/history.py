@@ -1,7 +1,7 @@
 """Conversation history in agno's session store: one database (or table pair) per agent, one session per thread.
 
 By default each agent has a SQLite file; every prompt, answer and tool result of an agent is in it, so
-the file is created 0600 in a 0700 folder before the store opens it (`sqlite3` would create both with the
+the store creates the file 0600 in a 0700 folder when it opens it (`sqlite3` would create both with the
 process umask, normally world-readable); it keeps agno's tables, not agno's store class, and needs no
 SQLAlchemy (`sessions.sqlite_store`). When the daemon's state lives in PostgreSQL, the daemon passes that
 database's URL (`database_url`) to every call here, and each agent gets the tables `sessions_<agent>` and
@@ -29,7 +29,6 @@ from agno.run.base import HISTORY_SKIP_STATUSES
 
 from mindroom.hooks.enrichment import strip_enrichment_blocks
 from mindroom.logging_config import get_logger
-from mindroom.private_files import prepare_private_sqlite
 from mindroom.state.migrate import CopyCount
 
 __all__ = [
@@ -121,7 +120,6 @@ class _SessionDbs:
         dbs = self._by_loop.setdefault(asyncio.get_running_loop(), {})
         db = dbs.get(path)
         if db is None:
-            prepare_private_sqlite(path)
             db = _sqlite_store(path)
             dbs[path] = db
         return db

@@ -40,12 +40,11 @@ from mindroom.ai.sessions import sqlite_queries as queries
 from mindroom.ai.sessions.rows import SQLITE, run_params, run_sql, session_params, session_sql
 from mindroom.ai.sessions.sqlite_tables import Tables, existing_tables, make_tables
 from mindroom.ai.sessions.store import _BatchedTurnWrites, _Statement, _writing_first
-from mindroom.private_files import SQLITE_CACHE_PRAGMA
+from mindroom.private_files import open_private_database
 
 __all__ = ["SqliteSessionStore", "SqliteSessions"]
 
 _T = TypeVar("_T")
-_BUSY_TIMEOUT_MS = 5000
 _ABSENT_TABLES = ("agno_tool_results", "agno_transcripts")  # agno's delete_session cascades to them
 
 
@@ -61,14 +60,11 @@ class _Connection:
         with self._lock:
             connection = self._connection
             if connection is None:
-                connection = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+                # WAL as agno's store sets it; a turn's rows survive a crash of the daemon without an fsync per
+                # turn (NORMAL mode): only a crash of the machine can lose the last turns' history, never the file.
+                # `sqlite3` waits up to 5 s for another writer's lock (its default timeout).
+                connection = open_private_database(Path(self._path), synchronous_normal=True)
                 connection.execute("PRAGMA foreign_keys = ON")
-                connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-                connection.execute(SQLITE_CACHE_PRAGMA)
-                connection.execute("PRAGMA journal_mode = WAL")  # as agno's store sets it
-                # A turn's rows survive a crash of the daemon without an fsync per turn (WAL's NORMAL mode);
-                # only a crash of the machine can lose the last turns' history, never the file.
-                connection.execute("PRAGMA synchronous = NORMAL")
                 self._connection = connection
             return work(connection)
 
@@ -87,7 +83,6 @@ class SqliteSessions(AsyncBaseDb):
     ) -> None:
         super().__init__(id=id, session_table=session_table, runs_table=runs_table)
         path = Path(db_file).resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.db_file: str | None = str(path)
         self._tables = Tables(self.session_table_name, self.runs_table_name, self.versions_table_name)
         self._connection = _Connection(str(path))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from agno.session.team import TeamSession
 
 from mindroom.ai.sessions.history import sqlite_store_class
 from mindroom.ai.sessions.sqlite_store import SqliteSessions
+from mindroom.private_files import shared_paths
 from mindroom.testing.model_server import ScriptedModelServer, Text
 
 _ROOT = Path(__file__).resolve().parents[3]
@@ -124,3 +126,25 @@ def test_a_turn_commits_without_an_fsync_of_its_own_and_its_rows_survive_a_new_c
         assert other.execute("SELECT n FROM probe").fetchall() == [(1,)]
     store._connection.close()
     assert (mode, journal) == (1, "wal")  # 1 is NORMAL (FULL is 2)
+
+
+@pytest.mark.asyncio
+async def test_the_store_makes_its_file_and_folder_private_whatever_the_umask(tmp_path: Path) -> None:
+    """The store itself, not only its callers, keeps a file holding every prompt and answer to the daemon's user;
+    a file and folder an older version left open are tightened when the store opens them."""
+    left_open = tmp_path / "old"
+    left_open.mkdir(mode=0o755)
+    (left_open / "helper.db").touch(mode=0o644)
+    previous = os.umask(0o022)  # the usual default: files 0644, folders 0755
+    try:
+        for folder in (tmp_path / "new" / "sessions", left_open):
+            store = SqliteSessions(db_file=str(folder / "helper.db"))
+            try:
+                await store.upsert_session(TeamSession(session_id="s1", team_id="crew", session_data={"n": 1}))
+            finally:
+                await store.close()
+    finally:
+        os.umask(previous)
+
+    assert (tmp_path / "new" / "sessions" / "helper.db").is_file()
+    assert shared_paths(tmp_path / "new") == [] and shared_paths(left_open) == []
