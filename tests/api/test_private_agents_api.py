@@ -21,13 +21,14 @@ AGENTS = {
 
 
 async def test_v1_offers_no_private_agent_nor_one_reaching_it(make_api, model_server):
-    api = await make_api(AGENTS, env=ENV)
+    relay = {"display_name": "Relay", "delegate_to": ["writer", "asker"]}  # reaches a private agent two hands away
+    api = await make_api({**AGENTS, "relay": relay}, env=ENV)
     client = api.openai(KEY)
 
     models = await client.models.list()
 
     assert [model.id for model in models.data] == ["auto", "helper", "writer"]
-    for refused in ("buddy", "asker", "coach"):
+    for refused in ("buddy", "asker", "relay", "coach"):
         with pytest.raises(NotFoundError):
             await client.chat.completions.create(model=refused, messages=[{"role": "user", "content": "hi"}])
     assert model_server.requests == []  # refused before any model was asked
