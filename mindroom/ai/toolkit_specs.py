@@ -117,10 +117,13 @@ def _runner(function: Function, entrypoint: Callable[..., Any], needs_context: b
     return run
 
 
-def _prepared(function: Function) -> Callable[..., Any] | None:
+def _prepared(function: Function) -> tuple[Function, Callable[..., Any]]:
+    """A copy of `function` with agno's processing of its entrypoint, and the entrypoint to call."""
     prepared = function.model_copy()
     prepared.process_entrypoint()
-    return prepared.entrypoint or function.entrypoint
+    entrypoint = prepared.entrypoint or function.entrypoint
+    assert entrypoint is not None  # only functions with an entrypoint are made tools
+    return prepared, entrypoint
 
 
 def _for_requester(name: str, ref: ToolkitRef, needs_context: bool) -> Callable[..., Any]:
@@ -132,13 +135,10 @@ def _for_requester(name: str, ref: ToolkitRef, needs_context: bool) -> Callable[
         argument = await connection_argument(connection)
         toolkit = await asyncio.to_thread(_instance, ref, argument)
         fit_credentials(toolkit, connection)
-        entrypoint = _prepared(toolkit.get_async_functions()[name])
-        assert entrypoint is not None
-        if needs_context:
-            arguments["run_context"] = _RunContexts.current()
-        if inspect.iscoroutinefunction(entrypoint):
-            return media_output(await entrypoint(**arguments))
-        return media_output(await asyncio.to_thread(entrypoint, **arguments))
+        run = _runner(*_prepared(toolkit.get_async_functions()[name]), needs_context)
+        if inspect.iscoroutinefunction(run):
+            return await run(**arguments)
+        return await asyncio.to_thread(run, **arguments)
 
     run_for_requester.__name__ = name
     return run_for_requester
@@ -162,9 +162,7 @@ def _spec(function: Function, ref: ToolkitRef) -> ToolSpec | None:
             parameters=sorted(taken & _UNSUPPORTED),
         )
         return None
-    prepared = function.model_copy()
-    prepared.process_entrypoint()
-    entrypoint = prepared.entrypoint or raw
+    prepared, entrypoint = _prepared(function)
     per_call = ref.connection is not None
     run = (
         _for_requester(prepared.name, ref, "run_context" in taken)
