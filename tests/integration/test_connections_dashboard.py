@@ -6,7 +6,6 @@ revokes their tokens at the server and forgets them. A provider name or person i
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 import shutil
 from collections.abc import Iterator
@@ -19,12 +18,12 @@ from mindroom.api.app_context import ApiContext
 from mindroom.api.server import ApiServer
 from mindroom.api.settings import api_settings
 from mindroom.daemon.wiring import DaemonApiView
-from mindroom.homeserver.synapse import free_port
 from mindroom.oauth.service import connections_for
 from mindroom.oauth.vault import OAuthTokens
 from tests.api.test_dashboard import CHROMIUM, FLAGS
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
+from tests.integration.test_oauth_connections import public_at_free_port
 from tests.oauth.auth_server import LoopbackAuthServer, loopback_auth_server
 from tests.oauth.support import CLIENT_ID, CLIENT_SECRET, approve
 
@@ -72,13 +71,8 @@ async def _listed(page, person: str, present: bool = True) -> None:
 async def test_dashboard_connections_view_lists_a_connected_person_and_disconnects_them(
     e2e: E2E, server: LoopbackAuthServer
 ):
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    port, base = public_at_free_port(e2e)
     server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/acme/callback")
-    environment = e2e.environment
-    e2e.environment = lambda path: dataclasses.replace(  # type: ignore[method-assign]
-        environment(path), values={"MINDROOM_PUBLIC_URL": base}
-    )
     alice = await e2e.human(encrypted=True)
     agent = e2e.name("helper")
     provider = {

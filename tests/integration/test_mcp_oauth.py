@@ -5,23 +5,16 @@ the server's tool then runs with that person's token; a person who has not conne
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from mindroom.api.app import create_app
-from mindroom.api.app_context import ApiContext
-from mindroom.api.server import ApiServer
-from mindroom.api.settings import api_settings
-from mindroom.daemon.wiring import DaemonApiView
-from mindroom.homeserver.synapse import free_port
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
 from tests.integration.support import thread_replies
-from tests.integration.test_oauth_connections import _body, _command
+from tests.integration.test_oauth_connections import _body, _command, daemon_api, public_at_free_port
 from tests.integration.test_tools import last_tool_message
 from tests.tool_system.mcp.oauth_server import LoopbackMCPAuthServer, loopback_mcp_auth_server
 
@@ -39,15 +32,8 @@ def server() -> Iterator[LoopbackMCPAuthServer]:
 async def test_mcp_oauth_connect_in_a_dm_then_the_agent_calls_the_server_as_that_person(
     e2e: E2E, server: LoopbackMCPAuthServer
 ):
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    environment = e2e.environment
-    values = {
-        "MINDROOM_PUBLIC_URL": base,
-        "MINDROOM_MCP_OAUTH_ALLOW_INSECURE_DISCOVERY": "1",
-        "MINDROOM_MCP_OAUTH_ALLOW_PRIVATE_DISCOVERY": "1",
-    }
-    e2e.environment = lambda path: dataclasses.replace(environment(path), values=values)  # type: ignore[method-assign]
+    relaxed = {"MINDROOM_MCP_OAUTH_ALLOW_INSECURE_DISCOVERY": "1", "MINDROOM_MCP_OAUTH_ALLOW_PRIVATE_DISCOVERY": "1"}
+    port, _ = public_at_free_port(e2e, **relaxed)
     alice, bob = await e2e.human(encrypted=True), await e2e.human("bob")
     agent, room = e2e.name("helper"), e2e.name("room")
     notes = {"transport": "streamable-http", "url": server.url, "allow_private_network": True}
@@ -55,12 +41,10 @@ async def test_mcp_oauth_connect_in_a_dm_then_the_agent_calls_the_server_as_that
     agents = {agent: {"display_name": "Helper", "model": "default", "rooms": [room], "tools": ["mcp_notes"]}}
     await e2e.start(e2e.basic_config([alice.user_id, bob.user_id], agents, mcp_servers={"notes": notes}))
     agent_id, room_id = e2e.user_id(agent), e2e.room_id(room)
-    assert e2e.daemon is not None
-    ctx = ApiContext(DaemonApiView(e2e.daemon), api_settings({"MINDROOM_API_KEY": "dashboard-key"}, port=port))
     await e2e.joined(bob, room_id)
     untouched = (dict(server.provider.clients), list(server.calls))
 
-    async with ApiServer(ctx, create_app(ctx)):
+    async with daemon_api(e2e, port):
         dm = await alice.create_room([agent_id], direct=True)
         await alice.wait_for_member(dm, agent_id)
         given = await _command(alice, dm, agent_id, "!connect mcp_notes")

@@ -44,6 +44,25 @@ def server() -> Iterator[LoopbackAuthServer]:
         yield running
 
 
+def public_at_free_port(e2e: E2E, **values: str) -> tuple[int, str]:
+    """A free loopback port and its URL, which the daemon started next takes as its public URL (`values` are
+    in its environment too)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    environment = e2e.environment
+    e2e.environment = lambda path: dataclasses.replace(  # type: ignore[method-assign]
+        environment(path), values={"MINDROOM_PUBLIC_URL": base, **values}
+    )
+    return port, base
+
+
+def daemon_api(e2e: E2E, port: int) -> ApiServer:
+    """The running daemon's HTTP API (its OAuth routes among it) at `port`, for `async with`."""
+    assert e2e.daemon is not None
+    ctx = ApiContext(DaemonApiView(e2e.daemon), api_settings({"MINDROOM_API_KEY": "dashboard-key"}, port=port))
+    return ApiServer(ctx, create_app(ctx))
+
+
 def _body(event: dict[str, Any]) -> str:
     return str(event.get("content", {}).get("body", ""))
 
@@ -52,13 +71,8 @@ async def _world(
     e2e: E2E, server: LoopbackAuthServer, humans: list[HumanClient], database_url: str | None
 ) -> tuple[str, str, int]:
     """The daemon with one agent having `oauth_api`, public at a free port; the agent, its room, the port."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    port, base = public_at_free_port(e2e)
     server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/acme/callback")
-    environment = e2e.environment
-    e2e.environment = lambda path: dataclasses.replace(  # type: ignore[method-assign]
-        environment(path), values={"MINDROOM_PUBLIC_URL": base}
-    )
     agent, room = e2e.name("helper"), e2e.name("room")
     provider = {
         "authorization_url": server.authorization_url,
@@ -100,12 +114,10 @@ async def test_oauth_connect_in_a_dm_then_the_tool_calls_the_api_with_that_perso
     alice, bob = await e2e.human(encrypted=True), await e2e.human("bob")
     agent, room_id, port = await _world(e2e, server, [alice, bob], database_url)
     agent_id = e2e.user_id(agent)
-    assert e2e.daemon is not None
-    ctx = ApiContext(DaemonApiView(e2e.daemon), api_settings({"MINDROOM_API_KEY": "dashboard-key"}, port=port))
     await e2e.joined(alice, room_id)
     await e2e.joined(bob, room_id)
 
-    async with ApiServer(ctx, create_app(ctx)):
+    async with daemon_api(e2e, port):
         shared = await _command(alice, room_id, agent_id, "!connect acme")
         dm = await alice.create_room([agent_id], direct=True)
         await alice.wait_for_member(dm, agent_id)

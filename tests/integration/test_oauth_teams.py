@@ -4,7 +4,6 @@ member's or a hand-off target's tool call acts with the token of the person who 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -12,15 +11,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mindroom.api.app import create_app
-from mindroom.api.app_context import ApiContext
-from mindroom.api.server import ApiServer
-from mindroom.api.settings import api_settings
-from mindroom.daemon.wiring import DaemonApiView
-from mindroom.homeserver.synapse import free_port
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
 from tests.integration.support import HumanClient, thread_replies
+from tests.integration.test_oauth_connections import daemon_api, public_at_free_port
 from tests.integration.test_teams import with_models
 from tests.integration.test_tools import last_tool_message
 from tests.oauth.auth_server import LoopbackAuthServer, loopback_auth_server
@@ -61,13 +55,8 @@ async def test_oauth_team_members_and_hand_off_targets_act_with_the_requesters_t
 ):
     server = acme
     alice, bob = await e2e.human("alice"), await e2e.human("bob")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    port, base = public_at_free_port(e2e)
     server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/acme/callback")
-    environment = e2e.environment
-    e2e.environment = lambda path: dataclasses.replace(  # type: ignore[method-assign]
-        environment(path), values={"MINDROOM_PUBLIC_URL": base}
-    )
     room, research, writer, crew, helper = (e2e.name(n) for n in ("room", "research", "writer", "crew", "helper"))
     agents = {
         research: {"display_name": "Research", "model": "m-research", "rooms": [room], "tools": ["oauth_api"]},
@@ -91,10 +80,8 @@ async def test_oauth_team_members_and_hand_off_targets_act_with_the_requesters_t
     await e2e.joined(alice, room_id)
     await e2e.joined(bob, room_id)
     crew_id, helper_id, research_id = e2e.user_id(crew), e2e.user_id(helper), e2e.user_id(research)
-    assert e2e.daemon is not None
-    ctx = ApiContext(DaemonApiView(e2e.daemon), api_settings({"MINDROOM_API_KEY": "dashboard-key"}, port=port))
 
-    async with ApiServer(ctx, create_app(ctx)):
+    async with daemon_api(e2e, port):
         await _connect(e2e, alice, research_id, "alice-at-acme")
         delegate = ToolCall("delegate_task_to_member", {"member_id": research, "task": "who is asking, at acme?"})
         for _asker in ("alice", "bob"):

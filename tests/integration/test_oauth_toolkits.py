@@ -6,22 +6,16 @@ gets the link to connect instead, and the API never sees a request for him."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 
 import httpx
 import pytest
 
-from mindroom.api.app import create_app
-from mindroom.api.app_context import ApiContext
-from mindroom.api.server import ApiServer
-from mindroom.api.settings import api_settings
-from mindroom.daemon.wiring import DaemonApiView
-from mindroom.homeserver.synapse import free_port
 from mindroom.testing.model_server import Text, ToolCall
 from tests.integration.conftest import E2E
-from tests.integration.support import HumanClient, thread_replies
+from tests.integration.support import thread_replies
+from tests.integration.test_oauth_connections import _command, daemon_api, public_at_free_port
 from tests.integration.test_tools import last_tool_message
 from tests.oauth.auth_server import loopback_auth_server
 from tests.oauth.github_api import loopback_github_api
@@ -33,21 +27,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 _LINK = re.compile(r"https?://\S+/api/oauth/github/authorize\?link=[\w-]+")
 
 
-async def _command(human: HumanClient, room_id: str, agent_id: str, text: str) -> str:
-    event_id = await human.send(room_id, text, mentions=[agent_id])
-    return str((await human.wait_for(thread_replies(event_id))).get("content", {}).get("body", ""))
-
-
 async def test_github_toolkit_reads_as_the_connected_person_and_asks_others_to_connect(e2e: E2E):
     with loopback_auth_server() as server, loopback_github_api(server) as api:
         alice, bob = await e2e.human(), await e2e.human("bob")
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
+        port, base = public_at_free_port(e2e)
         server.add_client(CLIENT_ID, CLIENT_SECRET, f"{base}/api/oauth/github/callback")
-        environment = e2e.environment
-        e2e.environment = lambda path: dataclasses.replace(  # type: ignore[method-assign]
-            environment(path), values={"MINDROOM_PUBLIC_URL": base}
-        )
         agent, room = e2e.name("coder"), e2e.name("room")
         github = {"base_url": api.url, "include_tools": ["get_repository"]}
         agents = {agent: {"display_name": "Coder", "model": "default", "rooms": [room], "tools": [{"github": github}]}}
@@ -60,10 +44,8 @@ async def test_github_toolkit_reads_as_the_connected_person_and_asks_others_to_c
         users = [alice.user_id, bob.user_id]
         await e2e.start(e2e.basic_config(users, agents, oauth_providers={"github": provider}))
         agent_id = e2e.user_id(agent)
-        assert e2e.daemon is not None
-        ctx = ApiContext(DaemonApiView(e2e.daemon), api_settings({"MINDROOM_API_KEY": "dashboard-key"}, port=port))
 
-        async with ApiServer(ctx, create_app(ctx)):
+        async with daemon_api(e2e, port):
             dm = await alice.create_room([agent_id], encrypted=False, direct=True)
             await alice.wait_for_member(dm, agent_id)
             [link] = _LINK.findall(await _command(alice, dm, agent_id, "!connect github"))
