@@ -28,7 +28,6 @@ __all__ = [
     "DEFAULT_DATETIME_TEMPLATE",
     "DEFAULT_HIDDEN_TOOL_CALLS",
     "MEMORY_FILE",
-    "agent_workspace",
     "date_context",
     "read_workspace_text",
     "turn_context",
@@ -108,7 +107,7 @@ def _memory_file(config: Config, workspace: Path) -> str:
     return f"## What you remember ({MEMORY_FILE} in your workspace)\n{kept.strip()}{cut}"
 
 
-def agent_workspace(config: Config, name: str, paths: RuntimePaths, requester: str | None) -> Path:
+def _agent_workspace(config: Config, name: str, paths: RuntimePaths, requester: str | None) -> Path:
     """The folder `name` works in: its workspace, or for a private agent `requester`'s copy of it (made and
     seeded on first use, so call it off the event loop); `ValueError` for a private agent without a requester."""
     agent = config.agents.get(name)
@@ -135,7 +134,7 @@ async def turn_context(
         files = private.context_files
     if files or memory or private is not None:
         # A private agent's copy is made before anything of the turn may want it (its tools, its files).
-        workspace = await asyncio.to_thread(agent_workspace, config, name, paths, requester)
+        workspace = await asyncio.to_thread(_agent_workspace, config, name, paths, requester)
         if files:
             parts.append(await asyncio.to_thread(_context_files, workspace, files, config.defaults.max_preload_chars))
         if memory:
