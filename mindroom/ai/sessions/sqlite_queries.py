@@ -7,16 +7,15 @@ answer alike on one file; what agno decodes from the rows is decoded with agno's
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from agno.db.base import SessionType
 from agno.db.utils import HISTORY_SKIP_STATUSES, deserialize_session_json_fields, merge_runs_table_with_legacy_blob
 
-from mindroom.ai.sessions.sqlite_tables import JSON_COLUMNS, Tables
+from mindroom.ai.sessions.sqlite_tables import JSON_COLUMNS, Tables, transaction
 
 __all__ = [
     "SessionFilter",
@@ -28,23 +27,10 @@ __all__ = [
     "rows",
     "scrub_legacy_runs",
     "sorted_by",
-    "transaction",
 ]
 
 SessionFilter = tuple[str, list[Any]]
 """A WHERE clause (empty for none) and its parameters."""
-
-
-@contextlib.contextmanager
-def transaction(connection: sqlite3.Connection, *, write: bool = False) -> Iterator[None]:
-    """One transaction: a write takes SQLite's write lock at once, a read sees one snapshot."""
-    connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-    try:
-        yield
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
 
 
 def rows(connection: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ from agno.session.team import TeamSession
 
 from mindroom.ai.sessions import sqlite_queries as queries
 from mindroom.ai.sessions.rows import SQLITE, run_params, run_sql, session_params, session_sql
-from mindroom.ai.sessions.sqlite_tables import Tables, existing_tables, make_tables
+from mindroom.ai.sessions.sqlite_tables import Tables, existing_tables, make_tables, transaction
 from mindroom.ai.sessions.store import _BatchedTurnWrites, _Statement, _writing_first
 from mindroom.private_files import open_private_database
 
@@ -114,7 +114,7 @@ class SqliteSessions(AsyncBaseDb):
 
     def _write(self, connection: sqlite3.Connection, statements: list[_Statement]) -> None:
         self._present(connection, create=True)
-        with queries.transaction(connection, write=True):
+        with transaction(connection, write=True):
             for sql, params in statements:
                 connection.execute(sql, params)
 
@@ -219,7 +219,7 @@ class SqliteSessions(AsyncBaseDb):
 
         def write(connection: sqlite3.Connection) -> dict[str, Any] | None:
             self._present(connection, create=True)
-            with queries.transaction(connection, write=True):
+            with transaction(connection, write=True):
                 found = queries.rows(connection, sql + " RETURNING *", params)
             return deserialize_session_json_fields(found[0]) if found else None
 

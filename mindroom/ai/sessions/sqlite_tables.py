@@ -8,13 +8,23 @@ must have agno's columns, as agno requires; else agno's `MigrationRequiredError`
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
 from agno.db.utils import table_schema_mismatch_error
 
-__all__ = ["JSON_COLUMNS", "RUN_TABLE_COLUMNS", "SESSION_TABLE_COLUMNS", "Tables", "existing_tables", "make_tables"]
+__all__ = [
+    "JSON_COLUMNS",
+    "RUN_TABLE_COLUMNS",
+    "SESSION_TABLE_COLUMNS",
+    "Tables",
+    "existing_tables",
+    "make_tables",
+    "transaction",
+]
 
 SESSION_TABLE_COLUMNS = (
     "session_id VARCHAR NOT NULL",
@@ -82,6 +92,18 @@ class Tables:
     versions: str
 
 
+@contextlib.contextmanager
+def transaction(connection: sqlite3.Connection, *, write: bool = False) -> Iterator[None]:
+    """One transaction: a write takes SQLite's write lock at once, a read sees one snapshot."""
+    connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    try:
+        yield
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
 def _create_table(name: str, columns: tuple[str, ...], key: str, reference: str = "") -> str:
     body = ", \n\t".join((*columns, f"PRIMARY KEY ({key})", *([reference] if reference else [])))
     return f"CREATE TABLE {name} (\n\t{body}\n)"
@@ -118,8 +140,7 @@ def existing_tables(connection: sqlite3.Connection, tables: Tables) -> set[str]:
 
 def make_tables(connection: sqlite3.Connection, tables: Tables, version: str) -> None:
     """Create the tables that are missing, in one transaction, as agno does (with agno's schema `version`)."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(connection, write=True):
         names = _names(connection)
         made = []
         if tables.sessions not in names:
@@ -143,7 +164,3 @@ def make_tables(connection: sqlite3.Connection, tables: Tables, version: str) ->
                 "VALUES (?, ?, ?, ?) ON CONFLICT (table_name) DO UPDATE SET version = ?, updated_at = ?",
                 (table, version, now, now, version, now),
             )
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
