@@ -190,7 +190,7 @@ async def test_the_postgresql_store_skips_the_read_of_a_new_threads_session_too(
     engine = create_async_postgres_engine(postgres_url)
     db = _postgres_store(engine, "scribe")
     try:
-        assert isinstance(db, NewSessionsUnread) and not isinstance(db, SqliteSessionStore)
+        assert isinstance(db, NewSessionsUnread)
         await db.upsert_session(_session("s1"))
         await db.upsert_run(_run("r1", "s1", "stored"), session_id="s1", run_index=0)
         with expecting_new_session(db, "s1", True):
