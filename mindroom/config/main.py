@@ -21,7 +21,7 @@ from mindroom.config.defaults import DefaultsConfig
 from mindroom.config.environment import homeserver_settings
 from mindroom.config.key_notes import MINDROOM_PROMPT_NAMES, PROMPTS_USED
 from mindroom.config.knowledge import KnowledgeBaseConfig, check_knowledge_references
-from mindroom.config.mcp import MCPServerConfig
+from mindroom.config.mcp import MCPServerConfig, oauth_provider_clashes
 from mindroom.config.memory import MemoryConfig
 from mindroom.config.models import ModelConfig
 from mindroom.config.notices import ConfigNotice, notice
@@ -231,6 +231,12 @@ class Config(StrictModel):
                 merged._tool_entries = entries
                 agents[name] = merged
         object.__setattr__(self, "agents", agents)  # still validating: the frozen model is not handed out yet
+        return self
+
+    @model_validator(mode="after")
+    def _oauth_providers_distinct(self) -> Config:
+        if problems := oauth_provider_clashes(self.mcp_servers, self.oauth_providers):
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")

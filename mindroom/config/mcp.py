@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -37,6 +38,7 @@ __all__ = [
     "check_mcp_agent_overrides",
     "mcp_oauth_provider_id",
     "mcp_tool_name",
+    "oauth_provider_clashes",
 ]
 
 
@@ -116,6 +118,22 @@ class MCPOAuthConfig(StrictModel):
             msg = f"discovery: manual needs {' and '.join(missing)}"
             raise ValueError(msg)
         return self
+
+
+def oauth_provider_clashes(servers: Mapping[str, MCPServerConfig], providers: Iterable[str]) -> list[str]:
+    """Servers with `auth` whose OAuth provider id another such server, or an `oauth_providers` entry, has too:
+    a person's token for one would be sent to the other, which the operator did not name for it."""
+    taken = dict.fromkeys(providers, "oauth_providers")
+    problems = []
+    for server_id, server in servers.items():
+        if server.auth is None:
+            continue
+        provider_id = mcp_oauth_provider_id(server_id, server.auth)
+        if provider_id in taken:
+            problems.append(f"mcp_servers.{server_id}.auth: provider id {provider_id!r} is {taken[provider_id]}'s too")
+        else:
+            taken[provider_id] = f"mcp_servers.{server_id}"
+    return problems
 
 
 def mcp_oauth_provider_id(server_id: str, auth: MCPOAuthConfig) -> str:

@@ -50,3 +50,32 @@ def test_oauth_config_manual_discovery_needs_both_endpoints():
     with pytest.raises(ValidationError, match="discovery: manual needs token_url"):
         _server(auth={**manual, "token_url": " "})  # a blank endpoint is none
     assert _server(auth={**manual, "token_url": f"{URL}/token"}).auth is not None
+
+
+def _servers(*entries: tuple[str, str | None]) -> str:
+    lines = ["mcp_servers:"]
+    for server_id, provider_id in entries:
+        auth = "{type: oauth}" if provider_id is None else f"{{type: oauth, provider_id: {provider_id}}}"
+        lines += [f"  {server_id}:", "    transport: streamable-http", f"    url: {URL}", f"    auth: {auth}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_oauth_config_two_servers_never_share_a_provider_and_its_tokens():
+    from mindroom.config.loading import parse_config_text
+    from mindroom.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"mcp_servers\.wiki\.auth: provider id 'mcp_notes'"):
+        parse_config_text(_servers(("notes", None), ("wiki", "notes")), "config.yaml", {})
+    with pytest.raises(ConfigError, match=r"mcp_servers\.mcp_notes\.auth: provider id 'mcp_notes'"):
+        parse_config_text(_servers(("notes", None), ("mcp_notes", None)), "config.yaml", {})
+    providers = (
+        "oauth_providers:\n  mcp_notes:\n    authorization_url: https://id.example/authorize\n"
+        "    token_url: https://id.example/token\n"
+    )
+    with pytest.raises(ConfigError, match=r"mcp_servers\.notes\.auth: provider id 'mcp_notes' is oauth_providers's"):
+        parse_config_text(providers + _servers(("notes", None)), "config.yaml", {})
+    # Near misses: ids that differ by a suffix are two providers; a server without auth takes none.
+    config = parse_config_text(_servers(("notes", None), ("notes_2", None), ("wiki", "notes_wiki")), "config.yaml", {})
+    assert sorted(config.mcp_servers) == ["notes", "notes_2", "wiki"]
+    plain = f"  other:\n    transport: streamable-http\n    url: {URL}\n"
+    assert "other" in parse_config_text(_servers(("other_x", "other")) + plain, "config.yaml", {}).mcp_servers
