@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from agno.agent import Agent
 from agno.models.base import Model
 
+from mindroom.ai.chat_transport import close_chat_connections
 from mindroom.ai.models import build_model, close_model, model_env_fingerprint
 from mindroom.ai.sessions.history import close_session_dbs
 from mindroom.config.main import ModelConfig
@@ -92,6 +93,7 @@ async def close_caches() -> None:
         *((f"model {model.id}", functools.partial(close_model, model)) for model in agent_cache.take_all()),
         *((("memory stores", memory.close_memory_dbs),) if memory is not None else ()),
         ("session stores", close_session_dbs),
+        ("model connections", close_chat_connections),
     ]
     for what, close in closers:
         try:

@@ -20,6 +20,8 @@ from typing import Any, TypeVar, cast
 
 from agno.models.base import Model
 
+from mindroom.ai.chat_transport import NOT_TAKEN, ChatTransport
+
 __all__ = ["sends_tools_verbatim", "verbatim_class"]
 
 _ModelT = TypeVar("_ModelT", bound=Model)
@@ -49,7 +51,7 @@ class _ToolsInExtraBody(Model):
         with _LOCK:
             view = _VIEWS.get(client)
             if view is None:
-                view = _VIEWS[client] = _VerbatimClient(client)
+                view = _VIEWS[client] = _VerbatimClient(client, ChatTransport.for_client(client, self))
         return view
 
 
@@ -68,6 +70,10 @@ _PLAIN_JSON = (list, dict, str, int, float, bool)
 
 
 class _VerbatimCompletions(_Delegate):
+    def __init__(self, wrapped: Any, transport: ChatTransport | None) -> None:
+        super().__init__(wrapped)
+        self._transport = transport
+
     async def create(self, **kwargs: Any) -> Any:
         """The SDK's `create`, the body's plain JSON values (the messages first) moved into `extra_body`.
 
@@ -82,23 +88,36 @@ class _VerbatimCompletions(_Delegate):
             kwargs["extra_body"] = {**sent, **(kwargs.get("extra_body") or {})}
             if "messages" in sent:
                 kwargs["messages"] = []
+        if self._transport is not None:
+            answer = await self._transport.create(kwargs)
+            if answer is not NOT_TAKEN:
+                return answer
         return await self._wrapped.create(**kwargs)
 
 
 class _VerbatimChat(_Delegate):
+    def __init__(self, wrapped: Any, transport: ChatTransport | None) -> None:
+        super().__init__(wrapped)
+        self._transport = transport
+
     @property
     def completions(self) -> _VerbatimCompletions:
         """The chat completions resource, sending messages verbatim."""
-        return _VerbatimCompletions(self._wrapped.completions)
+        return _VerbatimCompletions(self._wrapped.completions, self._transport)
 
 
 class _VerbatimClient(_Delegate):
-    """An openai client (`AsyncOpenAI`, `AsyncAzureOpenAI`, ...) whose chat completions send messages verbatim."""
+    """An openai client (`AsyncOpenAI`, `AsyncAzureOpenAI`, ...) whose chat completions send messages verbatim,
+    through `chat_transport` when the client is one it can send for."""
+
+    def __init__(self, wrapped: Any, transport: ChatTransport | None) -> None:
+        super().__init__(wrapped)
+        self._transport = transport
 
     @property
     def chat(self) -> _VerbatimChat:
         """The chat resource, sending messages verbatim."""
-        return _VerbatimChat(self._wrapped.chat)
+        return _VerbatimChat(self._wrapped.chat, self._transport)
 
 
 _VIEWS: weakref.WeakKeyDictionary[Any, _VerbatimClient] = weakref.WeakKeyDictionary()

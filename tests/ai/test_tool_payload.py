@@ -11,6 +11,7 @@ import pytest
 from agno.tools.function import Function
 
 from mindroom.ai import GenerationRequest, generate, stream_generate
+from mindroom.ai.chat_transport import ChatTransport
 from mindroom.ai.models import build_model
 from mindroom.ai.tool_payload import sends_tools_verbatim, verbatim_class
 from mindroom.ai.tools import agno_function, agno_tools
@@ -50,8 +51,11 @@ async def _answer(request: GenerationRequest, storage_root: Path, streamed: bool
 
 @pytest.fixture
 def transformed(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The bodies the openai SDK walks before sending a chat completion (recorded, then walked as usual)."""
+    """The bodies the openai SDK walks before sending a chat completion (recorded, then walked as usual); the
+    SDK sends every call (`chat_transport` would send these itself: the path kept for the clients it leaves)."""
     from openai.resources.chat.completions import completions
+
+    monkeypatch.setattr(ChatTransport, "for_client", classmethod(lambda cls, client, model: None))
 
     seen: list[dict[str, Any]] = []
     walk = completions.async_maybe_transform
