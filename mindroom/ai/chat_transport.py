@@ -3,19 +3,19 @@
 The SDK builds each request through several layers (options, headers, an httpx2 request, its auth hooks, the
 response wrapper); that costs about 1.4 ms of CPU a call here, against 0.6 ms for the same POST over aiohttp with
 the answer built into the same types. For a client that uses none of what those layers are for, this module sends
-the same JSON with the same headers (the client's own `default_headers`: its key, organisation, project, user
-agent and configured headers) to the same URL, and gives back what the SDK would: `ChatCompletion` built as the
-SDK builds it (`construct`, no validation), an async iterator of `ChatCompletionChunk` for a stream, and the
-SDK's own error classes with the SDK's messages (`APIConnectionError`, `APITimeoutError`, and the status errors
-by code), so agno and our failure classification read them unchanged.
+the same JSON with the same headers (its bearer key, then the client's own `default_headers`: organisation,
+project, user agent and configured headers) to the same URL, and gives back what the SDK would: `ChatCompletion`
+built as the SDK builds it (`construct`, no validation), an async iterator of `ChatCompletionChunk` for a stream,
+and the SDK's own error classes with the SDK's messages (`APIConnectionError`, `APITimeoutError`, and the status
+errors by code), so agno and our failure classification read them unchanged.
 
 A client is sent this way only when it is exactly `openai.AsyncOpenAI` (not Azure's, whose URLs and auth differ),
-with its retries off (ours are in `resilience`), no custom HTTP client, no query parameters, no proxy in the
-environment, and none of the SDK's other auth schemes (workload identity, a key provider, a provider runtime,
-custom auth). A call is, when its parameters are the model, the messages, `stream`, `extra_body` and
-`extra_headers` and its body is plain JSON; anything else goes through the SDK as before. `tests/ai/
-test_chat_transport.py` holds each outcome against the SDK's own on the same server (and is the contract test
-CI runs against the SDK's newest release).
+with its retries off (ours are in `resilience`), no custom HTTP client, no query parameters or credentials in its
+URL, no proxy in the environment, and none of the SDK's other auth schemes (workload identity, a key provider, a
+provider runtime, custom auth). A call is, when its parameters are the model, the messages, `stream`,
+`extra_body` and `extra_headers` and its body is plain JSON; anything else goes through the SDK as before.
+`tests/ai/test_chat_transport.py` holds each outcome against the SDK's own on the same server (and is the
+contract test CI runs against the SDK's newest release).
 
 Connections are pooled per event loop; `close_chat_connections` closes the running loop's pool (the daemon's
 stop calls it), and a loop closed without it closes its pool when it shuts down its async generators.
@@ -27,7 +27,7 @@ import asyncio
 import json
 import os
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -69,12 +69,12 @@ class ChatTransport:
         if client.max_retries != 0 or client.default_query or getattr(client, "_strict_response_validation", False):
             return None
         base = client.base_url
-        if base.scheme not in ("http", "https") or base.query or _proxied():
+        if base.scheme not in ("http", "https") or base.query or base.userinfo or _proxied():
             return None
         # As the SDK merges them: its bearer auth, then its default and configured headers (an `Omit` removes).
         auth = {"Authorization": f"Bearer {client.api_key}"} if client.api_key else {}
         headers = _merged(auth, client.default_headers)
-        read = client.timeout.read if hasattr(client.timeout, "read") else client.timeout
+        read = getattr(client.timeout, "read", client.timeout)
         headers["x-stainless-retry-count"] = "0"
         if read is not None:
             headers["x-stainless-read-timeout"] = str(read)
@@ -101,37 +101,29 @@ class ChatTransport:
         try:
             response = await session.post(self._url, data=data, headers=headers, timeout=self._timeout)
         except _TRANSPORT_ERRORS as error:
-            raise self._sdk_error(error) from error
+            raise _sdk_error(error, self._url) from error
         if stream and 200 <= response.status < 300:
-            return ChunkStream(response, self)
+            return ChunkStream(response, self._url)
         try:
             raw = await response.read()
         except _TRANSPORT_ERRORS as error:
-            raise self._sdk_error(error) from error
+            raise _sdk_error(error, self._url) from error
         finally:
             response.release()
         if not 200 <= response.status < 300:
             raise _status_error(response, raw, self._url)
         return _built("ChatCompletion", raw, response, self._url)
 
-    def _sdk_error(self, error: BaseException) -> Exception:
-        """The SDK's error for a request that failed on the way: a timeout, or a connection error."""
-        import openai
-
-        if isinstance(error, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
-            return openai.APITimeoutError(request=_request(self._url))
-        return openai.APIConnectionError(request=_request(self._url))
-
 
 class ChunkStream:
     """A streamed answer's `ChatCompletionChunk`s, read from its server-sent events as the SDK reads them."""
 
-    def __init__(self, response: aiohttp.ClientResponse, transport: ChatTransport) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, url: str) -> None:
         self.response = response
-        self._transport = transport
+        self._url = url
         self._iterator = self._chunks()
 
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __aiter__(self) -> AsyncGenerator[Any]:
         return self._iterator
 
     async def __anext__(self) -> Any:
@@ -148,24 +140,22 @@ class ChunkStream:
     async def __aexit__(self, *_exc_info: object) -> None:
         await self.close()
 
-    async def _chunks(self) -> AsyncIterator[Any]:
+    async def _chunks(self) -> AsyncGenerator[Any]:
         from openai import APIError
         from openai.types.chat import ChatCompletionChunk
 
-        url = self._transport._url  # noqa: SLF001 - the stream belongs to its transport
         finished = False
         try:
-            async for event, data in self._events():
+            async for data in self._events():
                 if data.startswith("[DONE]"):
                     break
                 parsed = json.loads(data)
-                if event == "error" or (isinstance(parsed, dict) and parsed.get("error")):
-                    if isinstance(parsed, dict) and parsed.get("error"):
-                        error = parsed["error"]
-                        message = error.get("message") if isinstance(error, dict) else None
-                        if not isinstance(message, str) or not message:
-                            message = "An error occurred during streaming"
-                        raise APIError(message=message, request=_request(url), body=error)
+                if isinstance(parsed, dict) and parsed.get("error"):  # the server's report of a failure mid-stream
+                    error = parsed["error"]
+                    message = error.get("message") if isinstance(error, dict) else None
+                    if not isinstance(message, str) or not message:
+                        message = "An error occurred during streaming"
+                    raise APIError(message=message, request=_request(self._url), body=error)
                 yield ChatCompletionChunk.construct(**parsed) if isinstance(parsed, dict) else parsed
             async for _rest in self.response.content.iter_any():
                 pass  # read to the end, so the connection can carry the next request
@@ -176,9 +166,8 @@ class ChunkStream:
             else:
                 self.response.close()
 
-    async def _events(self) -> AsyncIterator[tuple[str | None, str]]:
-        """(event name, data) for each server-sent event with data; lines may end in CR, LF or CRLF."""
-        event: str | None = None
+    async def _events(self) -> AsyncIterator[str]:
+        """The data of each server-sent event that has some; lines may end in CR, LF or CRLF."""
         data: list[str] = []
         pending = b""
         try:
@@ -190,25 +179,31 @@ class ChunkStream:
                     line = raw.rstrip(b"\r\n").decode()
                     if not line:
                         if data:
-                            yield event, "\n".join(data)
-                        event, data = None, []
+                            yield "\n".join(data)
+                        data = []
                         continue
                     field, _, value = line.partition(":")
-                    value = value.removeprefix(" ")
                     if field == "data":
-                        data.append(value)
-                    elif field == "event":
-                        event = value
+                        data.append(value.removeprefix(" "))
         except _TRANSPORT_ERRORS as error:
-            raise self._transport._sdk_error(error) from error  # noqa: SLF001
+            raise _sdk_error(error, self._url) from error
         tail = pending.rstrip(b"\r\n").decode()
         if tail.startswith("data:"):
             data.append(tail[5:].removeprefix(" "))
         if data:
-            yield event, "\n".join(data)
+            yield "\n".join(data)
 
 
 _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
+
+
+def _sdk_error(error: BaseException, url: str) -> Exception:
+    """The SDK's error for a request that failed on the way: a timeout, or a connection error."""
+    import openai
+
+    if isinstance(error, asyncio.TimeoutError):  # aiohttp's timeouts are TimeoutErrors too (and OSErrors)
+        return openai.APITimeoutError(request=_request(url))
+    return openai.APIConnectionError(request=_request(url))
 
 
 def _merged(*sources: Mapping[str, Any]) -> dict[str, str]:
@@ -296,7 +291,7 @@ def _built(type_name: str, raw: bytes, response: aiohttp.ClientResponse, url: st
     return getattr(chat, type_name).construct(**parsed)
 
 
-_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncIterator[None]]]
+_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncGenerator[None]]]
 _POOLS = weakref.WeakKeyDictionary()
 
 
@@ -317,7 +312,7 @@ async def _session() -> aiohttp.ClientSession:
     return session
 
 
-async def _closed_with_the_loop(session: aiohttp.ClientSession) -> AsyncIterator[None]:
+async def _closed_with_the_loop(session: aiohttp.ClientSession) -> AsyncGenerator[None]:
     loop = asyncio.get_running_loop()
     try:
         yield

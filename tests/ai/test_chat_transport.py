@@ -67,7 +67,8 @@ def sse(*events: dict[str, Any] | str, newline: bytes = b"\n") -> list[bytes]:
 
 def chunk(content: str | None = None, usage: dict[str, int] | None = None, **delta: Any) -> dict[str, Any]:
     choices = [] if usage else [{"index": 0, "delta": {"content": content, **delta}, "finish_reason": None}]
-    return {"id": "s1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": choices, "usage": usage}
+    head = {"id": "s1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    return {**head, "choices": choices, "usage": usage}
 
 
 @pytest_asyncio.fixture
@@ -254,6 +255,7 @@ async def test_chat_transport_leaves_to_the_sdk_what_it_does_not_do(
         client(server.url, max_retries=2),
         client(server.url, default_query={"key": "v"}),
         client(server.url + "?key=v"),
+        client(server.url.replace("http://", "http://user:pw@")),
     ]
     for other in refused_clients:
         assert ChatTransport.for_client(other, PLAIN_MODEL) is None
@@ -294,3 +296,23 @@ def test_chat_transport_pool_closes_with_its_loop_or_when_asked() -> None:
 
     asyncio.run(use_and_close())
     assert not chat_transport._POOLS
+
+
+@pytest.mark.asyncio
+async def test_chat_transport_a_stream_left_early_frees_its_connection(server: Server) -> None:
+    sdk = client(server.url)
+    transport = ChatTransport.for_client(sdk, PLAIN_MODEL)
+    assert transport is not None
+    kwargs = {"model": "m", "messages": MESSAGES, "stream": True}
+    server.replies[:] = [Canned(pieces=sse(chunk("a"), chunk("b"), chunk("c"), "[DONE]")), Canned(body=completion())]
+
+    stream = await transport.create(kwargs)
+    first = await stream.__anext__()
+    await stream.close()
+    later = await transport.create({"model": "m", "messages": MESSAGES})
+
+    assert first.choices[0].delta.content == "a" and stream.response.closed
+    assert later.choices[0].message.content == "pong"
+    with pytest.raises(StopAsyncIteration):
+        await stream.__anext__()
+    await sdk.close()
