@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
 
-__all__ = ["NOT_TAKEN", "ChatTransport", "close_chat_connections"]
+__all__ = ["NOT_TAKEN", "ChatTransport", "ChunkStream", "close_chat_connections"]
 
 NOT_TAKEN: Any = object()
 """What `ChatTransport.create` returns for a call it leaves to the SDK."""
@@ -41,7 +40,7 @@ _TAKEN_PARAMETERS = frozenset({"model", "messages", "stream", "extra_body", "ext
 # The SDK's auth schemes beyond a bearer key (attributes of `AsyncOpenAI`; `tests/ai/test_chat_transport.py`
 # checks they still exist, so a release renaming one is seen rather than sent past).
 _OTHER_AUTH = ("workload_identity", "_provider_runtime", "_api_key_provider")
-_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+_PROXIED_SCHEMES = frozenset({"http", "https", "all"})  # `<scheme>_proxy` variables, in either case
 _MEDIA_JSON = "application/json"
 
 
@@ -229,7 +228,9 @@ def _timeout(value: Any) -> aiohttp.ClientTimeout:
 
 def _proxied() -> bool:
     """A proxy in the environment (the SDK's httpx2 client follows it; this transport does not)."""
-    return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
+    from urllib.request import getproxies_environment
+
+    return any(scheme in _PROXIED_SCHEMES for scheme in getproxies_environment())
 
 
 def _request(url: str) -> Any:
