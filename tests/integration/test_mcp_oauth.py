@@ -1,7 +1,8 @@
 """An MCP server with `auth` on the real daemon and a real Synapse: the server is the MCP SDK's own OAuth server on
 loopback. `!connect mcp_notes` in a direct message finds its endpoints and registers the daemon, the browser
 (httpx) follows the link through the server's sign-in back to the daemon's callback, and the agent's call of
-the server's tool then runs with that person's token; a person who has not connected gets the link instead."""
+the server's tool then runs with that person's token; a person who has not connected gets the link instead.
+Asked in a shared room, `!connect` points to a direct message and contacts nothing."""
 
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ async def test_mcp_oauth_connect_in_a_dm_then_the_agent_calls_the_server_as_that
     untouched = (dict(server.provider.clients), list(server.calls))
 
     async with daemon_api(e2e, port):
+        in_the_room = await _command(bob, room_id, agent_id, "!connect mcp_notes")
+        registered_by_then = dict(server.provider.clients)
         dm = await alice.create_room([agent_id], direct=True)
         await alice.wait_for_member(dm, agent_id)
         given = await _command(alice, dm, agent_id, "!connect mcp_notes")
@@ -69,6 +72,7 @@ async def test_mcp_oauth_connect_in_a_dm_then_the_agent_calls_the_server_as_that
         bob_result = last_tool_message(e2e.model_server.requests[-1])
 
     assert untouched == ({}, [])  # nothing reached the server before someone connected
+    assert "direct message" in in_the_room and registered_by_then == {}  # asked in a room: the server not contacted
     assert opened.status_code == 302 and connected.status_code == 200
     assert len(server.provider.clients) == 1
     assert "you are alice" in alice_result and _body(answer) == "You are alice."

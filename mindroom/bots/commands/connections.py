@@ -43,11 +43,12 @@ def connection_commands(connections: OAuthConnections, bot_user_ids: Callable[[]
         provider = args.strip()
         if not provider:
             return f"Usage: !connect <provider> (providers: {_providers_line(connections)})"
+        # Asked outside a direct message, nothing is contacted: no discovery, no client registered at a server.
+        if not await private(entity, envelope):
+            return f"Send `!connect {provider}` to me in a direct message: connect links are only given there."
         try:
             await connections.prepare(provider)  # an MCP server's endpoints are found (and a client registered) now
             scopes = connections.provider(provider).scopes
-            if not await private(entity, envelope):
-                return f"Send `!connect {provider}` to me in a direct message: connect links are only given there."
             link = connections.connect_link(envelope.requester_id, provider)
         except OAuthError as error:
             return str(error)
