@@ -74,8 +74,9 @@ async def set_up_rooms(
 
 
 async def _set_up_space(router: _Bot, directory: Directory, config: Config) -> None:
-    """MindRoom's `matrix_space`: a space the router keeps, named as config says, with every managed room in it
-    and the rooms' invited users invited (each part written only when it differs)."""
+    """MindRoom's `matrix_space`: a space the router keeps, named as config says, with every configured room in it
+    (and none the config no longer has) and the rooms' invited users invited (each part written only when it
+    differs)."""
     space = config.matrix_space
     if space is None or not space.enabled or not directory.room_ids:
         return
@@ -93,9 +94,23 @@ async def _set_up_space(router: _Bot, directory: Directory, config: Config) -> N
     space_id = entry.room_id
     if ((await client.get_room_state(space_id, "m.room.name", "")) or {}).get("name") != space.name:
         await client.put_room_state(space_id, "m.room.name", "", {"name": space.name})
-    for room_id in sorted(set(directory.room_ids.values())):
-        if not (await client.get_room_state(space_id, "m.space.child", room_id) or {}).get("via"):
+    configured = set(config.managed_room_keys())
+    wanted = {room_id for key, room_id in directory.room_ids.items() if key in configured}
+    children = await client.get_room_state(space_id, "m.space.child") or {}
+    for room_id in sorted(wanted):
+        if not (children.get(room_id) or {}).get("via"):
             await client.put_room_state(space_id, "m.space.child", room_id, {"via": [client.server_name]})
+    # A room taken out of the config leaves the space (an empty child event removes it); rooms someone else put
+    # in the space, or the daemon keeps without a config key, stay.
+    removed = {
+        room.room_id
+        for room in directory.memory.rooms(ROUTER_AGENT_NAME)
+        if room.origin in ("created", "verified") and room.room_key and room.room_key not in configured
+    }
+    for room_id in sorted(removed - wanted):
+        if (children.get(room_id) or {}).get("via"):
+            await client.put_room_state(space_id, "m.space.child", room_id, {})
+            logger.info("room left the space: no longer in the config", room_id=room_id)
     await client.invite_missing(space_id, list(config.room_defaults.invite_users))
 
 

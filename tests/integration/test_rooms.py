@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import nio
 import pytest
 from structlog.testing import capture_logs
@@ -174,3 +176,45 @@ async def test_rooms_a_user_of_the_agents_room_opens_a_dm_with_it_and_a_user_of_
         return members.get(helper_user) == "leave"
 
     await eventually(declined, "the helper declining an invite from a user of another room")
+
+
+async def test_rooms_the_space_follows_the_config_a_room_taken_out_leaves_it_and_others_stay(e2e: E2E):
+    ana = await e2e.human("ana")
+    agent, kept, dropped = e2e.name("helper"), e2e.name("kept"), e2e.name("dropped")
+    config = e2e.basic_config(
+        [ana.user_id],
+        {agent: {"display_name": "Helper", "rooms": [kept, dropped]}},
+        matrix_space={"name": e2e.name("Space")},
+    )
+    await e2e.start(config)
+    kept_id, dropped_id = e2e.room_id(kept), e2e.room_id(dropped)
+    alias = f"#{e2e.account_prefix}space:{e2e.homeserver.server_name}"
+    resolved = await ana.client.room_resolve_alias(alias)
+    assert isinstance(resolved, nio.RoomResolveAliasResponse), resolved
+    space_id = resolved.room_id
+    await e2e.joined(ana, space_id)
+    # A room a person adds to the space themselves is theirs to keep there.
+    own = await ana.client.room_create(name="Ana's own")
+    assert isinstance(own, nio.RoomCreateResponse)
+
+    async def children() -> dict[str, dict]:
+        state = await ana.client.room_get_state(space_id)
+        assert isinstance(state, nio.RoomGetStateResponse), state
+        return {e["state_key"]: e["content"] for e in state.events if e["type"] == "m.space.child"}
+
+    assert {room for room, content in (await children()).items() if content.get("via")} == {kept_id, dropped_id}
+    router = e2e.daemon.bots["router"].client
+    assert await router.put_room_state(space_id, "m.space.child", own.room_id, {"via": ["example.org"]})
+
+    config["agents"][agent]["rooms"] = [kept]
+    saved = time.time()
+    e2e.write_config(config)
+    assert (await e2e.reloads.wait(saved)).ok
+
+    async def dropped_out() -> bool:
+        now = await children()
+        return not now.get(dropped_id, {}).get("via")
+
+    await eventually(dropped_out, "the dropped room left the space", timeout=15)
+    now = await children()
+    assert now[kept_id].get("via") and now[own.room_id].get("via") and now[dropped_id] == {}
