@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mindroom.bots.access import membership_in_use
 from mindroom.bots.commands.table import CommandTable
 from mindroom.bots.runtime import LiveState
 from mindroom.config.environment import DaemonEnvironment, HomeserverSettings
@@ -294,6 +295,11 @@ class Orchestrator:
         for error in results:
             if isinstance(error, BaseException):
                 raise error
+        if membership_in_use(config):  # turned on by this reload: who is in the running bots' rooms, read now
+            for bot in list(bots.values()):
+                for room_id in sorted(bot.joined_rooms):
+                    if not directory.members.known(room_id):
+                        await directory.members.read(bot.client, room_id)
         await accounts.tell_admin_room(newly_down)
 
     def _running(self) -> RunningDaemon:

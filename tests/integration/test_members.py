@@ -7,6 +7,7 @@ leaving and joining again are not.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,9 @@ import nio
 import pytest
 
 from mindroom.constants import ROUTER_AGENT_NAME
+from mindroom.testing.model_server import Text
 from tests.integration.conftest import E2E
-from tests.integration.support import eventually
+from tests.integration.support import eventually, thread_replies
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -122,3 +124,26 @@ async def test_people_joining_and_leaving_are_announced_once_by_the_router(e2e: 
 
 def _member_of(event: dict[str, Any], user_id: str) -> bool:
     return event.get("type") == "m.room.member" and event.get("state_key") == user_id
+
+
+async def test_members_access_by_membership_turned_on_by_a_reload_admits_members_of_running_agents_rooms(e2e: E2E):
+    ana, bob = await e2e.human("ana"), await e2e.human("bob")
+    agent, room = e2e.name("helper"), e2e.name("room")
+    config = e2e.basic_config([ana.user_id], {agent: {"display_name": "Helper", "model": "default", "rooms": [room]}})
+    config["room_defaults"]["invite_users"] = [ana.user_id, bob.user_id]
+    e2e.model_server.set_default(Text("Hello, member."), model="agent-model")
+    await e2e.start(config)
+    room_id, agent_id = e2e.room_id(room), e2e.user_id(agent)
+    await e2e.joined(bob, room_id)
+    running_agent = e2e.daemon.bots[agent]
+
+    # Without this daemon's three authorization keys, MindRoom's defaults hold: an agent admits its rooms' members.
+    del config["authorization"]
+    saved = time.time()
+    e2e.write_config(config)
+    outcome = await e2e.reloads.wait(saved)
+    assert outcome.ok and e2e.daemon.bots[agent] is running_agent  # the agent itself did not restart
+
+    asked = await bob.send(room_id, "may I ask now?", mentions=[agent_id])
+    reply = await bob.wait_for(thread_replies(asked, agent_id))
+    assert reply["content"]["body"] == "Hello, member."
