@@ -27,6 +27,7 @@ from mindroom.private_files import private_dir
 __all__ = [
     "PRIVATE_INSTANCES_DIRNAME",
     "PRIVATE_SCOPES",
+    "contained_workspace",
     "ensure_private_workspace",
     "private_root_name",
     "private_scope_key",
@@ -131,7 +132,19 @@ def ensure_private_workspace(workspace: Path, template: Path | None = None) -> P
     return workspace
 
 
+def contained_workspace(state_root: Path, agent_name: str, root: str | None) -> tuple[Path, Path]:
+    """The private workspace in `state_root`, links followed and as written; `ValueError` naming `private.root`
+    when a link leads it out of the state root (a folder on its way replaced by a link to elsewhere)."""
+    lexical = private_workspace(state_root, agent_name, root)
+    resolved = lexical.resolve()
+    if not resolved.is_relative_to(state_root.resolve()):
+        msg = f"agents.{agent_name}.private.root: {lexical} leads out of the private state root"
+        raise ValueError(msg)
+    return resolved, lexical
+
+
 def requester_workspace(storage_root: Path, agent_name: str, private: AgentPrivateConfig, requester_id: str) -> Path:
-    """The workspace of `requester_id`'s copy of private agent `agent_name`, without creating it."""
+    """The workspace of `requester_id`'s copy of private agent `agent_name` (links followed, kept inside the copy's
+    state root, else `ValueError`), without creating it."""
     state = private_state_root(storage_root, private.per, requester_id, agent_name)
-    return private_workspace(state, agent_name, private.root)
+    return contained_workspace(state, agent_name, private.root)[0]

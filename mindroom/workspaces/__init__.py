@@ -15,7 +15,7 @@ from pathlib import Path
 from mindroom.config.main import Config
 from mindroom.constants import RuntimePaths
 from mindroom.private_files import private_dir
-from mindroom.state.private_roots import ensure_private_workspace, private_template, private_workspace
+from mindroom.state.private_roots import contained_workspace, ensure_private_workspace, private_template
 from mindroom.tool_system.worker_routing import agent_workspace_root_path
 
 __all__ = ["ResolvedAgentWorkspace", "resolve_agent_workspace_from_state_path"]
@@ -60,12 +60,7 @@ def resolve_agent_workspace_from_state_path(
     if not use_state_storage_path:
         msg = f"agents.{agent_name}.private: a private agent's workspace is one requester's (give its state root)"
         raise ValueError(msg)
-    state = Path(state_storage_path).expanduser()
-    lexical = private_workspace(state, agent_name, private.root)
-    root = lexical.resolve()
-    if not root.is_relative_to(state.resolve()):
-        msg = f"agents.{agent_name}.private.root: {lexical} leads out of the private state root"
-        raise ValueError(msg)
+    root, lexical = contained_workspace(Path(state_storage_path).expanduser(), agent_name, private.root)
     if create:
         ensure_private_workspace(root, private_template(agent_name, private, runtime_paths))
     files = tuple(root / name for name in private.context_files or ())

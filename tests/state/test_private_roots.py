@@ -16,6 +16,7 @@ from mindroom.state.private_roots import (
     ensure_private_workspace,
     private_scope_key,
     private_state_root,
+    requester_workspace,
 )
 from mindroom.tool_system.worker_routing import private_instance_state_root_for_requester
 from mindroom.workspaces import resolve_agent_workspace_from_state_path
@@ -134,6 +135,24 @@ def test_private_root_through_a_link_out_of_the_state_root_is_refused(tmp_path):
         resolve_agent_workspace_from_state_path(
             "buddy", config, runtime_paths=paths, state_storage_path=state, use_state_storage_path=True
         )
+    # The turn's path to the copy (file tools, context files, MEMORY.md) holds the same line.
+    with pytest.raises(ValueError, match="leads out"):
+        requester_workspace(paths.storage_root, "buddy", config.agents["buddy"].private, "@alice:hs")
+
+
+def test_private_root_below_a_folder_turned_link_is_refused_on_the_turns_path(tmp_path):
+    private = AgentPrivateConfig(per="user", root="notes/inner")
+    storage = tmp_path / "data"
+    state = private_state_root(storage, "user", "@alice:hs", "buddy")
+    state.mkdir(parents=True)
+    (tmp_path / "outside" / "inner").mkdir(parents=True)
+    (state / "notes").symlink_to(tmp_path / "outside")  # the leaf itself is a folder, its parent a link
+
+    with pytest.raises(ValueError, match=r"private\.root"):
+        requester_workspace(storage, "buddy", private, "@alice:hs")
+    (state / "notes").unlink()
+    (state / "notes" / "inner").mkdir(parents=True)
+    assert requester_workspace(storage, "buddy", private, "@alice:hs") == (state / "notes" / "inner").resolve()
 
 
 @pytest.mark.parametrize(
