@@ -7,7 +7,7 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -32,6 +32,7 @@ from mindroom.state.attachments import AttachmentStore
 from mindroom.state.sqlite.answers import SqliteAnswerLog
 from mindroom.state.sqlite.journal import SqliteTurnJournal
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
+from tests.daemon.saving import saved_until_seen
 
 CONFIG = """
 agents:
@@ -197,24 +198,6 @@ async def _heartbeat(beat: Path) -> AsyncIterator[None]:
     finally:
         ticker.cancel()
         await asyncio.gather(ticker, return_exceptions=True)
-
-
-async def _saved_until_seen(
-    path: Path, text: str, outcomes: asyncio.Queue[ReloadOutcome], seen: Callable[[ReloadOutcome], bool]
-) -> ReloadOutcome:
-    """Save `text` to `path` until the watcher reports a reload that `seen` accepts, and return it.
-
-    A watcher just started may miss a first save (its watch is not yet in place); saving the same text again
-    changes nothing else, so each save that goes unanswered for a while is repeated, up to a deadline."""
-    deadline = time.monotonic() + 30
-    while True:
-        await asyncio.to_thread(path.write_text, text)
-        with contextlib.suppress(TimeoutError):
-            while True:
-                outcome = await asyncio.wait_for(outcomes.get(), 2.0)
-                if seen(outcome):
-                    return outcome
-        assert time.monotonic() < deadline, f"the watcher never reported a reload for {path.name}"
 
 
 @pytest.mark.asyncio
@@ -426,7 +409,7 @@ async def test_reload_watcher_reloads_after_a_save_while_the_loop_keeps_running(
         watcher.start()
         try:
             saved = time.time()
-            outcome = await _saved_until_seen(
+            outcome = await saved_until_seen(
                 hooks, watched, outcomes, lambda outcome: outcome.plugin_changes == ("updated marker",)
             )
             assert outcome.ok and outcome.kept == () and outcome.left_out == ()
@@ -434,7 +417,7 @@ async def test_reload_watcher_reloads_after_a_save_while_the_loop_keeps_running(
             assert await _marker_version(daemon) == "watched"
 
             config = CONFIG.replace("tag: one", "tag: two")
-            outcome = await _saved_until_seen(
+            outcome = await saved_until_seen(
                 paths.config_path, config, outcomes, lambda _outcome: _settings(daemon) == {"tag": "two"}
             )
             assert outcome.ok and outcome.kept == () and await _marker_version(daemon) == "watched"
@@ -474,7 +457,7 @@ async def test_reload_says_once_that_an_edited_env_file_needs_a_restart(tmp_path
 
         with capture_logs() as logs:
             changed = "OPENAI_API_KEY=second\n"  # the watcher reloads on its own
-            await _saved_until_seen(env_file, changed, outcomes, lambda outcome: outcome.reason == "file change")
+            await saved_until_seen(env_file, changed, outcomes, lambda outcome: outcome.reason == "file change")
             assert [entry["path"] for entry in logs if entry["event"] == warning] == [str(env_file)]
             assert (await coordinator.reload("again")).ok
         assert len([entry for entry in logs if entry["event"] == warning]) == 1  # once per content

@@ -4,9 +4,6 @@ to a folder an `!include_dir_*` tag reads, reloads the config as saving `config.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from mindroom.daemon.live import build_live_state
 from mindroom.daemon.reload import EntityChanges, ReloadCoordinator, ReloadOutcome
 from mindroom.daemon.watch import ConfigWatcher
 from mindroom.state.sqlite.rooms import SqliteRoomMemory
+from tests.daemon.saving import saved_until_seen
 
 CONFIG = """
 agents:
@@ -27,22 +25,6 @@ agents:
     instructions: [!include_text prompts/helper.md]
 teams: !include_dir_named teams
 """
-
-
-async def _saved_until_seen(
-    path: Path, text: str, outcomes: asyncio.Queue[ReloadOutcome], seen: Callable[[], bool]
-) -> ReloadOutcome:
-    """Save `text` to `path` until a reload after which `seen()` holds (a watch just started may miss a first
-    save, so an unanswered save is repeated), up to a deadline."""
-    deadline = time.monotonic() + 30
-    while True:
-        await asyncio.to_thread(path.write_text, text)
-        with contextlib.suppress(TimeoutError):
-            while True:
-                outcome = await asyncio.wait_for(outcomes.get(), 2.0)
-                if seen():
-                    return outcome
-        assert time.monotonic() < deadline, f"the watcher never reloaded after {path.name} was saved"
 
 
 @pytest.mark.asyncio
@@ -78,19 +60,19 @@ async def test_watch_includes_an_edited_instructions_file_and_a_new_folder_file_
     )
     watcher.start()
     try:
-        outcome = await _saved_until_seen(
+        outcome = await saved_until_seen(
             tmp_path / "prompts" / "helper.md",
             "Cite sources.\n",
             outcomes,
-            lambda: cell.live.config.agents["helper"].instructions == ["Cite sources."],
+            lambda _: cell.live.config.agents["helper"].instructions == ["Cite sources."],
         )
         assert outcome.ok and outcome.reason == "file change"
 
-        outcome = await _saved_until_seen(
+        outcome = await saved_until_seen(
             tmp_path / "teams" / "desk.yml",
             "display_name: Desk\nrole: Desk\nagents: [helper]\n",
             outcomes,
-            lambda: sorted(cell.live.config.teams) == ["crew", "desk"],
+            lambda _: sorted(cell.live.config.teams) == ["crew", "desk"],
         )
         assert outcome.ok
     finally:

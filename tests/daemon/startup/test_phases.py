@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from mindroom.daemon.wiring import RunningDaemon
 from mindroom.errors import ConfigError
 from mindroom.state.backend import StateStores
 from mindroom.tool_system.runtime_context import provided_registry
+from tests.daemon.saving import saved_until_seen
 
 pytestmark = pytest.mark.asyncio
 
@@ -179,19 +179,6 @@ async def test_schedules_phase_runs_the_scheduler_with_the_command_until_its_sto
         assert running_task.done() and scheduler._task is None
 
 
-async def _saved_until_seen(path: Path, text: str, outcomes: asyncio.Queue[ReloadOutcome]) -> ReloadOutcome:
-    """Save until the watcher reports an applied reload (a watch just started may miss a first save)."""
-    deadline = time.monotonic() + 30
-    while True:
-        await asyncio.to_thread(path.write_text, text)
-        with contextlib.suppress(TimeoutError):
-            while True:
-                outcome = await asyncio.wait_for(outcomes.get(), 2.0)
-                if outcome.ok and outcome.entities.added:
-                    return outcome
-        assert time.monotonic() < deadline, "the watcher never reported a reload"
-
-
 async def test_reload_phase_watches_the_config_and_applies_what_a_save_changed(tmp_path: Path):
     async with _world(tmp_path) as world:
         outcomes: asyncio.Queue[ReloadOutcome] = asyncio.Queue()
@@ -209,7 +196,9 @@ async def test_reload_phase_watches_the_config_and_applies_what_a_save_changed(t
         assert all(world.commands.get(name) is not None for name in ("reload-plugins", "model", "config"))
         try:
             added = CONFIG.replace("plugins:", "  critic: {display_name: Critic, rooms: [review]}\nplugins:")
-            outcome = await _saved_until_seen(world.environment.config_path, added, outcomes)
+            outcome = await saved_until_seen(
+                world.environment.config_path, added, outcomes, lambda o: o.ok and bool(o.entities.added)
+            )
             assert outcome.entities.added == ("critic",) and "review" in outcome.entities.new_rooms
             assert applied[-1] == outcome.entities and "critic" in world.running.live.config.agents
         finally:
