@@ -14,7 +14,7 @@ from mindroom.oauth.errors import OAuthError
 from mindroom.oauth.service import OAuthConnections, provide_connections
 from mindroom.oauth.vault import TokenVault
 from mindroom.state.backend import StateStores
-from mindroom.tool_system.mcp.oauth_providers import FOUND_ON_CONNECT, MCPOAuthProviders
+from mindroom.tool_system.mcp.oauth_providers import MCPOAuthProviders
 
 __all__ = ["announce_providers", "start_connections"]
 
@@ -46,14 +46,14 @@ def start_connections(
 def announce_providers(service: OAuthConnections) -> None:
     """Say at start which providers people can connect, and why the others named cannot be (never silent)."""
     try:
-        providers, problems = service.providers()
+        states = service.states()
     except OAuthError as error:
         logger.warning("OAuth providers not usable", problem=str(error))
         return
-    for problem in problems:
-        if problem.endswith(FOUND_ON_CONNECT):
-            logger.info("OAuth provider of an MCP server", about=problem)
-        else:
-            logger.warning("OAuth provider not usable", problem=problem)
-    if providers:
-        logger.info("OAuth providers ready", providers=sorted(providers))
+    for state in states.values():
+        if state.resolved is None and state.waiting:
+            logger.info("OAuth provider of an MCP server", about=state.problem)
+        elif state.resolved is None:
+            logger.warning("OAuth provider not usable", problem=state.problem)
+    if ready := sorted(state.id for state in states.values() if state.resolved is not None):
+        logger.info("OAuth providers ready", providers=ready)

@@ -134,6 +134,8 @@ class ProviderState:
     display_name: str
     resolved: ResolvedProvider | None
     problem: str | None = None
+    waiting: bool = False
+    """Not usable yet, and nothing is wrong: it is found when first needed (an MCP server's, on `!connect`)."""
 
 
 def provider_states(

@@ -29,11 +29,11 @@ from mindroom.tool_system.mcp.oauth_discovery import (
     register_client,
 )
 
-__all__ = ["FOUND_ON_CONNECT", "MCPOAuthProviders", "mcp_oauth_servers"]
+__all__ = ["MCPOAuthProviders", "mcp_oauth_servers"]
 
 logger = get_logger(__name__)
 
-FOUND_ON_CONNECT = "its endpoints are found when someone connects"
+_FOUND_ON_CONNECT = "its endpoints are found when someone connects"
 """Why an MCP server's provider is not ready before anyone connected: not a fault."""
 
 
@@ -81,8 +81,8 @@ class MCPOAuthProviders:
             if found is not None and found.fingerprint == self._fingerprint(server, provider_id):
                 states[provider_id] = ProviderState(provider_id, name, found.provider)
             else:
-                problem = f"mcp_servers.{server_id}.auth: {FOUND_ON_CONNECT}"
-                states[provider_id] = ProviderState(provider_id, name, None, problem)
+                problem = f"mcp_servers.{server_id}.auth: {_FOUND_ON_CONNECT}"
+                states[provider_id] = ProviderState(provider_id, name, None, problem, waiting=True)
         return states
 
     async def prepare(self, provider_id: str) -> None:
