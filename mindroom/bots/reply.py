@@ -14,15 +14,23 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
-from mindroom.bots.formatting import split_message, to_html
+from mindroom.bots.formatting import MAX_BODY_BYTES, split_message, to_html
 from mindroom.bots.runtime import Entity
-from mindroom.constants import HOPS_KEY
+from mindroom.constants import HOPS_KEY, STREAM_STATUS_KEY
 from mindroom.hooks.context import MessageEnvelope
 from mindroom.logging_config import get_logger
 from mindroom.matrix.delivery import send_until_accepted, stable_txn_id
 from mindroom.state.errors import StateFencedError
 
-__all__ = ["CONTINUED_NOTE", "TYPING_DELAY_S", "TYPING_RENEW_S", "ReplyChannel", "SendKind", "typing_notice"]
+__all__ = [
+    "CONTINUED_NOTE",
+    "TYPING_DELAY_S",
+    "TYPING_RENEW_S",
+    "ReplyChannel",
+    "SendKind",
+    "one_message",
+    "typing_notice",
+]
 
 logger = get_logger(__name__)
 
@@ -33,6 +41,15 @@ TYPING_RENEW_S = 20.0
 """A typing notice lasts 30 s; it is renewed before that while the model is still working."""
 TYPING_DELAY_S = 0.3
 """How long the model works before the typing notice is shown."""
+
+
+def one_message(text: str) -> str:
+    """What of `text` one message shows while an answer streams: all of it, or its first part and `CONTINUED_NOTE`
+    (the final edit sends the rest as more messages)."""
+    if len(text.encode()) <= MAX_BODY_BYTES:
+        return text
+    limit = MAX_BODY_BYTES - len(CONTINUED_NOTE.encode())  # the note fits beside the part
+    return split_message(text[:limit], limit)[0] + CONTINUED_NOTE  # a head of `limit` characters holds the part
 
 
 class ReplyChannel:
@@ -74,7 +91,7 @@ class ReplyChannel:
         """Post `text` as the answer to the message (more messages if it is long); returns the first one's id."""
         first, *rest = split_message(text)
         event_id = await self._send(first, extra, kind, reply=True)
-        await self._continue(rest, kind)
+        await self._continue(rest, kind, extra)
         return event_id
 
     async def _send(self, text: str, extra: dict[str, Any] | None, kind: str, *, reply: bool) -> str:
@@ -97,9 +114,13 @@ class ReplyChannel:
             self.txn_id(kind),
         )
 
-    async def _continue(self, parts: list[str], kind: str) -> None:
+    async def _continue(self, parts: list[str], kind: str, extra: dict[str, Any] | None) -> None:
+        """The messages after the first of a long text; each carries the first one's stream status (so the
+        agent's newest message says how its answer stands), nothing else of its extra content."""
+        status = (extra or {}).get(STREAM_STATUS_KEY)
+        carried = {STREAM_STATUS_KEY: status} if status is not None else None
         for index, part in enumerate(parts, start=2):
-            await self._send(part, None, f"{kind}-part-{index}", reply=False)
+            await self._send(part, carried, f"{kind}-part-{index}", reply=False)
 
     async def edit(self, event_id: str, text: str, extra: dict[str, Any] | None = None) -> str:
         """Replace the text of this entity's message `event_id` (waiting out outages); a long text continues
@@ -121,7 +142,7 @@ class ReplyChannel:
             ),
             "edit",
         )
-        await self._continue(rest, "edit")
+        await self._continue(rest, "edit", extra)
         return edited
 
     async def edit_now(self, event_id: str, text: str, extra: dict[str, Any] | None = None) -> None:
@@ -131,8 +152,7 @@ class ReplyChannel:
         """
         self._fenced("streaming edit")
         envelope = self.envelope
-        parts = split_message(text)
-        shown = parts[0] + CONTINUED_NOTE if len(parts) > 1 else text
+        shown = one_message(text)
         await self.entity.client.edit_message(
             envelope.room_id,
             event_id,

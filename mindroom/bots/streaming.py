@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mindroom import ai
 from mindroom.bots.lifecycle import OpenAnswer
-from mindroom.bots.reply import ReplyChannel
+from mindroom.bots.reply import ReplyChannel, one_message
 from mindroom.bots.runtime import INTERRUPTED_NOTE, LiveState
 from mindroom.constants import (
     STREAM_STATUS_CANCELLED,
@@ -119,7 +119,8 @@ async def stream_to_matrix(
                 elif event_id is None:
                     # Recorded before sending, so a crash mid-send still leaves the answer to be marked.
                     answer.begin(channel.txn_id("stream"))
-                    event_id = await channel.reply(text + STREAM_CURSOR, _STREAMING, kind="stream")
+                    # Only what fits in one message: the final edit sends the rest (sent now, it would be twice).
+                    event_id = await channel.reply(one_message(text + STREAM_CURSOR), _STREAMING, kind="stream")
                     answer.sent(event_id)
                     stream_state.event_id = event_id
                     shown, last_edit = text, now

@@ -187,3 +187,26 @@ async def test_stream_status_the_answer_to_an_edited_question_is_edited_to_compl
     assert final.target_event_id == answer.event_id and final.body == "echo: what is the capital of France"
     assert edit_statuses(final.content) == (STREAM_STATUS_COMPLETED,) * 2
     assert all(edit_statuses(edit.content) == (STREAM_STATUS_STREAMING,) * 2 for edit in updates)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streamed"])
+async def test_stream_status_every_message_of_a_long_answer_says_how_it_stands(make_bench, model_server, streaming):
+    long_answer = " ".join(f"word{i}" for i in range(8000))  # about 70 kB: three messages
+    model_server.set_default(Stream([long_answer]) if streaming else Text(long_answer))
+    bench = await make_bench({"helper": HELPER}, defaults={"enable_streaming": streaming})
+
+    await bench.deliver(bench.server.message(LOBBY, ALICE, "say a lot"))
+    await bench.settle()
+
+    client = bench.client("helper")
+    first, *more = client.messages
+    assert len(more) >= 2, "the answer did not continue in more messages"
+    assert [status(part.content) for part in more] == [STREAM_STATUS_COMPLETED] * len(more)
+    assert all(set(part.content) & {APPROVAL_CONTENT_KEY} == set() for part in more)
+    if streaming:
+        assert edit_statuses(client.edits[-1].content) == (STREAM_STATUS_COMPLETED,) * 2
+    else:
+        assert status(first.content) == STREAM_STATUS_COMPLETED
+    # The answer is there once: what the first message shows, then the rest (no part sent twice).
+    bodies = [client.edits[-1].body if streaming else first.body, *(part.body for part in more)]
+    assert " ".join(bodies).split() == long_answer.split()
