@@ -41,7 +41,6 @@ _TAKEN_PARAMETERS = frozenset({"model", "messages", "stream", "extra_body", "ext
 # checks they still exist, so a release renaming one is seen rather than sent past).
 _OTHER_AUTH = ("workload_identity", "_provider_runtime", "_api_key_provider")
 _PROXIED_SCHEMES = frozenset({"http", "https", "all"})  # `<scheme>_proxy` variables, in either case
-_MEDIA_JSON = "application/json"
 
 
 class ChatTransport:
