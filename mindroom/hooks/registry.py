@@ -245,10 +245,8 @@ class HookRegistry:
                 if entry is not None and entry.isolated and folder
                 else None
             )
-            if worker is not None:
-                isolated.add(name)
-                worker.warm()  # the first call does not wait for a process to start
             seen: set[str] = set()
+            hooked = False
             for index, callback in enumerate(getattr(plugin, "discovered_hooks", ())):
                 meta = get_hook_metadata(callback)
                 if meta is None:
@@ -261,6 +259,7 @@ class HookRegistry:
                 enabled, priority, timeout_ms, fail_closed, monitor = _effective(meta, overrides.get(meta.hook_name))
                 if not enabled:
                     continue
+                hooked = True
                 key = (name, meta.hook_name, meta.event_name)
                 compiled.setdefault(meta.event_name, []).append(
                     RegisteredHook(
@@ -286,6 +285,9 @@ class HookRegistry:
                 )
             for unknown in sorted(set(overrides) - seen):
                 logger.warning("hook override names no hook of this plugin", plugin=name, hook=unknown)
+            if worker is not None and hooked:  # a plugin whose hooks are all off gets no process (`keep_only` below)
+                isolated.add(name)
+                worker.warm()  # the first call does not wait for a process to start
         by_event = {event: tuple(sorted(hooks, key=lambda h: h.order_key)) for event, hooks in compiled.items()}
         allow = {agent: frozenset(plugin_names) for agent, plugin_names in (agent_plugins or {}).items()}
         policies = previous.room_policies if previous is not None else RoomHookPolicies()

@@ -248,3 +248,19 @@ async def test_isolated_plugin_method_call_of_a_worker_stopped_meanwhile_is_refu
     assert stats(registry, "speak").failures == 1
     assert "context method send_message refused: its worker was stopped" in (stats(registry, "speak").last_error or "")
     assert len(room.sent) == 1  # the first call ran before the stop; the worker never got to the second
+
+
+async def test_isolated_plugin_with_every_hook_turned_off_runs_no_worker(isolated, tmp_path):
+    registry, out = isolated
+    running = registry.isolated.plugins["guarded"]
+    assert running._process is not None and running._process.poll() is None  # started with the registry
+    folder = tmp_path / "plugins" / "guarded"
+    off = {name: {"enabled": False} for name in ("watch", "speak", "slow")}
+    entry = PluginEntryConfig(path=str(folder), settings={"out": str(out)}, isolated=True, hooks=off)
+
+    quiet = HookRegistry.from_plugins([load_plugin_dir(folder, entry_config=entry)], previous=registry)
+
+    assert list(quiet.all_hooks()) == [] and quiet.isolated.plugins == {}
+    assert running._process is None  # the reload stopped the one it had
+    fresh = HookRegistry.from_plugins([load_plugin_dir(folder, entry_config=entry)])
+    assert fresh.isolated.plugins == {}
