@@ -156,7 +156,7 @@ def check_plugins(config: Config, config_path: Path, storage_root: Path, env: Ma
 
     paths = RuntimePaths(config_path=config_path.resolve(), storage_root=storage_root, env_values=dict(env))
     loaded = load_plugins(config, paths)
-    registry = build_registry(config, loaded.plugins)
+    registry = build_registry(config, loaded.plugins, start_workers=False)
     results = []
     for plugin in loaded.plugins:
         count = sum(1 for hook in registry.all_hooks() if hook.plugin_name == plugin.name)

@@ -50,7 +50,7 @@ def load_registry(environment: DaemonEnvironment) -> tuple[LoadedPlugins, HookRe
     paths = environment.runtime_paths
     loaded_config = load_config(paths.config_path, paths.env_values)
     loaded = load_plugins(loaded_config, paths)
-    return loaded, build_registry(loaded_config, loaded.plugins)
+    return loaded, build_registry(loaded_config, loaded.plugins, start_workers=False)
 
 
 @plugins_app.command("list")

@@ -221,8 +221,12 @@ class HookRegistry:
         previous: HookRegistry | None = None,
         blocking_threshold_ms: float = DEFAULT_BLOCKING_THRESHOLD_MS,
         room_policy_power_level: int | None = None,
+        start_workers: bool = True,
     ) -> HookRegistry:
-        """Compile plugins into a registry; `previous` lends its telemetry to hooks that still exist."""
+        """Compile plugins into a registry; `previous` lends its telemetry to hooks that still exist.
+
+        `start_workers=False` (a command that only lists or checks the hooks): isolated plugins' workers start
+        at their first call instead of now."""
         old_stats = {hook.key: hook.stats for hook in previous.all_hooks()} if previous is not None else {}
         compiled: dict[str, list[RegisteredHook]] = {}
         names: list[str] = []
@@ -287,7 +291,8 @@ class HookRegistry:
                 logger.warning("hook override names no hook of this plugin", plugin=name, hook=unknown)
             if worker is not None and hooked:  # a plugin whose hooks are all off gets no process (`keep_only` below)
                 isolated.add(name)
-                worker.warm()  # the first call does not wait for a process to start
+                if start_workers:
+                    worker.warm()  # the first call does not wait for a process to start
         by_event = {event: tuple(sorted(hooks, key=lambda h: h.order_key)) for event, hooks in compiled.items()}
         allow = {agent: frozenset(plugin_names) for agent, plugin_names in (agent_plugins or {}).items()}
         policies = previous.room_policies if previous is not None else RoomHookPolicies()

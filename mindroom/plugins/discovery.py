@@ -181,8 +181,11 @@ def _logged(error: PluginError) -> PluginError:
     return error
 
 
-def build_registry(config: Config, plugins: tuple[Plugin, ...], previous: HookRegistry | None = None) -> HookRegistry:
-    """Compile loaded plugins into a registry, with each agent's plugin allowlist from config."""
+def build_registry(
+    config: Config, plugins: tuple[Plugin, ...], previous: HookRegistry | None = None, *, start_workers: bool = True
+) -> HookRegistry:
+    """Compile loaded plugins into a registry, with each agent's plugin allowlist from config (`start_workers`:
+    see `HookRegistry.from_plugins`)."""
     allow = {name: agent.plugins for name, agent in config.agents.items() if agent.plugins is not None}
     if config.router.plugins is not None:
         allow[ROUTER_AGENT_NAME] = config.router.plugins
@@ -192,6 +195,7 @@ def build_registry(config: Config, plugins: tuple[Plugin, ...], previous: HookRe
         previous=previous,
         blocking_threshold_ms=config.defaults.hooks_blocking_threshold_ms,
         room_policy_power_level=config.defaults.hooks_room_policy_power_level,
+        start_workers=start_workers,
     )
 
 

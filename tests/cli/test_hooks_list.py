@@ -274,3 +274,37 @@ def test_plugins_list_reports_a_bad_manifest_and_lists_the_others(deployment, fo
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert folder in result.output and "ERROR" in result.output
     assert "demo" in result.output and "loaded" in result.output
+
+
+def _workers_of(folder: Path) -> list[int]:
+    """The isolated-plugin worker processes running for `folder` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"mindroom.plugins.isolated_worker" in argv and str(folder).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def test_plugins_list_hooks_list_and_doctor_start_no_isolated_worker(deployment):
+    from mindroom.cli.doctor import check_plugins
+    from mindroom.config.loading import load_config
+
+    folder = deployment.parent / "plugins" / "demo"
+    deployment.write_text(
+        "models:\n  default: {provider: offline, id: offline}\nagents: {}\n"
+        "plugins:\n  - {path: plugins/demo, isolated: true}\n"
+    )
+    for args in (["plugins", "list", "-c", str(deployment)], ["hooks", "list", "-c", str(deployment), "--json"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    results = check_plugins(load_config(deployment, {}), deployment, deployment.parent / "mindroom_data", {})
+
+    assert [r.detail for r in results if r.name == "plugin demo"] == ["imports; 6 hooks"]
+    assert [row["plugin_name"] for row in json.loads(result.stdout)] == ["demo"] * 6
+    assert _workers_of(folder) == []  # they list and check the hooks: no process is started for that
