@@ -65,11 +65,16 @@ def _executable(program: str, settings: ShellToolConfig, sandbox: Sandbox, searc
 
 
 async def _read_capped(stream: asyncio.StreamReader, limit: int, sink: bytearray) -> None:
-    """Keep at most `limit` bytes of the output and drain the rest, so the child never blocks on a full pipe."""
+    """Keep the last `limit` bytes of the output (the end tells most: the error, the result) and read all of it,
+    so the child never blocks on a full pipe; `sink` starts with a NUL byte once earlier output was dropped."""
+    dropped = False
     while chunk := await stream.read(_READ_CHUNK):
-        room = limit - len(sink)
-        if room > 0:
-            sink.extend(chunk[:room])
+        sink.extend(chunk)
+        if len(sink) > limit:
+            del sink[: len(sink) - limit]
+            dropped = True
+    if dropped:
+        sink[:0] = b"\0"
 
 
 def _signal_group(process: asyncio.subprocess.Process, signum: int) -> None:
@@ -125,17 +130,24 @@ def _with_hook_environment(launch: Launch) -> Launch:
     return dataclasses.replace(launch, argv=(*launch.argv[:end], *options, *launch.argv[end:]))
 
 
-async def run_command(command: str, workspace: Path, settings: ShellToolConfig, *, hidden: Sequence[Path] = ()) -> str:
-    """Run one command line and return its exit code and combined output; `ToolError` if refused or timed out.
+async def run_command(
+    command: str | Sequence[str],
+    workspace: Path,
+    settings: ShellToolConfig,
+    *,
+    hidden: Sequence[Path] = (),
+    tail: int = 0,
+    timeout_s: float | None = None,
+) -> str:
+    """Run one command (a line, or the program and its arguments) and return its exit code and combined output;
+    `ToolError` if refused or timed out.
 
-    `hidden` are host folders (the data directory) the sandbox must not show even below a visible folder.
+    `hidden` are host folders (the data directory) the sandbox must not show even below a visible folder;
+    `tail`: the output's last lines shown (0: all that is kept); `timeout_s`: a shorter limit than the configured
+    one (never a longer one).
     """
-    try:
-        argv = shlex.split(command)
-    except ValueError as exc:
-        raise ToolError(f"cannot parse the command: {exc}") from None
-    if not argv:
-        raise ToolError("the command is empty")
+    argv = _argv(command)
+    limit_s = min(timeout_s, settings.timeout_s) if timeout_s is not None and timeout_s > 0 else settings.timeout_s
     _check_allowed(argv[0], settings)
     host_path = process_environ().get("PATH") or DEFAULT_PATH
     sandbox = await choose_sandbox(settings, host_path)
@@ -145,7 +157,7 @@ async def run_command(command: str, workspace: Path, settings: ShellToolConfig, 
     launch = prepare_launch(sandbox, settings, [executable, *argv[1:]], workspace, hidden, search_path)
     launch = _with_hook_environment(launch)
     try:
-        return await _run(launch, argv[0], settings)
+        return await _run(launch, argv[0], settings, _Shown(limit_s, settings.max_output_chars, max(0, tail)))
     finally:
         if launch.scratch is not None:
             await asyncio.to_thread(shutil.rmtree, launch.scratch, True)
@@ -163,7 +175,43 @@ def _private_umask() -> dict[str, Any]:
     return {"preexec_fn": _set_private_umask}
 
 
-async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
+def _argv(command: str | Sequence[str]) -> list[str]:
+    if isinstance(command, str):
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise ToolError(f"cannot parse the command: {exc}") from None
+    elif all(isinstance(part, str) for part in command):
+        argv = list(command)
+    else:
+        raise ToolError("the command's program and arguments must all be text")
+    if not argv or not argv[0]:
+        raise ToolError("the command is empty")
+    return argv
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Shown:
+    """How long a command may run and how much of its output the model gets."""
+
+    timeout_s: float
+    max_chars: int
+    tail: int
+
+    def text(self, output: bytearray) -> str:
+        """The output's end: its last `tail` lines (when set), at most `max_chars` characters, marked when cut."""
+        cut = output[:1] == b"\0"
+        text = output[1 if cut else 0 :].decode("utf-8", errors="replace")
+        if self.tail:
+            lines = text.splitlines(keepends=True)
+            if len(lines) > self.tail:
+                text, cut = "".join(lines[-self.tail :]), True
+        if len(text) > self.max_chars:
+            text, cut = text[-self.max_chars :], True
+        return f"[earlier output cut; the last {len(text)} characters follow]\n{text}" if cut else text
+
+
+async def _run(launch: Launch, program: str, settings: ShellToolConfig, shown: _Shown) -> str:
     hold = CommandHold() if launch.under_reaper else None
     try:
         process, network = await start_launch(
@@ -182,7 +230,7 @@ async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
         if hold is not None:
             assert process.stdin is not None
             await hold.start(process.pid, process.stdin)
-        return await _collect(process, launch, program, settings)
+        return await _collect(process, launch, program, shown)
     finally:
         if hold is not None:
             if process.returncode is None:  # stopped while the reaper still waited for its go
@@ -197,39 +245,33 @@ async def _run(launch: Launch, program: str, settings: ShellToolConfig) -> str:
             await asyncio.shield(network.close())
 
 
-async def _collect(process: asyncio.subprocess.Process, launch: Launch, program: str, settings: ShellToolConfig) -> str:
+async def _collect(process: asyncio.subprocess.Process, launch: Launch, program: str, shown: _Shown) -> str:
     assert process.stdout is not None
-    limit = settings.max_output_chars * 4
+    limit = shown.max_chars * 4
     output = bytearray()
     reader = asyncio.ensure_future(_read_capped(process.stdout, limit, output))
     try:
-        async with asyncio.timeout(settings.timeout_s):
+        async with asyncio.timeout(shown.timeout_s):
             await asyncio.shield(reader)
             code = await process.wait()
     except TimeoutError:
         await _stop(process, launch)
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
-        shown = _shown(output, settings.max_output_chars)
-        raise ToolError(f"{program!r} timed out after {settings.timeout_s:g} s and was stopped\n{shown}") from None
+        so_far = shown.text(output)
+        raise ToolError(f"{program!r} timed out after {shown.timeout_s:g} s and was stopped\n{so_far}") from None
     except BaseException:
         await asyncio.shield(_stop(process, launch))
         reader.cancel()
         raise
     finally:
         _signal_group(process, signal.SIGKILL)  # children left behind in the group
-    return f"exit code: {code}\n{_shown(output, settings.max_output_chars)}"
-
-
-def _shown(output: bytearray, max_chars: int) -> str:
-    text = output.decode("utf-8", errors="replace")
-    if len(text) > max_chars:
-        return text[:max_chars] + f"\n[output truncated to {max_chars} characters]"
-    return text
+    return f"exit code: {code}\n{shown.text(output)}"
 
 
 def shell_tools(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
-    """The `shell` group: `run_shell_command(command)` in the agent's workspace."""
+    """The `shell` group: `run_shell_command(args, tail, timeout)` (MindRoom's parameters) in the agent's
+    workspace."""
     settings = env.settings.shell
     workspace = env.workspace
     # The workspace is <data>/agents/<agent>/workspace: the sandbox hides the rest of the data directory.
@@ -237,18 +279,20 @@ def shell_tools(env: AgentToolEnvironment) -> tuple[ToolSpec, ...]:
     hidden = (data_root,) if data_root is not None else ()
     allowed = ", ".join(settings.allowed_commands) or "none"
 
-    async def run_shell_command(command: str) -> str:
-        """Run one command in your workspace folder and return its exit code and output.
+    async def run_shell_command(args: list[str] | str, tail: int = 100, timeout: int | None = None) -> str:  # noqa: ASYNC109 - the model's limit
+        """Run one command in your workspace folder and return its exit code and the end of its output.
 
         The command is not run by a shell: pipes, redirects, globs and variables do not work.
 
         Args:
-            command: The program and its arguments, for example "ls -la notes".
+            args: The program and its arguments, as a list (["ls", "-la", "notes"]) or one line ("ls -la notes").
+            tail: How many of the output's last lines to return (0: as much as fits).
+            timeout: Seconds after which the command is stopped (at most the configured limit).
         """
-        return await run_command(command, workspace, settings, hidden=hidden)
+        return await run_command(args, workspace, settings, hidden=hidden, tail=tail, timeout_s=timeout)
 
     description = (
-        "Run one command in your workspace folder and return its exit code and output. "
+        "Run one command in your workspace folder and return its exit code and the end of its output. "
         "The command is not run by a shell: pipes, redirects, globs and variables do not work. "
         f"Allowed programs: {allowed}. Time limit: {settings.timeout_s:g} s."
     )

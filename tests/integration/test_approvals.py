@@ -34,7 +34,7 @@ def _log(ctx, **fields):
 async def ask_a_person(ctx):
     if ctx.tool_name != "run_shell_command":
         return
-    command = ctx.arguments.get("command")
+    command = ctx.arguments.get("args")
     approved = await ctx.request_approval(f"it runs `{command}`", timeout_s=float(ctx.settings["timeout_s"]))
     _log(ctx, approved=approved, command=command)
     if not approved:
@@ -46,7 +46,7 @@ async def reaction(ctx):
     _log(ctx, key=ctx.reaction_key, target=ctx.target_event_id)
 """
 
-COMMAND = {"command": "echo ran"}
+COMMAND = {"args": "echo ran"}
 RAN = "exit code: 0\nran\n"
 DECLINED = "Reason: A person did not allow it."
 

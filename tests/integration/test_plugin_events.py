@@ -208,7 +208,7 @@ async def test_session_started_fires_once_for_each_new_thread(e2e: E2E, tmp_path
 async def test_tool_environment_sets_a_variable_the_shell_command_sees(e2e: E2E, tmp_path):
     human, agent, room_id, log = await world(e2e, tmp_path)
     e2e.model_server.script(
-        ToolCall("run_shell_command", {"command": "printenv MINDROOM_HOOK_TOKEN"}),
+        ToolCall("run_shell_command", {"args": "printenv MINDROOM_HOOK_TOKEN"}),
         Text("The token is set."),
         model="agent-model",
     )
@@ -222,7 +222,7 @@ async def test_tool_environment_sets_a_variable_the_shell_command_sees(e2e: E2E,
     assert content_text(tool_message["content"]) == "exit code: 0\nfrom-the-hook\n"
     (entry,) = logged(log, "tool:environment")
     assert (entry["function"], entry["toolkit"]) == ("run_shell_command", "shell")
-    assert entry["arguments"] == {"command": "printenv MINDROOM_HOOK_TOKEN"}
+    assert entry["arguments"] == {"args": "printenv MINDROOM_HOOK_TOKEN"}
 
 
 async def test_compaction_folds_older_turns_before_an_answer_with_both_events(e2e: E2E, tmp_path):

@@ -429,6 +429,35 @@ async def test_published_shell_subprocess_env_is_what_the_shell_tools_commands_g
     assert seen["HOME"] != "/elsewhere"  # HOME stays the sandbox's own
 
 
+@pytest.mark.asyncio
+async def test_published_agent_vault_bridge_routing_finds_the_shell_command_in_args(tmp_path, monkeypatch):
+    """agent-vault-bridge's `_call_tool` wrapper plans a shell call's routing from its `args`, MindRoom's parameter
+    (a list or one line): the shell tool here takes the same, so the wrapper sees the program and arguments."""
+    from mindroom.config.main import ShellToolConfig, ToolsConfig
+    from mindroom.tool_system import tool_hooks
+    from mindroom.tool_system.calls import call_tool
+    from mindroom.tool_system.shell import shell_tools
+    from mindroom.tool_system.spec import AgentToolEnvironment
+
+    seen: list[dict] = []
+    original = tool_hooks._call_tool
+
+    async def planning(func, args, *, tool_name, agent_name):
+        seen.append(dict(args))  # where the plugin reads `args` to find a GitHub call
+        return await original(func, args, tool_name=tool_name, agent_name=agent_name)
+
+    monkeypatch.setattr(tool_hooks, "_call_tool", planning)
+    shell = ShellToolConfig(allowed_commands=["echo"], sandbox="none")
+    env = AgentToolEnvironment("helper", tmp_path / "ws", ToolsConfig(shell=shell))
+    (spec,) = shell_tools(env)
+
+    listed = await call_tool(spec, "helper", {"args": ["echo", "gh api /user"]})
+    line = await call_tool(spec, "helper", {"args": "echo gh api /user"})
+
+    assert [call["args"] for call in seen] == [["echo", "gh api /user"], "echo gh api /user"]
+    assert listed == "exit code: 0\ngh api /user\n" and line == "exit code: 0\ngh api /user\n"
+
+
 def test_published_sandbox_proxy_is_never_called_here_and_the_docs_say_so(tmp_path):
     """agent-vault-bridge wraps `sandbox_proxy._call_proxy_sync`; no call goes through a sandbox proxy here."""
     from mindroom.tool_system import sandbox_proxy

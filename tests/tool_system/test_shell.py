@@ -86,14 +86,35 @@ async def test_shell_timeout_keeps_partial_output(tmp_path):
         await run_command(f"{sys.executable} slow.py", tmp_path, settings(sys.executable, timeout_s=5))
 
 
-async def test_shell_truncates_long_output(tmp_path):
+async def test_shell_keeps_the_end_of_long_output(tmp_path):
     script = tmp_path / "loud.py"
-    script.write_text("print('x' * 100000)\n")
+    script.write_text("print('x' * 100000)\nprint('the end')\n")
 
     output = await run_command(f"{sys.executable} loud.py", tmp_path, settings(sys.executable, max_output_chars=100))
 
-    assert output.endswith("[output truncated to 100 characters]")
-    assert len(output) < 300
+    assert output.startswith("exit code: 0\n[earlier output cut; the last 100 characters follow]\n")
+    assert output.endswith("x\nthe end\n") and len(output) < 200
+
+
+async def test_shell_takes_mindrooms_parameters_a_list_the_last_lines_and_a_shorter_timeout(tmp_path):
+    script = tmp_path / "lines.py"
+    script.write_text("import sys\nfor i in range(1, 11): print('line', i)\nsys.argv[1:] and print(sys.argv[1])\n")
+    allowed = settings(sys.executable, timeout_s=5)
+
+    whole = await run_command([sys.executable, "lines.py", "two words; $HOME"], tmp_path, allowed)
+    last = await run_command([sys.executable, "lines.py"], tmp_path, allowed, tail=3)
+
+    assert whole.endswith("line 10\ntwo words; $HOME\n")  # a list item is one argument, as given
+    assert last == "exit code: 0\n[earlier output cut; the last 22 characters follow]\nline 8\nline 9\nline 10\n"
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(30)\n")
+    with pytest.raises(ToolError, match=r"timed out after 0\.5 s"):
+        await run_command([sys.executable, "slow.py"], tmp_path, allowed, timeout_s=0.5)
+    with pytest.raises(ToolError, match="timed out after 1 s"):  # never past the configured limit
+        await run_command([sys.executable, "slow.py"], tmp_path, settings(sys.executable, timeout_s=1), timeout_s=60)
+    with pytest.raises(ToolError, match="must all be text"):
+        await run_command([sys.executable, 3], tmp_path, allowed)  # type: ignore[list-item]
+    with pytest.raises(ToolError, match="empty"):
+        await run_command([], tmp_path, allowed)
 
 
 async def test_shell_refuses_unparseable_and_empty_commands(tmp_path):
