@@ -10,6 +10,7 @@ from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
 from mindroom.cli.app import app
+from tests.git_repos import commit_files, git
 from tests.plugins.git_http import git_host
 from tests.plugins.wheels import make_wheel
 
@@ -25,24 +26,9 @@ async def seen(ctx):
 """
 
 
-def git(repo, *args):
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=dev@example.org", "-c", "user.name=Dev", *args],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return done.stdout.strip()
-
-
 def commit(repo, name="sizes", requirements=("tinydep==1.0",), hooks=HOOKS):
-    repo.mkdir(exist_ok=True)
-    if not (repo / ".git").exists():
-        git(repo, "init", "-q", "-b", "main")
     manifest = {"name": name, "hooks_module": "hooks.py", "dependencies": list(requirements)}
-    (repo / "mindroom.plugin.json").write_text(json.dumps(manifest))
-    (repo / "hooks.py").write_text(hooks)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "change")
-    return git(repo, "rev-parse", "HEAD")
+    return commit_files(repo, {"mindroom.plugin.json": json.dumps(manifest), "hooks.py": hooks})
 
 
 @pytest.fixture

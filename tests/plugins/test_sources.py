@@ -1,20 +1,11 @@
 """Reading an install SOURCE: Git URLs with `@REF`, GitHub's `OWNER/REPO@REF`, local folders and repositories."""
 
-import subprocess
-
 import pytest
 
 from mindroom.plugins.lock import PluginInstallError
 from mindroom.plugins.sources import PluginSource, fetch, parse_source
+from tests.git_repos import commit_files, git
 from tests.plugins.git_http import git_host
-
-
-def git(repo, *args):
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=dev@example.org", "-c", "user.name=Dev", *args],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return done.stdout.strip()
 
 
 @pytest.mark.parametrize(
@@ -88,11 +79,7 @@ def test_sources_a_credential_with_a_control_character_is_refused_without_echoin
 def test_sources_a_url_credential_never_reaches_another_port_of_the_same_host(tmp_path, monkeypatch):
     secret = "s3cret-t0ken"
     work = tmp_path / "work"
-    work.mkdir()
-    git(work, "init", "-q", "-b", "main")
-    (work / "hooks.py").write_text("one")
-    git(work, "add", ".")
-    git(work, "commit", "-q", "-m", "one")
+    commit_files(work, {"hooks.py": "one"}, "one")
     served = tmp_path / "served"
     served.mkdir()
     git(work, "clone", "-q", "--bare", str(work), str(served / "sizes.git"))
@@ -123,13 +110,8 @@ def test_sources_local_folder_and_repository(tmp_path):
 
 def test_sources_fetch_pins_the_ref_and_exports_no_repository(tmp_path):
     repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "hooks.py").write_text("one")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "one")
+    first = commit_files(repo, {"hooks.py": "one"}, "one")
     git(repo, "tag", "v1")
-    first = git(repo, "rev-parse", "HEAD")
     (repo / "hooks.py").write_text("two")
     git(repo, "commit", "-q", "-am", "two")
     newest = git(repo, "rev-parse", "HEAD")

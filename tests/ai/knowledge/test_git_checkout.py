@@ -2,43 +2,34 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from mindroom.ai.knowledge.git_checkout import GitSyncError, sync_checkout
 from mindroom.config.knowledge import KnowledgeGitConfig
+from tests.git_repos import commit_files, git
 
 pytestmark = pytest.mark.asyncio
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                   capture_output=True)  # fmt: skip
-
-
 def _origin(tmp_path: Path) -> Path:
     origin = tmp_path / "origin"
-    origin.mkdir()
-    _git(origin, "init", "-q", "-b", "main")
-    (origin / "guide.md").write_text("first version")
-    _git(origin, "add", ".")
-    _git(origin, "commit", "-q", "-m", "first")
+    commit_files(origin, {"guide.md": "first version"}, "first")
     return origin
 
 
-def _bypassing_checks(git: KnowledgeGitConfig, **values: str) -> KnowledgeGitConfig:
-    return KnowledgeGitConfig.model_construct(**{**git.model_dump(), **values})
+def _bypassing_checks(source: KnowledgeGitConfig, **values: str) -> KnowledgeGitConfig:
+    return KnowledgeGitConfig.model_construct(**{**source.model_dump(), **values})
 
 
 async def test_git_sync_never_takes_the_branch_for_an_option(tmp_path: Path):
     origin = _origin(tmp_path)
     checkout = tmp_path / "checkout"
     marker = tmp_path / "marker"
-    git = KnowledgeGitConfig(repo_url=str(origin))
-    await sync_checkout(checkout, git)
-    injected = _bypassing_checks(git, branch=f"--upload-pack=touch {marker}; git-upload-pack")
+    source = KnowledgeGitConfig(repo_url=str(origin))
+    await sync_checkout(checkout, source)
+    injected = _bypassing_checks(source, branch=f"--upload-pack=touch {marker}; git-upload-pack")
 
     with pytest.raises(GitSyncError, match=r"git\.branch refused"):
         await sync_checkout(checkout, injected)  # a fetch into the checkout
@@ -46,7 +37,7 @@ async def test_git_sync_never_takes_the_branch_for_an_option(tmp_path: Path):
         await sync_checkout(tmp_path / "fresh", injected)  # a clone
 
     assert not marker.exists()
-    assert await sync_checkout(checkout, git) is False  # the checkout still follows its real branch
+    assert await sync_checkout(checkout, source) is False  # the checkout still follows its real branch
 
 
 async def test_git_sync_reaches_no_transport_the_user_config_allows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -69,16 +60,16 @@ async def test_git_sync_reaches_no_transport_the_user_config_allows(tmp_path: Pa
 async def test_git_sync_runs_no_hook_of_the_checkout(tmp_path: Path):
     origin = _origin(tmp_path)
     checkout = tmp_path / "checkout"
-    git = KnowledgeGitConfig(repo_url=origin.as_uri())
-    await sync_checkout(checkout, git)
+    source = KnowledgeGitConfig(repo_url=origin.as_uri())
+    await sync_checkout(checkout, source)
     marker = tmp_path / "hook-ran"
     hook = checkout / ".git" / "hooks" / "reference-transaction"  # run by fetch and reset when hooks are on
     hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
     hook.chmod(0o755)
     (origin / "guide.md").write_text("second version")
-    _git(origin, "commit", "-q", "-am", "second")
+    git(origin, "commit", "-q", "-am", "second")
 
-    assert await sync_checkout(checkout, git) is True
+    assert await sync_checkout(checkout, source) is True
 
     assert (checkout / "guide.md").read_text() == "second version" and not marker.exists()
 
@@ -86,14 +77,14 @@ async def test_git_sync_runs_no_hook_of_the_checkout(tmp_path: Path):
 async def test_git_sync_refuses_a_checkout_whose_config_names_a_command(tmp_path: Path):
     origin = _origin(tmp_path)
     checkout = tmp_path / "checkout"
-    git = KnowledgeGitConfig(repo_url=origin.as_uri())
-    await sync_checkout(checkout, git)
+    source = KnowledgeGitConfig(repo_url=origin.as_uri())
+    await sync_checkout(checkout, source)
     marker = tmp_path / "config-ran"
-    _git(checkout, "config", "core.fsmonitor", f"touch {marker}")
-    _git(checkout, "config", "core.logAllRefUpdates", "true")  # a key a clone writes itself is fine
+    git(checkout, "config", "core.fsmonitor", f"touch {marker}")
+    git(checkout, "config", "core.logAllRefUpdates", "true")  # a key a clone writes itself is fine
 
     with pytest.raises(GitSyncError) as refused:
-        await sync_checkout(checkout, git)
+        await sync_checkout(checkout, source)
 
     assert not marker.exists()
     assert "sets core.fsmonitor," in str(refused.value) and "logallrefupdates" not in str(refused.value)
