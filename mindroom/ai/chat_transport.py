@@ -110,7 +110,7 @@ class ChatTransport:
             response.release()
         if not 200 <= response.status < 300:
             raise _status_error(response, raw, self._url)
-        return _built("ChatCompletion", raw, response, self._url)
+        return _completion(raw, response, self._url)
 
 
 class ChunkStream:
@@ -275,20 +275,18 @@ _STATUS_ERRORS = {
 }
 
 
-def _built(type_name: str, raw: bytes, response: aiohttp.ClientResponse, url: str) -> Any:
-    """The answer's JSON built into the SDK's type (as the SDK builds it: no validation)."""
+def _completion(raw: bytes, response: aiohttp.ClientResponse, url: str) -> Any:
+    """The answer's JSON built into the SDK's `ChatCompletion` (as the SDK builds it: no validation); JSON that
+    is not an object is the SDK's `APIResponseValidationError`."""
     import httpx2
     import openai
-    from openai.types import chat
+    from openai.types.chat import ChatCompletion
 
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = None
+    parsed = json.loads(raw)  # a body that is not JSON raises `JSONDecodeError`, as with the SDK
     if not isinstance(parsed, dict):
         sdk_response = httpx2.Response(response.status, content=raw, request=_request(url))
         raise openai.APIResponseValidationError(response=sdk_response, body=raw.decode(errors="replace"))
-    return getattr(chat, type_name).construct(**parsed)
+    return ChatCompletion.construct(**parsed)
 
 
 _POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncGenerator[None]]]

@@ -161,6 +161,9 @@ async def test_chat_transport_answers_as_the_sdk_builds_them(server: Server) -> 
         sdk_answer, ours = await both(server, [Canned(body=body)], model="m", messages=MESSAGES)
         assert dumped(ours) == dumped(sdk_answer)
     assert getattr(ours, "choices", None) == []
+    headers = {"Content-Type": "application/json"}
+    sdk_error, our_error = await both(server, [Canned(body=b"not json", headers=headers)], model="m", messages=MESSAGES)
+    assert type(our_error) is type(sdk_error), (sdk_error, our_error)
 
 
 @pytest.mark.asyncio
@@ -211,7 +214,8 @@ async def test_chat_transport_status_errors_are_the_sdks(server: Server, status:
 
     assert type(ours) is type(sdk_error) and isinstance(ours, openai.APIStatusError)
     assert str(ours) == str(sdk_error) and ours.body == sdk_error.body and ours.status_code == status
-    assert ours.response.headers["retry-after"] == "7" and ours.response.json() if body.startswith(b"{") else True
+    assert ours.response.headers["retry-after"] == sdk_error.response.headers["retry-after"] == "7"
+    assert ours.response.content == sdk_error.response.content == body
 
 
 @pytest.mark.asyncio
