@@ -23,6 +23,7 @@ from mindroom.hooks import HookRegistry
 from mindroom.hooks.telemetry import hook_telemetry, hooks_report_text, ordered_telemetry
 from mindroom.hooks.types import PIPELINE_ORDER
 from mindroom.plugins import load_plugin_dir
+from tests.tool_system.test_shell_sandbox import running
 
 runner = CliRunner()
 
@@ -276,21 +277,6 @@ def test_plugins_list_reports_a_bad_manifest_and_lists_the_others(deployment, fo
     assert "demo" in result.output and "loaded" in result.output
 
 
-def _workers_of(folder: Path) -> list[int]:
-    """The isolated-plugin worker processes running for `folder` (read from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"mindroom.plugins.isolated_worker" in argv and str(folder).encode() in argv:
-            found.append(int(entry.name))
-    return found
-
-
 def test_plugins_list_hooks_list_and_doctor_start_no_isolated_worker(deployment):
     from mindroom.cli.doctor import check_plugins
     from mindroom.config.loading import load_config
@@ -307,4 +293,4 @@ def test_plugins_list_hooks_list_and_doctor_start_no_isolated_worker(deployment)
 
     assert [r.detail for r in results if r.name == "plugin demo"] == ["imports; 6 hooks"]
     assert [row["plugin_name"] for row in json.loads(result.stdout)] == ["demo"] * 6
-    assert _workers_of(folder) == []  # they list and check the hooks: no process is started for that
+    assert running(str(folder)) == []  # no worker of the plugin: they list and check the hooks, nothing more
