@@ -265,9 +265,12 @@ async def test_chat_transport_leaves_to_the_sdk_what_it_does_not_do(
         assert ChatTransport.for_client(other, PLAIN_MODEL) is None
     assert ChatTransport.for_client(plain, SimpleNamespace(http_client=object(), client_params=None)) is None
     assert ChatTransport.for_client(plain, SimpleNamespace(http_client=None, client_params={"http_client": 1})) is None
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    assert ChatTransport.for_client(plain, PLAIN_MODEL) is None
-    monkeypatch.delenv("HTTPS_PROXY")
+    for variable in ("HTTPS_PROXY", "http_proxy", "all_proxy"):  # either case, any scheme the SDK follows
+        monkeypatch.setenv(variable, "http://proxy.example:3128")
+        assert ChatTransport.for_client(plain, PLAIN_MODEL) is None, variable
+        monkeypatch.delenv(variable)
+    monkeypatch.setenv("no_proxy", "127.0.0.1")  # names no proxy: the transport still sends
+    assert ChatTransport.for_client(plain, PLAIN_MODEL) is not None
 
     transport = ChatTransport.for_client(plain, PLAIN_MODEL)
     assert transport is not None
