@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mindroom.testing.model_server import Text
+from tests.git_repos import commit_files, git
 from tests.integration.conftest import E2E
 from tests.integration.test_builtin_tools import ask, start
 
@@ -38,21 +39,10 @@ async def size(ctx):
 """
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=dev@example.org", "-c", "user.name=Dev", *args],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return done.stdout.strip()
-
-
 def _commit(repo: Path, stamp: str, requirement: str, extra: str = "") -> str:
     manifest = {"name": "sizes", "hooks_module": "hooks.py", "dependencies": [requirement]}
-    (repo / "mindroom.plugin.json").write_text(json.dumps(manifest))
-    (repo / "hooks.py").write_text(HOOKS.replace("STAMP", stamp) + extra)
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", stamp)
-    return _git(repo, "rev-parse", "HEAD")
+    files = {"mindroom.plugin.json": json.dumps(manifest), "hooks.py": HOOKS.replace("STAMP", stamp) + extra}
+    return commit_files(repo, files, stamp)
 
 
 async def _mindroom(config_dir: Path, storage: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -70,8 +60,6 @@ def _lock(config_dir: Path) -> dict:
 
 async def test_plugin_install_update_locked_and_conflict_on_a_running_daemon(e2e: E2E, tmp_path: Path):
     repo = tmp_path / "sizes"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
     first = _commit(repo, "v1", "humanize==4.9.0")
     (e2e.config_dir / "plugins").mkdir(parents=True)
     agent = e2e.name("helper")
@@ -120,7 +108,7 @@ async def test_plugin_install_update_locked_and_conflict_on_a_running_daemon(e2e
     shutil.copytree(repo, clash)
     manifest = {"name": "clash", "hooks_module": "hooks.py", "dependencies": ["pydantic<2"]}
     (clash / "mindroom.plugin.json").write_text(json.dumps(manifest))
-    _git(clash, "commit", "-q", "-am", "clash")
+    git(clash, "commit", "-q", "-am", "clash")
     conflicting = await _mindroom(e2e.config_dir, e2e.storage, "install", str(clash))
     assert conflicting.returncode == 1
     assert "plugin 'clash' needs pydantic<2, but the daemon runs pydantic 2." in conflicting.stderr
